@@ -1,0 +1,106 @@
+//! JSON-RPC error objects and codes.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A JSON-RPC error code. An open set: any `i32` is representable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ErrorCode(pub i32);
+
+impl ErrorCode {
+    /// Invalid JSON was received.
+    pub const PARSE_ERROR: ErrorCode = ErrorCode(-32700);
+    /// The JSON sent is not a valid request object.
+    pub const INVALID_REQUEST: ErrorCode = ErrorCode(-32600);
+    /// The method does not exist or is not available.
+    pub const METHOD_NOT_FOUND: ErrorCode = ErrorCode(-32601);
+    /// Invalid method parameters.
+    pub const INVALID_PARAMS: ErrorCode = ErrorCode(-32602);
+    /// Internal JSON-RPC error.
+    pub const INTERNAL_ERROR: ErrorCode = ErrorCode(-32603);
+    /// MCP (before 2026-07-28): resource not found.
+    pub const RESOURCE_NOT_FOUND: ErrorCode = ErrorCode(-32002);
+    /// MCP 2026-07-28: HTTP header does not match the body.
+    pub const HEADER_MISMATCH: ErrorCode = ErrorCode(-32020);
+    /// MCP 2026-07-28: a required client capability is missing.
+    pub const MISSING_CLIENT_CAPABILITY: ErrorCode = ErrorCode(-32021);
+    /// MCP 2026-07-28: unsupported protocol version.
+    pub const UNSUPPORTED_PROTOCOL_VERSION: ErrorCode = ErrorCode(-32022);
+    /// MCP: URL elicitation required.
+    pub const URL_ELICITATION_REQUIRED: ErrorCode = ErrorCode(-32042);
+
+    /// The standard message for a standard code.
+    pub fn default_message(self) -> &'static str {
+        match self.0 {
+            -32700 => "Parse error",
+            -32600 => "Invalid Request",
+            -32601 => "Method not found",
+            -32602 => "Invalid params",
+            -32603 => "Internal error",
+            _ => "Server error",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// The `error` member of a JSON-RPC response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[error("JSON-RPC error {code}: {message}")]
+pub struct ErrorObject {
+    /// Error code.
+    pub code: ErrorCode,
+    /// Short description.
+    pub message: String,
+    /// Extra information.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl ErrorObject {
+    /// An error with a code and a message.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self { code, message: message.into(), data: None }
+    }
+
+    /// Adds `data`.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// -32700 with a detail string in `data`.
+    pub fn parse_error(detail: impl fmt::Display) -> Self {
+        Self::new(ErrorCode::PARSE_ERROR, "Parse error")
+            .with_data(Value::String(detail.to_string()))
+    }
+
+    /// -32600 with a detail string in `data`.
+    pub fn invalid_request(detail: impl fmt::Display) -> Self {
+        Self::new(ErrorCode::INVALID_REQUEST, "Invalid Request")
+            .with_data(Value::String(detail.to_string()))
+    }
+
+    /// -32601 naming the method.
+    pub fn method_not_found(method: &str) -> Self {
+        Self::new(ErrorCode::METHOD_NOT_FOUND, format!("Method not found: {method}"))
+            .with_data(serde_json::json!({ "method": method }))
+    }
+
+    /// -32602 with a message.
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::INVALID_PARAMS, message)
+    }
+
+    /// -32603 with a message.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::INTERNAL_ERROR, message)
+    }
+}

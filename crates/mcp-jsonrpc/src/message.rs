@@ -1,0 +1,445 @@
+//! JSON-RPC 2.0 messages with strict decoding.
+//!
+//! Params and results stay as raw JSON ([`RawValue`]) until a handler asks for a type, so the
+//! message loop parses each byte once.
+
+use serde::de::{Deserializer, Error as _};
+use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::error::{ErrorCode, ErrorObject};
+use crate::id::RequestId;
+
+/// Raw JSON text.
+pub type RawJson = Box<RawValue>;
+
+/// A request: expects a response with the same id.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// Request id.
+    pub id: RequestId,
+    /// Method name.
+    pub method: String,
+    /// Params (an object in MCP), if any.
+    pub params: Option<RawJson>,
+}
+
+/// A notification: no id, no response.
+#[derive(Debug, Clone)]
+pub struct Notification {
+    /// Method name.
+    pub method: String,
+    /// Params, if any.
+    pub params: Option<RawJson>,
+}
+
+/// A response: a result or an error for one request id.
+#[derive(Debug, Clone)]
+pub struct Response {
+    /// The id of the request it answers; `None` only for errors about unreadable requests.
+    pub id: Option<RequestId>,
+    /// The outcome.
+    pub outcome: Result<RawJson, ErrorObject>,
+}
+
+/// Any JSON-RPC message.
+#[derive(Debug, Clone)]
+pub enum Message {
+    /// A request.
+    Request(Request),
+    /// A notification.
+    Notification(Notification),
+    /// A response.
+    Response(Response),
+}
+
+/// Why a message could not be decoded, with the id when it could be recovered so the error
+/// can be answered.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{error}")]
+pub struct DecodeError {
+    /// The id of the offending request, when known.
+    pub id: Option<RequestId>,
+    /// Whether the message looked like a request (so an error response is owed).
+    pub answerable: bool,
+    /// The error to answer with.
+    pub error: ErrorObject,
+}
+
+impl DecodeError {
+    fn parse(e: impl std::fmt::Display) -> Self {
+        Self { id: None, answerable: true, error: ErrorObject::parse_error(e) }
+    }
+    fn invalid(id: Option<RequestId>, answerable: bool, detail: impl std::fmt::Display) -> Self {
+        Self { id, answerable, error: ErrorObject::invalid_request(detail) }
+    }
+}
+
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+#[derive(Deserialize)]
+struct Wire {
+    #[serde(default, deserialize_with = "present")]
+    jsonrpc: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    method: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    params: Option<RawJson>,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<RawJson>,
+    #[serde(default, deserialize_with = "present")]
+    error: Option<Value>,
+}
+
+impl Message {
+    /// Decodes one message from JSON bytes.
+    ///
+    /// # Errors
+    /// -32700 for bytes that are not JSON (or not UTF-8), -32600 for JSON that is not a valid
+    /// message (wrong `jsonrpc`, null or non-scalar id, non-string method, scalar params,
+    /// a response with both or neither of `result` and `error`).
+    pub fn decode(bytes: &[u8]) -> Result<Message, DecodeError> {
+        let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
+        if first != Some(b'{') {
+            // Valid JSON that is not an object is an invalid request; invalid JSON a parse error.
+            return match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+                Ok(_) => Err(DecodeError::invalid(None, true, "message is not a JSON object")),
+                Err(e) => Err(DecodeError::parse(e)),
+            };
+        }
+        let wire: Wire = match serde_json::from_slice(bytes) {
+            Ok(w) => w,
+            Err(e) if e.is_data() => {
+                // Well-formed JSON with a member of the wrong type (e.g. non-object params).
+                let id = serde_json::from_slice::<Value>(bytes)
+                    .ok()
+                    .and_then(|v| v.get("id").and_then(RequestId::from_value));
+                return Err(DecodeError::invalid(id, true, e));
+            }
+            Err(e) => return Err(DecodeError::parse(e)),
+        };
+        Self::from_wire(wire)
+    }
+
+    /// Decodes one message from a JSON string.
+    ///
+    /// # Errors
+    /// As [`Message::decode`].
+    pub fn decode_str(s: &str) -> Result<Message, DecodeError> {
+        Self::decode(s.as_bytes())
+    }
+
+    fn from_wire(w: Wire) -> Result<Message, DecodeError> {
+        let id = match &w.id {
+            None => None,
+            Some(v) => match RequestId::from_value(v) {
+                Some(id) => Some(id),
+                None => {
+                    return Err(DecodeError::invalid(
+                        None,
+                        w.method.is_some(),
+                        format!("id must be a string or an integer, got {v}"),
+                    ));
+                }
+            },
+        };
+        let is_request_like = w.method.is_some();
+        match &w.jsonrpc {
+            Some(Value::String(s)) if s == "2.0" => {}
+            other => {
+                let got = other.as_ref().map_or("nothing".to_owned(), Value::to_string);
+                return Err(DecodeError::invalid(
+                    id,
+                    is_request_like || w.result.is_none(),
+                    format!("jsonrpc must be \"2.0\", got {got}"),
+                ));
+            }
+        }
+        if let Some(method) = w.method {
+            let Value::String(method) = method else {
+                return Err(DecodeError::invalid(id, true, "method must be a string"));
+            };
+            if w.result.is_some() || w.error.is_some() {
+                return Err(DecodeError::invalid(
+                    id,
+                    true,
+                    "a request must not carry result or error",
+                ));
+            }
+            if let Some(p) = &w.params {
+                let c = p.get().as_bytes().first().copied();
+                if !matches!(c, Some(b'{' | b'[')) {
+                    return Err(DecodeError::invalid(
+                        id,
+                        true,
+                        "params must be an object or an array",
+                    ));
+                }
+            }
+            return Ok(match id {
+                Some(id) => Message::Request(Request { id, method, params: w.params }),
+                None => Message::Notification(Notification { method, params: w.params }),
+            });
+        }
+        let outcome = match (w.result, w.error) {
+            (Some(r), None) => Ok(r),
+            (None, Some(e)) => match serde_json::from_value::<ErrorObject>(e) {
+                Ok(e) => Err(e),
+                Err(e) => {
+                    return Err(DecodeError::invalid(id, false, format!("bad error object: {e}")));
+                }
+            },
+            (Some(_), Some(_)) => {
+                return Err(DecodeError::invalid(
+                    id,
+                    false,
+                    "response has both result and error",
+                ));
+            }
+            (None, None) => {
+                // Neither a request nor a response. With an id it is a response missing its
+                // outcome; without one it is garbage that is not answerable on stdio but gets an
+                // error elsewhere.
+                return Err(DecodeError::invalid(
+                    id.clone(),
+                    id.is_none(),
+                    "message has neither method nor result/error",
+                ));
+            }
+        };
+        if id.is_none() && outcome.is_ok() {
+            return Err(DecodeError::invalid(None, false, "response without id"));
+        }
+        Ok(Message::Response(Response { id, outcome }))
+    }
+
+    /// Encodes the message as compact JSON.
+    pub fn encode(&self) -> String {
+        // Serializing our own types cannot fail: all keys are strings, raw values are valid.
+        serde_json::to_string(self).unwrap_or_else(|e| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32603,"message":"encode failed: {}"}}}}"#,
+                e.to_string().replace('"', "'")
+            )
+        })
+    }
+
+    /// A request with typed params.
+    ///
+    /// # Errors
+    /// If `params` cannot be serialized.
+    pub fn request<P: Serialize>(
+        id: RequestId,
+        method: &str,
+        params: &P,
+    ) -> Result<Message, serde_json::Error> {
+        Ok(Message::Request(Request { id, method: method.to_owned(), params: Some(to_raw(params)?) }))
+    }
+
+    /// A notification with typed params.
+    ///
+    /// # Errors
+    /// If `params` cannot be serialized.
+    pub fn notification<P: Serialize>(method: &str, params: &P) -> Result<Message, serde_json::Error> {
+        Ok(Message::Notification(Notification {
+            method: method.to_owned(),
+            params: Some(to_raw(params)?),
+        }))
+    }
+
+    /// A success response.
+    pub fn result(id: RequestId, result: RawJson) -> Message {
+        Message::Response(Response { id: Some(id), outcome: Ok(result) })
+    }
+
+    /// An error response.
+    pub fn error(id: Option<RequestId>, error: ErrorObject) -> Message {
+        Message::Response(Response { id, outcome: Err(error) })
+    }
+
+    /// The method name of a request or notification.
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Message::Request(r) => Some(&r.method),
+            Message::Notification(n) => Some(&n.method),
+            Message::Response(_) => None,
+        }
+    }
+}
+
+/// Serializes a value into raw JSON.
+///
+/// # Errors
+/// If the value cannot be serialized.
+pub fn to_raw<T: Serialize + ?Sized>(value: &T) -> Result<RawJson, serde_json::Error> {
+    RawValue::from_string(serde_json::to_string(value)?)
+}
+
+/// Parses raw params into a type; absent params parse as `{}`.
+///
+/// # Errors
+/// -32602 naming what was wrong.
+pub fn parse_params<T: serde::de::DeserializeOwned>(params: Option<&RawValue>) -> Result<T, ErrorObject> {
+    let text = params.map_or("{}", RawValue::get);
+    serde_json::from_str(text).map_err(|e| {
+        ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Invalid params: {e}"))
+    })
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("jsonrpc", "2.0")?;
+        match self {
+            Message::Request(r) => {
+                m.serialize_entry("id", &r.id)?;
+                m.serialize_entry("method", &r.method)?;
+                if let Some(p) = &r.params {
+                    m.serialize_entry("params", p)?;
+                }
+            }
+            Message::Notification(n) => {
+                m.serialize_entry("method", &n.method)?;
+                if let Some(p) = &n.params {
+                    m.serialize_entry("params", p)?;
+                }
+            }
+            Message::Response(r) => {
+                m.serialize_entry("id", &r.id)?;
+                match &r.outcome {
+                    Ok(v) => m.serialize_entry("result", v)?,
+                    Err(e) => m.serialize_entry("error", e)?,
+                }
+            }
+        }
+        m.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = Wire::deserialize(d)?;
+        Message::from_wire(w).map_err(|e| D::Error::custom(e.error.data.unwrap_or(Value::Null)))
+    }
+}
+
+/// What one read of the transport holds: a single message or a batch.
+#[derive(Debug)]
+pub enum Frame {
+    /// One message (or why it could not be read).
+    Single(Result<Message, DecodeError>),
+    /// A JSON array of messages, each decoded on its own.
+    Batch(Vec<Result<Message, DecodeError>>),
+}
+
+impl Frame {
+    /// Decodes a frame. An empty array is a single -32600 error.
+    pub fn decode(bytes: &[u8]) -> Frame {
+        let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
+        if first != Some(b'[') {
+            return Frame::Single(Message::decode(bytes));
+        }
+        let items: Vec<&RawValue> = match serde_json::from_slice(bytes) {
+            Ok(items) => items,
+            Err(e) => return Frame::Single(Err(DecodeError::parse(e))),
+        };
+        if items.is_empty() {
+            return Frame::Single(Err(DecodeError::invalid(None, true, "empty batch")));
+        }
+        Frame::Batch(items.into_iter().map(|raw| Message::decode(raw.get().as_bytes())).collect())
+    }
+}
+
+/// Encodes several messages as one JSON array.
+pub fn encode_batch(messages: &[Message]) -> String {
+    serde_json::to_string(messages).unwrap_or_else(|_| "[]".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn code(r: Result<Message, DecodeError>) -> i32 {
+        r.err().map(|e| e.error.code.0).unwrap_or(0)
+    }
+
+    #[test]
+    fn decodes_the_three_kinds() {
+        let m = Message::decode(br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#).unwrap();
+        assert!(matches!(m, Message::Request(Request { id: RequestId::Number(7), .. })));
+        let m = Message::decode(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .unwrap();
+        assert!(matches!(m, Message::Notification(_)));
+        let m = Message::decode(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#).unwrap();
+        assert!(matches!(m, Message::Response(Response { outcome: Ok(_), .. })));
+        let m = Message::decode(br#"{"jsonrpc":"2.0","id":"a","result":null}"#).unwrap();
+        assert!(matches!(m, Message::Response(Response { outcome: Ok(_), .. })));
+    }
+
+    #[test]
+    fn strictness() {
+        assert_eq!(code(Message::decode(b"{not json")), -32700);
+        assert_eq!(code(Message::decode(b"\xff\xfe")), -32700);
+        assert_eq!(code(Message::decode(br#"{"jsonrpc":"1.0","id":1,"method":"x"}"#)), -32600);
+        assert_eq!(code(Message::decode(br#"{"id":1,"method":"x"}"#)), -32600);
+        assert_eq!(code(Message::decode(br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#)), -32600);
+        assert_eq!(code(Message::decode(br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#)), -32600);
+        assert_eq!(code(Message::decode(br#"{"jsonrpc":"2.0","id":1,"method":5}"#)), -32600);
+        assert_eq!(
+            code(Message::decode(br#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#)),
+            -32600
+        );
+        assert_eq!(
+            code(Message::decode(br#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#)),
+            -32600
+        );
+        assert_eq!(code(Message::decode(br#"{"jsonrpc":"2.0","id":1}"#)), -32600);
+        assert_eq!(code(Message::decode(b"42")), -32600);
+        let deep = "[".repeat(10_000);
+        assert_eq!(code(Message::decode(deep.as_bytes())), -32700);
+        let deep_obj = format!("{{\"a\":{}", "[".repeat(10_000));
+        assert_eq!(code(Message::decode(deep_obj.as_bytes())), -32700);
+    }
+
+    #[test]
+    fn recovers_id_for_answerable_errors() {
+        let e = Message::decode(br#"{"jsonrpc":"2.0","id":9,"method":"x","params":"s"}"#)
+            .unwrap_err();
+        assert_eq!(e.id, Some(RequestId::Number(9)));
+        assert!(e.answerable);
+        let e = Message::decode(br#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#)
+            .unwrap_err();
+        assert!(!e.answerable, "a broken response is never answered");
+    }
+
+    #[test]
+    fn encode_round_trip() {
+        let m = Message::request(RequestId::Number(1), "tools/call", &json!({"name":"echo"})).unwrap();
+        assert_eq!(m.encode(), r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}"#);
+        let e = Message::error(None, ErrorObject::parse_error("x"));
+        assert_eq!(
+            serde_json::from_str::<Value>(&e.encode()).unwrap(),
+            json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error","data":"x"}})
+        );
+    }
+
+    #[test]
+    fn batches() {
+        assert!(matches!(Frame::decode(b"[]"), Frame::Single(Err(e)) if e.error.code.0 == -32600));
+        let Frame::Batch(items) = Frame::decode(
+            br#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"n"},1]"#,
+        ) else {
+            panic!("batch expected")
+        };
+        assert_eq!(items.len(), 3);
+        assert!(items[0].is_ok() && items[1].is_ok() && items[2].is_err());
+        assert!(matches!(Frame::decode(b"[1,"), Frame::Single(Err(e)) if e.error.code.0 == -32700));
+    }
+}

@@ -1,0 +1,111 @@
+//! `sampling/createMessage` (server asks the client's model).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::common::{JsonObject, ResultType, Role};
+use crate::content::Content;
+
+/// One content block or several.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany<T> {
+    /// A single item.
+    One(T),
+    /// A list.
+    Many(Vec<T>),
+}
+
+/// A message in a sampling conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SamplingMessage {
+    /// Speaker.
+    pub role: Role,
+    /// Content.
+    pub content: OneOrMany<Content>,
+    /// Metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<JsonObject>,
+    /// Unmodelled fields.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// Model selection preferences.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelPreferences {
+    /// Model name hints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hints: Option<Vec<JsonObject>>,
+    /// Cost priority 0..1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_priority: Option<f64>,
+    /// Speed priority 0..1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed_priority: Option<f64>,
+    /// Intelligence priority 0..1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intelligence_priority: Option<f64>,
+    /// Unmodelled fields.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// Params of `sampling/createMessage`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateMessageParams {
+    /// The conversation.
+    pub messages: Vec<SamplingMessage>,
+    /// Model preferences.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_preferences: Option<ModelPreferences>,
+    /// System prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// Context inclusion (deprecated in 2026-07-28).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include_context: Option<String>,
+    /// Temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Maximum tokens to sample.
+    pub max_tokens: u64,
+    /// Stop sequences.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_sequences: Option<Vec<String>>,
+    /// Provider metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+    /// Metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<JsonObject>,
+    /// Unmodelled fields (tools, toolChoice, ...).
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// Result of `sampling/createMessage`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateMessageResult {
+    /// 2026-07-28 result kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
+    /// Speaker (assistant).
+    pub role: Role,
+    /// Content.
+    pub content: OneOrMany<Content>,
+    /// Model that produced it.
+    pub model: String,
+    /// Why sampling stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+    /// Metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<JsonObject>,
+    /// Unmodelled fields.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}

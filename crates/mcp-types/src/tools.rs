@@ -1,0 +1,154 @@
+//! `tools/list`, `tools/call` and tool definitions.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::common::{CacheScope, Cursor, JsonObject, ResultType};
+use crate::content::Content;
+
+/// A tool the server offers.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    /// Unique name.
+    pub name: String,
+    /// Display title (2025-06-18+).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the tool does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of the arguments (an object schema).
+    pub input_schema: JsonObject,
+    /// JSON Schema of `structuredContent` (2025-06-18+).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<JsonObject>,
+    /// Behaviour hints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<ToolAnnotations>,
+    /// Metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<JsonObject>,
+    /// Unmodelled fields (icons, execution, ...).
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// Hints about a tool's behaviour. Untrusted unless the server is.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    /// Display title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The tool does not modify its environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// The tool may destroy data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Calling twice with the same arguments has no extra effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// The tool talks to an open world of entities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+    /// Unmodelled fields.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// Result of `tools/list`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListToolsResult {
+    /// 2026-07-28 result kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
+    /// The tools on this page.
+    pub tools: Vec<Tool>,
+    /// Cursor of the next page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<Cursor>,
+    /// Cache lifetime in ms (2026-07-28).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// Cache scope (2026-07-28).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<CacheScope>,
+    /// Metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<JsonObject>,
+    /// Unmodelled fields.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// Params of `tools/call`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CallToolParams {
+    /// Tool name.
+    pub name: String,
+    /// Arguments object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<JsonObject>,
+    /// Metadata (progress token, 2026 client info, ...).
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<JsonObject>,
+    /// Unmodelled fields (task, inputResponses, requestState, ...).
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl CallToolParams {
+    /// Params calling `name` with `arguments`.
+    pub fn new(name: impl Into<String>, arguments: JsonObject) -> Self {
+        Self { name: name.into(), arguments: Some(arguments), ..Self::default() }
+    }
+}
+
+/// Result of `tools/call`. A tool failure is `is_error: true`, not a JSON-RPC error.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    /// 2026-07-28 result kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
+    /// Unstructured content.
+    #[serde(default)]
+    pub content: Vec<Content>,
+    /// Structured content matching the tool's `outputSchema`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// Whether the tool failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// Metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<JsonObject>,
+    /// Unmodelled fields.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl CallToolResult {
+    /// A successful result with one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self { content: vec![Content::text(text)], ..Self::default() }
+    }
+
+    /// A successful result with the given content.
+    pub fn success(content: Vec<Content>) -> Self {
+        Self { content, ..Self::default() }
+    }
+
+    /// A failed tool run (`isError: true`) with a text explanation.
+    pub fn error(text: impl Into<String>) -> Self {
+        Self { content: vec![Content::text(text)], is_error: Some(true), ..Self::default() }
+    }
+
+    /// Whether this result reports a tool failure.
+    pub fn failed(&self) -> bool {
+        self.is_error == Some(true)
+    }
+}
