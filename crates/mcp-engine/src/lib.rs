@@ -1,1 +1,22 @@
-//! stub
+//! The JSON-RPC peer loop shared by every MCP server and client over every transport.
+//!
+//! A transport turns bytes into frames (one JSON text each) on an `mpsc` channel and writes
+//! the encoded lines it receives on another. [`run`] drives one connection: responses go to
+//! waiting callers, `notifications/cancelled` aborts handlers, `notifications/progress`
+//! reaches the request that asked for it, other notifications go to the [`Service`] in
+//! arrival order, and requests run concurrently up to a bound.
+//!
+//! [`Peer`] is the sending half: typed requests with timeouts (reset by progress, capped in
+//! total) that send `notifications/cancelled` when they give up.
+
+mod connection;
+mod error;
+mod options;
+mod peer;
+mod service;
+
+pub use connection::run;
+pub use error::CallError;
+pub use options::{EngineConfig, ProgressCallback, RequestOptions};
+pub use peer::Peer;
+pub use service::{HandlerResult, RequestContext, Service};

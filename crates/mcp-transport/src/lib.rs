@@ -1,1 +1,13 @@
-//! stub
+//! The MCP stdio transport.
+//!
+//! Messages are newline-delimited JSON. Lines are limited in size (4 MiB by default); an
+//! oversized line is skipped and logged, and reading goes on with the next one. A child
+//! server runs in its own process group so that shutting it down reaches its children too.
+
+pub mod child;
+pub mod ndjson;
+pub mod stdio;
+
+pub use child::{ChildConfig, ChildError, ChildProcess, Exit};
+pub use ndjson::DEFAULT_MAX_LINE;
+pub use stdio::{Channels, from_io, stdio};

@@ -1,0 +1,260 @@
+//! The message loop of one connection: decode, route, dispatch, answer.
+
+use std::collections::{HashMap, VecDeque};
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex};
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use mcp_jsonrpc::{DecodeError, ErrorObject, Frame, Message, RequestId, encode_batch, parse_params};
+use mcp_types::{CancelledParams, ProgressParams};
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::{AbortHandle, JoinSet};
+use tokio_util::sync::CancellationToken;
+
+use crate::options::EngineConfig;
+use crate::peer::Peer;
+use crate::service::{HandlerResult, RequestContext, Service};
+
+struct InFlight {
+    abort: Option<AbortHandle>,
+    cancel: CancellationToken,
+    cancellable: bool,
+}
+
+type InFlightMap = Arc<Mutex<HashMap<RequestId, InFlight>>>;
+
+struct Queued {
+    id: RequestId,
+    fut: BoxFuture<'static, HandlerResult>,
+}
+
+fn lock(map: &InFlightMap) -> std::sync::MutexGuard<'_, HashMap<RequestId, InFlight>> {
+    map.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Runs one connection until its input ends, then waits for in-flight requests to finish and
+/// closes `peer` (failing any of its own outstanding requests with `Closed`).
+///
+/// `incoming` carries one frame (a JSON text) per item; the transport does the framing.
+pub async fn run(
+    peer: Peer,
+    mut incoming: mpsc::Receiver<Vec<u8>>,
+    service: Arc<dyn Service>,
+    config: EngineConfig,
+) {
+    let sem = Arc::new(Semaphore::new(config.max_in_flight.max(1)));
+    let in_flight: InFlightMap = Arc::new(Mutex::new(HashMap::new()));
+    let mut queue: VecDeque<Queued> = VecDeque::new();
+    let mut tasks: JoinSet<()> = JoinSet::new();
+    let mut input_open = true;
+    let max_queued = config.max_queued.max(1);
+
+    loop {
+        if !input_open && queue.is_empty() {
+            break;
+        }
+        tokio::select! {
+            biased;
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            Ok(permit) = sem.clone().acquire_owned(), if !queue.is_empty() => {
+                let Some(q) = queue.pop_front() else { continue };
+                let abort = spawn_request(&mut tasks, &peer, &in_flight, q, permit);
+                if let Some(entry) = lock(&in_flight).get_mut(&abort.0) {
+                    entry.abort = Some(abort.1);
+                }
+            }
+            frame = incoming.recv(), if input_open && queue.len() < max_queued => {
+                match frame {
+                    Some(bytes) => on_frame(
+                        &bytes, &peer, &service, &config, &in_flight, &mut queue, &mut tasks,
+                    ),
+                    None => input_open = false,
+                }
+            }
+        }
+    }
+    // Input is over: let what was accepted finish, so nothing that was asked goes unanswered.
+    while tasks.join_next().await.is_some() {}
+    peer.close();
+}
+
+fn spawn_request(
+    tasks: &mut JoinSet<()>,
+    peer: &Peer,
+    in_flight: &InFlightMap,
+    q: Queued,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) -> (RequestId, AbortHandle) {
+    let peer = peer.clone();
+    let in_flight = in_flight.clone();
+    let id = q.id.clone();
+    let handle = tasks.spawn(async move {
+        let _permit = permit;
+        let result = AssertUnwindSafe(q.fut).catch_unwind().await.unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "handler panicked".to_owned());
+            tracing::error!(id = %q.id, "handler panicked: {what}");
+            Err(ErrorObject::internal("Internal error: the handler panicked"))
+        });
+        if lock(&in_flight).remove(&q.id).is_none() {
+            return; // cancelled meanwhile: no response is sent for a cancelled request
+        }
+        let msg = match result {
+            Ok(raw) => Message::result(q.id, raw),
+            Err(e) => Message::error(Some(q.id), e),
+        };
+        let _ = peer.send(&msg).await;
+    });
+    (id, handle)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn on_frame(
+    bytes: &[u8],
+    peer: &Peer,
+    service: &Arc<dyn Service>,
+    config: &EngineConfig,
+    in_flight: &InFlightMap,
+    queue: &mut VecDeque<Queued>,
+    tasks: &mut JoinSet<()>,
+) {
+    match Frame::decode(bytes) {
+        Frame::Single(Ok(msg)) => on_message(msg, peer, service, in_flight, queue),
+        Frame::Single(Err(e)) => {
+            if let Some(reply) = error_reply(e, config) {
+                let _ = peer.inner_try_send(reply.encode());
+            }
+        }
+        Frame::Batch(items) => on_batch(items, peer, service, config, tasks),
+    }
+}
+
+fn error_reply(e: DecodeError, config: &EngineConfig) -> Option<Message> {
+    if !e.answerable {
+        tracing::warn!("dropping malformed message: {}", e.error.data.as_ref().map_or_else(String::new, ToString::to_string));
+        return None;
+    }
+    if e.id.is_none() && !config.answer_unidentified {
+        tracing::warn!(
+            "dropping malformed input with no id to answer: {}",
+            e.error.data.as_ref().map_or_else(String::new, ToString::to_string)
+        );
+        return None;
+    }
+    Some(Message::error(e.id, e.error))
+}
+
+fn on_message(
+    msg: Message,
+    peer: &Peer,
+    service: &Arc<dyn Service>,
+    in_flight: &InFlightMap,
+    queue: &mut VecDeque<Queued>,
+) {
+    match msg {
+        Message::Response(r) => peer.complete(r.id, r.outcome),
+        Message::Notification(n) => match n.method.as_str() {
+            "notifications/cancelled" => {
+                match parse_params::<CancelledParams>(n.params.as_deref()) {
+                    Ok(p) => {
+                        if let Some(id) = p.request_id.as_ref().and_then(RequestId::from_value) {
+                            cancel(&id, in_flight, queue);
+                        }
+                    }
+                    Err(e) => tracing::warn!("bad cancellation: {}", e.message),
+                }
+            }
+            "notifications/progress" => match parse_params::<ProgressParams>(n.params.as_deref()) {
+                Ok(p) => peer.progress(p),
+                Err(e) => tracing::warn!("bad progress notification: {}", e.message),
+            },
+            _ => service.notify(n, peer),
+        },
+        Message::Request(r) => {
+            let id = r.id.clone();
+            let mut map = lock(in_flight);
+            if map.contains_key(&id) {
+                drop(map);
+                let e = ErrorObject::invalid_request(format!("request id {id} is already in use"));
+                let _ = peer.inner_try_send(Message::error(Some(id), e).encode());
+                return;
+            }
+            let cancel = CancellationToken::new();
+            let cancellable = service.cancellable(&r.method);
+            map.insert(id.clone(), InFlight { abort: None, cancel: cancel.clone(), cancellable });
+            drop(map);
+            let ctx = RequestContext { id: id.clone(), peer: peer.clone(), cancel };
+            let fut = service.call(r, ctx);
+            queue.push_back(Queued { id, fut });
+        }
+    }
+}
+
+fn cancel(id: &RequestId, in_flight: &InFlightMap, queue: &mut VecDeque<Queued>) {
+    let mut map = lock(in_flight);
+    let Some(entry) = map.get(id) else {
+        tracing::debug!(%id, "cancellation for an unknown or finished request; ignored");
+        return;
+    };
+    if !entry.cancellable {
+        tracing::warn!(%id, "this request cannot be cancelled; ignored");
+        return;
+    }
+    if let Some(entry) = map.remove(id) {
+        entry.cancel.cancel();
+        if let Some(abort) = entry.abort {
+            abort.abort();
+        }
+    }
+    drop(map);
+    queue.retain(|q| &q.id != id);
+}
+
+fn on_batch(
+    items: Vec<Result<Message, DecodeError>>,
+    peer: &Peer,
+    service: &Arc<dyn Service>,
+    config: &EngineConfig,
+    tasks: &mut JoinSet<()>,
+) {
+    if !service.batch_allowed() {
+        let e = ErrorObject::invalid_request(
+            "JSON-RPC batches are not supported by the negotiated protocol version",
+        );
+        let _ = peer.inner_try_send(Message::error(None, e).encode());
+        return;
+    }
+    let mut replies: Vec<Message> = Vec::new();
+    let mut calls = Vec::new();
+    for item in items {
+        match item {
+            Err(e) => replies.extend(error_reply(e, &EngineConfig { answer_unidentified: true, ..config.clone() })),
+            Ok(Message::Response(r)) => peer.complete(r.id, r.outcome),
+            Ok(Message::Notification(n)) => service.notify(n, peer),
+            Ok(Message::Request(r)) => {
+                let id = r.id.clone();
+                let ctx = RequestContext {
+                    id: id.clone(),
+                    peer: peer.clone(),
+                    cancel: CancellationToken::new(),
+                };
+                calls.push(service.call(r, ctx).map(move |res| match res {
+                    Ok(raw) => Message::result(id, raw),
+                    Err(e) => Message::error(Some(id), e),
+                }));
+            }
+        }
+    }
+    let peer = peer.clone();
+    tasks.spawn(async move {
+        replies.extend(futures::future::join_all(calls).await);
+        if !replies.is_empty() {
+            // An all-notification batch gets no reply at all.
+            let _ = peer.send_raw(encode_batch(&replies)).await;
+        }
+    });
+}

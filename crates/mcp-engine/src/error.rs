@@ -1,0 +1,39 @@
+//! Errors seen by callers of [`crate::Peer::request`].
+
+use std::time::Duration;
+
+use mcp_jsonrpc::ErrorObject;
+
+/// Why a request did not produce a result.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// The peer answered with a JSON-RPC error.
+    #[error("{0}")]
+    Rpc(ErrorObject),
+    /// No response within the timeout (a `notifications/cancelled` was sent).
+    #[error("request timed out after {0:?}")]
+    Timeout(Duration),
+    /// The caller cancelled the request.
+    #[error("request cancelled")]
+    Cancelled,
+    /// The connection closed before a response arrived.
+    #[error("connection closed")]
+    Closed,
+    /// The result could not be decoded into the expected type.
+    #[error("could not decode result: {0}")]
+    Decode(#[from] serde_json::Error),
+    /// The call is not allowed by the protocol (e.g. the peer lacks a capability).
+    #[error("{0}")]
+    Protocol(String),
+}
+
+impl CallError {
+    /// The JSON-RPC error, if the peer answered with one.
+    pub fn rpc(&self) -> Option<&ErrorObject> {
+        match self {
+            CallError::Rpc(e) => Some(e),
+            _ => None,
+        }
+    }
+}

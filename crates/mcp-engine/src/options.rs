@@ -1,0 +1,83 @@
+//! Per-request and per-connection settings.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_types::ProgressParams;
+
+/// A callback for `notifications/progress` about one outgoing request.
+pub type ProgressCallback = Arc<dyn Fn(ProgressParams) + Send + Sync>;
+
+/// Settings for one outgoing request.
+#[derive(Clone)]
+pub struct RequestOptions {
+    /// Time without a response (or progress, if `reset_on_progress`) before giving up.
+    pub timeout: Duration,
+    /// Hard cap on the total time, progress or not.
+    pub max_total: Duration,
+    /// Whether progress notifications restart the `timeout` clock.
+    pub reset_on_progress: bool,
+    /// Called for each progress notification; setting it adds `_meta.progressToken`.
+    pub on_progress: Option<ProgressCallback>,
+}
+
+impl Default for RequestOptions {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(60),
+            max_total: Duration::from_secs(600),
+            reset_on_progress: true,
+            on_progress: None,
+        }
+    }
+}
+
+impl fmt::Debug for RequestOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RequestOptions")
+            .field("timeout", &self.timeout)
+            .field("max_total", &self.max_total)
+            .field("reset_on_progress", &self.reset_on_progress)
+            .field("on_progress", &self.on_progress.is_some())
+            .finish()
+    }
+}
+
+impl RequestOptions {
+    /// Sets the inactivity timeout.
+    pub fn timeout(mut self, t: Duration) -> Self {
+        self.timeout = t;
+        self
+    }
+
+    /// Sets the hard cap.
+    pub fn max_total(mut self, t: Duration) -> Self {
+        self.max_total = t;
+        self
+    }
+
+    /// Sets a progress callback.
+    pub fn on_progress(mut self, f: impl Fn(ProgressParams) + Send + Sync + 'static) -> Self {
+        self.on_progress = Some(Arc::new(f));
+        self
+    }
+}
+
+/// Settings for one connection's message loop.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Requests handled at the same time; more wait in a queue.
+    pub max_in_flight: usize,
+    /// Requests waiting for a slot before the loop stops reading input (backpressure).
+    pub max_queued: usize,
+    /// Whether to answer malformed input that carries no id (true on HTTP; false on stdio,
+    /// where answering garbage can start an error storm).
+    pub answer_unidentified: bool,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self { max_in_flight: 256, max_queued: 4096, answer_unidentified: false }
+    }
+}

@@ -1,0 +1,307 @@
+//! The sending half of a connection: ids, pending requests, timeouts, progress.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use mcp_jsonrpc::{ErrorObject, Message, RawJson, RequestId, to_raw};
+use mcp_types::methods::{Notification as NotificationMethod, Request as RequestMethod};
+use mcp_types::{CancelledParams, ProgressParams, ProgressToken};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::time::Instant;
+
+use crate::error::CallError;
+use crate::options::{ProgressCallback, RequestOptions};
+
+type Outcome = Result<RawJson, ErrorObject>;
+
+struct Pending {
+    tx: oneshot::Sender<Outcome>,
+    on_progress: Option<ProgressCallback>,
+    touched: Arc<Notify>,
+}
+
+pub(crate) struct Inner {
+    out: mpsc::Sender<String>,
+    next_id: AtomicI64,
+    pending: Mutex<HashMap<i64, Pending>>,
+    closed: AtomicBool,
+}
+
+/// A handle to one connection: send requests and notifications to the other side.
+///
+/// Cheap to clone. Ids are integers, allocated monotonically per connection, never reused.
+#[derive(Clone)]
+pub struct Peer {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Peer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Peer")
+            .field("next_id", &self.inner.next_id.load(Ordering::Relaxed))
+            .field("closed", &self.is_closed())
+            .finish()
+    }
+}
+
+struct PendingGuard<'a> {
+    peer: &'a Peer,
+    id: i64,
+    armed: bool,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed && self.peer.take_pending(self.id).is_some() {
+            // The caller gave up (future dropped): tell the other side.
+            self.peer.send_cancelled(self.id, "request cancelled by caller");
+        }
+    }
+}
+
+impl Peer {
+    /// A peer writing encoded messages to `out`.
+    pub fn new(out: mpsc::Sender<String>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                out,
+                next_id: AtomicI64::new(1),
+                pending: Mutex::new(HashMap::new()),
+                closed: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Whether the connection has closed.
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::Acquire)
+    }
+
+    /// Number of outgoing requests awaiting a response.
+    pub fn pending_count(&self) -> usize {
+        self.lock_pending().len()
+    }
+
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Pending>> {
+        // A poisoned map only means a callback panicked; the data is still consistent.
+        self.inner.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn take_pending(&self, id: i64) -> Option<Pending> {
+        self.lock_pending().remove(&id)
+    }
+
+    /// Sends an already-encoded message.
+    ///
+    /// # Errors
+    /// [`CallError::Closed`] if the connection is gone.
+    pub async fn send_raw(&self, line: String) -> Result<(), CallError> {
+        self.inner.out.send(line).await.map_err(|_| CallError::Closed)
+    }
+
+    /// Sends a message.
+    ///
+    /// # Errors
+    /// [`CallError::Closed`] if the connection is gone.
+    pub async fn send(&self, message: &Message) -> Result<(), CallError> {
+        self.send_raw(message.encode()).await
+    }
+
+    /// Sends a typed notification.
+    ///
+    /// # Errors
+    /// [`CallError::Closed`] if the connection is gone.
+    pub async fn notify<N: NotificationMethod>(&self, params: &N::Params) -> Result<(), CallError> {
+        self.notify_raw(N::METHOD, params).await
+    }
+
+    /// Sends a notification with any serializable params.
+    ///
+    /// # Errors
+    /// [`CallError::Closed`] if the connection is gone.
+    pub async fn notify_raw<P: Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Result<(), CallError> {
+        let msg = Message::notification(method, &params)?;
+        self.send(&msg).await
+    }
+
+    /// Sends a typed request and waits for its typed result.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn request<R: RequestMethod>(
+        &self,
+        params: &R::Params,
+        options: &RequestOptions,
+    ) -> Result<R::Result, CallError> {
+        self.request_as(R::METHOD, params, options).await
+    }
+
+    /// Sends a request with any params and decodes the result as `T`.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn request_as<P: Serialize + ?Sized, T: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &P,
+        options: &RequestOptions,
+    ) -> Result<T, CallError> {
+        let raw = self.request_raw(method, serde_json::to_value(params)?, options).await?;
+        Ok(serde_json::from_str(raw.get())?)
+    }
+
+    /// Sends a request and returns the raw result.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn request_raw(
+        &self,
+        method: &str,
+        mut params: Value,
+        options: &RequestOptions,
+    ) -> Result<RawJson, CallError> {
+        if self.is_closed() {
+            return Err(CallError::Closed);
+        }
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        if options.on_progress.is_some() {
+            if !params.is_object() {
+                params = Value::Object(Default::default());
+            }
+            if let Value::Object(map) = &mut params {
+                let meta = map
+                    .entry("_meta")
+                    .or_insert_with(|| Value::Object(Default::default()));
+                if let Value::Object(meta) = meta {
+                    meta.insert("progressToken".to_owned(), Value::from(id));
+                }
+            }
+        }
+        let params = if params.is_null() { None } else { Some(to_raw(&params)?) };
+        let line = Message::Request(mcp_jsonrpc::Request {
+            id: RequestId::Number(id),
+            method: method.to_owned(),
+            params,
+        })
+        .encode();
+        let (tx, mut rx) = oneshot::channel();
+        let touched = Arc::new(Notify::new());
+        self.lock_pending().insert(
+            id,
+            Pending { tx, on_progress: options.on_progress.clone(), touched: touched.clone() },
+        );
+        let mut guard = PendingGuard { peer: self, id, armed: true };
+        if self.is_closed() || self.send_raw(line).await.is_err() {
+            guard.armed = false;
+            self.take_pending(id);
+            return Err(CallError::Closed);
+        }
+        let start = Instant::now();
+        let hard_deadline = start + options.max_total;
+        let mut deadline = start + options.timeout;
+        loop {
+            let sleep_until = deadline.min(hard_deadline);
+            tokio::select! {
+                outcome = &mut rx => {
+                    guard.armed = false;
+                    return match outcome {
+                        Ok(Ok(raw)) => Ok(raw),
+                        Ok(Err(e)) => Err(CallError::Rpc(e)),
+                        Err(_) => Err(CallError::Closed),
+                    };
+                }
+                () = touched.notified(), if options.reset_on_progress => {
+                    deadline = Instant::now() + options.timeout;
+                }
+                () = tokio::time::sleep_until(sleep_until) => {
+                    guard.armed = false;
+                    if self.take_pending(id).is_some() {
+                        self.send_cancelled(id, "request timed out");
+                    }
+                    return Err(CallError::Timeout(start.elapsed()));
+                }
+            }
+        }
+    }
+
+    fn send_cancelled(&self, id: i64, reason: &str) {
+        let params = CancelledParams {
+            request_id: Some(Value::from(id)),
+            reason: Some(reason.to_owned()),
+            ..CancelledParams::default()
+        };
+        if let Ok(msg) = Message::notification("notifications/cancelled", &params) {
+            // Best effort: if the queue is full or closed the peer learns from the timeout.
+            let _ = self.inner.out.try_send(msg.encode());
+        }
+    }
+
+    /// Routes an incoming response to its waiting caller. Unknown ids are logged and ignored.
+    pub(crate) fn complete(&self, id: Option<RequestId>, outcome: Outcome) {
+        let key = match id {
+            Some(RequestId::Number(n)) => n,
+            other => {
+                tracing::warn!(id = ?other, "response for an id we never sent; ignored");
+                return;
+            }
+        };
+        match self.take_pending(key) {
+            Some(p) => {
+                let _ = p.tx.send(outcome);
+            }
+            None => {
+                tracing::warn!(id = key, "response for an unknown or finished request; ignored");
+            }
+        }
+    }
+
+    /// Routes `notifications/progress` to the request that asked for it.
+    pub(crate) fn progress(&self, params: ProgressParams) {
+        let ProgressToken::Number(key) = params.progress_token else {
+            tracing::debug!("progress for a token we never issued; ignored");
+            return;
+        };
+        let (cb, touched) = {
+            let pending = self.lock_pending();
+            match pending.get(&key) {
+                Some(p) => (p.on_progress.clone(), p.touched.clone()),
+                None => {
+                    tracing::debug!(token = key, "progress for an unknown token; ignored");
+                    return;
+                }
+            }
+        };
+        touched.notify_one();
+        if let Some(cb) = cb {
+            cb(params);
+        }
+    }
+
+    /// Marks the connection closed and fails every waiting caller with [`CallError::Closed`].
+    pub(crate) fn close(&self) {
+        self.inner.closed.store(true, Ordering::Release);
+        self.lock_pending().clear();
+    }
+}
+
+impl Peer {
+    /// Queues a line without waiting; drops it (with a log) if the queue is full.
+    pub(crate) fn inner_try_send(&self, line: String) -> bool {
+        match self.inner.out.try_send(line) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!("outgoing queue full or closed; dropped a message: {e}");
+                false
+            }
+        }
+    }
+}

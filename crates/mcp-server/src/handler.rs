@@ -1,0 +1,110 @@
+//! Handler types and the conversions that make typed handlers pleasant.
+
+use std::fmt::Display;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use mcp_jsonrpc::ErrorObject;
+use mcp_types::{
+    CallToolResult, CompleteParams, CompleteResult, Content, GetPromptResult, JsonObject,
+    ReadResourceResult,
+};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+use crate::context::Ctx;
+
+/// A tool handler working on raw JSON arguments.
+pub type ToolFn =
+    Arc<dyn Fn(Ctx, JsonObject) -> BoxFuture<'static, Result<CallToolResult, ErrorObject>> + Send + Sync>;
+/// A resource reader: gets the URI.
+pub type ResourceFn =
+    Arc<dyn Fn(Ctx, String) -> BoxFuture<'static, Result<ReadResourceResult, ErrorObject>> + Send + Sync>;
+/// A template reader: gets the URI and the template variables.
+pub type TemplateFn = Arc<
+    dyn Fn(Ctx, String, BTreeMap<String, String>) -> BoxFuture<'static, Result<ReadResourceResult, ErrorObject>>
+        + Send
+        + Sync,
+>;
+/// A prompt renderer: gets the arguments.
+pub type PromptFn = Arc<
+    dyn Fn(Ctx, BTreeMap<String, String>) -> BoxFuture<'static, Result<GetPromptResult, ErrorObject>>
+        + Send
+        + Sync,
+>;
+/// A completion provider.
+pub type CompletionFn =
+    Arc<dyn Fn(Ctx, CompleteParams) -> BoxFuture<'static, Result<CompleteResult, ErrorObject>> + Send + Sync>;
+
+/// What a tool handler may return on success.
+pub trait IntoCallToolResult {
+    /// Converts into a tool result.
+    fn into_call_tool_result(self) -> CallToolResult;
+}
+
+impl IntoCallToolResult for CallToolResult {
+    fn into_call_tool_result(self) -> CallToolResult {
+        self
+    }
+}
+
+impl IntoCallToolResult for String {
+    fn into_call_tool_result(self) -> CallToolResult {
+        CallToolResult::text(self)
+    }
+}
+
+impl IntoCallToolResult for &'static str {
+    fn into_call_tool_result(self) -> CallToolResult {
+        CallToolResult::text(self)
+    }
+}
+
+impl IntoCallToolResult for Vec<Content> {
+    fn into_call_tool_result(self) -> CallToolResult {
+        CallToolResult::success(self)
+    }
+}
+
+/// Structured tool output: sent as `structuredContent` and, for older clients, as JSON text.
+#[derive(Debug, Clone)]
+pub struct Structured<T>(pub T);
+
+impl<T: Serialize> IntoCallToolResult for Structured<T> {
+    fn into_call_tool_result(self) -> CallToolResult {
+        match serde_json::to_value(&self.0) {
+            Ok(v) => CallToolResult {
+                content: vec![Content::text(v.to_string())],
+                structured_content: Some(v),
+                ..CallToolResult::default()
+            },
+            Err(e) => CallToolResult::error(format!("could not serialize the tool output: {e}")),
+        }
+    }
+}
+
+pub(crate) fn typed_tool<A, F, Fut, R, E>(f: F) -> ToolFn
+where
+    A: serde::de::DeserializeOwned + Send + 'static,
+    F: Fn(Ctx, A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<R, E>> + Send + 'static,
+    R: IntoCallToolResult,
+    E: Display,
+{
+    let f = Arc::new(f);
+    Arc::new(move |ctx, args| {
+        let f = f.clone();
+        Box::pin(async move {
+            let args: A = match serde_json::from_value(Value::Object(args)) {
+                Ok(a) => a,
+                Err(e) => return Ok(CallToolResult::error(format!("Invalid arguments: {e}"))),
+            };
+            Ok(match f(ctx, args).await {
+                Ok(r) => r.into_call_tool_result(),
+                Err(e) => CallToolResult::error(e.to_string()),
+            })
+        })
+    })
+}

@@ -1,0 +1,126 @@
+//! JSON Schema compilation for tool inputs and outputs.
+//!
+//! A schema without `$schema` is JSON Schema 2020-12 (the MCP default). An explicit `$schema`
+//! naming draft-04, draft-06, draft-07, 2019-09 or 2020-12 is honoured; any other dialect is
+//! refused with a clear error when the tool is registered, not when it is called.
+
+use std::fmt;
+
+use jsonschema::Validator;
+use mcp_types::JsonObject;
+use serde_json::Value;
+
+/// Why a schema cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// `$schema` names a dialect we do not implement.
+    #[error(
+        "unsupported JSON Schema dialect {0:?} (supported: 2020-12, 2019-09, draft-07, draft-06, draft-04)"
+    )]
+    UnsupportedDialect(String),
+    /// The schema is not a valid schema of its dialect.
+    #[error("invalid JSON Schema: {0}")]
+    Invalid(String),
+}
+
+const KNOWN_DIALECTS: &[&str] = &[
+    "https://json-schema.org/draft/2020-12/schema",
+    "https://json-schema.org/draft/2019-09/schema",
+    "http://json-schema.org/draft-07/schema",
+    "http://json-schema.org/draft-06/schema",
+    "http://json-schema.org/draft-04/schema",
+];
+
+/// A compiled schema.
+pub struct CompiledSchema {
+    validator: Validator,
+}
+
+impl fmt::Debug for CompiledSchema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CompiledSchema")
+    }
+}
+
+impl CompiledSchema {
+    /// Compiles a schema, checking its dialect.
+    ///
+    /// # Errors
+    /// [`SchemaError`] for an unknown dialect or an invalid schema.
+    pub fn compile(schema: &JsonObject) -> Result<Self, SchemaError> {
+        let mut schema = Value::Object(schema.clone());
+        match schema.get("$schema") {
+            None => {
+                if let Value::Object(m) = &mut schema {
+                    m.insert("$schema".to_owned(), Value::String(KNOWN_DIALECTS[0].to_owned()));
+                }
+            }
+            Some(Value::String(d)) => {
+                let norm = d.trim_end_matches('#').replace("https://json-schema.org/draft-0", "http://json-schema.org/draft-0");
+                if !KNOWN_DIALECTS.contains(&norm.as_str()) {
+                    return Err(SchemaError::UnsupportedDialect(d.clone()));
+                }
+            }
+            Some(other) => return Err(SchemaError::UnsupportedDialect(other.to_string())),
+        }
+        let validator =
+            jsonschema::validator_for(&schema).map_err(|e| SchemaError::Invalid(e.to_string()))?;
+        Ok(Self { validator })
+    }
+
+    /// Validates an instance; on failure, every error as `path: message`.
+    ///
+    /// # Errors
+    /// The list of violations.
+    pub fn validate(&self, instance: &Value) -> Result<(), Vec<String>> {
+        if self.validator.is_valid(instance) {
+            return Ok(());
+        }
+        Err(self
+            .validator
+            .iter_errors(instance)
+            .take(20)
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                if path.is_empty() { e.to_string() } else { format!("{path}: {e}") }
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn obj(v: Value) -> JsonObject {
+        v.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn dialects() {
+        let s = CompiledSchema::compile(&obj(json!({
+            "type":"object","properties":{"a":{"type":"number"}},"required":["a"]}))).unwrap();
+        assert!(s.validate(&json!({"a":1})).is_ok());
+        let errs = s.validate(&json!({"a":"x"})).unwrap_err();
+        assert!(errs[0].contains("/a"), "{errs:?}");
+        // draft-07: `dependencies` is a draft-07 keyword, ignored in 2020-12.
+        let d7 = CompiledSchema::compile(&obj(json!({
+            "$schema":"http://json-schema.org/draft-07/schema#",
+            "type":"object","dependencies":{"a":["b"]}}))).unwrap();
+        assert!(d7.validate(&json!({"a":1})).is_err());
+        let d2020 = CompiledSchema::compile(&obj(json!({
+            "type":"object","dependencies":{"a":["b"]}}))).unwrap();
+        assert!(d2020.validate(&json!({"a":1})).is_ok());
+        assert_eq!(
+            CompiledSchema::compile(&obj(json!({"$schema":"http://example.com/my-dialect"})))
+                .unwrap_err(),
+            SchemaError::UnsupportedDialect("http://example.com/my-dialect".into())
+        );
+        assert!(matches!(
+            CompiledSchema::compile(&obj(json!({"type": 5}))),
+            Err(SchemaError::Invalid(_))
+        ));
+    }
+}

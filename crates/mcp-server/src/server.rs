@@ -1,0 +1,505 @@
+//! [`ServerBuilder`] and [`Server`]: what is registered, and serving it on connections.
+
+use std::collections::BTreeMap;
+use std::fmt::Display;
+use std::future::Future;
+use std::sync::{Arc, Mutex, RwLock, Weak};
+
+use mcp_engine::{EngineConfig, Peer};
+use mcp_jsonrpc::ErrorObject;
+use mcp_types::{
+    CompleteParams, CompleteResult, GetPromptResult, Implementation, JsonObject,
+    ListChangedCapability, Prompt, ReadResourceResult, Resource, ResourceContents,
+    ResourceTemplate, ResourcesCapability, ServerCapabilities, Tool,
+};
+use schemars::JsonSchema;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::context::Ctx;
+use crate::handler::{
+    CompletionFn, IntoCallToolResult, PromptFn, ResourceFn, TemplateFn, ToolFn, typed_tool,
+};
+use crate::schema::{CompiledSchema, SchemaError};
+use crate::session::{Session, SessionService};
+use crate::uri_template::{TemplateError, UriTemplate};
+
+/// Why a server could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// A tool's input or output schema is unusable.
+    #[error("tool {tool:?}: {error}")]
+    Schema {
+        /// The tool.
+        tool: String,
+        /// Why.
+        error: SchemaError,
+    },
+    /// A resource template does not parse.
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+    /// Two items share a name.
+    #[error("duplicate {kind} {name:?}")]
+    Duplicate {
+        /// Tool, prompt or resource.
+        kind: &'static str,
+        /// The name.
+        name: String,
+    },
+}
+
+pub(crate) struct ToolEntry {
+    pub(crate) tool: Tool,
+    pub(crate) input: CompiledSchema,
+    pub(crate) output: Option<CompiledSchema>,
+    pub(crate) handler: ToolFn,
+}
+
+pub(crate) struct ResourceEntry {
+    pub(crate) resource: Resource,
+    pub(crate) handler: ResourceFn,
+}
+
+pub(crate) struct TemplateEntry {
+    pub(crate) template: ResourceTemplate,
+    pub(crate) parsed: UriTemplate,
+    pub(crate) handler: TemplateFn,
+}
+
+pub(crate) struct PromptEntry {
+    pub(crate) prompt: Prompt,
+    pub(crate) handler: PromptFn,
+}
+
+#[derive(Default)]
+pub(crate) struct Registry {
+    pub(crate) tools: BTreeMap<String, Arc<ToolEntry>>,
+    pub(crate) resources: BTreeMap<String, Arc<ResourceEntry>>,
+    pub(crate) templates: Vec<Arc<TemplateEntry>>,
+    pub(crate) prompts: BTreeMap<String, Arc<PromptEntry>>,
+}
+
+/// Settings of a server.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Items per page of list results.
+    pub page_size: usize,
+    /// Message loop settings.
+    pub engine: EngineConfig,
+    /// Maximum line size on stdio.
+    pub max_line: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self { page_size: 100, engine: EngineConfig::default(), max_line: 4 * 1024 * 1024 }
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) info: Implementation,
+    pub(crate) instructions: Option<String>,
+    pub(crate) registry: RwLock<Registry>,
+    pub(crate) completion: Option<CompletionFn>,
+    pub(crate) logging: bool,
+    pub(crate) declare: Declared,
+    pub(crate) config: ServerConfig,
+    pub(crate) sessions: Mutex<Vec<(Weak<Session>, Peer)>>,
+}
+
+#[derive(Default, Clone, Copy)]
+pub(crate) struct Declared {
+    tools: bool,
+    resources: bool,
+    prompts: bool,
+}
+
+impl Inner {
+    pub(crate) fn read(&self) -> std::sync::RwLockReadGuard<'_, Registry> {
+        self.registry.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Registry> {
+        self.registry.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Capabilities, computed from what is registered.
+    pub(crate) fn capabilities(&self) -> ServerCapabilities {
+        let reg = self.read();
+        let listed = || Some(ListChangedCapability { list_changed: Some(true), ..Default::default() });
+        ServerCapabilities {
+            tools: (self.declare.tools || !reg.tools.is_empty()).then(listed).flatten(),
+            resources: (self.declare.resources
+                || !reg.resources.is_empty()
+                || !reg.templates.is_empty())
+            .then(|| ResourcesCapability {
+                subscribe: Some(true),
+                list_changed: Some(true),
+                ..Default::default()
+            }),
+            prompts: (self.declare.prompts || !reg.prompts.is_empty()).then(listed).flatten(),
+            logging: self.logging.then(JsonObject::new),
+            completions: self.completion.is_some().then(JsonObject::new),
+            ..Default::default()
+        }
+    }
+}
+
+/// Collects tools, resources, prompts and settings, then builds a [`Server`].
+///
+/// Capabilities are computed from what is registered: a server with no prompts does not
+/// declare `prompts` and answers `prompts/list` with -32601.
+pub struct ServerBuilder {
+    info: Implementation,
+    instructions: Option<String>,
+    registry: Registry,
+    completion: Option<CompletionFn>,
+    logging: bool,
+    declare: Declared,
+    config: ServerConfig,
+    errors: Vec<BuildError>,
+}
+
+impl std::fmt::Debug for ServerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerBuilder").field("info", &self.info).finish_non_exhaustive()
+    }
+}
+
+impl ServerBuilder {
+    /// A builder for a server with this name and version.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Self {
+            info: Implementation::new(name, version),
+            instructions: None,
+            registry: Registry::default(),
+            completion: None,
+            logging: true,
+            declare: Declared::default(),
+            config: ServerConfig::default(),
+            errors: Vec::new(),
+        }
+    }
+
+    /// Usage hints sent in the `initialize` result.
+    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+        self.instructions = Some(text.into());
+        self
+    }
+
+    /// Replaces the server settings.
+    pub fn config(mut self, config: ServerConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Whether to declare and serve logging (on by default).
+    pub fn logging(mut self, on: bool) -> Self {
+        self.logging = on;
+        self
+    }
+
+    /// Declares the tools capability even with no tool registered yet (tools added later).
+    pub fn declare_tools(mut self) -> Self {
+        self.declare.tools = true;
+        self
+    }
+
+    /// Declares the resources capability even with no resource registered yet.
+    pub fn declare_resources(mut self) -> Self {
+        self.declare.resources = true;
+        self
+    }
+
+    /// Declares the prompts capability even with no prompt registered yet.
+    pub fn declare_prompts(mut self) -> Self {
+        self.declare.prompts = true;
+        self
+    }
+
+    /// Registers a typed tool: the input schema is generated from `A` by schemars, inputs
+    /// are validated against it, and an `Err` becomes a result with `isError: true`.
+    pub fn tool<A, F, Fut, R, E>(self, name: &str, description: &str, f: F) -> Self
+    where
+        A: serde::de::DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(Ctx, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, E>> + Send + 'static,
+        R: IntoCallToolResult,
+        E: Display,
+    {
+        let tool = Tool {
+            name: name.to_owned(),
+            description: Some(description.to_owned()),
+            ..Tool::default()
+        };
+        self.typed_tool(tool, f)
+    }
+
+    /// Registers a typed tool with a full definition (title, annotations, output schema...).
+    /// The input schema comes from `A`.
+    pub fn typed_tool<A, F, Fut, R, E>(self, mut tool: Tool, f: F) -> Self
+    where
+        A: serde::de::DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(Ctx, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, E>> + Send + 'static,
+        R: IntoCallToolResult,
+        E: Display,
+    {
+        tool.input_schema = schema_object::<A>();
+        self.raw_tool(tool, typed_tool(f))
+    }
+
+    /// Registers a tool with an explicit definition and a raw-arguments handler.
+    pub fn raw_tool(mut self, tool: Tool, handler: ToolFn) -> Self {
+        match make_tool_entry(tool, handler) {
+            Ok(entry) => {
+                let name = entry.tool.name.clone();
+                if self.registry.tools.insert(name.clone(), Arc::new(entry)).is_some() {
+                    self.errors.push(BuildError::Duplicate { kind: "tool", name });
+                }
+            }
+            Err(e) => self.errors.push(e),
+        }
+        self
+    }
+
+    /// Registers a resource with a reader.
+    pub fn resource<F, Fut>(mut self, resource: Resource, f: F) -> Self
+    where
+        F: Fn(Ctx, String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ReadResourceResult, ErrorObject>> + Send + 'static,
+    {
+        let uri = resource.uri.clone();
+        let handler: ResourceFn = Arc::new(move |ctx, uri| Box::pin(f(ctx, uri)));
+        if self.registry.resources.insert(uri.clone(), Arc::new(ResourceEntry { resource, handler })).is_some() {
+            self.errors.push(BuildError::Duplicate { kind: "resource", name: uri });
+        }
+        self
+    }
+
+    /// Registers a resource with fixed text contents.
+    pub fn text_resource(self, uri: &str, name: &str, mime: &str, text: &str) -> Self {
+        let resource = Resource {
+            uri: uri.to_owned(),
+            name: name.to_owned(),
+            mime_type: Some(mime.to_owned()),
+            ..Resource::default()
+        };
+        let (mime, text) = (mime.to_owned(), text.to_owned());
+        self.resource(resource, move |_, uri| {
+            let contents = ResourceContents::text(uri, Some(&mime), text.clone());
+            async move { Ok(ReadResourceResult { contents: vec![contents], ..Default::default() }) }
+        })
+    }
+
+    /// Registers a resource template (RFC 6570) with a reader that gets the variables.
+    pub fn resource_template<F, Fut>(mut self, template: ResourceTemplate, f: F) -> Self
+    where
+        F: Fn(Ctx, String, BTreeMap<String, String>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ReadResourceResult, ErrorObject>> + Send + 'static,
+    {
+        match UriTemplate::parse(&template.uri_template) {
+            Ok(parsed) => {
+                let handler: TemplateFn = Arc::new(move |ctx, uri, vars| Box::pin(f(ctx, uri, vars)));
+                self.registry.templates.push(Arc::new(TemplateEntry { template, parsed, handler }));
+            }
+            Err(e) => self.errors.push(e.into()),
+        }
+        self
+    }
+
+    /// Registers a prompt with a renderer. Required arguments are checked before it runs.
+    pub fn prompt<F, Fut>(mut self, prompt: Prompt, f: F) -> Self
+    where
+        F: Fn(Ctx, BTreeMap<String, String>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<GetPromptResult, ErrorObject>> + Send + 'static,
+    {
+        let name = prompt.name.clone();
+        let handler: PromptFn = Arc::new(move |ctx, args| Box::pin(f(ctx, args)));
+        if self.registry.prompts.insert(name.clone(), Arc::new(PromptEntry { prompt, handler })).is_some() {
+            self.errors.push(BuildError::Duplicate { kind: "prompt", name });
+        }
+        self
+    }
+
+    /// Sets the `completion/complete` provider (declares `completions`).
+    pub fn completion<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(Ctx, CompleteParams) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CompleteResult, ErrorObject>> + Send + 'static,
+    {
+        self.completion = Some(Arc::new(move |ctx, p| Box::pin(f(ctx, p))));
+        self
+    }
+
+    /// Builds the server.
+    ///
+    /// # Errors
+    /// The first registration error (bad schema, unsupported dialect, bad template,
+    /// duplicate name).
+    pub fn build(mut self) -> Result<Server, BuildError> {
+        if !self.errors.is_empty() {
+            return Err(self.errors.remove(0));
+        }
+        Ok(Server {
+            inner: Arc::new(Inner {
+                info: self.info,
+                instructions: self.instructions,
+                registry: RwLock::new(self.registry),
+                completion: self.completion,
+                logging: self.logging,
+                declare: self.declare,
+                config: self.config,
+                sessions: Mutex::new(Vec::new()),
+            }),
+        })
+    }
+}
+
+fn schema_object<A: JsonSchema>() -> JsonObject {
+    let schema = schemars::schema_for!(A);
+    match serde_json::to_value(&schema) {
+        Ok(Value::Object(mut m)) => {
+            // MCP requires an object schema even for argument-less tools.
+            if !m.contains_key("type") {
+                m.insert("type".to_owned(), Value::String("object".to_owned()));
+            }
+            m.remove("title");
+            m
+        }
+        _ => {
+            let mut m = JsonObject::new();
+            m.insert("type".to_owned(), Value::String("object".to_owned()));
+            m
+        }
+    }
+}
+
+fn make_tool_entry(tool: Tool, handler: ToolFn) -> Result<ToolEntry, BuildError> {
+    let err = |error| BuildError::Schema { tool: tool.name.clone(), error };
+    let input = CompiledSchema::compile(&tool.input_schema).map_err(err)?;
+    let output = match &tool.output_schema {
+        Some(s) => Some(CompiledSchema::compile(s).map_err(err)?),
+        None => None,
+    };
+    Ok(ToolEntry { tool, input, output, handler })
+}
+
+/// A built server: serve it on any number of connections. Cheap to clone.
+#[derive(Clone)]
+pub struct Server {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server").field("info", &self.inner.info).finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// Starts a builder.
+    pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ServerBuilder {
+        ServerBuilder::new(name, version)
+    }
+
+    /// The capabilities this server declares.
+    pub fn capabilities(&self) -> ServerCapabilities {
+        self.inner.capabilities()
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &ServerConfig {
+        &self.inner.config
+    }
+
+    /// Serves one connection given the transport's channels; returns when the input ends and
+    /// every accepted request has been answered.
+    pub async fn serve(&self, incoming: mpsc::Receiver<Vec<u8>>, outgoing: mpsc::Sender<String>) {
+        let peer = Peer::new(outgoing);
+        let session = Arc::new(Session::new(self.inner.clone()));
+        {
+            let mut sessions = self.lock_sessions();
+            sessions.retain(|(s, p)| s.strong_count() > 0 && !p.is_closed());
+            sessions.push((Arc::downgrade(&session), peer.clone()));
+        }
+        let service = Arc::new(SessionService(session));
+        mcp_engine::run(peer, incoming, service, self.inner.config.engine.clone()).await;
+    }
+
+    fn lock_sessions(&self) -> std::sync::MutexGuard<'_, Vec<(Weak<Session>, Peer)>> {
+        self.inner.sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn live_sessions(&self) -> Vec<(Arc<Session>, Peer)> {
+        self.lock_sessions()
+            .iter()
+            .filter_map(|(s, p)| s.upgrade().filter(|_| !p.is_closed()).map(|s| (s, p.clone())))
+            .collect()
+    }
+
+    /// Number of connections being served.
+    pub fn session_count(&self) -> usize {
+        self.live_sessions().len()
+    }
+
+    async fn broadcast(&self, method: &str) {
+        for (session, peer) in self.live_sessions() {
+            if session.is_ready() {
+                let _ = peer.notify_raw(method, &serde_json::json!({})).await;
+            }
+        }
+    }
+
+    /// Adds or replaces a tool at run time and tells every client (`list_changed`).
+    ///
+    /// # Errors
+    /// If its schema is unusable.
+    pub async fn add_tool(&self, tool: Tool, handler: ToolFn) -> Result<(), BuildError> {
+        let entry = make_tool_entry(tool, handler)?;
+        self.inner.write().tools.insert(entry.tool.name.clone(), Arc::new(entry));
+        self.broadcast("notifications/tools/list_changed").await;
+        Ok(())
+    }
+
+    /// Removes a tool and tells every client. Returns whether it existed.
+    pub async fn remove_tool(&self, name: &str) -> bool {
+        let removed = self.inner.write().tools.remove(name).is_some();
+        if removed {
+            self.broadcast("notifications/tools/list_changed").await;
+        }
+        removed
+    }
+
+    /// Removes a prompt and tells every client. Returns whether it existed.
+    pub async fn remove_prompt(&self, name: &str) -> bool {
+        let removed = self.inner.write().prompts.remove(name).is_some();
+        if removed {
+            self.broadcast("notifications/prompts/list_changed").await;
+        }
+        removed
+    }
+
+    /// Tells every client that the resource list changed.
+    pub async fn notify_resource_list_changed(&self) {
+        self.broadcast("notifications/resources/list_changed").await;
+    }
+
+    /// Tells the clients subscribed to `uri` that it changed.
+    pub async fn notify_resource_updated(&self, uri: &str) {
+        for (session, peer) in self.live_sessions() {
+            if session.is_subscribed(uri) {
+                let _ = peer
+                    .notify_raw("notifications/resources/updated", &serde_json::json!({ "uri": uri }))
+                    .await;
+            }
+        }
+    }
+
+    /// Registered tool names, in `tools/list` order.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.inner.read().tools.keys().cloned().collect()
+    }
+
+}

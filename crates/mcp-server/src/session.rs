@@ -1,0 +1,401 @@
+//! One connection's state (lifecycle, negotiated version, log level, subscriptions) and the
+//! routing of its requests.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use mcp_engine::{HandlerResult, Peer, RequestContext, Service};
+use mcp_jsonrpc::{ErrorCode, ErrorObject, Notification, Request, parse_params, to_raw};
+use mcp_types::{
+    CallToolParams, CallToolResult, ClientCapabilities, CompleteParams, EmptyResult, Feature,
+    GetPromptParams, Implementation, InitializeParams, InitializeResult, JsonObject,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    LoggingLevel, PaginatedParams, ProtocolVersion, ResourceUriParams, SetLevelParams,
+    progress_token,
+};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::context::Ctx;
+use crate::server::Inner;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Nothing but `initialize` and `ping` yet.
+    New,
+    /// `initialize` answered; waiting for `notifications/initialized` (requests are accepted).
+    Initializing,
+    /// Fully up.
+    Ready,
+}
+
+#[derive(Debug)]
+struct State {
+    phase: Phase,
+    version: ProtocolVersion,
+    client_info: Option<Implementation>,
+    client_caps: ClientCapabilities,
+    log_level: LoggingLevel,
+    subscriptions: HashSet<String>,
+}
+
+/// One client connection.
+pub(crate) struct Session {
+    server: Arc<Inner>,
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("state", &*self.lock()).finish_non_exhaustive()
+    }
+}
+
+fn encode<T: Serialize>(value: &T) -> HandlerResult {
+    to_raw(value).map_err(|e| ErrorObject::internal(format!("could not encode the result: {e}")))
+}
+
+fn ready<T: Serialize>(value: &T) -> BoxFuture<'static, HandlerResult> {
+    let r = encode(value);
+    Box::pin(async move { r })
+}
+
+fn fail(e: ErrorObject) -> BoxFuture<'static, HandlerResult> {
+    Box::pin(async move { Err(e) })
+}
+
+const CURSOR_PREFIX: &str = "mcp-offset:";
+
+fn paginate<T: Clone>(items: &[T], cursor: Option<&str>, page: usize) -> Result<(Vec<T>, Option<String>), ErrorObject> {
+    let start = match cursor {
+        None => 0,
+        Some(c) => c
+            .strip_prefix(CURSOR_PREFIX)
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|n| *n <= items.len())
+            .ok_or_else(|| ErrorObject::invalid_params(format!("Invalid cursor: {c:?}")))?,
+    };
+    let page = page.max(1);
+    let end = (start + page).min(items.len());
+    let next = (end < items.len()).then(|| format!("{CURSOR_PREFIX}{end}"));
+    Ok((items[start..end].to_vec(), next))
+}
+
+impl Session {
+    pub(crate) fn new(server: Arc<Inner>) -> Self {
+        Self {
+            server,
+            state: Mutex::new(State {
+                phase: Phase::New,
+                version: ProtocolVersion::LATEST_LEGACY,
+                client_info: None,
+                client_caps: ClientCapabilities::default(),
+                log_level: LoggingLevel::Info,
+                subscriptions: HashSet::new(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn version(&self) -> ProtocolVersion {
+        self.lock().version
+    }
+
+    pub(crate) fn client_info(&self) -> Option<Implementation> {
+        self.lock().client_info.clone()
+    }
+
+    pub(crate) fn client_capabilities(&self) -> ClientCapabilities {
+        self.lock().client_caps.clone()
+    }
+
+    pub(crate) fn log_enabled(&self, level: LoggingLevel) -> bool {
+        self.server.logging && level >= self.lock().log_level
+    }
+
+    pub(crate) fn is_ready(&self) -> bool {
+        self.lock().phase != Phase::New
+    }
+
+    pub(crate) fn is_subscribed(&self, uri: &str) -> bool {
+        self.lock().subscriptions.contains(uri)
+    }
+
+    fn initialize(&self, req: &Request) -> BoxFuture<'static, HandlerResult> {
+        let params: InitializeParams = match parse_params(req.params.as_deref()) {
+            Ok(p) => p,
+            Err(e) => return fail(e),
+        };
+        let version = ProtocolVersion::negotiate_legacy(&params.protocol_version);
+        {
+            let mut st = self.lock();
+            if st.phase != Phase::New {
+                return fail(ErrorObject::invalid_request("the session is already initialized"));
+            }
+            st.phase = Phase::Initializing;
+            st.version = version;
+            st.client_info = Some(params.client_info);
+            st.client_caps = params.capabilities;
+        }
+        let mut capabilities = self.server.capabilities();
+        if !version.has(Feature::Completions) {
+            capabilities.completions = None;
+        }
+        ready(&InitializeResult {
+            protocol_version: version.as_str().to_owned(),
+            capabilities,
+            server_info: self.server.info.clone(),
+            instructions: self.server.instructions.clone(),
+            ..InitializeResult::default()
+        })
+    }
+
+    fn ctx(self: &Arc<Self>, rc: RequestContext, meta: Option<JsonObject>) -> Ctx {
+        Ctx { rc, session: self.clone(), progress_token: progress_token(meta.as_ref()), meta }
+    }
+
+    fn route(self: &Arc<Self>, req: Request, rc: RequestContext) -> BoxFuture<'static, HandlerResult> {
+        let caps = self.server.capabilities();
+        let page = self.server.config.page_size;
+        let not_found = || fail(ErrorObject::method_not_found(&req.method));
+        let params = req.params.as_deref();
+        match req.method.as_str() {
+            "tools/list" if caps.tools.is_some() => {
+                let p: PaginatedParams = match parse_params(params) {
+                    Ok(p) => p,
+                    Err(e) => return fail(e),
+                };
+                let tools: Vec<_> =
+                    self.server.read().tools.values().map(|t| t.tool.clone()).collect();
+                match paginate(&tools, p.cursor.as_deref(), page) {
+                    Ok((tools, next_cursor)) => {
+                        ready(&ListToolsResult { tools, next_cursor, ..Default::default() })
+                    }
+                    Err(e) => fail(e),
+                }
+            }
+            "tools/call" if caps.tools.is_some() => {
+                let p: CallToolParams = match parse_params(params) {
+                    Ok(p) => p,
+                    Err(e) => return fail(e),
+                };
+                let Some(entry) = self.server.read().tools.get(&p.name).cloned() else {
+                    return fail(ErrorObject::invalid_params(format!("Unknown tool: {}", p.name))
+                        .with_data(serde_json::json!({ "tool": p.name })));
+                };
+                let ctx = self.ctx(rc, p.meta);
+                Box::pin(async move {
+                    let args = p.arguments.unwrap_or_default();
+                    let args_value = Value::Object(args);
+                    if let Err(errors) = entry.input.validate(&args_value) {
+                        return encode(&CallToolResult::error(format!(
+                            "Invalid arguments for tool {}: {}",
+                            entry.tool.name,
+                            errors.join("; ")
+                        )));
+                    }
+                    let Value::Object(args) = args_value else {
+                        return Err(ErrorObject::internal("arguments are not an object"));
+                    };
+                    let result = (entry.handler)(ctx, args).await?;
+                    if let (Some(schema), false) = (&entry.output, result.failed()) {
+                        let structured = result.structured_content.clone().unwrap_or(Value::Null);
+                        if let Err(errors) = schema.validate(&structured) {
+                            return Err(ErrorObject::internal(format!(
+                                "tool {} returned structuredContent that does not match its outputSchema",
+                                entry.tool.name
+                            ))
+                            .with_data(serde_json::json!({ "errors": errors })));
+                        }
+                    }
+                    encode(&result)
+                })
+            }
+            "resources/list" if caps.resources.is_some() => {
+                let p: PaginatedParams = match parse_params(params) {
+                    Ok(p) => p,
+                    Err(e) => return fail(e),
+                };
+                let items: Vec<_> =
+                    self.server.read().resources.values().map(|r| r.resource.clone()).collect();
+                match paginate(&items, p.cursor.as_deref(), page) {
+                    Ok((resources, next_cursor)) => {
+                        ready(&ListResourcesResult { resources, next_cursor, ..Default::default() })
+                    }
+                    Err(e) => fail(e),
+                }
+            }
+            "resources/templates/list" if caps.resources.is_some() => {
+                let p: PaginatedParams = match parse_params(params) {
+                    Ok(p) => p,
+                    Err(e) => return fail(e),
+                };
+                let items: Vec<_> =
+                    self.server.read().templates.iter().map(|t| t.template.clone()).collect();
+                match paginate(&items, p.cursor.as_deref(), page) {
+                    Ok((resource_templates, next_cursor)) => ready(&ListResourceTemplatesResult {
+                        resource_templates,
+                        next_cursor,
+                        ..Default::default()
+                    }),
+                    Err(e) => fail(e),
+                }
+            }
+            "resources/read" if caps.resources.is_some() => {
+                let p: ResourceUriParams = match parse_params(params) {
+                    Ok(p) => p,
+                    Err(e) => return fail(e),
+                };
+                let (direct, template) = {
+                    let reg = self.server.read();
+                    let direct = reg.resources.get(&p.uri).map(|r| r.handler.clone());
+                    let template = if direct.is_none() {
+                        reg.templates
+                            .iter()
+                            .find_map(|t| t.parsed.matches(&p.uri).map(|vars| (t.handler.clone(), vars)))
+                    } else {
+                        None
+                    };
+                    (direct, template)
+                };
+                let uri = p.uri.clone();
+                let ctx = self.ctx(rc, p.meta);
+                match (direct, template) {
+                    (Some(h), _) => Box::pin(async move { encode(&h(ctx, uri).await?) }),
+                    (None, Some((h, vars))) => {
+                        Box::pin(async move { encode(&h(ctx, uri, vars).await?) })
+                    }
+                    (None, None) => {
+                        let code = ErrorCode(self.version().resource_not_found_code());
+                        fail(ErrorObject::new(code, format!("Resource not found: {}", p.uri))
+                            .with_data(serde_json::json!({ "uri": p.uri })))
+                    }
+                }
+            }
+            "resources/subscribe" | "resources/unsubscribe"
+                if caps.resources.as_ref().and_then(|r| r.subscribe) == Some(true) =>
+            {
+                let p: ResourceUriParams = match parse_params(params) {
+                    Ok(p) => p,
+                    Err(e) => return fail(e),
+                };
+                let mut st = self.lock();
+                if req.method == "resources/subscribe" {
+                    st.subscriptions.insert(p.uri);
+                } else {
+                    st.subscriptions.remove(&p.uri);
+                }
+                ready(&EmptyResult::default())
+            }
+            "prompts/list" if caps.prompts.is_some() => {
+                let p: PaginatedParams = match parse_params(params) {
+                    Ok(p) => p,
+                    Err(e) => return fail(e),
+                };
+                let items: Vec<_> =
+                    self.server.read().prompts.values().map(|p| p.prompt.clone()).collect();
+                match paginate(&items, p.cursor.as_deref(), page) {
+                    Ok((prompts, next_cursor)) => {
+                        ready(&ListPromptsResult { prompts, next_cursor, ..Default::default() })
+                    }
+                    Err(e) => fail(e),
+                }
+            }
+            "prompts/get" if caps.prompts.is_some() => {
+                let p: GetPromptParams = match parse_params(params) {
+                    Ok(p) => p,
+                    Err(e) => return fail(e),
+                };
+                let Some(entry) = self.server.read().prompts.get(&p.name).cloned() else {
+                    return fail(ErrorObject::invalid_params(format!("Unknown prompt: {}", p.name)));
+                };
+                let args: BTreeMap<String, String> = p.arguments.unwrap_or_default();
+                let missing: Vec<&str> = entry
+                    .prompt
+                    .arguments
+                    .iter()
+                    .flatten()
+                    .filter(|a| a.required == Some(true) && !args.contains_key(&a.name))
+                    .map(|a| a.name.as_str())
+                    .collect();
+                if !missing.is_empty() {
+                    return fail(ErrorObject::invalid_params(format!(
+                        "Missing required arguments for prompt {}: {}",
+                        p.name,
+                        missing.join(", ")
+                    )));
+                }
+                let ctx = self.ctx(rc, p.meta);
+                Box::pin(async move { encode(&(entry.handler)(ctx, args).await?) })
+            }
+            "completion/complete" if self.server.completion.is_some() => {
+                let p: CompleteParams = match parse_params(params) {
+                    Ok(p) => p,
+                    Err(e) => return fail(e),
+                };
+                let Some(h) = self.server.completion.clone() else { return not_found() };
+                let ctx = self.ctx(rc, p.meta.clone());
+                Box::pin(async move {
+                    let mut r = h(ctx, p).await?;
+                    r.completion.values.truncate(100);
+                    encode(&r)
+                })
+            }
+            "logging/setLevel" if self.server.logging => {
+                let p: SetLevelParams = match parse_params(params) {
+                    Ok(p) => p,
+                    Err(e) => return fail(e),
+                };
+                self.lock().log_level = p.level;
+                ready(&EmptyResult::default())
+            }
+            _ => not_found(),
+        }
+    }
+}
+
+/// The `Arc<Session>` wrapper the engine drives (routing needs an owned handle to the session).
+pub(crate) struct SessionService(pub(crate) Arc<Session>);
+
+impl SessionService {
+    fn on_notification(&self, n: &Notification) {
+        match n.method.as_str() {
+            "notifications/initialized" => {
+                let mut st = self.0.lock();
+                if st.phase == Phase::Initializing {
+                    st.phase = Phase::Ready;
+                }
+            }
+            other => tracing::debug!(method = other, "notification ignored"),
+        }
+    }
+}
+
+impl Service for SessionService {
+    fn call(&self, req: Request, rc: RequestContext) -> BoxFuture<'static, HandlerResult> {
+        let session = &self.0;
+        match req.method.as_str() {
+            "ping" => ready(&EmptyResult::default()),
+            "initialize" => session.initialize(&req),
+            _ if session.lock().phase == Phase::New => fail(ErrorObject::new(
+                ErrorCode::INVALID_REQUEST,
+                format!("Invalid Request: {} before initialize", req.method),
+            )
+            .with_data(serde_json::json!({ "reason": "not initialized" }))),
+            _ => session.route(req, rc),
+        }
+    }
+
+    fn notify(&self, n: Notification, _peer: &Peer) {
+        self.on_notification(&n);
+    }
+
+    fn batch_allowed(&self) -> bool {
+        let st = self.0.lock();
+        st.phase != Phase::New && st.version.has(Feature::Batching)
+    }
+}

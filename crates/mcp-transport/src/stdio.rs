@@ -1,0 +1,37 @@
+//! The server side of stdio: frames from stdin, lines to stdout.
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::ndjson::{read_frames, write_frames};
+
+/// The two channels a transport gives the engine.
+#[derive(Debug)]
+pub struct Channels {
+    /// Incoming frames, one JSON text each.
+    pub incoming: mpsc::Receiver<Vec<u8>>,
+    /// Outgoing encoded messages.
+    pub outgoing: mpsc::Sender<String>,
+}
+
+/// Queue depth between the transport tasks and the engine.
+pub const QUEUE_DEPTH: usize = 1024;
+
+/// Serves frames over any reader and writer; returns the channels and the writer task (which
+/// ends, flushing, once every sender of `outgoing` is dropped).
+pub fn from_io<R, W>(reader: R, writer: W, max_line: usize) -> (Channels, JoinHandle<()>)
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (in_tx, in_rx) = mpsc::channel(QUEUE_DEPTH);
+    let (out_tx, out_rx) = mpsc::channel(QUEUE_DEPTH);
+    tokio::spawn(read_frames(tokio::io::BufReader::with_capacity(64 * 1024, reader), max_line, in_tx));
+    let writer = tokio::spawn(write_frames(writer, out_rx));
+    (Channels { incoming: in_rx, outgoing: out_tx }, writer)
+}
+
+/// This process's stdin and stdout as a transport.
+pub fn stdio(max_line: usize) -> (Channels, JoinHandle<()>) {
+    from_io(tokio::io::stdin(), tokio::io::stdout(), max_line)
+}
