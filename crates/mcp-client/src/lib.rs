@@ -1,1 +1,14 @@
-//! stub
+//! Model Context Protocol client.
+//!
+//! [`Client::spawn`] starts a stdio server as a child process, performs the handshake and
+//! gives typed methods for every server method; [`ClientHandlers`] answers the server's
+//! sampling, elicitation (with schema defaults filled in) and roots requests, and the
+//! capabilities declared follow from which handlers are set. Calls to a method the server
+//! did not declare fail locally with [`mcp_engine::CallError::Protocol`].
+
+mod client;
+mod handler;
+
+pub use client::{Client, ClientConfig, ConnectError};
+pub use handler::{ClientHandlers, ElicitationFn, RootsFn, SamplingFn, ServerEvent};
+pub use mcp_engine::{CallError, RequestOptions};

@@ -1,0 +1,225 @@
+//! The built-in demo server: one of everything.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use mcp_jsonrpc::ErrorObject;
+use mcp_server::{Ctx, Server, Structured};
+use mcp_types::{
+    CompleteResult, Completion, CompletionReference, GetPromptResult, LoggingLevel, Prompt,
+    PromptArgument, PromptMessage, ReadResourceResult, ResourceContents, ResourceTemplate, Role,
+    Tool, ToolAnnotations,
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+#[derive(Deserialize, JsonSchema)]
+struct EchoArgs {
+    /// The text to echo back.
+    message: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct AddArgs {
+    /// First addend.
+    a: f64,
+    /// Second addend.
+    b: f64,
+}
+
+#[derive(Serialize)]
+struct Sum {
+    sum: f64,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct SlowArgs {
+    /// Number of progress steps (at most 100).
+    #[serde(default = "default_steps")]
+    steps: u32,
+    /// Milliseconds per step (at most 10000).
+    #[serde(default = "default_delay")]
+    delay_ms: u64,
+}
+
+fn default_steps() -> u32 {
+    5
+}
+fn default_delay() -> u64 {
+    100
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct LogArgs {
+    /// The message to log.
+    message: String,
+    /// Severity (default info).
+    #[serde(default)]
+    level: Option<Level>,
+}
+
+#[derive(Deserialize, JsonSchema, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum Level {
+    Debug,
+    Info,
+    Notice,
+    Warning,
+    Error,
+    Critical,
+    Alert,
+    Emergency,
+}
+
+impl From<Level> for LoggingLevel {
+    fn from(l: Level) -> Self {
+        match l {
+            Level::Debug => LoggingLevel::Debug,
+            Level::Info => LoggingLevel::Info,
+            Level::Notice => LoggingLevel::Notice,
+            Level::Warning => LoggingLevel::Warning,
+            Level::Error => LoggingLevel::Error,
+            Level::Critical => LoggingLevel::Critical,
+            Level::Alert => LoggingLevel::Alert,
+            Level::Emergency => LoggingLevel::Emergency,
+        }
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct FailArgs {
+    /// Why the tool fails.
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+const NAMES: &[&str] = &["Ada", "Alan", "Barbara", "Grace", "Linus", "Margaret"];
+
+/// Builds the demo server.
+pub(crate) fn server() -> anyhow::Result<Server> {
+    let add = Tool {
+        name: "add".into(),
+        title: Some("Add two numbers".into()),
+        description: Some("Adds a and b; returns {\"sum\": a+b} as structured content".into()),
+        output_schema: json!({"type":"object","properties":{"sum":{"type":"number"}},"required":["sum"]})
+            .as_object()
+            .cloned(),
+        annotations: Some(ToolAnnotations {
+            read_only_hint: Some(true),
+            idempotent_hint: Some(true),
+            ..Default::default()
+        }),
+        ..Tool::default()
+    };
+    let server = Server::builder("mcp-demo", env!("CARGO_PKG_VERSION"))
+        .instructions("A demo server: echo, add, slow (progress), log, fail; resources under demo://; prompts greet and summarize.")
+        .tool("echo", "Echoes the message back", |_ctx: Ctx, a: EchoArgs| async move {
+            Ok::<_, String>(a.message)
+        })
+        .typed_tool(add, |_ctx: Ctx, a: AddArgs| async move {
+            Ok::<_, String>(Structured(Sum { sum: a.a + a.b }))
+        })
+        .tool("slow", "Works for steps*delay_ms, reporting progress after each step", |ctx: Ctx, a: SlowArgs| async move {
+            let steps = a.steps.min(100);
+            let delay = Duration::from_millis(a.delay_ms.min(10_000));
+            for i in 1..=steps {
+                tokio::time::sleep(delay).await;
+                ctx.progress(f64::from(i), Some(f64::from(steps)), Some(format!("step {i} of {steps}"))).await;
+            }
+            Ok::<_, String>(format!("done after {steps} steps"))
+        })
+        .tool("log", "Sends the message as a log notification", |ctx: Ctx, a: LogArgs| async move {
+            let level = a.level.map_or(LoggingLevel::Info, LoggingLevel::from);
+            ctx.log(level, Some("demo"), json!(a.message)).await;
+            Ok::<_, String>(format!("logged at {level:?}"))
+        })
+        .tool("fail", "Always fails (a result with isError: true)", |_ctx: Ctx, a: FailArgs| async move {
+            Err::<String, _>(a.reason.unwrap_or_else(|| "this tool always fails".into()))
+        })
+        .text_resource("demo://readme", "readme", "text/plain", "This is the mcp demo server.\n")
+        .text_resource("demo://config.json", "config", "application/json", "{\"debug\":false,\"level\":\"info\"}")
+        .text_resource("demo://hello.md", "hello", "text/markdown", "# Hello\n\nFrom the demo server.\n")
+        .resource_template(
+            ResourceTemplate {
+                uri_template: "demo://greeting/{name}".into(),
+                name: "greeting".into(),
+                description: Some("A greeting for anyone".into()),
+                mime_type: Some("text/plain".into()),
+                ..Default::default()
+            },
+            |_ctx: Ctx, uri: String, vars: BTreeMap<String, String>| async move {
+                let name = vars.get("name").cloned().unwrap_or_default();
+                Ok(ReadResourceResult {
+                    contents: vec![ResourceContents::text(uri, Some("text/plain"), format!("Hello, {name}!"))],
+                    ..Default::default()
+                })
+            },
+        )
+        .prompt(
+            Prompt {
+                name: "greet".into(),
+                description: Some("Greets someone by name".into()),
+                arguments: Some(vec![PromptArgument {
+                    name: "name".into(),
+                    description: Some("Who to greet".into()),
+                    required: Some(true),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            },
+            |_ctx: Ctx, args: BTreeMap<String, String>| async move {
+                let name = args.get("name").cloned().unwrap_or_default();
+                Ok(GetPromptResult {
+                    description: Some("A greeting".into()),
+                    messages: vec![PromptMessage::text(Role::User, format!("Please greet {name} warmly."))],
+                    ..Default::default()
+                })
+            },
+        )
+        .prompt(
+            Prompt {
+                name: "summarize".into(),
+                description: Some("Asks for a summary of a text".into()),
+                arguments: Some(vec![
+                    PromptArgument { name: "text".into(), required: Some(true), ..Default::default() },
+                    PromptArgument { name: "style".into(), required: Some(false), ..Default::default() },
+                ]),
+                ..Default::default()
+            },
+            |_ctx: Ctx, args: BTreeMap<String, String>| async move {
+                let text = args.get("text").cloned().unwrap_or_default();
+                let style = args.get("style").cloned().unwrap_or_else(|| "brief".into());
+                Ok(GetPromptResult {
+                    messages: vec![PromptMessage::text(Role::User, format!("Summarize ({style}):\n\n{text}"))],
+                    ..Default::default()
+                })
+            },
+        )
+        .completion(|_ctx: Ctx, p| async move {
+            let values: Vec<String> = match (&p.reference, p.argument.name.as_str()) {
+                (CompletionReference::Prompt { name }, "name") if name == "greet" => names(&p.argument.value),
+                (CompletionReference::Resource { uri }, "name") if uri == "demo://greeting/{name}" => {
+                    names(&p.argument.value)
+                }
+                (CompletionReference::Prompt { name }, "style") if name == "summarize" => ["brief", "detailed", "bullet points"]
+                    .iter()
+                    .filter(|s| s.starts_with(&p.argument.value))
+                    .map(|s| (*s).to_owned())
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let total = u64::try_from(values.len()).ok();
+            Ok::<_, ErrorObject>(CompleteResult {
+                completion: Completion { values, total, has_more: Some(false) },
+                ..Default::default()
+            })
+        })
+        .build()?;
+    Ok(server)
+}
+
+fn names(prefix: &str) -> Vec<String> {
+    let prefix = prefix.to_lowercase();
+    NAMES.iter().filter(|n| n.to_lowercase().starts_with(&prefix)).map(|n| (*n).to_owned()).collect()
+}

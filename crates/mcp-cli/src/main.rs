@@ -1,0 +1,272 @@
+//! `mcp`: serve the demo server, list and call tools on any stdio server, bench servers.
+
+mod demo;
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+use futures::StreamExt;
+use mcp_client::{CallError, Client, ClientConfig, ClientHandlers, RequestOptions};
+use mcp_types::{Content, JsonObject};
+use serde_json::Value;
+
+#[derive(Parser)]
+#[command(name = "mcp", version, about = "Serve, call and benchmark Model Context Protocol servers")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the built-in demo server (over stdio).
+    #[command(after_help = "Example:\n  mcp serve --stdio")]
+    Serve {
+        /// Serve over stdin/stdout (the default until the HTTP transport lands).
+        #[arg(long)]
+        stdio: bool,
+    },
+    /// List the tools of a stdio server.
+    #[command(after_help = "Example:\n  mcp tools -- mcp serve --stdio")]
+    Tools {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// The server command and its arguments.
+        #[arg(last = true, required = true)]
+        server: Vec<String>,
+    },
+    /// Call a tool on a stdio server.
+    #[command(after_help = "Examples:\n  mcp call echo '{\"message\":\"hi\"}' -- mcp serve --stdio\n  mcp call add -a a=1 -a b=2 -- mcp serve --stdio")]
+    Call {
+        /// Tool name.
+        tool: String,
+        /// Arguments as a JSON object.
+        args: Option<String>,
+        /// One argument as key=value (value parsed as JSON if it can be, else a string).
+        #[arg(short = 'a', long = "arg")]
+        arg: Vec<String>,
+        /// Print the raw result as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Seconds to wait without a response or progress.
+        #[arg(long, default_value_t = 60)]
+        timeout: u64,
+        /// The server command and its arguments.
+        #[arg(last = true, required = true)]
+        server: Vec<String>,
+    },
+    /// Benchmark a stdio server with a tool call, sequentially and pipelined.
+    #[command(after_help = "Example:\n  mcp bench --requests 50000 -- mcp serve --stdio")]
+    Bench {
+        /// Tool to call.
+        #[arg(long, default_value = "echo")]
+        tool: String,
+        /// Tool arguments (JSON object).
+        #[arg(long, default_value = r#"{"message":"hello"}"#)]
+        args: String,
+        /// Number of calls per phase.
+        #[arg(long, default_value_t = 10_000)]
+        requests: usize,
+        /// Calls in flight at once in the pipelined phase.
+        #[arg(long, default_value_t = 1024)]
+        window: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// The server command and its arguments.
+        #[arg(last = true, required = true)]
+        server: Vec<String>,
+    },
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("MCP_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Serve { stdio: _ } => {
+            let server = demo::server()?;
+            let (io, writer) = mcp_transport::stdio(server.config().max_line);
+            server.serve(io.incoming, io.outgoing).await;
+            let _ = writer.await;
+            Ok(())
+        }
+        Command::Tools { json, server } => {
+            let client = connect(&server).await?;
+            let tools = client.list_tools().await.map_err(call_error)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&tools)?);
+            } else {
+                let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
+                for t in &tools {
+                    println!("{:width$}  {}", t.name, t.description.as_deref().unwrap_or(""));
+                }
+            }
+            client.close().await;
+            Ok(())
+        }
+        Command::Call { tool, args, arg, json, timeout, server } => {
+            let arguments = parse_args(args.as_deref(), &arg)?;
+            let client = connect(&server).await?;
+            let options = RequestOptions::default().timeout(Duration::from_secs(timeout)).on_progress(|p| {
+                let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+                let msg = p.message.map(|m| format!(" {m}")).unwrap_or_default();
+                eprintln!("progress {}{total}{msg}", p.progress);
+            });
+            let result = client.call_tool_with(&tool, arguments, &options).await.map_err(call_error);
+            client.close().await;
+            let result = result?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&result)?);
+            } else {
+                for c in &result.content {
+                    match c {
+                        Content::Text(t) => println!("{}", t.text),
+                        other => println!("{}", serde_json::to_string(other)?),
+                    }
+                }
+                if let (Some(s), true) = (&result.structured_content, result.content.is_empty()) {
+                    println!("{}", serde_json::to_string_pretty(s)?);
+                }
+            }
+            if result.failed() {
+                bail!("tool {tool} reported an error");
+            }
+            Ok(())
+        }
+        Command::Bench { tool, args, requests, window, json, server } => {
+            bench(&tool, &args, requests, window, json, &server).await
+        }
+    }
+}
+
+fn call_error(e: CallError) -> anyhow::Error {
+    match e {
+        CallError::Rpc(e) => match e.data {
+            Some(d) => anyhow::anyhow!("server error {}: {} ({d})", e.code, e.message),
+            None => anyhow::anyhow!("server error {}: {}", e.code, e.message),
+        },
+        other => anyhow::anyhow!("{other}"),
+    }
+}
+
+fn parse_args(json: Option<&str>, pairs: &[String]) -> anyhow::Result<JsonObject> {
+    let mut obj = match json {
+        Some(s) => match serde_json::from_str::<Value>(s).context("tool arguments are not valid JSON")? {
+            Value::Object(m) => m,
+            _ => bail!("tool arguments must be a JSON object, like '{{\"message\":\"hi\"}}'"),
+        },
+        None => JsonObject::new(),
+    };
+    for p in pairs {
+        let (k, v) = p.split_once('=').with_context(|| format!("--arg {p:?} is not key=value"))?;
+        let v = serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_owned()));
+        obj.insert(k.to_owned(), v);
+    }
+    Ok(obj)
+}
+
+async fn connect(server: &[String]) -> anyhow::Result<Client> {
+    let Some((program, args)) = server.split_first() else {
+        bail!("no server command given (put it after --)");
+    };
+    Client::spawn(program, args, ClientHandlers::new(), ClientConfig::default())
+        .await
+        .with_context(|| format!("cannot connect to `{}`", server.join(" ")))
+}
+
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+async fn bench(
+    tool: &str,
+    args: &str,
+    requests: usize,
+    window: usize,
+    json: bool,
+    server: &[String],
+) -> anyhow::Result<()> {
+    let arguments = parse_args(Some(args), &[])?;
+    let client = connect(server).await?;
+    let pid = client.child_pid().await;
+    // Warm-up.
+    for _ in 0..200.min(requests) {
+        client.call_tool(tool, arguments.clone()).await.map_err(call_error)?;
+    }
+    let start = Instant::now();
+    let mut errors = 0usize;
+    for _ in 0..requests {
+        match client.call_tool(tool, arguments.clone()).await {
+            Ok(r) if !r.failed() => {}
+            _ => errors += 1,
+        }
+    }
+    let seq = start.elapsed();
+    let start = Instant::now();
+    let results: Vec<bool> = futures::stream::iter(0..requests)
+        .map(|_| {
+            let arguments = arguments.clone();
+            let client = &client;
+            async move { matches!(client.call_tool(tool, arguments).await, Ok(r) if !r.failed()) }
+        })
+        .buffer_unordered(window.max(1))
+        .collect()
+        .await;
+    let pipe = start.elapsed();
+    errors += results.iter().filter(|ok| !**ok).count();
+    let rss = pid.and_then(peak_rss_kib);
+    client.close().await;
+    let seq_rate = requests as f64 / seq.as_secs_f64();
+    let pipe_rate = requests as f64 / pipe.as_secs_f64();
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "requests": requests, "sequential_calls_per_sec": seq_rate,
+                "pipelined_calls_per_sec": pipe_rate, "window": window,
+                "errors": errors, "server_peak_rss_kib": rss,
+            })
+        );
+    } else {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "calls per phase:   {requests}")?;
+        writeln!(out, "sequential:        {seq_rate:.0} calls/s")?;
+        writeln!(out, "pipelined (w={window}): {pipe_rate:.0} calls/s")?;
+        writeln!(out, "errors:            {errors}")?;
+        if let Some(kib) = rss {
+            writeln!(out, "server peak RSS:   {:.1} MiB", kib as f64 / 1024.0)?;
+        }
+    }
+    if errors > 0 {
+        bail!("{errors} calls failed");
+    }
+    Ok(())
+}

@@ -1,0 +1,433 @@
+//! [`Client`]: connect, handshake, typed calls, shutdown.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use mcp_engine::{CallError, EngineConfig, HandlerResult, Peer, RequestContext, RequestOptions, Service};
+use mcp_jsonrpc::{ErrorObject, Notification, Request, parse_params, to_raw};
+use mcp_transport::{ChildConfig, ChildProcess, Exit};
+use mcp_types::methods::{self, Request as RequestMethod};
+use mcp_types::{
+    CallToolParams, CallToolResult, ClientCapabilities, CompleteParams, CompleteResult,
+    ElicitParams, EmptyParams, EmptyResult, GetPromptParams, GetPromptResult, Implementation,
+    InitializeParams, InitializeResult, JsonObject, ListChangedCapability, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+    LoggingMessageParams, PaginatedParams, ProtocolVersion, ReadResourceResult, ResourceUriParams,
+    ServerCapabilities, SetLevelParams, Tool, apply_schema_defaults,
+};
+use serde_json::Value;
+use tokio::sync::{Mutex, mpsc};
+use tokio::task::JoinHandle;
+
+use crate::handler::{ClientHandlers, ServerEvent};
+
+/// Errors connecting.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// The server process could not be started.
+    #[error(transparent)]
+    Spawn(#[from] mcp_transport::ChildError),
+    /// The handshake failed.
+    #[error("initialize failed: {0}")]
+    Initialize(#[from] CallError),
+    /// The server answered with a version we do not speak.
+    #[error("the server chose protocol version {0:?}, which this client does not support")]
+    Version(String),
+}
+
+/// Client settings.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// Our name and version.
+    pub info: Implementation,
+    /// The version we ask for.
+    pub protocol_version: ProtocolVersion,
+    /// Default options for requests.
+    pub request: RequestOptions,
+    /// Message loop settings.
+    pub engine: EngineConfig,
+    /// Child process settings (stdio).
+    pub child: ChildConfig,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        Self {
+            info: Implementation::new("mcp-rs-client", env!("CARGO_PKG_VERSION")),
+            protocol_version: ProtocolVersion::LATEST_LEGACY,
+            request: RequestOptions::default(),
+            engine: EngineConfig::default(),
+            child: ChildConfig::default(),
+        }
+    }
+}
+
+struct ClientService {
+    handlers: ClientHandlers,
+}
+
+fn encode<T: serde::Serialize>(v: &T) -> HandlerResult {
+    to_raw(v).map_err(|e| ErrorObject::internal(format!("could not encode the result: {e}")))
+}
+
+impl Service for ClientService {
+    fn call(&self, req: Request, _ctx: RequestContext) -> BoxFuture<'static, HandlerResult> {
+        let h = self.handlers.clone();
+        Box::pin(async move {
+            let params = req.params.as_deref();
+            match req.method.as_str() {
+                "ping" => encode(&EmptyResult::default()),
+                "sampling/createMessage" if h.sampling.is_some() => {
+                    let p = parse_params(params)?;
+                    let f = h.sampling.as_ref().ok_or_else(|| ErrorObject::method_not_found(&req.method))?;
+                    encode(&f(p).await?)
+                }
+                "elicitation/create" if h.elicitation.is_some() => {
+                    let p: ElicitParams = parse_params(params)?;
+                    if p.mode.as_deref() == Some("url") && !h.url_elicitation {
+                        return Err(ErrorObject::invalid_params("URL-mode elicitation is not supported"));
+                    }
+                    let schema = p.requested_schema.clone();
+                    let f = h.elicitation.as_ref().ok_or_else(|| ErrorObject::method_not_found(&req.method))?;
+                    let mut result = f(p).await?;
+                    if let (Some(schema), Some(content)) = (&schema, result.content.as_mut()) {
+                        apply_schema_defaults(schema, content);
+                    }
+                    encode(&result)
+                }
+                "roots/list" if h.roots.is_some() => {
+                    let f = h.roots.as_ref().ok_or_else(|| ErrorObject::method_not_found(&req.method))?;
+                    encode(&f().await?)
+                }
+                _ => Err(ErrorObject::method_not_found(&req.method)),
+            }
+        })
+    }
+
+    fn notify(&self, n: Notification, _peer: &Peer) {
+        let Some(events) = &self.handlers.events else {
+            return;
+        };
+        let params: Value = n
+            .params
+            .as_deref()
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or(Value::Null);
+        let event = match n.method.as_str() {
+            "notifications/message" => match serde_json::from_value::<LoggingMessageParams>(params.clone()) {
+                Ok(p) => ServerEvent::Log(p),
+                Err(_) => ServerEvent::Other { method: n.method, params },
+            },
+            "notifications/tools/list_changed" => ServerEvent::ToolsChanged,
+            "notifications/prompts/list_changed" => ServerEvent::PromptsChanged,
+            "notifications/resources/list_changed" => ServerEvent::ResourcesChanged,
+            "notifications/resources/updated" => {
+                match params.get("uri").and_then(Value::as_str) {
+                    Some(uri) => ServerEvent::ResourceUpdated(uri.to_owned()),
+                    None => ServerEvent::Other { method: n.method, params },
+                }
+            }
+            _ => ServerEvent::Other { method: n.method, params },
+        };
+        events(event);
+    }
+}
+
+/// A connected, initialized MCP client.
+pub struct Client {
+    peer: Peer,
+    init: InitializeResult,
+    version: ProtocolVersion,
+    options: RequestOptions,
+    child: Mutex<Option<ChildProcess>>,
+    engine: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("server", &self.init.server_info)
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
+}
+
+fn capabilities_of(h: &ClientHandlers) -> ClientCapabilities {
+    let mut caps = ClientCapabilities::default();
+    if h.sampling.is_some() {
+        caps.sampling = Some(JsonObject::new());
+    }
+    if h.elicitation.is_some() {
+        let mut e = JsonObject::new();
+        e.insert("form".to_owned(), Value::Object(JsonObject::new()));
+        if h.url_elicitation {
+            e.insert("url".to_owned(), Value::Object(JsonObject::new()));
+        }
+        caps.elicitation = Some(e);
+    }
+    if h.roots.is_some() {
+        caps.roots = Some(ListChangedCapability { list_changed: Some(true), ..Default::default() });
+    }
+    caps
+}
+
+impl Client {
+    /// Connects over a transport's channels and performs the `initialize` handshake.
+    ///
+    /// # Errors
+    /// [`ConnectError`] if the handshake fails.
+    pub async fn connect(
+        incoming: mpsc::Receiver<Vec<u8>>,
+        outgoing: mpsc::Sender<String>,
+        handlers: ClientHandlers,
+        config: ClientConfig,
+    ) -> Result<Client, ConnectError> {
+        let peer = Peer::new(outgoing);
+        let capabilities = capabilities_of(&handlers);
+        let service = Arc::new(ClientService { handlers });
+        let engine = tokio::spawn(mcp_engine::run(peer.clone(), incoming, service, config.engine.clone()));
+        let params = InitializeParams {
+            protocol_version: config.protocol_version.as_str().to_owned(),
+            capabilities,
+            client_info: config.info.clone(),
+            ..InitializeParams::default()
+        };
+        let init: InitializeResult = peer.request::<methods::Initialize>(&params, &config.request).await?;
+        let Some(version) = ProtocolVersion::parse(&init.protocol_version).filter(|v| v.is_legacy()) else {
+            return Err(ConnectError::Version(init.protocol_version));
+        };
+        peer.notify::<methods::Initialized>(&EmptyParams::default()).await?;
+        Ok(Client { peer, init, version, options: config.request, child: Mutex::new(None), engine: Some(engine) })
+    }
+
+    /// Starts `program args...` as a child process and connects to it over stdio.
+    ///
+    /// # Errors
+    /// [`ConnectError`] if it cannot be started or the handshake fails.
+    pub async fn spawn<S: AsRef<std::ffi::OsStr>>(
+        program: &str,
+        args: &[S],
+        handlers: ClientHandlers,
+        config: ClientConfig,
+    ) -> Result<Client, ConnectError> {
+        let (mut child, io) = ChildProcess::spawn(program, args, config.child.clone())?;
+        match Client::connect(io.incoming, io.outgoing, handlers, config).await {
+            Ok(client) => {
+                *client.child.lock().await = Some(child);
+                Ok(client)
+            }
+            Err(e) => {
+                let _ = child.shutdown().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// The `initialize` result (server info, capabilities, instructions).
+    pub fn server(&self) -> &InitializeResult {
+        &self.init
+    }
+
+    /// The server's capabilities.
+    pub fn server_capabilities(&self) -> &ServerCapabilities {
+        &self.init.capabilities
+    }
+
+    /// The negotiated version.
+    pub fn protocol_version(&self) -> ProtocolVersion {
+        self.version
+    }
+
+    /// The underlying connection.
+    pub fn peer(&self) -> &Peer {
+        &self.peer
+    }
+
+    /// The child server's pid, when it runs as a child.
+    pub async fn child_pid(&self) -> Option<u32> {
+        self.child.lock().await.as_ref().and_then(ChildProcess::id)
+    }
+
+    fn require(&self, present: bool, what: &str) -> Result<(), CallError> {
+        if present {
+            Ok(())
+        } else {
+            Err(CallError::Protocol(format!("the server does not support {what}")))
+        }
+    }
+
+    async fn call<R: RequestMethod>(&self, params: &R::Params) -> Result<R::Result, CallError> {
+        self.peer.request::<R>(params, &self.options).await
+    }
+
+    /// `ping`.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn ping(&self) -> Result<(), CallError> {
+        self.call::<methods::Ping>(&EmptyParams::default()).await.map(|_| ())
+    }
+
+    /// One page of `tools/list`.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn list_tools_page(&self, cursor: Option<String>) -> Result<ListToolsResult, CallError> {
+        self.require(self.init.capabilities.tools.is_some(), "tools")?;
+        self.call::<methods::ListTools>(&PaginatedParams { cursor, ..Default::default() }).await
+    }
+
+    /// Every tool, following cursors.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn list_tools(&self) -> Result<Vec<Tool>, CallError> {
+        let mut all = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = self.list_tools_page(cursor).await?;
+            all.extend(page.tools);
+            match page.next_cursor {
+                Some(c) if all.len() < 1_000_000 => cursor = Some(c),
+                _ => return Ok(all),
+            }
+        }
+    }
+
+    /// `tools/call`.
+    ///
+    /// # Errors
+    /// See [`CallError`]. A tool that fails is `Ok` with `is_error`.
+    pub async fn call_tool(&self, name: &str, arguments: JsonObject) -> Result<CallToolResult, CallError> {
+        self.call_tool_with(name, arguments, &self.options).await
+    }
+
+    /// `tools/call` with per-request options (timeouts, progress callback).
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: JsonObject,
+        options: &RequestOptions,
+    ) -> Result<CallToolResult, CallError> {
+        self.require(self.init.capabilities.tools.is_some(), "tools")?;
+        self.peer.request::<methods::CallTool>(&CallToolParams::new(name, arguments), options).await
+    }
+
+    /// One page of `resources/list`.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn list_resources(&self, cursor: Option<String>) -> Result<ListResourcesResult, CallError> {
+        self.require(self.init.capabilities.resources.is_some(), "resources")?;
+        self.call::<methods::ListResources>(&PaginatedParams { cursor, ..Default::default() }).await
+    }
+
+    /// One page of `resources/templates/list`.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn list_resource_templates(
+        &self,
+        cursor: Option<String>,
+    ) -> Result<ListResourceTemplatesResult, CallError> {
+        self.require(self.init.capabilities.resources.is_some(), "resources")?;
+        self.call::<methods::ListResourceTemplates>(&PaginatedParams { cursor, ..Default::default() })
+            .await
+    }
+
+    /// `resources/read`.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, CallError> {
+        self.require(self.init.capabilities.resources.is_some(), "resources")?;
+        self.call::<methods::ReadResource>(&ResourceUriParams::new(uri)).await
+    }
+
+    /// `resources/subscribe`.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn subscribe(&self, uri: &str) -> Result<(), CallError> {
+        let ok = self.init.capabilities.resources.as_ref().and_then(|r| r.subscribe) == Some(true);
+        self.require(ok, "resource subscriptions")?;
+        self.call::<methods::Subscribe>(&ResourceUriParams::new(uri)).await.map(|_| ())
+    }
+
+    /// `resources/unsubscribe`.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn unsubscribe(&self, uri: &str) -> Result<(), CallError> {
+        let ok = self.init.capabilities.resources.as_ref().and_then(|r| r.subscribe) == Some(true);
+        self.require(ok, "resource subscriptions")?;
+        self.call::<methods::Unsubscribe>(&ResourceUriParams::new(uri)).await.map(|_| ())
+    }
+
+    /// One page of `prompts/list`.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn list_prompts(&self, cursor: Option<String>) -> Result<ListPromptsResult, CallError> {
+        self.require(self.init.capabilities.prompts.is_some(), "prompts")?;
+        self.call::<methods::ListPrompts>(&PaginatedParams { cursor, ..Default::default() }).await
+    }
+
+    /// `prompts/get`.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: std::collections::BTreeMap<String, String>,
+    ) -> Result<GetPromptResult, CallError> {
+        self.require(self.init.capabilities.prompts.is_some(), "prompts")?;
+        let params = GetPromptParams { name: name.to_owned(), arguments: Some(arguments), ..Default::default() };
+        self.call::<methods::GetPrompt>(&params).await
+    }
+
+    /// `completion/complete`.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn complete(&self, params: &CompleteParams) -> Result<CompleteResult, CallError> {
+        self.require(self.init.capabilities.completions.is_some(), "completions")?;
+        self.call::<methods::Complete>(params).await
+    }
+
+    /// `logging/setLevel`.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn set_log_level(&self, level: LoggingLevel) -> Result<(), CallError> {
+        self.require(self.init.capabilities.logging.is_some(), "logging")?;
+        self.call::<methods::SetLevel>(&SetLevelParams { level, meta: None }).await.map(|_| ())
+    }
+
+    /// Tells the server our roots changed.
+    ///
+    /// # Errors
+    /// [`CallError::Closed`] if the connection is gone.
+    pub async fn notify_roots_changed(&self) -> Result<(), CallError> {
+        self.peer.notify::<methods::RootsListChanged>(&EmptyParams::default()).await
+    }
+
+    /// Closes the connection. A child server is shut down as the spec says (close stdin,
+    /// wait, SIGTERM, wait, SIGKILL, whole process group); returns how it ended.
+    pub async fn close(mut self) -> Option<Exit> {
+        let child = self.child.lock().await.take();
+        let exit = match child {
+            Some(mut c) => c.shutdown().await.ok(),
+            None => None,
+        };
+        if let Some(engine) = self.engine.take() {
+            engine.abort();
+        }
+        exit
+    }
+}

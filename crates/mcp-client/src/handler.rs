@@ -1,0 +1,116 @@
+//! What the client answers when the server asks: sampling, roots, elicitation.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use mcp_jsonrpc::ErrorObject;
+use mcp_types::{
+    CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult, ListRootsResult,
+    LoggingMessageParams,
+};
+
+/// Answers `sampling/createMessage`.
+pub type SamplingFn = Arc<
+    dyn Fn(CreateMessageParams) -> BoxFuture<'static, Result<CreateMessageResult, ErrorObject>>
+        + Send
+        + Sync,
+>;
+/// Answers `elicitation/create`.
+pub type ElicitationFn =
+    Arc<dyn Fn(ElicitParams) -> BoxFuture<'static, Result<ElicitResult, ErrorObject>> + Send + Sync>;
+/// Answers `roots/list`.
+pub type RootsFn =
+    Arc<dyn Fn() -> BoxFuture<'static, Result<ListRootsResult, ErrorObject>> + Send + Sync>;
+
+/// A notification from the server, typed where it matters.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum ServerEvent {
+    /// `notifications/message`.
+    Log(LoggingMessageParams),
+    /// `notifications/tools/list_changed`.
+    ToolsChanged,
+    /// `notifications/prompts/list_changed`.
+    PromptsChanged,
+    /// `notifications/resources/list_changed`.
+    ResourcesChanged,
+    /// `notifications/resources/updated`.
+    ResourceUpdated(String),
+    /// Anything else.
+    Other {
+        /// Method.
+        method: String,
+        /// Params.
+        params: serde_json::Value,
+    },
+}
+
+/// The client's handlers. What is set here becomes the declared capabilities.
+#[derive(Clone, Default)]
+pub struct ClientHandlers {
+    pub(crate) sampling: Option<SamplingFn>,
+    pub(crate) elicitation: Option<ElicitationFn>,
+    pub(crate) url_elicitation: bool,
+    pub(crate) roots: Option<RootsFn>,
+    pub(crate) events: Option<Arc<dyn Fn(ServerEvent) + Send + Sync>>,
+}
+
+impl std::fmt::Debug for ClientHandlers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientHandlers")
+            .field("sampling", &self.sampling.is_some())
+            .field("elicitation", &self.elicitation.is_some())
+            .field("roots", &self.roots.is_some())
+            .finish()
+    }
+}
+
+impl ClientHandlers {
+    /// No handlers: the client declares no capabilities.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Handles sampling requests (declares `sampling`).
+    pub fn sampling<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(CreateMessageParams) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CreateMessageResult, ErrorObject>> + Send + 'static,
+    {
+        self.sampling = Some(Arc::new(move |p| Box::pin(f(p))));
+        self
+    }
+
+    /// Handles form-mode elicitation (declares `elicitation.form`). Schema defaults are filled
+    /// in for fields the handler's answer leaves out.
+    pub fn elicitation<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(ElicitParams) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ElicitResult, ErrorObject>> + Send + 'static,
+    {
+        self.elicitation = Some(Arc::new(move |p| Box::pin(f(p))));
+        self
+    }
+
+    /// Also accepts URL-mode elicitation (declares `elicitation.url`).
+    pub fn url_elicitation(mut self) -> Self {
+        self.url_elicitation = true;
+        self
+    }
+
+    /// Answers `roots/list` (declares `roots`).
+    pub fn roots<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ListRootsResult, ErrorObject>> + Send + 'static,
+    {
+        self.roots = Some(Arc::new(move || Box::pin(f())));
+        self
+    }
+
+    /// Receives server notifications (log messages, list changes, resource updates).
+    pub fn on_event(mut self, f: impl Fn(ServerEvent) + Send + Sync + 'static) -> Self {
+        self.events = Some(Arc::new(f));
+        self
+    }
+}
