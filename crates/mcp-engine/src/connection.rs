@@ -125,6 +125,11 @@ fn on_frame(
     match Frame::decode(bytes) {
         Frame::Single(Ok(msg)) => on_message(msg, peer, service, in_flight, queue),
         Frame::Single(Err(e)) => {
+            // An empty batch (`[]`) is always answered: it is valid JSON, never a stray log
+            // line, so answering cannot start an error storm. Unparseable input is not.
+            let is_batch = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
+                && e.error.code == mcp_jsonrpc::ErrorCode::INVALID_REQUEST;
+            let config = &EngineConfig { answer_unidentified: config.answer_unidentified || is_batch, ..config.clone() };
             if let Some(reply) = error_reply(e, config) {
                 let _ = peer.inner_try_send(reply.encode());
             }

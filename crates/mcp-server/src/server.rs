@@ -424,8 +424,11 @@ impl Server {
             sessions.retain(|(s, p)| s.strong_count() > 0 && !p.is_closed());
             sessions.push((Arc::downgrade(&session), peer.clone()));
         }
+        let weak = Arc::downgrade(&session);
         let service = Arc::new(SessionService(session));
         mcp_engine::run(peer, incoming, service, self.inner.config.engine.clone()).await;
+        // Forget the connection so its outgoing queue closes and the transport can finish.
+        self.lock_sessions().retain(|(s, _)| !s.ptr_eq(&weak) && s.strong_count() > 0);
     }
 
     fn lock_sessions(&self) -> std::sync::MutexGuard<'_, Vec<(Weak<Session>, Peer)>> {

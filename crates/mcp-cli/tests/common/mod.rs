@@ -1,0 +1,90 @@
+//! A raw line-level harness around a real `mcp serve --stdio` child process.
+#![allow(dead_code, unreachable_pub)]
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+pub struct Raw {
+    pub child: Child,
+    stdin: ChildStdin,
+    lines: Lines<BufReader<ChildStdout>>,
+}
+
+impl Raw {
+    pub fn spawn() -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp"))
+            .args(["serve", "--stdio"])
+            .env("MCP_LOG", "off")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn mcp");
+        let stdin = child.stdin.take().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        Raw { child, stdin, lines }
+    }
+
+    pub async fn send_bytes(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).await.unwrap();
+        self.stdin.write_all(b"\n").await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
+    pub async fn send(&mut self, v: Value) {
+        self.send_bytes(v.to_string().as_bytes()).await;
+    }
+
+    pub async fn recv(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(20), self.lines.next_line())
+            .await
+            .expect("timed out waiting for the server")
+            .unwrap()
+            .expect("server closed stdout");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("server wrote non-JSON {line:?}: {e}"))
+    }
+
+    /// Receives until a response with `id` arrives; returns it and what came before.
+    pub async fn recv_id(&mut self, id: Value) -> (Value, Vec<Value>) {
+        let mut before = Vec::new();
+        loop {
+            let m = self.recv().await;
+            if m.get("id") == Some(&id) && m.get("method").is_none() {
+                return (m, before);
+            }
+            before.push(m);
+        }
+    }
+
+    pub async fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc":"2.0","id":id,"method":method,"params":params})).await;
+        self.recv_id(json!(id)).await.0
+    }
+
+    pub async fn initialize(&mut self, version: &str) -> Value {
+        let r = self
+            .request(
+                0,
+                "initialize",
+                json!({"protocolVersion":version,"capabilities":{},"clientInfo":{"name":"t","version":"0"}}),
+            )
+            .await;
+        self.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"})).await;
+        r
+    }
+
+    pub async fn close(mut self) {
+        drop(self.stdin);
+        let status = tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await;
+        assert!(status.is_ok(), "server did not exit after stdin closed");
+    }
+}
+
+pub fn code(v: &Value) -> i64 {
+    v["error"]["code"].as_i64().unwrap_or_else(|| panic!("expected an error, got {v}"))
+}
