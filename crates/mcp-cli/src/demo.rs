@@ -102,9 +102,10 @@ pub(crate) fn server() -> anyhow::Result<Server> {
         name: "add".into(),
         title: Some("Add two numbers".into()),
         description: Some("Adds a and b; returns {\"sum\": a+b} as structured content".into()),
-        output_schema: json!({"type":"object","properties":{"sum":{"type":"number"}},"required":["sum"]})
-            .as_object()
-            .cloned(),
+        output_schema:
+            json!({"type":"object","properties":{"sum":{"type":"number"}},"required":["sum"]})
+                .as_object()
+                .cloned(),
         annotations: Some(ToolAnnotations {
             read_only_hint: Some(true),
             idempotent_hint: Some(true),
@@ -221,5 +222,9 @@ pub(crate) fn server() -> anyhow::Result<Server> {
 
 fn names(prefix: &str) -> Vec<String> {
     let prefix = prefix.to_lowercase();
-    NAMES.iter().filter(|n| n.to_lowercase().starts_with(&prefix)).map(|n| (*n).to_owned()).collect()
+    NAMES
+        .iter()
+        .filter(|n| n.to_lowercase().starts_with(&prefix))
+        .map(|n| (*n).to_owned())
+        .collect()
 }

@@ -13,7 +13,11 @@ use mcp_types::{Content, JsonObject};
 use serde_json::Value;
 
 #[derive(Parser)]
-#[command(name = "mcp", version, about = "Serve, call and benchmark Model Context Protocol servers")]
+#[command(
+    name = "mcp",
+    version,
+    about = "Serve, call and benchmark Model Context Protocol servers"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -39,7 +43,9 @@ enum Command {
         server: Vec<String>,
     },
     /// Call a tool on a stdio server.
-    #[command(after_help = "Examples:\n  mcp call echo '{\"message\":\"hi\"}' -- mcp serve --stdio\n  mcp call add -a a=1 -a b=2 -- mcp serve --stdio")]
+    #[command(
+        after_help = "Examples:\n  mcp call echo '{\"message\":\"hi\"}' -- mcp serve --stdio\n  mcp call add -a a=1 -a b=2 -- mcp serve --stdio"
+    )]
     Call {
         /// Tool name.
         tool: String,
@@ -91,7 +97,10 @@ fn main() -> std::process::ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");
@@ -127,21 +136,37 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             } else {
                 let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
                 for t in &tools {
-                    println!("{:width$}  {}", t.name, t.description.as_deref().unwrap_or(""));
+                    println!(
+                        "{:width$}  {}",
+                        t.name,
+                        t.description.as_deref().unwrap_or("")
+                    );
                 }
             }
             client.close().await;
             Ok(())
         }
-        Command::Call { tool, args, arg, json, timeout, server } => {
+        Command::Call {
+            tool,
+            args,
+            arg,
+            json,
+            timeout,
+            server,
+        } => {
             let arguments = parse_args(args.as_deref(), &arg)?;
             let client = connect(&server).await?;
-            let options = RequestOptions::default().timeout(Duration::from_secs(timeout)).on_progress(|p| {
-                let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
-                let msg = p.message.map(|m| format!(" {m}")).unwrap_or_default();
-                eprintln!("progress {}{total}{msg}", p.progress);
-            });
-            let result = client.call_tool_with(&tool, arguments, &options).await.map_err(call_error);
+            let options = RequestOptions::default()
+                .timeout(Duration::from_secs(timeout))
+                .on_progress(|p| {
+                    let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+                    let msg = p.message.map(|m| format!(" {m}")).unwrap_or_default();
+                    eprintln!("progress {}{total}{msg}", p.progress);
+                });
+            let result = client
+                .call_tool_with(&tool, arguments, &options)
+                .await
+                .map_err(call_error);
             client.close().await;
             let result = result?;
             if json {
@@ -162,9 +187,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Bench { tool, args, requests, window, json, server } => {
-            bench(&tool, &args, requests, window, json, &server).await
-        }
+        Command::Bench {
+            tool,
+            args,
+            requests,
+            window,
+            json,
+            server,
+        } => bench(&tool, &args, requests, window, json, &server).await,
     }
 }
 
@@ -180,14 +210,18 @@ fn call_error(e: CallError) -> anyhow::Error {
 
 fn parse_args(json: Option<&str>, pairs: &[String]) -> anyhow::Result<JsonObject> {
     let mut obj = match json {
-        Some(s) => match serde_json::from_str::<Value>(s).context("tool arguments are not valid JSON")? {
-            Value::Object(m) => m,
-            _ => bail!("tool arguments must be a JSON object, like '{{\"message\":\"hi\"}}'"),
-        },
+        Some(s) => {
+            match serde_json::from_str::<Value>(s).context("tool arguments are not valid JSON")? {
+                Value::Object(m) => m,
+                _ => bail!("tool arguments must be a JSON object, like '{{\"message\":\"hi\"}}'"),
+            }
+        }
         None => JsonObject::new(),
     };
     for p in pairs {
-        let (k, v) = p.split_once('=').with_context(|| format!("--arg {p:?} is not key=value"))?;
+        let (k, v) = p
+            .split_once('=')
+            .with_context(|| format!("--arg {p:?} is not key=value"))?;
         let v = serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_owned()));
         obj.insert(k.to_owned(), v);
     }
@@ -198,9 +232,14 @@ async fn connect(server: &[String]) -> anyhow::Result<Client> {
     let Some((program, args)) = server.split_first() else {
         bail!("no server command given (put it after --)");
     };
-    Client::spawn(program, args, ClientHandlers::new(), ClientConfig::default())
-        .await
-        .with_context(|| format!("cannot connect to `{}`", server.join(" ")))
+    Client::spawn(
+        program,
+        args,
+        ClientHandlers::new(),
+        ClientConfig::default(),
+    )
+    .await
+    .with_context(|| format!("cannot connect to `{}`", server.join(" ")))
 }
 
 fn peak_rss_kib(pid: u32) -> Option<u64> {
@@ -222,7 +261,10 @@ async fn bench(
     let pid = client.child_pid().await;
     // Warm-up.
     for _ in 0..200.min(requests) {
-        client.call_tool(tool, arguments.clone()).await.map_err(call_error)?;
+        client
+            .call_tool(tool, arguments.clone())
+            .await
+            .map_err(call_error)?;
     }
     let start = Instant::now();
     let mut errors = 0usize;

@@ -1,5 +1,6 @@
 //! The protocol core over the real stdio transport: lifecycle, bad input, batches,
 //! cancellation, progress, every server feature.
+#![allow(clippy::type_complexity)]
 
 mod common;
 
@@ -21,16 +22,26 @@ async fn lifecycle_and_negotiation() {
     assert_eq!(r["result"]["protocolVersion"], "2025-11-25");
     let caps = &r["result"]["capabilities"];
     assert!(caps["tools"].is_object() && caps["resources"]["subscribe"] == true);
-    assert!(caps["prompts"].is_object() && caps["logging"].is_object() && caps["completions"].is_object());
+    assert!(
+        caps["prompts"].is_object()
+            && caps["logging"].is_object()
+            && caps["completions"].is_object()
+    );
     assert_eq!(r["result"]["serverInfo"]["name"], "mcp-demo");
-    s.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"})).await;
+    s.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
+        .await;
     // A second initialize is refused.
     let r = s
         .request(4, "initialize", json!({"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}))
         .await;
     assert_eq!(code(&r), -32600);
     let r = s.request(5, "tools/list", json!({})).await;
-    let names: Vec<&str> = r["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = r["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["add", "echo", "fail", "log", "slow"]);
     s.close().await;
 }
@@ -42,7 +53,10 @@ async fn supported_versions_are_echoed() {
         let r = s.initialize(v).await;
         assert_eq!(r["result"]["protocolVersion"], v);
         // completions did not exist as a capability in 2024-11-05.
-        assert_eq!(r["result"]["capabilities"]["completions"].is_object(), v != "2024-11-05");
+        assert_eq!(
+            r["result"]["capabilities"]["completions"].is_object(),
+            v != "2024-11-05"
+        );
         s.close().await;
     }
 }
@@ -51,8 +65,14 @@ async fn supported_versions_are_echoed() {
 async fn bad_input_corpus_keeps_serving() {
     let mut s = Raw::spawn();
     s.initialize("2025-11-25").await;
-    let big = format!(r#"{{"jsonrpc":"2.0","id":99,"method":"ping","params":{{"pad":"{}"}}}}"#, "x".repeat(5 * 1024 * 1024));
-    let deep = format!(r#"{{"jsonrpc":"2.0","id":98,"method":"ping","params":{{"a":{}}}}}"#, "[".repeat(100_000));
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":99,"method":"ping","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(5 * 1024 * 1024)
+    );
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":98,"method":"ping","params":{{"a":{}}}}}"#,
+        "[".repeat(100_000)
+    );
     let cases: Vec<(Vec<u8>, Option<(i64, i64)>)> = vec![
         (b"{not json".to_vec(), None),
         (br#"{"jsonrpc":"1.0","id":10,"method":"ping"}"#.to_vec(), Some((10, -32600))),
@@ -78,17 +98,30 @@ async fn bad_input_corpus_keeps_serving() {
             expected.push(*a);
         }
     }
-    s.send(json!({"jsonrpc":"2.0","id":100,"method":"ping"})).await;
+    s.send(json!({"jsonrpc":"2.0","id":100,"method":"ping"}))
+        .await;
     let (ping, before) = s.recv_id(json!(100)).await;
     assert_eq!(ping["result"], json!({}));
-    let mut got: Vec<(i64, i64)> = before.iter().map(|m| (m["id"].as_i64().unwrap(), code(m))).collect();
+    let mut got: Vec<(i64, i64)> = before
+        .iter()
+        .map(|m| (m["id"].as_i64().unwrap(), code(m)))
+        .collect();
     got.sort_unstable();
-    assert_eq!(got, expected, "each answerable bad message gets its error, in order; the rest are dropped");
+    assert_eq!(
+        got, expected,
+        "each answerable bad message gets its error, in order; the rest are dropped"
+    );
     for m in &before {
         assert!(m["error"]["message"].is_string());
     }
     // A good request right after still works.
-    let r = s.request(101, "tools/call", json!({"name":"echo","arguments":{"message":"still here"}})).await;
+    let r = s
+        .request(
+            101,
+            "tools/call",
+            json!({"name":"echo","arguments":{"message":"still here"}}),
+        )
+        .await;
     assert_eq!(r["result"]["content"][0]["text"], "still here");
     s.close().await;
 }
@@ -119,15 +152,21 @@ async fn batches_only_on_2025_03_26() {
     assert!(arr.iter().any(|m| m["id"].is_null() && code(m) == -32600));
     // All notifications: no body at all (the next line is the ping's answer).
     s.send(json!([{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}])).await;
-    s.send(json!({"jsonrpc":"2.0","id":9,"method":"ping"})).await;
+    s.send(json!({"jsonrpc":"2.0","id":9,"method":"ping"}))
+        .await;
     assert_eq!(s.recv().await["id"], 9);
     s.close().await;
 
     let mut s = Raw::spawn();
     s.initialize("2025-06-18").await;
-    s.send(json!([{"jsonrpc":"2.0","id":1,"method":"ping"}])).await;
+    s.send(json!([{"jsonrpc":"2.0","id":1,"method":"ping"}]))
+        .await;
     let r = s.recv().await;
-    assert_eq!(code(&r), -32600, "batches are refused on other versions: {r}");
+    assert_eq!(
+        code(&r),
+        -32600,
+        "batches are refused on other versions: {r}"
+    );
     s.close().await;
 }
 
@@ -142,9 +181,15 @@ async fn cancellation_aborts_the_handler() {
         .send_then(json!({"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"slow","arguments":{"steps":1,"delay_ms":900}}}), 8)
         .await;
     assert_eq!(r["result"]["content"][0]["text"], "done after 1 steps");
-    assert!(before.iter().all(|m| m["id"] != 7), "a cancelled request gets no response: {before:?}");
+    assert!(
+        before.iter().all(|m| m["id"] != 7),
+        "a cancelled request gets no response: {before:?}"
+    );
     // Unknown ids in cancellations are ignored.
-    s.send(json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":12345}})).await;
+    s.send(
+        json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":12345}}),
+    )
+    .await;
     assert_eq!(s.request(9, "ping", json!({})).await["result"], json!({}));
     s.close().await;
 }
@@ -153,7 +198,8 @@ async fn cancellation_aborts_the_handler() {
 async fn initialize_cannot_be_cancelled() {
     let mut s = Raw::spawn();
     s.send(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}})).await;
-    s.send(json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}})).await;
+    s.send(json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}))
+        .await;
     let (r, _) = s.recv_id(json!(1)).await;
     assert_eq!(r["result"]["protocolVersion"], "2025-11-25");
     s.close().await;
@@ -168,7 +214,9 @@ async fn progress_and_logging_notifications() {
     assert_eq!(r["result"]["content"][0]["text"], "done after 3 steps");
     let progress: Vec<f64> = before
         .iter()
-        .filter(|m| m["method"] == "notifications/progress" && m["params"]["progressToken"] == "tok")
+        .filter(|m| {
+            m["method"] == "notifications/progress" && m["params"]["progressToken"] == "tok"
+        })
         .map(|m| m["params"]["progress"].as_f64().unwrap())
         .collect();
     assert_eq!(progress, [1.0, 2.0, 3.0]);
@@ -182,13 +230,21 @@ async fn progress_and_logging_notifications() {
         .send_then(json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"log","arguments":{"message":"dbg","level":"debug"}}}), 3)
         .await;
     assert!(before.is_empty(), "debug is below the default level");
-    assert_eq!(s.request(4, "logging/setLevel", json!({"level":"debug"})).await["result"], json!({}));
+    assert_eq!(
+        s.request(4, "logging/setLevel", json!({"level":"debug"}))
+            .await["result"],
+        json!({})
+    );
     let (_, before) = s
         .send_then(json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"log","arguments":{"message":"dbg","level":"debug"}}}), 5)
         .await;
     assert_eq!(before[0]["method"], "notifications/message");
     assert_eq!(before[0]["params"]["data"], "dbg");
-    assert_eq!(s.request(6, "logging/setLevel", json!({"level":"loud"})).await["error"]["code"], -32602);
+    assert_eq!(
+        s.request(6, "logging/setLevel", json!({"level":"loud"}))
+            .await["error"]["code"],
+        -32602
+    );
     s.close().await;
 }
 
@@ -196,11 +252,32 @@ async fn progress_and_logging_notifications() {
 async fn tools_resources_prompts_completion() {
     let mut s = Raw::spawn();
     s.initialize("2025-06-18").await;
-    let r = s.request(1, "tools/call", json!({"name":"add","arguments":{"a":2,"b":40}})).await;
+    let r = s
+        .request(
+            1,
+            "tools/call",
+            json!({"name":"add","arguments":{"a":2,"b":40}}),
+        )
+        .await;
     assert_eq!(r["result"]["structuredContent"], json!({"sum":42.0}));
-    let r = s.request(2, "tools/call", json!({"name":"add","arguments":{"a":"2","b":40}})).await;
-    assert_eq!(r["result"]["isError"], true, "schema violations are tool errors: {r}");
-    let r = s.request(3, "tools/call", json!({"name":"fail","arguments":{"reason":"nope"}})).await;
+    let r = s
+        .request(
+            2,
+            "tools/call",
+            json!({"name":"add","arguments":{"a":"2","b":40}}),
+        )
+        .await;
+    assert_eq!(
+        r["result"]["isError"], true,
+        "schema violations are tool errors: {r}"
+    );
+    let r = s
+        .request(
+            3,
+            "tools/call",
+            json!({"name":"fail","arguments":{"reason":"nope"}}),
+        )
+        .await;
     assert_eq!(r["result"]["isError"], true);
     assert_eq!(r["result"]["content"][0]["text"], "nope");
     let r = s.request(4, "tools/call", json!({"name":"missing"})).await;
@@ -209,20 +286,50 @@ async fn tools_resources_prompts_completion() {
     let r = s.request(5, "resources/list", json!({})).await;
     assert_eq!(r["result"]["resources"].as_array().unwrap().len(), 3);
     let r = s.request(6, "resources/templates/list", json!({})).await;
-    assert_eq!(r["result"]["resourceTemplates"][0]["uriTemplate"], "demo://greeting/{name}");
-    let r = s.request(7, "resources/read", json!({"uri":"demo://greeting/Ada%20L"})).await;
+    assert_eq!(
+        r["result"]["resourceTemplates"][0]["uriTemplate"],
+        "demo://greeting/{name}"
+    );
+    let r = s
+        .request(
+            7,
+            "resources/read",
+            json!({"uri":"demo://greeting/Ada%20L"}),
+        )
+        .await;
     assert_eq!(r["result"]["contents"][0]["text"], "Hello, Ada L!");
-    let r = s.request(8, "resources/read", json!({"uri":"demo://readme"})).await;
+    let r = s
+        .request(8, "resources/read", json!({"uri":"demo://readme"}))
+        .await;
     assert_eq!(r["result"]["contents"][0]["mimeType"], "text/plain");
-    let r = s.request(9, "resources/read", json!({"uri":"demo://nothing/here"})).await;
+    let r = s
+        .request(9, "resources/read", json!({"uri":"demo://nothing/here"}))
+        .await;
     assert_eq!(code(&r), -32002);
-    assert_eq!(s.request(10, "resources/subscribe", json!({"uri":"demo://readme"})).await["result"], json!({}));
-    assert_eq!(s.request(11, "resources/unsubscribe", json!({"uri":"demo://readme"})).await["result"], json!({}));
+    assert_eq!(
+        s.request(10, "resources/subscribe", json!({"uri":"demo://readme"}))
+            .await["result"],
+        json!({})
+    );
+    assert_eq!(
+        s.request(11, "resources/unsubscribe", json!({"uri":"demo://readme"}))
+            .await["result"],
+        json!({})
+    );
 
     let r = s.request(12, "prompts/list", json!({})).await;
     assert_eq!(r["result"]["prompts"].as_array().unwrap().len(), 2);
-    let r = s.request(13, "prompts/get", json!({"name":"greet","arguments":{"name":"Grace"}})).await;
-    assert_eq!(r["result"]["messages"][0]["content"]["text"], "Please greet Grace warmly.");
+    let r = s
+        .request(
+            13,
+            "prompts/get",
+            json!({"name":"greet","arguments":{"name":"Grace"}}),
+        )
+        .await;
+    assert_eq!(
+        r["result"]["messages"][0]["content"]["text"],
+        "Please greet Grace warmly."
+    );
     let r = s.request(14, "prompts/get", json!({"name":"greet"})).await;
     assert_eq!(code(&r), -32602);
     let r = s.request(15, "completion/complete", json!({"ref":{"type":"ref/prompt","name":"greet"},"argument":{"name":"name","value":"g"}})).await;

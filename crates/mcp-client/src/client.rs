@@ -3,7 +3,9 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use mcp_engine::{CallError, EngineConfig, HandlerResult, Peer, RequestContext, RequestOptions, Service};
+use mcp_engine::{
+    CallError, EngineConfig, HandlerResult, Peer, RequestContext, RequestOptions, Service,
+};
 use mcp_jsonrpc::{ErrorObject, Notification, Request, parse_params, to_raw};
 use mcp_transport::{ChildConfig, ChildProcess, Exit};
 use mcp_types::methods::{self, Request as RequestMethod};
@@ -80,16 +82,24 @@ impl Service for ClientService {
                 "ping" => encode(&EmptyResult::default()),
                 "sampling/createMessage" if h.sampling.is_some() => {
                     let p = parse_params(params)?;
-                    let f = h.sampling.as_ref().ok_or_else(|| ErrorObject::method_not_found(&req.method))?;
+                    let f = h
+                        .sampling
+                        .as_ref()
+                        .ok_or_else(|| ErrorObject::method_not_found(&req.method))?;
                     encode(&f(p).await?)
                 }
                 "elicitation/create" if h.elicitation.is_some() => {
                     let p: ElicitParams = parse_params(params)?;
                     if p.mode.as_deref() == Some("url") && !h.url_elicitation {
-                        return Err(ErrorObject::invalid_params("URL-mode elicitation is not supported"));
+                        return Err(ErrorObject::invalid_params(
+                            "URL-mode elicitation is not supported",
+                        ));
                     }
                     let schema = p.requested_schema.clone();
-                    let f = h.elicitation.as_ref().ok_or_else(|| ErrorObject::method_not_found(&req.method))?;
+                    let f = h
+                        .elicitation
+                        .as_ref()
+                        .ok_or_else(|| ErrorObject::method_not_found(&req.method))?;
                     let mut result = f(p).await?;
                     if let (Some(schema), Some(content)) = (&schema, result.content.as_mut()) {
                         apply_schema_defaults(schema, content);
@@ -97,7 +107,10 @@ impl Service for ClientService {
                     encode(&result)
                 }
                 "roots/list" if h.roots.is_some() => {
-                    let f = h.roots.as_ref().ok_or_else(|| ErrorObject::method_not_found(&req.method))?;
+                    let f = h
+                        .roots
+                        .as_ref()
+                        .ok_or_else(|| ErrorObject::method_not_found(&req.method))?;
                     encode(&f().await?)
                 }
                 _ => Err(ErrorObject::method_not_found(&req.method)),
@@ -115,20 +128,29 @@ impl Service for ClientService {
             .and_then(|p| serde_json::from_str(p.get()).ok())
             .unwrap_or(Value::Null);
         let event = match n.method.as_str() {
-            "notifications/message" => match serde_json::from_value::<LoggingMessageParams>(params.clone()) {
-                Ok(p) => ServerEvent::Log(p),
-                Err(_) => ServerEvent::Other { method: n.method, params },
-            },
+            "notifications/message" => {
+                match serde_json::from_value::<LoggingMessageParams>(params.clone()) {
+                    Ok(p) => ServerEvent::Log(p),
+                    Err(_) => ServerEvent::Other {
+                        method: n.method,
+                        params,
+                    },
+                }
+            }
             "notifications/tools/list_changed" => ServerEvent::ToolsChanged,
             "notifications/prompts/list_changed" => ServerEvent::PromptsChanged,
             "notifications/resources/list_changed" => ServerEvent::ResourcesChanged,
-            "notifications/resources/updated" => {
-                match params.get("uri").and_then(Value::as_str) {
-                    Some(uri) => ServerEvent::ResourceUpdated(uri.to_owned()),
-                    None => ServerEvent::Other { method: n.method, params },
-                }
-            }
-            _ => ServerEvent::Other { method: n.method, params },
+            "notifications/resources/updated" => match params.get("uri").and_then(Value::as_str) {
+                Some(uri) => ServerEvent::ResourceUpdated(uri.to_owned()),
+                None => ServerEvent::Other {
+                    method: n.method,
+                    params,
+                },
+            },
+            _ => ServerEvent::Other {
+                method: n.method,
+                params,
+            },
         };
         events(event);
     }
@@ -167,7 +189,10 @@ fn capabilities_of(h: &ClientHandlers) -> ClientCapabilities {
         caps.elicitation = Some(e);
     }
     if h.roots.is_some() {
-        caps.roots = Some(ListChangedCapability { list_changed: Some(true), ..Default::default() });
+        caps.roots = Some(ListChangedCapability {
+            list_changed: Some(true),
+            ..Default::default()
+        });
     }
     caps
 }
@@ -186,19 +211,36 @@ impl Client {
         let peer = Peer::new(outgoing);
         let capabilities = capabilities_of(&handlers);
         let service = Arc::new(ClientService { handlers });
-        let engine = tokio::spawn(mcp_engine::run(peer.clone(), incoming, service, config.engine.clone()));
+        let engine = tokio::spawn(mcp_engine::run(
+            peer.clone(),
+            incoming,
+            service,
+            config.engine.clone(),
+        ));
         let params = InitializeParams {
             protocol_version: config.protocol_version.as_str().to_owned(),
             capabilities,
             client_info: config.info.clone(),
             ..InitializeParams::default()
         };
-        let init: InitializeResult = peer.request::<methods::Initialize>(&params, &config.request).await?;
-        let Some(version) = ProtocolVersion::parse(&init.protocol_version).filter(|v| v.is_legacy()) else {
+        let init: InitializeResult = peer
+            .request::<methods::Initialize>(&params, &config.request)
+            .await?;
+        let Some(version) =
+            ProtocolVersion::parse(&init.protocol_version).filter(|v| v.is_legacy())
+        else {
             return Err(ConnectError::Version(init.protocol_version));
         };
-        peer.notify::<methods::Initialized>(&EmptyParams::default()).await?;
-        Ok(Client { peer, init, version, options: config.request, child: Mutex::new(None), engine: Some(engine) })
+        peer.notify::<methods::Initialized>(&EmptyParams::default())
+            .await?;
+        Ok(Client {
+            peer,
+            init,
+            version,
+            options: config.request,
+            child: Mutex::new(None),
+            engine: Some(engine),
+        })
     }
 
     /// Starts `program args...` as a child process and connects to it over stdio.
@@ -253,7 +295,9 @@ impl Client {
         if present {
             Ok(())
         } else {
-            Err(CallError::Protocol(format!("the server does not support {what}")))
+            Err(CallError::Protocol(format!(
+                "the server does not support {what}"
+            )))
         }
     }
 
@@ -266,16 +310,25 @@ impl Client {
     /// # Errors
     /// See [`CallError`].
     pub async fn ping(&self) -> Result<(), CallError> {
-        self.call::<methods::Ping>(&EmptyParams::default()).await.map(|_| ())
+        self.call::<methods::Ping>(&EmptyParams::default())
+            .await
+            .map(|_| ())
     }
 
     /// One page of `tools/list`.
     ///
     /// # Errors
     /// See [`CallError`].
-    pub async fn list_tools_page(&self, cursor: Option<String>) -> Result<ListToolsResult, CallError> {
+    pub async fn list_tools_page(
+        &self,
+        cursor: Option<String>,
+    ) -> Result<ListToolsResult, CallError> {
         self.require(self.init.capabilities.tools.is_some(), "tools")?;
-        self.call::<methods::ListTools>(&PaginatedParams { cursor, ..Default::default() }).await
+        self.call::<methods::ListTools>(&PaginatedParams {
+            cursor,
+            ..Default::default()
+        })
+        .await
     }
 
     /// Every tool, following cursors.
@@ -299,7 +352,11 @@ impl Client {
     ///
     /// # Errors
     /// See [`CallError`]. A tool that fails is `Ok` with `is_error`.
-    pub async fn call_tool(&self, name: &str, arguments: JsonObject) -> Result<CallToolResult, CallError> {
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: JsonObject,
+    ) -> Result<CallToolResult, CallError> {
         self.call_tool_with(name, arguments, &self.options).await
     }
 
@@ -314,16 +371,25 @@ impl Client {
         options: &RequestOptions,
     ) -> Result<CallToolResult, CallError> {
         self.require(self.init.capabilities.tools.is_some(), "tools")?;
-        self.peer.request::<methods::CallTool>(&CallToolParams::new(name, arguments), options).await
+        self.peer
+            .request::<methods::CallTool>(&CallToolParams::new(name, arguments), options)
+            .await
     }
 
     /// One page of `resources/list`.
     ///
     /// # Errors
     /// See [`CallError`].
-    pub async fn list_resources(&self, cursor: Option<String>) -> Result<ListResourcesResult, CallError> {
+    pub async fn list_resources(
+        &self,
+        cursor: Option<String>,
+    ) -> Result<ListResourcesResult, CallError> {
         self.require(self.init.capabilities.resources.is_some(), "resources")?;
-        self.call::<methods::ListResources>(&PaginatedParams { cursor, ..Default::default() }).await
+        self.call::<methods::ListResources>(&PaginatedParams {
+            cursor,
+            ..Default::default()
+        })
+        .await
     }
 
     /// One page of `resources/templates/list`.
@@ -335,8 +401,11 @@ impl Client {
         cursor: Option<String>,
     ) -> Result<ListResourceTemplatesResult, CallError> {
         self.require(self.init.capabilities.resources.is_some(), "resources")?;
-        self.call::<methods::ListResourceTemplates>(&PaginatedParams { cursor, ..Default::default() })
-            .await
+        self.call::<methods::ListResourceTemplates>(&PaginatedParams {
+            cursor,
+            ..Default::default()
+        })
+        .await
     }
 
     /// `resources/read`.
@@ -345,7 +414,8 @@ impl Client {
     /// See [`CallError`].
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, CallError> {
         self.require(self.init.capabilities.resources.is_some(), "resources")?;
-        self.call::<methods::ReadResource>(&ResourceUriParams::new(uri)).await
+        self.call::<methods::ReadResource>(&ResourceUriParams::new(uri))
+            .await
     }
 
     /// `resources/subscribe`.
@@ -353,9 +423,17 @@ impl Client {
     /// # Errors
     /// See [`CallError`].
     pub async fn subscribe(&self, uri: &str) -> Result<(), CallError> {
-        let ok = self.init.capabilities.resources.as_ref().and_then(|r| r.subscribe) == Some(true);
+        let ok = self
+            .init
+            .capabilities
+            .resources
+            .as_ref()
+            .and_then(|r| r.subscribe)
+            == Some(true);
         self.require(ok, "resource subscriptions")?;
-        self.call::<methods::Subscribe>(&ResourceUriParams::new(uri)).await.map(|_| ())
+        self.call::<methods::Subscribe>(&ResourceUriParams::new(uri))
+            .await
+            .map(|_| ())
     }
 
     /// `resources/unsubscribe`.
@@ -363,18 +441,33 @@ impl Client {
     /// # Errors
     /// See [`CallError`].
     pub async fn unsubscribe(&self, uri: &str) -> Result<(), CallError> {
-        let ok = self.init.capabilities.resources.as_ref().and_then(|r| r.subscribe) == Some(true);
+        let ok = self
+            .init
+            .capabilities
+            .resources
+            .as_ref()
+            .and_then(|r| r.subscribe)
+            == Some(true);
         self.require(ok, "resource subscriptions")?;
-        self.call::<methods::Unsubscribe>(&ResourceUriParams::new(uri)).await.map(|_| ())
+        self.call::<methods::Unsubscribe>(&ResourceUriParams::new(uri))
+            .await
+            .map(|_| ())
     }
 
     /// One page of `prompts/list`.
     ///
     /// # Errors
     /// See [`CallError`].
-    pub async fn list_prompts(&self, cursor: Option<String>) -> Result<ListPromptsResult, CallError> {
+    pub async fn list_prompts(
+        &self,
+        cursor: Option<String>,
+    ) -> Result<ListPromptsResult, CallError> {
         self.require(self.init.capabilities.prompts.is_some(), "prompts")?;
-        self.call::<methods::ListPrompts>(&PaginatedParams { cursor, ..Default::default() }).await
+        self.call::<methods::ListPrompts>(&PaginatedParams {
+            cursor,
+            ..Default::default()
+        })
+        .await
     }
 
     /// `prompts/get`.
@@ -387,7 +480,11 @@ impl Client {
         arguments: std::collections::BTreeMap<String, String>,
     ) -> Result<GetPromptResult, CallError> {
         self.require(self.init.capabilities.prompts.is_some(), "prompts")?;
-        let params = GetPromptParams { name: name.to_owned(), arguments: Some(arguments), ..Default::default() };
+        let params = GetPromptParams {
+            name: name.to_owned(),
+            arguments: Some(arguments),
+            ..Default::default()
+        };
         self.call::<methods::GetPrompt>(&params).await
     }
 
@@ -406,7 +503,9 @@ impl Client {
     /// See [`CallError`].
     pub async fn set_log_level(&self, level: LoggingLevel) -> Result<(), CallError> {
         self.require(self.init.capabilities.logging.is_some(), "logging")?;
-        self.call::<methods::SetLevel>(&SetLevelParams { level, meta: None }).await.map(|_| ())
+        self.call::<methods::SetLevel>(&SetLevelParams { level, meta: None })
+            .await
+            .map(|_| ())
     }
 
     /// Tells the server our roots changed.
@@ -414,7 +513,9 @@ impl Client {
     /// # Errors
     /// [`CallError::Closed`] if the connection is gone.
     pub async fn notify_roots_changed(&self) -> Result<(), CallError> {
-        self.peer.notify::<methods::RootsListChanged>(&EmptyParams::default()).await
+        self.peer
+            .notify::<methods::RootsListChanged>(&EmptyParams::default())
+            .await
     }
 
     /// Closes the connection. A child server is shut down as the spec says (close stdin,

@@ -16,8 +16,9 @@ pub type SamplingFn = Arc<
         + Sync,
 >;
 /// Answers `elicitation/create`.
-pub type ElicitationFn =
-    Arc<dyn Fn(ElicitParams) -> BoxFuture<'static, Result<ElicitResult, ErrorObject>> + Send + Sync>;
+pub type ElicitationFn = Arc<
+    dyn Fn(ElicitParams) -> BoxFuture<'static, Result<ElicitResult, ErrorObject>> + Send + Sync,
+>;
 /// Answers `roots/list`.
 pub type RootsFn =
     Arc<dyn Fn() -> BoxFuture<'static, Result<ListRootsResult, ErrorObject>> + Send + Sync>;

@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use mcp_jsonrpc::{DecodeError, ErrorObject, Frame, Message, RequestId, encode_batch, parse_params};
+use mcp_jsonrpc::{
+    DecodeError, ErrorObject, Frame, Message, RequestId, encode_batch, parse_params,
+};
 use mcp_types::{CancelledParams, ProgressParams};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::{AbortHandle, JoinSet};
@@ -30,7 +32,8 @@ struct Queued {
 }
 
 fn lock(map: &InFlightMap) -> std::sync::MutexGuard<'_, HashMap<RequestId, InFlight>> {
-    map.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    map.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Runs one connection until its input ends, then waits for in-flight requests to finish and
@@ -91,15 +94,20 @@ fn spawn_request(
     let id = q.id.clone();
     let handle = tasks.spawn(async move {
         let _permit = permit;
-        let result = AssertUnwindSafe(q.fut).catch_unwind().await.unwrap_or_else(|panic| {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "handler panicked".to_owned());
-            tracing::error!(id = %q.id, "handler panicked: {what}");
-            Err(ErrorObject::internal("Internal error: the handler panicked"))
-        });
+        let result = AssertUnwindSafe(q.fut)
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|panic| {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "handler panicked".to_owned());
+                tracing::error!(id = %q.id, "handler panicked: {what}");
+                Err(ErrorObject::internal(
+                    "Internal error: the handler panicked",
+                ))
+            });
         if lock(&in_flight).remove(&q.id).is_none() {
             return; // cancelled meanwhile: no response is sent for a cancelled request
         }
@@ -129,7 +137,10 @@ fn on_frame(
             // line, so answering cannot start an error storm. Unparseable input is not.
             let is_batch = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
                 && e.error.code == mcp_jsonrpc::ErrorCode::INVALID_REQUEST;
-            let config = &EngineConfig { answer_unidentified: config.answer_unidentified || is_batch, ..config.clone() };
+            let config = &EngineConfig {
+                answer_unidentified: config.answer_unidentified || is_batch,
+                ..config.clone()
+            };
             if let Some(reply) = error_reply(e, config) {
                 let _ = peer.inner_try_send(reply.encode());
             }
@@ -140,13 +151,22 @@ fn on_frame(
 
 fn error_reply(e: DecodeError, config: &EngineConfig) -> Option<Message> {
     if !e.answerable {
-        tracing::warn!("dropping malformed message: {}", e.error.data.as_ref().map_or_else(String::new, ToString::to_string));
+        tracing::warn!(
+            "dropping malformed message: {}",
+            e.error
+                .data
+                .as_ref()
+                .map_or_else(String::new, ToString::to_string)
+        );
         return None;
     }
     if e.id.is_none() && !config.answer_unidentified {
         tracing::warn!(
             "dropping malformed input with no id to answer: {}",
-            e.error.data.as_ref().map_or_else(String::new, ToString::to_string)
+            e.error
+                .data
+                .as_ref()
+                .map_or_else(String::new, ToString::to_string)
         );
         return None;
     }
@@ -190,9 +210,20 @@ fn on_message(
             }
             let cancel = CancellationToken::new();
             let cancellable = service.cancellable(&r.method);
-            map.insert(id.clone(), InFlight { abort: None, cancel: cancel.clone(), cancellable });
+            map.insert(
+                id.clone(),
+                InFlight {
+                    abort: None,
+                    cancel: cancel.clone(),
+                    cancellable,
+                },
+            );
             drop(map);
-            let ctx = RequestContext { id: id.clone(), peer: peer.clone(), cancel };
+            let ctx = RequestContext {
+                id: id.clone(),
+                peer: peer.clone(),
+                cancel,
+            };
             let fut = service.call(r, ctx);
             queue.push_back(Queued { id, fut });
         }
@@ -237,7 +268,13 @@ fn on_batch(
     let mut calls = Vec::new();
     for item in items {
         match item {
-            Err(e) => replies.extend(error_reply(e, &EngineConfig { answer_unidentified: true, ..config.clone() })),
+            Err(e) => replies.extend(error_reply(
+                e,
+                &EngineConfig {
+                    answer_unidentified: true,
+                    ..config.clone()
+                },
+            )),
             Ok(Message::Response(r)) => peer.complete(r.id, r.outcome),
             Ok(Message::Notification(n)) => service.notify(n, peer),
             Ok(Message::Request(r)) => {

@@ -78,6 +78,10 @@ pub struct EngineConfig {
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        Self { max_in_flight: 256, max_queued: 4096, answer_unidentified: false }
+        Self {
+            max_in_flight: 256,
+            max_queued: 4096,
+            answer_unidentified: false,
+        }
     }
 }

@@ -59,7 +59,8 @@ impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
         if self.armed && self.peer.take_pending(self.id).is_some() {
             // The caller gave up (future dropped): tell the other side.
-            self.peer.send_cancelled(self.id, "request cancelled by caller");
+            self.peer
+                .send_cancelled(self.id, "request cancelled by caller");
         }
     }
 }
@@ -89,7 +90,10 @@ impl Peer {
 
     fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Pending>> {
         // A poisoned map only means a callback panicked; the data is still consistent.
-        self.inner.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.inner
+            .pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn take_pending(&self, id: i64) -> Option<Pending> {
@@ -101,7 +105,11 @@ impl Peer {
     /// # Errors
     /// [`CallError::Closed`] if the connection is gone.
     pub async fn send_raw(&self, line: String) -> Result<(), CallError> {
-        self.inner.out.send(line).await.map_err(|_| CallError::Closed)
+        self.inner
+            .out
+            .send(line)
+            .await
+            .map_err(|_| CallError::Closed)
     }
 
     /// Sends a message.
@@ -155,7 +163,9 @@ impl Peer {
         params: &P,
         options: &RequestOptions,
     ) -> Result<T, CallError> {
-        let raw = self.request_raw(method, serde_json::to_value(params)?, options).await?;
+        let raw = self
+            .request_raw(method, serde_json::to_value(params)?, options)
+            .await?;
         Ok(serde_json::from_str(raw.get())?)
     }
 
@@ -186,7 +196,11 @@ impl Peer {
                 }
             }
         }
-        let params = if params.is_null() { None } else { Some(to_raw(&params)?) };
+        let params = if params.is_null() {
+            None
+        } else {
+            Some(to_raw(&params)?)
+        };
         let line = Message::Request(mcp_jsonrpc::Request {
             id: RequestId::Number(id),
             method: method.to_owned(),
@@ -197,9 +211,17 @@ impl Peer {
         let touched = Arc::new(Notify::new());
         self.lock_pending().insert(
             id,
-            Pending { tx, on_progress: options.on_progress.clone(), touched: touched.clone() },
+            Pending {
+                tx,
+                on_progress: options.on_progress.clone(),
+                touched: touched.clone(),
+            },
         );
-        let mut guard = PendingGuard { peer: self, id, armed: true };
+        let mut guard = PendingGuard {
+            peer: self,
+            id,
+            armed: true,
+        };
         if self.is_closed() || self.send_raw(line).await.is_err() {
             guard.armed = false;
             self.take_pending(id);
@@ -259,7 +281,10 @@ impl Peer {
                 let _ = p.tx.send(outcome);
             }
             None => {
-                tracing::warn!(id = key, "response for an unknown or finished request; ignored");
+                tracing::warn!(
+                    id = key,
+                    "response for an unknown or finished request; ignored"
+                );
             }
         }
     }

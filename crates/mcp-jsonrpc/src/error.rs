@@ -67,7 +67,11 @@ pub struct ErrorObject {
 impl ErrorObject {
     /// An error with a code and a message.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into(), data: None }
+        Self {
+            code,
+            message: message.into(),
+            data: None,
+        }
     }
 
     /// Adds `data`.
@@ -90,8 +94,11 @@ impl ErrorObject {
 
     /// -32601 naming the method.
     pub fn method_not_found(method: &str) -> Self {
-        Self::new(ErrorCode::METHOD_NOT_FOUND, format!("Method not found: {method}"))
-            .with_data(serde_json::json!({ "method": method }))
+        Self::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!("Method not found: {method}"),
+        )
+        .with_data(serde_json::json!({ "method": method }))
     }
 
     /// -32602 with a message.

@@ -70,10 +70,18 @@ pub struct DecodeError {
 
 impl DecodeError {
     fn parse(e: impl std::fmt::Display) -> Self {
-        Self { id: None, answerable: true, error: ErrorObject::parse_error(e) }
+        Self {
+            id: None,
+            answerable: true,
+            error: ErrorObject::parse_error(e),
+        }
     }
     fn invalid(id: Option<RequestId>, answerable: bool, detail: impl std::fmt::Display) -> Self {
-        Self { id, answerable, error: ErrorObject::invalid_request(detail) }
+        Self {
+            id,
+            answerable,
+            error: ErrorObject::invalid_request(detail),
+        }
     }
 }
 
@@ -109,7 +117,11 @@ impl Message {
         if first != Some(b'{') {
             // Valid JSON that is not an object is an invalid request; invalid JSON a parse error.
             return match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
-                Ok(_) => Err(DecodeError::invalid(None, true, "message is not a JSON object")),
+                Ok(_) => Err(DecodeError::invalid(
+                    None,
+                    true,
+                    "message is not a JSON object",
+                )),
                 Err(e) => Err(DecodeError::parse(e)),
             };
         }
@@ -153,7 +165,9 @@ impl Message {
         match &w.jsonrpc {
             Some(Value::String(s)) if s == "2.0" => {}
             other => {
-                let got = other.as_ref().map_or("nothing".to_owned(), Value::to_string);
+                let got = other
+                    .as_ref()
+                    .map_or("nothing".to_owned(), Value::to_string);
                 return Err(DecodeError::invalid(
                     id,
                     is_request_like || w.result.is_none(),
@@ -183,8 +197,15 @@ impl Message {
                 }
             }
             return Ok(match id {
-                Some(id) => Message::Request(Request { id, method, params: w.params }),
-                None => Message::Notification(Notification { method, params: w.params }),
+                Some(id) => Message::Request(Request {
+                    id,
+                    method,
+                    params: w.params,
+                }),
+                None => Message::Notification(Notification {
+                    method,
+                    params: w.params,
+                }),
             });
         }
         let outcome = match (w.result, w.error) {
@@ -192,7 +213,11 @@ impl Message {
             (None, Some(e)) => match serde_json::from_value::<ErrorObject>(e) {
                 Ok(e) => Err(e),
                 Err(e) => {
-                    return Err(DecodeError::invalid(id, false, format!("bad error object: {e}")));
+                    return Err(DecodeError::invalid(
+                        id,
+                        false,
+                        format!("bad error object: {e}"),
+                    ));
                 }
             },
             (Some(_), Some(_)) => {
@@ -239,14 +264,21 @@ impl Message {
         method: &str,
         params: &P,
     ) -> Result<Message, serde_json::Error> {
-        Ok(Message::Request(Request { id, method: method.to_owned(), params: Some(to_raw(params)?) }))
+        Ok(Message::Request(Request {
+            id,
+            method: method.to_owned(),
+            params: Some(to_raw(params)?),
+        }))
     }
 
     /// A notification with typed params.
     ///
     /// # Errors
     /// If `params` cannot be serialized.
-    pub fn notification<P: Serialize>(method: &str, params: &P) -> Result<Message, serde_json::Error> {
+    pub fn notification<P: Serialize>(
+        method: &str,
+        params: &P,
+    ) -> Result<Message, serde_json::Error> {
         Ok(Message::Notification(Notification {
             method: method.to_owned(),
             params: Some(to_raw(params)?),
@@ -255,12 +287,18 @@ impl Message {
 
     /// A success response.
     pub fn result(id: RequestId, result: RawJson) -> Message {
-        Message::Response(Response { id: Some(id), outcome: Ok(result) })
+        Message::Response(Response {
+            id: Some(id),
+            outcome: Ok(result),
+        })
     }
 
     /// An error response.
     pub fn error(id: Option<RequestId>, error: ErrorObject) -> Message {
-        Message::Response(Response { id, outcome: Err(error) })
+        Message::Response(Response {
+            id,
+            outcome: Err(error),
+        })
     }
 
     /// The method name of a request or notification.
@@ -285,11 +323,12 @@ pub fn to_raw<T: Serialize + ?Sized>(value: &T) -> Result<RawJson, serde_json::E
 ///
 /// # Errors
 /// -32602 naming what was wrong.
-pub fn parse_params<T: serde::de::DeserializeOwned>(params: Option<&RawValue>) -> Result<T, ErrorObject> {
+pub fn parse_params<T: serde::de::DeserializeOwned>(
+    params: Option<&RawValue>,
+) -> Result<T, ErrorObject> {
     let text = params.map_or("{}", RawValue::get);
-    serde_json::from_str(text).map_err(|e| {
-        ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Invalid params: {e}"))
-    })
+    serde_json::from_str(text)
+        .map_err(|e| ErrorObject::new(ErrorCode::INVALID_PARAMS, format!("Invalid params: {e}")))
 }
 
 impl Serialize for Message {
@@ -352,7 +391,12 @@ impl Frame {
         if items.is_empty() {
             return Frame::Single(Err(DecodeError::invalid(None, true, "empty batch")));
         }
-        Frame::Batch(items.into_iter().map(|raw| Message::decode(raw.get().as_bytes())).collect())
+        Frame::Batch(
+            items
+                .into_iter()
+                .map(|raw| Message::decode(raw.get().as_bytes()))
+                .collect(),
+        )
     }
 }
 
@@ -373,34 +417,69 @@ mod tests {
     #[test]
     fn decodes_the_three_kinds() {
         let m = Message::decode(br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#).unwrap();
-        assert!(matches!(m, Message::Request(Request { id: RequestId::Number(7), .. })));
-        let m = Message::decode(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
-            .unwrap();
+        assert!(matches!(
+            m,
+            Message::Request(Request {
+                id: RequestId::Number(7),
+                ..
+            })
+        ));
+        let m =
+            Message::decode(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
         assert!(matches!(m, Message::Notification(_)));
         let m = Message::decode(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#).unwrap();
-        assert!(matches!(m, Message::Response(Response { outcome: Ok(_), .. })));
+        assert!(matches!(
+            m,
+            Message::Response(Response { outcome: Ok(_), .. })
+        ));
         let m = Message::decode(br#"{"jsonrpc":"2.0","id":"a","result":null}"#).unwrap();
-        assert!(matches!(m, Message::Response(Response { outcome: Ok(_), .. })));
+        assert!(matches!(
+            m,
+            Message::Response(Response { outcome: Ok(_), .. })
+        ));
     }
 
     #[test]
     fn strictness() {
         assert_eq!(code(Message::decode(b"{not json")), -32700);
         assert_eq!(code(Message::decode(b"\xff\xfe")), -32700);
-        assert_eq!(code(Message::decode(br#"{"jsonrpc":"1.0","id":1,"method":"x"}"#)), -32600);
+        assert_eq!(
+            code(Message::decode(br#"{"jsonrpc":"1.0","id":1,"method":"x"}"#)),
+            -32600
+        );
         assert_eq!(code(Message::decode(br#"{"id":1,"method":"x"}"#)), -32600);
-        assert_eq!(code(Message::decode(br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#)), -32600);
-        assert_eq!(code(Message::decode(br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#)), -32600);
-        assert_eq!(code(Message::decode(br#"{"jsonrpc":"2.0","id":1,"method":5}"#)), -32600);
         assert_eq!(
-            code(Message::decode(br#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#)),
+            code(Message::decode(
+                br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#
+            )),
             -32600
         );
         assert_eq!(
-            code(Message::decode(br#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#)),
+            code(Message::decode(
+                br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#
+            )),
             -32600
         );
-        assert_eq!(code(Message::decode(br#"{"jsonrpc":"2.0","id":1}"#)), -32600);
+        assert_eq!(
+            code(Message::decode(br#"{"jsonrpc":"2.0","id":1,"method":5}"#)),
+            -32600
+        );
+        assert_eq!(
+            code(Message::decode(
+                br#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#
+            )),
+            -32600
+        );
+        assert_eq!(
+            code(Message::decode(
+                br#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#
+            )),
+            -32600
+        );
+        assert_eq!(
+            code(Message::decode(br#"{"jsonrpc":"2.0","id":1}"#)),
+            -32600
+        );
         assert_eq!(code(Message::decode(b"42")), -32600);
         let deep = "[".repeat(10_000);
         assert_eq!(code(Message::decode(deep.as_bytes())), -32700);
@@ -410,19 +489,25 @@ mod tests {
 
     #[test]
     fn recovers_id_for_answerable_errors() {
-        let e = Message::decode(br#"{"jsonrpc":"2.0","id":9,"method":"x","params":"s"}"#)
-            .unwrap_err();
+        let e =
+            Message::decode(br#"{"jsonrpc":"2.0","id":9,"method":"x","params":"s"}"#).unwrap_err();
         assert_eq!(e.id, Some(RequestId::Number(9)));
         assert!(e.answerable);
-        let e = Message::decode(br#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#)
-            .unwrap_err();
+        let e = Message::decode(
+            br#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#,
+        )
+        .unwrap_err();
         assert!(!e.answerable, "a broken response is never answered");
     }
 
     #[test]
     fn encode_round_trip() {
-        let m = Message::request(RequestId::Number(1), "tools/call", &json!({"name":"echo"})).unwrap();
-        assert_eq!(m.encode(), r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}"#);
+        let m =
+            Message::request(RequestId::Number(1), "tools/call", &json!({"name":"echo"})).unwrap();
+        assert_eq!(
+            m.encode(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}"#
+        );
         let e = Message::error(None, ErrorObject::parse_error("x"));
         assert_eq!(
             serde_json::from_str::<Value>(&e.encode()).unwrap(),

@@ -74,7 +74,11 @@ impl Ctx {
             meta: None,
             extra: JsonObject::new(),
         };
-        let _ = self.rc.peer.notify_raw("notifications/progress", &params).await;
+        let _ = self
+            .rc
+            .peer
+            .notify_raw("notifications/progress", &params)
+            .await;
     }
 
     /// Sends a log message if `level` is at or above the client's chosen level.
@@ -89,7 +93,11 @@ impl Ctx {
             meta: None,
             extra: JsonObject::new(),
         };
-        let _ = self.rc.peer.notify_raw("notifications/message", &params).await;
+        let _ = self
+            .rc
+            .peer
+            .notify_raw("notifications/message", &params)
+            .await;
     }
 
     /// Asks the client's model for a completion (`sampling/createMessage`).
@@ -101,9 +109,14 @@ impl Ctx {
         params: &CreateMessageParams,
     ) -> Result<CreateMessageResult, CallError> {
         if self.client_capabilities().sampling.is_none() {
-            return Err(CallError::Protocol("the client does not support sampling".into()));
+            return Err(CallError::Protocol(
+                "the client does not support sampling".into(),
+            ));
         }
-        self.rc.peer.request::<CreateMessage>(params, &RequestOptions::default()).await
+        self.rc
+            .peer
+            .request::<CreateMessage>(params, &RequestOptions::default())
+            .await
     }
 
     /// Asks the user for input through the client (`elicitation/create`).
@@ -114,12 +127,19 @@ impl Ctx {
     pub async fn elicit(&self, params: &ElicitParams) -> Result<ElicitResult, CallError> {
         let caps = self.client_capabilities();
         let Some(elicitation) = caps.elicitation else {
-            return Err(CallError::Protocol("the client does not support elicitation".into()));
+            return Err(CallError::Protocol(
+                "the client does not support elicitation".into(),
+            ));
         };
         if params.mode.as_deref() == Some("url") && !elicitation.contains_key("url") {
-            return Err(CallError::Protocol("the client does not support URL elicitation".into()));
+            return Err(CallError::Protocol(
+                "the client does not support URL elicitation".into(),
+            ));
         }
-        self.rc.peer.request::<Elicit>(params, &RequestOptions::default()).await
+        self.rc
+            .peer
+            .request::<Elicit>(params, &RequestOptions::default())
+            .await
     }
 
     /// Asks the client for its roots (`roots/list`).
@@ -128,8 +148,13 @@ impl Ctx {
     /// [`CallError::Protocol`] if the client did not declare `roots`; otherwise as the call.
     pub async fn list_roots(&self) -> Result<ListRootsResult, CallError> {
         if self.client_capabilities().roots.is_none() {
-            return Err(CallError::Protocol("the client does not support roots".into()));
+            return Err(CallError::Protocol(
+                "the client does not support roots".into(),
+            ));
         }
-        self.rc.peer.request::<ListRoots>(&EmptyParams::default(), &RequestOptions::default()).await
+        self.rc
+            .peer
+            .request::<ListRoots>(&EmptyParams::default(), &RequestOptions::default())
+            .await
     }
 }

@@ -17,26 +17,42 @@ use std::collections::BTreeMap;
 use crate::context::Ctx;
 
 /// A tool handler working on raw JSON arguments.
-pub type ToolFn =
-    Arc<dyn Fn(Ctx, JsonObject) -> BoxFuture<'static, Result<CallToolResult, ErrorObject>> + Send + Sync>;
+pub type ToolFn = Arc<
+    dyn Fn(Ctx, JsonObject) -> BoxFuture<'static, Result<CallToolResult, ErrorObject>>
+        + Send
+        + Sync,
+>;
 /// A resource reader: gets the URI.
-pub type ResourceFn =
-    Arc<dyn Fn(Ctx, String) -> BoxFuture<'static, Result<ReadResourceResult, ErrorObject>> + Send + Sync>;
+pub type ResourceFn = Arc<
+    dyn Fn(Ctx, String) -> BoxFuture<'static, Result<ReadResourceResult, ErrorObject>>
+        + Send
+        + Sync,
+>;
 /// A template reader: gets the URI and the template variables.
 pub type TemplateFn = Arc<
-    dyn Fn(Ctx, String, BTreeMap<String, String>) -> BoxFuture<'static, Result<ReadResourceResult, ErrorObject>>
+    dyn Fn(
+            Ctx,
+            String,
+            BTreeMap<String, String>,
+        ) -> BoxFuture<'static, Result<ReadResourceResult, ErrorObject>>
         + Send
         + Sync,
 >;
 /// A prompt renderer: gets the arguments.
 pub type PromptFn = Arc<
-    dyn Fn(Ctx, BTreeMap<String, String>) -> BoxFuture<'static, Result<GetPromptResult, ErrorObject>>
+    dyn Fn(
+            Ctx,
+            BTreeMap<String, String>,
+        ) -> BoxFuture<'static, Result<GetPromptResult, ErrorObject>>
         + Send
         + Sync,
 >;
 /// A completion provider.
-pub type CompletionFn =
-    Arc<dyn Fn(Ctx, CompleteParams) -> BoxFuture<'static, Result<CompleteResult, ErrorObject>> + Send + Sync>;
+pub type CompletionFn = Arc<
+    dyn Fn(Ctx, CompleteParams) -> BoxFuture<'static, Result<CompleteResult, ErrorObject>>
+        + Send
+        + Sync,
+>;
 
 /// What a tool handler may return on success.
 pub trait IntoCallToolResult {

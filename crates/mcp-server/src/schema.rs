@@ -53,11 +53,17 @@ impl CompiledSchema {
         match schema.get("$schema") {
             None => {
                 if let Value::Object(m) = &mut schema {
-                    m.insert("$schema".to_owned(), Value::String(KNOWN_DIALECTS[0].to_owned()));
+                    m.insert(
+                        "$schema".to_owned(),
+                        Value::String(KNOWN_DIALECTS[0].to_owned()),
+                    );
                 }
             }
             Some(Value::String(d)) => {
-                let norm = d.trim_end_matches('#').replace("https://json-schema.org/draft-0", "http://json-schema.org/draft-0");
+                let norm = d.trim_end_matches('#').replace(
+                    "https://json-schema.org/draft-0",
+                    "http://json-schema.org/draft-0",
+                );
                 if !KNOWN_DIALECTS.contains(&norm.as_str()) {
                     return Err(SchemaError::UnsupportedDialect(d.clone()));
                 }
@@ -83,7 +89,11 @@ impl CompiledSchema {
             .take(20)
             .map(|e| {
                 let path = e.instance_path().to_string();
-                if path.is_empty() { e.to_string() } else { format!("{path}: {e}") }
+                if path.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{path}: {e}")
+                }
             })
             .collect())
     }
@@ -101,17 +111,20 @@ mod tests {
     #[test]
     fn dialects() {
         let s = CompiledSchema::compile(&obj(json!({
-            "type":"object","properties":{"a":{"type":"number"}},"required":["a"]}))).unwrap();
+            "type":"object","properties":{"a":{"type":"number"}},"required":["a"]})))
+        .unwrap();
         assert!(s.validate(&json!({"a":1})).is_ok());
         let errs = s.validate(&json!({"a":"x"})).unwrap_err();
         assert!(errs[0].contains("/a"), "{errs:?}");
         // draft-07: `dependencies` is a draft-07 keyword, ignored in 2020-12.
         let d7 = CompiledSchema::compile(&obj(json!({
             "$schema":"http://json-schema.org/draft-07/schema#",
-            "type":"object","dependencies":{"a":["b"]}}))).unwrap();
+            "type":"object","dependencies":{"a":["b"]}})))
+        .unwrap();
         assert!(d7.validate(&json!({"a":1})).is_err());
         let d2020 = CompiledSchema::compile(&obj(json!({
-            "type":"object","dependencies":{"a":["b"]}}))).unwrap();
+            "type":"object","dependencies":{"a":["b"]}})))
+        .unwrap();
         assert!(d2020.validate(&json!({"a":1})).is_ok());
         assert_eq!(
             CompiledSchema::compile(&obj(json!({"$schema":"http://example.com/my-dialect"})))

@@ -93,7 +93,11 @@ pub struct ServerConfig {
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        Self { page_size: 100, engine: EngineConfig::default(), max_line: 4 * 1024 * 1024 }
+        Self {
+            page_size: 100,
+            engine: EngineConfig::default(),
+            max_line: 4 * 1024 * 1024,
+        }
     }
 }
 
@@ -117,19 +121,30 @@ pub(crate) struct Declared {
 
 impl Inner {
     pub(crate) fn read(&self) -> std::sync::RwLockReadGuard<'_, Registry> {
-        self.registry.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.registry
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Registry> {
-        self.registry.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.registry
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Capabilities, computed from what is registered.
     pub(crate) fn capabilities(&self) -> ServerCapabilities {
         let reg = self.read();
-        let listed = || Some(ListChangedCapability { list_changed: Some(true), ..Default::default() });
+        let listed = || {
+            Some(ListChangedCapability {
+                list_changed: Some(true),
+                ..Default::default()
+            })
+        };
         ServerCapabilities {
-            tools: (self.declare.tools || !reg.tools.is_empty()).then(listed).flatten(),
+            tools: (self.declare.tools || !reg.tools.is_empty())
+                .then(listed)
+                .flatten(),
             resources: (self.declare.resources
                 || !reg.resources.is_empty()
                 || !reg.templates.is_empty())
@@ -138,7 +153,9 @@ impl Inner {
                 list_changed: Some(true),
                 ..Default::default()
             }),
-            prompts: (self.declare.prompts || !reg.prompts.is_empty()).then(listed).flatten(),
+            prompts: (self.declare.prompts || !reg.prompts.is_empty())
+                .then(listed)
+                .flatten(),
             logging: self.logging.then(JsonObject::new),
             completions: self.completion.is_some().then(JsonObject::new),
             ..Default::default()
@@ -163,7 +180,9 @@ pub struct ServerBuilder {
 
 impl std::fmt::Debug for ServerBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServerBuilder").field("info", &self.info).finish_non_exhaustive()
+        f.debug_struct("ServerBuilder")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
     }
 }
 
@@ -255,8 +274,14 @@ impl ServerBuilder {
         match make_tool_entry(tool, handler) {
             Ok(entry) => {
                 let name = entry.tool.name.clone();
-                if self.registry.tools.insert(name.clone(), Arc::new(entry)).is_some() {
-                    self.errors.push(BuildError::Duplicate { kind: "tool", name });
+                if self
+                    .registry
+                    .tools
+                    .insert(name.clone(), Arc::new(entry))
+                    .is_some()
+                {
+                    self.errors
+                        .push(BuildError::Duplicate { kind: "tool", name });
                 }
             }
             Err(e) => self.errors.push(e),
@@ -272,8 +297,16 @@ impl ServerBuilder {
     {
         let uri = resource.uri.clone();
         let handler: ResourceFn = Arc::new(move |ctx, uri| Box::pin(f(ctx, uri)));
-        if self.registry.resources.insert(uri.clone(), Arc::new(ResourceEntry { resource, handler })).is_some() {
-            self.errors.push(BuildError::Duplicate { kind: "resource", name: uri });
+        if self
+            .registry
+            .resources
+            .insert(uri.clone(), Arc::new(ResourceEntry { resource, handler }))
+            .is_some()
+        {
+            self.errors.push(BuildError::Duplicate {
+                kind: "resource",
+                name: uri,
+            });
         }
         self
     }
@@ -289,7 +322,12 @@ impl ServerBuilder {
         let (mime, text) = (mime.to_owned(), text.to_owned());
         self.resource(resource, move |_, uri| {
             let contents = ResourceContents::text(uri, Some(&mime), text.clone());
-            async move { Ok(ReadResourceResult { contents: vec![contents], ..Default::default() }) }
+            async move {
+                Ok(ReadResourceResult {
+                    contents: vec![contents],
+                    ..Default::default()
+                })
+            }
         })
     }
 
@@ -301,8 +339,13 @@ impl ServerBuilder {
     {
         match UriTemplate::parse(&template.uri_template) {
             Ok(parsed) => {
-                let handler: TemplateFn = Arc::new(move |ctx, uri, vars| Box::pin(f(ctx, uri, vars)));
-                self.registry.templates.push(Arc::new(TemplateEntry { template, parsed, handler }));
+                let handler: TemplateFn =
+                    Arc::new(move |ctx, uri, vars| Box::pin(f(ctx, uri, vars)));
+                self.registry.templates.push(Arc::new(TemplateEntry {
+                    template,
+                    parsed,
+                    handler,
+                }));
             }
             Err(e) => self.errors.push(e.into()),
         }
@@ -317,8 +360,16 @@ impl ServerBuilder {
     {
         let name = prompt.name.clone();
         let handler: PromptFn = Arc::new(move |ctx, args| Box::pin(f(ctx, args)));
-        if self.registry.prompts.insert(name.clone(), Arc::new(PromptEntry { prompt, handler })).is_some() {
-            self.errors.push(BuildError::Duplicate { kind: "prompt", name });
+        if self
+            .registry
+            .prompts
+            .insert(name.clone(), Arc::new(PromptEntry { prompt, handler }))
+            .is_some()
+        {
+            self.errors.push(BuildError::Duplicate {
+                kind: "prompt",
+                name,
+            });
         }
         self
     }
@@ -377,13 +428,21 @@ fn schema_object<A: JsonSchema>() -> JsonObject {
 }
 
 fn make_tool_entry(tool: Tool, handler: ToolFn) -> Result<ToolEntry, BuildError> {
-    let err = |error| BuildError::Schema { tool: tool.name.clone(), error };
+    let err = |error| BuildError::Schema {
+        tool: tool.name.clone(),
+        error,
+    };
     let input = CompiledSchema::compile(&tool.input_schema).map_err(err)?;
     let output = match &tool.output_schema {
         Some(s) => Some(CompiledSchema::compile(s).map_err(err)?),
         None => None,
     };
-    Ok(ToolEntry { tool, input, output, handler })
+    Ok(ToolEntry {
+        tool,
+        input,
+        output,
+        handler,
+    })
 }
 
 /// A built server: serve it on any number of connections. Cheap to clone.
@@ -394,7 +453,9 @@ pub struct Server {
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Server").field("info", &self.inner.info).finish_non_exhaustive()
+        f.debug_struct("Server")
+            .field("info", &self.inner.info)
+            .finish_non_exhaustive()
     }
 }
 
@@ -428,17 +489,25 @@ impl Server {
         let service = Arc::new(SessionService(session));
         mcp_engine::run(peer, incoming, service, self.inner.config.engine.clone()).await;
         // Forget the connection so its outgoing queue closes and the transport can finish.
-        self.lock_sessions().retain(|(s, _)| !s.ptr_eq(&weak) && s.strong_count() > 0);
+        self.lock_sessions()
+            .retain(|(s, _)| !s.ptr_eq(&weak) && s.strong_count() > 0);
     }
 
     fn lock_sessions(&self) -> std::sync::MutexGuard<'_, Vec<(Weak<Session>, Peer)>> {
-        self.inner.sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.inner
+            .sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn live_sessions(&self) -> Vec<(Arc<Session>, Peer)> {
         self.lock_sessions()
             .iter()
-            .filter_map(|(s, p)| s.upgrade().filter(|_| !p.is_closed()).map(|s| (s, p.clone())))
+            .filter_map(|(s, p)| {
+                s.upgrade()
+                    .filter(|_| !p.is_closed())
+                    .map(|s| (s, p.clone()))
+            })
             .collect()
     }
 
@@ -461,7 +530,10 @@ impl Server {
     /// If its schema is unusable.
     pub async fn add_tool(&self, tool: Tool, handler: ToolFn) -> Result<(), BuildError> {
         let entry = make_tool_entry(tool, handler)?;
-        self.inner.write().tools.insert(entry.tool.name.clone(), Arc::new(entry));
+        self.inner
+            .write()
+            .tools
+            .insert(entry.tool.name.clone(), Arc::new(entry));
         self.broadcast("notifications/tools/list_changed").await;
         Ok(())
     }
@@ -494,7 +566,10 @@ impl Server {
         for (session, peer) in self.live_sessions() {
             if session.is_subscribed(uri) {
                 let _ = peer
-                    .notify_raw("notifications/resources/updated", &serde_json::json!({ "uri": uri }))
+                    .notify_raw(
+                        "notifications/resources/updated",
+                        &serde_json::json!({ "uri": uri }),
+                    )
                     .await;
             }
         }
@@ -504,5 +579,4 @@ impl Server {
     pub fn tool_names(&self) -> Vec<String> {
         self.inner.read().tools.keys().cloned().collect()
     }
-
 }

@@ -48,7 +48,9 @@ pub(crate) struct Session {
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session").field("state", &*self.lock()).finish_non_exhaustive()
+        f.debug_struct("Session")
+            .field("state", &*self.lock())
+            .finish_non_exhaustive()
     }
 }
 
@@ -67,7 +69,11 @@ fn fail(e: ErrorObject) -> BoxFuture<'static, HandlerResult> {
 
 const CURSOR_PREFIX: &str = "mcp-offset:";
 
-fn paginate<T: Clone>(items: &[T], cursor: Option<&str>, page: usize) -> Result<(Vec<T>, Option<String>), ErrorObject> {
+fn paginate<T: Clone>(
+    items: &[T],
+    cursor: Option<&str>,
+    page: usize,
+) -> Result<(Vec<T>, Option<String>), ErrorObject> {
     let start = match cursor {
         None => 0,
         Some(c) => c
@@ -98,7 +104,9 @@ impl Session {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub(crate) fn version(&self) -> ProtocolVersion {
@@ -134,7 +142,9 @@ impl Session {
         {
             let mut st = self.lock();
             if st.phase != Phase::New {
-                return fail(ErrorObject::invalid_request("the session is already initialized"));
+                return fail(ErrorObject::invalid_request(
+                    "the session is already initialized",
+                ));
             }
             st.phase = Phase::Initializing;
             st.version = version;
@@ -155,10 +165,19 @@ impl Session {
     }
 
     fn ctx(self: &Arc<Self>, rc: RequestContext, meta: Option<JsonObject>) -> Ctx {
-        Ctx { rc, session: self.clone(), progress_token: progress_token(meta.as_ref()), meta }
+        Ctx {
+            rc,
+            session: self.clone(),
+            progress_token: progress_token(meta.as_ref()),
+            meta,
+        }
     }
 
-    fn route(self: &Arc<Self>, req: Request, rc: RequestContext) -> BoxFuture<'static, HandlerResult> {
+    fn route(
+        self: &Arc<Self>,
+        req: Request,
+        rc: RequestContext,
+    ) -> BoxFuture<'static, HandlerResult> {
         let caps = self.server.capabilities();
         let page = self.server.config.page_size;
         let not_found = || fail(ErrorObject::method_not_found(&req.method));
@@ -169,12 +188,19 @@ impl Session {
                     Ok(p) => p,
                     Err(e) => return fail(e),
                 };
-                let tools: Vec<_> =
-                    self.server.read().tools.values().map(|t| t.tool.clone()).collect();
+                let tools: Vec<_> = self
+                    .server
+                    .read()
+                    .tools
+                    .values()
+                    .map(|t| t.tool.clone())
+                    .collect();
                 match paginate(&tools, p.cursor.as_deref(), page) {
-                    Ok((tools, next_cursor)) => {
-                        ready(&ListToolsResult { tools, next_cursor, ..Default::default() })
-                    }
+                    Ok((tools, next_cursor)) => ready(&ListToolsResult {
+                        tools,
+                        next_cursor,
+                        ..Default::default()
+                    }),
                     Err(e) => fail(e),
                 }
             }
@@ -184,8 +210,10 @@ impl Session {
                     Err(e) => return fail(e),
                 };
                 let Some(entry) = self.server.read().tools.get(&p.name).cloned() else {
-                    return fail(ErrorObject::invalid_params(format!("Unknown tool: {}", p.name))
-                        .with_data(serde_json::json!({ "tool": p.name })));
+                    return fail(
+                        ErrorObject::invalid_params(format!("Unknown tool: {}", p.name))
+                            .with_data(serde_json::json!({ "tool": p.name })),
+                    );
                 };
                 let ctx = self.ctx(rc, p.meta);
                 Box::pin(async move {
@@ -220,12 +248,19 @@ impl Session {
                     Ok(p) => p,
                     Err(e) => return fail(e),
                 };
-                let items: Vec<_> =
-                    self.server.read().resources.values().map(|r| r.resource.clone()).collect();
+                let items: Vec<_> = self
+                    .server
+                    .read()
+                    .resources
+                    .values()
+                    .map(|r| r.resource.clone())
+                    .collect();
                 match paginate(&items, p.cursor.as_deref(), page) {
-                    Ok((resources, next_cursor)) => {
-                        ready(&ListResourcesResult { resources, next_cursor, ..Default::default() })
-                    }
+                    Ok((resources, next_cursor)) => ready(&ListResourcesResult {
+                        resources,
+                        next_cursor,
+                        ..Default::default()
+                    }),
                     Err(e) => fail(e),
                 }
             }
@@ -234,8 +269,13 @@ impl Session {
                     Ok(p) => p,
                     Err(e) => return fail(e),
                 };
-                let items: Vec<_> =
-                    self.server.read().templates.iter().map(|t| t.template.clone()).collect();
+                let items: Vec<_> = self
+                    .server
+                    .read()
+                    .templates
+                    .iter()
+                    .map(|t| t.template.clone())
+                    .collect();
                 match paginate(&items, p.cursor.as_deref(), page) {
                     Ok((resource_templates, next_cursor)) => ready(&ListResourceTemplatesResult {
                         resource_templates,
@@ -254,9 +294,11 @@ impl Session {
                     let reg = self.server.read();
                     let direct = reg.resources.get(&p.uri).map(|r| r.handler.clone());
                     let template = if direct.is_none() {
-                        reg.templates
-                            .iter()
-                            .find_map(|t| t.parsed.matches(&p.uri).map(|vars| (t.handler.clone(), vars)))
+                        reg.templates.iter().find_map(|t| {
+                            t.parsed
+                                .matches(&p.uri)
+                                .map(|vars| (t.handler.clone(), vars))
+                        })
                     } else {
                         None
                     };
@@ -271,8 +313,10 @@ impl Session {
                     }
                     (None, None) => {
                         let code = ErrorCode(self.version().resource_not_found_code());
-                        fail(ErrorObject::new(code, format!("Resource not found: {}", p.uri))
-                            .with_data(serde_json::json!({ "uri": p.uri })))
+                        fail(
+                            ErrorObject::new(code, format!("Resource not found: {}", p.uri))
+                                .with_data(serde_json::json!({ "uri": p.uri })),
+                        )
                     }
                 }
             }
@@ -296,12 +340,19 @@ impl Session {
                     Ok(p) => p,
                     Err(e) => return fail(e),
                 };
-                let items: Vec<_> =
-                    self.server.read().prompts.values().map(|p| p.prompt.clone()).collect();
+                let items: Vec<_> = self
+                    .server
+                    .read()
+                    .prompts
+                    .values()
+                    .map(|p| p.prompt.clone())
+                    .collect();
                 match paginate(&items, p.cursor.as_deref(), page) {
-                    Ok((prompts, next_cursor)) => {
-                        ready(&ListPromptsResult { prompts, next_cursor, ..Default::default() })
-                    }
+                    Ok((prompts, next_cursor)) => ready(&ListPromptsResult {
+                        prompts,
+                        next_cursor,
+                        ..Default::default()
+                    }),
                     Err(e) => fail(e),
                 }
             }
@@ -311,7 +362,10 @@ impl Session {
                     Err(e) => return fail(e),
                 };
                 let Some(entry) = self.server.read().prompts.get(&p.name).cloned() else {
-                    return fail(ErrorObject::invalid_params(format!("Unknown prompt: {}", p.name)));
+                    return fail(ErrorObject::invalid_params(format!(
+                        "Unknown prompt: {}",
+                        p.name
+                    )));
                 };
                 let args: BTreeMap<String, String> = p.arguments.unwrap_or_default();
                 let missing: Vec<&str> = entry
@@ -337,7 +391,9 @@ impl Session {
                     Ok(p) => p,
                     Err(e) => return fail(e),
                 };
-                let Some(h) = self.server.completion.clone() else { return not_found() };
+                let Some(h) = self.server.completion.clone() else {
+                    return not_found();
+                };
                 let ctx = self.ctx(rc, p.meta.clone());
                 Box::pin(async move {
                     let mut r = h(ctx, p).await?;
@@ -381,11 +437,13 @@ impl Service for SessionService {
         match req.method.as_str() {
             "ping" => ready(&EmptyResult::default()),
             "initialize" => session.initialize(&req),
-            _ if session.lock().phase == Phase::New => fail(ErrorObject::new(
-                ErrorCode::INVALID_REQUEST,
-                format!("Invalid Request: {} before initialize", req.method),
-            )
-            .with_data(serde_json::json!({ "reason": "not initialized" }))),
+            _ if session.lock().phase == Phase::New => fail(
+                ErrorObject::new(
+                    ErrorCode::INVALID_REQUEST,
+                    format!("Invalid Request: {} before initialize", req.method),
+                )
+                .with_data(serde_json::json!({ "reason": "not initialized" })),
+            ),
             _ => session.route(req, rc),
         }
     }

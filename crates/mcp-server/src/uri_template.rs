@@ -43,7 +43,13 @@ impl UriTemplate {
             };
             let vars: Vec<String> = names
                 .split(',')
-                .map(|v| v.trim_end_matches('*').split(':').next().unwrap_or("").to_owned())
+                .map(|v| {
+                    v.trim_end_matches('*')
+                        .split(':')
+                        .next()
+                        .unwrap_or("")
+                        .to_owned()
+                })
                 .collect();
             if vars.iter().any(String::is_empty) {
                 return Err(err());
@@ -54,7 +60,10 @@ impl UriTemplate {
         if !rest.is_empty() {
             parts.push(Part::Literal(rest.to_owned()));
         }
-        Ok(Self { source: source.to_owned(), parts })
+        Ok(Self {
+            source: source.to_owned(),
+            parts,
+        })
     }
 
     /// The template text.
@@ -76,7 +85,11 @@ impl UriTemplate {
     /// Matches `uri` against the template, returning the variable values (percent-decoded).
     pub fn matches(&self, uri: &str) -> Option<BTreeMap<String, String>> {
         let mut out = BTreeMap::new();
-        if self.match_from(0, uri, &mut out) { Some(out) } else { None }
+        if self.match_from(0, uri, &mut out) {
+            Some(out)
+        } else {
+            None
+        }
     }
 
     fn match_from(&self, i: usize, input: &str, out: &mut BTreeMap<String, String>) -> bool {
@@ -84,9 +97,9 @@ impl UriTemplate {
             return input.is_empty();
         };
         match part {
-            Part::Literal(lit) => {
-                input.strip_prefix(lit.as_str()).is_some_and(|rest| self.match_from(i + 1, rest, out))
-            }
+            Part::Literal(lit) => input
+                .strip_prefix(lit.as_str())
+                .is_some_and(|rest| self.match_from(i + 1, rest, out)),
             Part::Expr { op, vars } => {
                 let prefix = match op {
                     Some('#') => "#",
@@ -134,8 +147,10 @@ impl UriTemplate {
             match p {
                 Part::Literal(l) => s.push_str(l),
                 Part::Expr { op, vars } => {
-                    let present: Vec<(&String, &String)> =
-                        vars.iter().filter_map(|v| values.get(v).map(|x| (v, x))).collect();
+                    let present: Vec<(&String, &String)> = vars
+                        .iter()
+                        .filter_map(|v| values.get(v).map(|x| (v, x)))
+                        .collect();
                     if present.is_empty() {
                         continue;
                     }
@@ -166,7 +181,12 @@ impl UriTemplate {
     }
 }
 
-fn bind(op: Option<char>, vars: &[String], value: &str, out: &mut BTreeMap<String, String>) -> bool {
+fn bind(
+    op: Option<char>,
+    vars: &[String],
+    value: &str,
+    out: &mut BTreeMap<String, String>,
+) -> bool {
     match op {
         Some('?' | '&' | ';') => {
             let sep = if op == Some(';') { ';' } else { '&' };
@@ -242,28 +262,54 @@ mod tests {
     use super::*;
 
     fn m(t: &str, uri: &str) -> Option<Vec<(String, String)>> {
-        UriTemplate::parse(t).unwrap().matches(uri).map(|m| m.into_iter().collect())
+        UriTemplate::parse(t)
+            .unwrap()
+            .matches(uri)
+            .map(|m| m.into_iter().collect())
     }
 
     fn kv(pairs: &[(&str, &str)]) -> Option<Vec<(String, String)>> {
-        Some(pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect())
+        Some(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        )
     }
 
     #[test]
     fn simple_and_multi() {
-        assert_eq!(m("file:///{name}.txt", "file:///notes.txt"), kv(&[("name", "notes")]));
-        assert_eq!(m("users://{id}/profile", "users://42/profile"), kv(&[("id", "42")]));
+        assert_eq!(
+            m("file:///{name}.txt", "file:///notes.txt"),
+            kv(&[("name", "notes")])
+        );
+        assert_eq!(
+            m("users://{id}/profile", "users://42/profile"),
+            kv(&[("id", "42")])
+        );
         assert_eq!(m("users://{id}/profile", "users://42/x/profile"), None);
-        assert_eq!(m("test://template/{id}/data", "test://template/123/data"), kv(&[("id", "123")]));
+        assert_eq!(
+            m("test://template/{id}/data", "test://template/123/data"),
+            kv(&[("id", "123")])
+        );
         assert_eq!(m("a://{x}", "a://"), None);
-        assert_eq!(m("a://{x}", "a://hello%20world"), kv(&[("x", "hello world")]));
+        assert_eq!(
+            m("a://{x}", "a://hello%20world"),
+            kv(&[("x", "hello world")])
+        );
     }
 
     #[test]
     fn operators() {
-        assert_eq!(m("file://{+path}", "file:///a/b/c"), kv(&[("path", "/a/b/c")]));
+        assert_eq!(
+            m("file://{+path}", "file:///a/b/c"),
+            kv(&[("path", "/a/b/c")])
+        );
         assert_eq!(m("x://s{/a,b}", "x://s/1/2"), kv(&[("a", "1"), ("b", "2")]));
-        assert_eq!(m("x://s{?q,lang}", "x://s?q=rust&lang=en"), kv(&[("lang", "en"), ("q", "rust")]));
+        assert_eq!(
+            m("x://s{?q,lang}", "x://s?q=rust&lang=en"),
+            kv(&[("lang", "en"), ("q", "rust")])
+        );
         assert_eq!(m("x://s{?q}", "x://s"), kv(&[]));
         assert_eq!(m("x://f{.ext}", "x://f.json"), kv(&[("ext", "json")]));
     }
@@ -271,8 +317,10 @@ mod tests {
     #[test]
     fn expand_round_trip() {
         let t = UriTemplate::parse("x://{a}/{+b}{?c}").unwrap();
-        let v: BTreeMap<String, String> =
-            [("a", "1 2"), ("b", "p/q"), ("c", "z")].iter().map(|(k, v)| ((*k).into(), (*v).into())).collect();
+        let v: BTreeMap<String, String> = [("a", "1 2"), ("b", "p/q"), ("c", "z")]
+            .iter()
+            .map(|(k, v)| ((*k).into(), (*v).into()))
+            .collect();
         let s = t.expand(&v);
         assert_eq!(s, "x://1%202/p/q?c=z");
         assert_eq!(t.matches(&s), Some(v));

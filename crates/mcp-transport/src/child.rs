@@ -92,13 +92,21 @@ impl ChildProcess {
         cmd.args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(if config.inherit_stderr { Stdio::inherit() } else { Stdio::null() })
+            .stderr(if config.inherit_stderr {
+                Stdio::inherit()
+            } else {
+                Stdio::null()
+            })
             .process_group(0)
             .kill_on_drop(true);
-        let mut child = cmd
-            .spawn()
-            .map_err(|source| ChildError::Spawn { command: program.to_owned(), source })?;
-        let pgid = child.id().and_then(|p| i32::try_from(p).ok()).map(Pid::from_raw);
+        let mut child = cmd.spawn().map_err(|source| ChildError::Spawn {
+            command: program.to_owned(),
+            source,
+        })?;
+        let pgid = child
+            .id()
+            .and_then(|p| i32::try_from(p).ok())
+            .map(Pid::from_raw);
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
         let (in_tx, in_rx) = mpsc::channel(QUEUE_DEPTH);
@@ -116,8 +124,19 @@ impl ChildProcess {
                 }
             });
         }
-        let process = ChildProcess { child, pgid, close_stdin: Some(close_tx), config };
-        Ok((process, Channels { incoming: in_rx, outgoing: out_tx }))
+        let process = ChildProcess {
+            child,
+            pgid,
+            close_stdin: Some(close_tx),
+            config,
+        };
+        Ok((
+            process,
+            Channels {
+                incoming: in_rx,
+                outgoing: out_tx,
+            },
+        ))
     }
 
     /// The child's process id (also its process group id).
@@ -133,7 +152,10 @@ impl ChildProcess {
     }
 
     async fn wait_for(&mut self, d: Duration) -> Option<std::process::ExitStatus> {
-        tokio::time::timeout(d, self.child.wait()).await.ok().and_then(Result::ok)
+        tokio::time::timeout(d, self.child.wait())
+            .await
+            .ok()
+            .and_then(Result::ok)
     }
 
     /// Stops the child: close stdin, wait; SIGTERM the group, wait; SIGKILL the group. Any

@@ -28,7 +28,11 @@ pub struct LineReader<R> {
 impl<R: AsyncBufRead + Unpin> LineReader<R> {
     /// A reader with a line limit.
     pub fn new(inner: R, max: usize) -> Self {
-        Self { inner, max, buf: Vec::new() }
+        Self {
+            inner,
+            max,
+            buf: Vec::new(),
+        }
     }
 
     /// Reads the next line.
@@ -142,10 +146,16 @@ mod tests {
     async fn limits_and_recovers() {
         let input = b"short\n0123456789abcdef\r\nok\r\nlast".to_vec();
         let mut r = LineReader::new(tokio::io::BufReader::with_capacity(4, &input[..]), 8);
-        assert_eq!(r.next_line().await.unwrap(), LineRead::Line(b"short".to_vec()));
+        assert_eq!(
+            r.next_line().await.unwrap(),
+            LineRead::Line(b"short".to_vec())
+        );
         assert_eq!(r.next_line().await.unwrap(), LineRead::TooLong(17));
         assert_eq!(r.next_line().await.unwrap(), LineRead::Line(b"ok".to_vec()));
-        assert_eq!(r.next_line().await.unwrap(), LineRead::Line(b"last".to_vec()));
+        assert_eq!(
+            r.next_line().await.unwrap(),
+            LineRead::Line(b"last".to_vec())
+        );
         assert_eq!(r.next_line().await.unwrap(), LineRead::Eof);
     }
 }

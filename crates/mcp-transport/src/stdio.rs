@@ -26,9 +26,19 @@ where
 {
     let (in_tx, in_rx) = mpsc::channel(QUEUE_DEPTH);
     let (out_tx, out_rx) = mpsc::channel(QUEUE_DEPTH);
-    tokio::spawn(read_frames(tokio::io::BufReader::with_capacity(64 * 1024, reader), max_line, in_tx));
+    tokio::spawn(read_frames(
+        tokio::io::BufReader::with_capacity(64 * 1024, reader),
+        max_line,
+        in_tx,
+    ));
     let writer = tokio::spawn(write_frames(writer, out_rx));
-    (Channels { incoming: in_rx, outgoing: out_tx }, writer)
+    (
+        Channels {
+            incoming: in_rx,
+            outgoing: out_tx,
+        },
+        writer,
+    )
 }
 
 /// This process's stdin and stdout as a transport.

@@ -47,7 +47,11 @@ pub struct Implementation {
 impl Implementation {
     /// An implementation with a name and a version.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
-        Self { name: name.into(), version: version.into(), ..Self::default() }
+        Self {
+            name: name.into(),
+            version: version.into(),
+            ..Self::default()
+        }
     }
 }
 

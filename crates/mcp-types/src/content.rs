@@ -29,7 +29,10 @@ pub enum Content {
 impl Content {
     /// A text block.
     pub fn text(text: impl Into<String>) -> Self {
-        Content::Text(TextContent { text: text.into(), ..TextContent::default() })
+        Content::Text(TextContent {
+            text: text.into(),
+            ..TextContent::default()
+        })
     }
 
     /// The text of a text block.

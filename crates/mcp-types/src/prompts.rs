@@ -105,6 +105,10 @@ pub struct PromptMessage {
 impl PromptMessage {
     /// A text message.
     pub fn text(role: Role, text: impl Into<String>) -> Self {
-        Self { role, content: Content::text(text), extra: JsonObject::new() }
+        Self {
+            role,
+            content: Content::text(text),
+            extra: JsonObject::new(),
+        }
     }
 }

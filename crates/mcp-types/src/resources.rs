@@ -155,7 +155,10 @@ pub struct ResourceUriParams {
 impl ResourceUriParams {
     /// Params for `uri`.
     pub fn new(uri: impl Into<String>) -> Self {
-        Self { uri: uri.into(), ..Self::default() }
+        Self {
+            uri: uri.into(),
+            ..Self::default()
+        }
     }
 }
 

@@ -103,7 +103,11 @@ pub struct CallToolParams {
 impl CallToolParams {
     /// Params calling `name` with `arguments`.
     pub fn new(name: impl Into<String>, arguments: JsonObject) -> Self {
-        Self { name: name.into(), arguments: Some(arguments), ..Self::default() }
+        Self {
+            name: name.into(),
+            arguments: Some(arguments),
+            ..Self::default()
+        }
     }
 }
 
@@ -134,17 +138,27 @@ pub struct CallToolResult {
 impl CallToolResult {
     /// A successful result with one text block.
     pub fn text(text: impl Into<String>) -> Self {
-        Self { content: vec![Content::text(text)], ..Self::default() }
+        Self {
+            content: vec![Content::text(text)],
+            ..Self::default()
+        }
     }
 
     /// A successful result with the given content.
     pub fn success(content: Vec<Content>) -> Self {
-        Self { content, ..Self::default() }
+        Self {
+            content,
+            ..Self::default()
+        }
     }
 
     /// A failed tool run (`isError: true`) with a text explanation.
     pub fn error(text: impl Into<String>) -> Self {
-        Self { content: vec![Content::text(text)], is_error: Some(true), ..Self::default() }
+        Self {
+            content: vec![Content::text(text)],
+            is_error: Some(true),
+            ..Self::default()
+        }
     }
 
     /// Whether this result reports a tool failure.

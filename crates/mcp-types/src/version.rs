@@ -116,9 +116,7 @@ impl ProtocolVersion {
             | Feature::Elicitation
             | Feature::ResourceLinks
             | Feature::Titles
-            | Feature::ProtocolVersionHeader => {
-                !matches!(self, V2024_11_05 | V2025_03_26)
-            }
+            | Feature::ProtocolVersionHeader => !matches!(self, V2024_11_05 | V2025_03_26),
             Feature::UrlElicitation => matches!(self, V2025_11_25 | V2026_07_28),
         }
     }

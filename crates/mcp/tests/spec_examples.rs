@@ -17,9 +17,13 @@ fn examples_dir() -> PathBuf {
 fn json_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b)),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
+        }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
         }
         _ => a == b,
     }
@@ -36,8 +40,12 @@ fn bare(name: &str, v: &Value) -> Option<Result<Value, String>> {
         "AudioContent" | "ImageContent" | "TextContent" | "EmbeddedResource" | "ResourceLink"
         | "ToolResultContent" | "ToolUseContent" => via::<Content>(v),
         "BlobResourceContents" | "TextResourceContents" => via::<ResourceContents>(v),
-        "BooleanSchema" | "NumberSchema" | "StringSchema" | "TitledSingleSelectEnumSchema"
-        | "UntitledSingleSelectEnumSchema" | "TitledMultiSelectEnumSchema"
+        "BooleanSchema"
+        | "NumberSchema"
+        | "StringSchema"
+        | "TitledSingleSelectEnumSchema"
+        | "UntitledSingleSelectEnumSchema"
+        | "TitledMultiSelectEnumSchema"
         | "UntitledMultiSelectEnumSchema" => via::<JsonObject>(v),
         "CallToolRequestParams" => via::<CallToolParams>(v),
         "CallToolResult" => via::<CallToolResult>(v),
@@ -80,8 +88,12 @@ fn bare(name: &str, v: &Value) -> Option<Result<Value, String>> {
 fn params_for(method: &str, v: &Value) -> Result<Value, String> {
     match method {
         "tools/call" => via::<CallToolParams>(v),
-        "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => via::<PaginatedParams>(v),
-        "resources/read" | "resources/subscribe" | "resources/unsubscribe"
+        "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => {
+            via::<PaginatedParams>(v)
+        }
+        "resources/read"
+        | "resources/subscribe"
+        | "resources/unsubscribe"
         | "notifications/resources/updated" => via::<ResourceUriParams>(v),
         "prompts/get" => via::<GetPromptParams>(v),
         "completion/complete" => via::<CompleteParams>(v),
@@ -90,16 +102,27 @@ fn params_for(method: &str, v: &Value) -> Result<Value, String> {
         "notifications/cancelled" => via::<CancelledParams>(v),
         "notifications/progress" => via::<ProgressParams>(v),
         "notifications/message" => via::<LoggingMessageParams>(v),
-        "subscriptions/listen" | "notifications/subscriptions/acknowledged" => via::<ListenParams>(v),
-        "server/discover" | "roots/list" | "ping" | "notifications/tools/list_changed"
-        | "notifications/prompts/list_changed" | "notifications/resources/list_changed" => via::<EmptyParams>(v),
+        "subscriptions/listen" | "notifications/subscriptions/acknowledged" => {
+            via::<ListenParams>(v)
+        }
+        "server/discover"
+        | "roots/list"
+        | "ping"
+        | "notifications/tools/list_changed"
+        | "notifications/prompts/list_changed"
+        | "notifications/resources/list_changed" => via::<EmptyParams>(v),
         other => Err(format!("no params type for method {other}")),
     }
 }
 
 const ERRORS: &[&str] = &[
-    "HeaderMismatchError", "InternalError", "InvalidParamsError", "MethodNotFoundError",
-    "MissingRequiredClientCapabilityError", "ParseError", "UnsupportedProtocolVersionError",
+    "HeaderMismatchError",
+    "InternalError",
+    "InvalidParamsError",
+    "MethodNotFoundError",
+    "MissingRequiredClientCapabilityError",
+    "ParseError",
+    "UnsupportedProtocolVersionError",
 ];
 
 fn envelope(name: &str, v: &Value) -> Result<Value, String> {
@@ -122,7 +145,8 @@ fn envelope(name: &str, v: &Value) -> Result<Value, String> {
     let text = v.to_string();
     let msg = Message::decode_str(&text).map_err(|e| format!("decode: {e} {:?}", e.error.data))?;
     let mut out: Value = serde_json::from_str(&msg.encode()).map_err(|e| e.to_string())?;
-    let typed = |raw: &RawValue| serde_json::from_str::<Value>(raw.get()).map_err(|e| e.to_string());
+    let typed =
+        |raw: &RawValue| serde_json::from_str::<Value>(raw.get()).map_err(|e| e.to_string());
     match &msg {
         Message::Request(r) if name.ends_with("Request") => {
             if let Some(p) = &r.params {
@@ -135,12 +159,19 @@ fn envelope(name: &str, v: &Value) -> Result<Value, String> {
             }
         }
         Message::Response(r) if name.ends_with("ResultResponse") => {
-            let result = r.outcome.as_ref().map_err(|e| format!("unexpected error {e}"))?;
+            let result = r
+                .outcome
+                .as_ref()
+                .map_err(|e| format!("unexpected error {e}"))?;
             let result_type = name.trim_end_matches("Response");
             out["result"] = bare(result_type, &typed(result)?).ok_or("no result type")??;
         }
         Message::Response(r) if ERRORS.contains(&name) => {
-            let e = r.outcome.as_ref().err().ok_or("expected an error response")?;
+            let e = r
+                .outcome
+                .as_ref()
+                .err()
+                .ok_or("expected an error response")?;
             out["error"] = serde_json::to_value(e).map_err(|e| e.to_string())?;
         }
         _ => return Err(format!("{name}: unexpected message kind")),
@@ -153,7 +184,10 @@ fn every_2026_example_round_trips() {
     let dir = examples_dir();
     let mut checked = 0;
     let mut failures = Vec::new();
-    let mut types: Vec<_> = std::fs::read_dir(&dir).expect("examples folder").flatten().collect();
+    let mut types: Vec<_> = std::fs::read_dir(&dir)
+        .expect("examples folder")
+        .flatten()
+        .collect();
     types.sort_by_key(|e| e.file_name());
     for ty in types {
         let name = ty.file_name().to_string_lossy().into_owned();
@@ -166,11 +200,19 @@ fn every_2026_example_round_trips() {
             };
             match back {
                 Ok(back) if json_eq(&v, &back) => checked += 1,
-                Ok(back) => failures.push(format!("{}: changed\n  in:  {v}\n  out: {back}", file.path().display())),
+                Ok(back) => failures.push(format!(
+                    "{}: changed\n  in:  {v}\n  out: {back}",
+                    file.path().display()
+                )),
                 Err(e) => failures.push(format!("{}: {e}", file.path().display())),
             }
         }
     }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     assert!(checked >= 120, "only {checked} examples checked");
 }

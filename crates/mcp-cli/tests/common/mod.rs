@@ -1,4 +1,5 @@
 //! A raw line-level harness around a real `mcp serve --stdio` child process.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(dead_code, unreachable_pub)]
 
 use std::process::Stdio;
@@ -27,7 +28,11 @@ impl Raw {
             .expect("spawn mcp");
         let stdin = child.stdin.take().unwrap();
         let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        Raw { child, stdin, lines }
+        Raw {
+            child,
+            stdin,
+            lines,
+        }
     }
 
     pub async fn send_bytes(&mut self, bytes: &[u8]) {
@@ -46,7 +51,8 @@ impl Raw {
             .expect("timed out waiting for the server")
             .unwrap()
             .expect("server closed stdout");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("server wrote non-JSON {line:?}: {e}"))
+        serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("server wrote non-JSON {line:?}: {e}"))
     }
 
     /// Receives until a response with `id` arrives; returns it and what came before.
@@ -62,7 +68,8 @@ impl Raw {
     }
 
     pub async fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
-        self.send(json!({"jsonrpc":"2.0","id":id,"method":method,"params":params})).await;
+        self.send(json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}))
+            .await;
         self.recv_id(json!(id)).await.0
     }
 
@@ -74,7 +81,8 @@ impl Raw {
                 json!({"protocolVersion":version,"capabilities":{},"clientInfo":{"name":"t","version":"0"}}),
             )
             .await;
-        self.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"})).await;
+        self.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
+            .await;
         r
     }
 
@@ -86,5 +94,7 @@ impl Raw {
 }
 
 pub fn code(v: &Value) -> i64 {
-    v["error"]["code"].as_i64().unwrap_or_else(|| panic!("expected an error, got {v}"))
+    v["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("expected an error, got {v}"))
 }
