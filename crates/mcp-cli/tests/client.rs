@@ -1,0 +1,284 @@
+//! The client library against the real demo server in a child process, and child-process
+//! shutdown.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_client::{CallError, Client, ClientConfig, ClientHandlers, RequestOptions, ServerEvent};
+use mcp_transport::{ChildConfig, ChildProcess, Exit};
+use mcp_types::{
+    CompleteParams, CompletionArgument, CompletionReference, JsonObject, LoggingLevel,
+};
+use serde_json::json;
+
+const MCP: &str = env!("CARGO_BIN_EXE_mcp");
+
+fn obj(v: serde_json::Value) -> JsonObject {
+    v.as_object().cloned().unwrap()
+}
+
+async fn demo(handlers: ClientHandlers) -> Client {
+    Client::spawn(
+        MCP,
+        &["serve", "--stdio"],
+        handlers,
+        ClientConfig::default(),
+    )
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn typed_methods_against_the_demo_server() {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let client = demo(ClientHandlers::new().on_event(move |e| sink.lock().unwrap().push(e))).await;
+    assert_eq!(client.server().server_info.name, "mcp-demo");
+    client.ping().await.unwrap();
+    let tools = client.list_tools().await.unwrap();
+    assert_eq!(tools.len(), 5);
+    let add = tools.iter().find(|t| t.name == "add").unwrap();
+    assert!(add.output_schema.is_some());
+    let r = client
+        .call_tool("add", obj(json!({"a": 1, "b": 2})))
+        .await
+        .unwrap();
+    assert_eq!(r.structured_content, Some(json!({"sum": 3.0})));
+    let r = client.call_tool("fail", JsonObject::new()).await.unwrap();
+    assert!(r.failed());
+    let e = client
+        .call_tool("nope", JsonObject::new())
+        .await
+        .unwrap_err();
+    assert_eq!(e.rpc().unwrap().code.0, -32602);
+
+    // Progress reaches the caller and resets the timeout: 4 steps of 150 ms with a 400 ms timeout.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let opts = RequestOptions::default()
+        .timeout(Duration::from_millis(400))
+        .on_progress(move |p| s2.lock().unwrap().push(p.progress));
+    let r = client
+        .call_tool_with("slow", obj(json!({"steps": 4, "delay_ms": 150})), &opts)
+        .await
+        .unwrap();
+    assert_eq!(r.content[0].as_text(), Some("done after 4 steps"));
+    assert_eq!(*seen.lock().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+
+    // Without progress the same timeout fires, and the server is told.
+    let opts = RequestOptions::default().timeout(Duration::from_millis(200));
+    let e = client
+        .call_tool_with("slow", obj(json!({"steps": 1, "delay_ms": 2000})), &opts)
+        .await;
+    assert!(matches!(e, Err(CallError::Timeout(_))), "{e:?}");
+    client.ping().await.unwrap();
+
+    let res = client.list_resources(None).await.unwrap();
+    assert_eq!(res.resources.len(), 3);
+    let r = client.read_resource("demo://greeting/Linus").await.unwrap();
+    assert_eq!(r.contents[0].text.as_deref(), Some("Hello, Linus!"));
+    let e = client.read_resource("demo://missing").await.unwrap_err();
+    assert_eq!(e.rpc().unwrap().code.0, -32002);
+    client.subscribe("demo://readme").await.unwrap();
+    client.unsubscribe("demo://readme").await.unwrap();
+    let p = client
+        .get_prompt("greet", [("name".to_owned(), "Ada".to_owned())].into())
+        .await
+        .unwrap();
+    assert_eq!(p.messages.len(), 1);
+    let c = client
+        .complete(&CompleteParams {
+            reference: CompletionReference::Resource {
+                uri: "demo://greeting/{name}".into(),
+            },
+            argument: CompletionArgument {
+                name: "name".into(),
+                value: "a".into(),
+            },
+            context: None,
+            meta: None,
+            extra: JsonObject::new(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(c.completion.values, ["Ada", "Alan"]);
+    client.set_log_level(LoggingLevel::Warning).await.unwrap();
+    client
+        .call_tool("log", obj(json!({"message": "quiet", "level": "info"})))
+        .await
+        .unwrap();
+    client
+        .call_tool("log", obj(json!({"message": "loud", "level": "error"})))
+        .await
+        .unwrap();
+    let logs: Vec<_> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            ServerEvent::Log(l) => Some(l.data.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(logs, [json!("loud")]);
+    assert_eq!(client.close().await, Some(Exit::Closed));
+}
+
+#[tokio::test]
+async fn stray_stdout_lines_are_skipped() {
+    let script = format!("echo 'starting up...'; echo '{{not json'; exec {MCP} serve --stdio");
+    let client = Client::spawn(
+        "sh",
+        &["-c", &script],
+        ClientHandlers::new(),
+        ClientConfig::default(),
+    )
+    .await
+    .unwrap();
+    client.ping().await.unwrap();
+    assert_eq!(client.list_tools().await.unwrap().len(), 5);
+    client.close().await;
+}
+
+/// Wires a server and a client together in-process over the real engine on both sides.
+fn pipe() -> (
+    (
+        tokio::sync::mpsc::Receiver<Vec<u8>>,
+        tokio::sync::mpsc::Sender<String>,
+    ),
+    (
+        tokio::sync::mpsc::Receiver<Vec<u8>>,
+        tokio::sync::mpsc::Sender<String>,
+    ),
+) {
+    use tokio::sync::mpsc;
+    let (a_out, mut a_out_rx) = mpsc::channel::<String>(64);
+    let (b_out, mut b_out_rx) = mpsc::channel::<String>(64);
+    let (a_in_tx, a_in) = mpsc::channel::<Vec<u8>>(64);
+    let (b_in_tx, b_in) = mpsc::channel::<Vec<u8>>(64);
+    tokio::spawn(async move {
+        while let Some(l) = a_out_rx.recv().await {
+            if b_in_tx.send(l.into_bytes()).await.is_err() {
+                break;
+            }
+        }
+    });
+    tokio::spawn(async move {
+        while let Some(l) = b_out_rx.recv().await {
+            if a_in_tx.send(l.into_bytes()).await.is_err() {
+                break;
+            }
+        }
+    });
+    ((a_in, a_out), (b_in, b_out))
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct NoArgs {}
+
+#[tokio::test]
+async fn undeclared_capabilities_are_refused_both_ways() {
+    let server = mcp_server::Server::builder("tools-only", "1")
+        .logging(false)
+        .tool(
+            "noop",
+            "does nothing",
+            |_ctx: mcp_server::Ctx, _a: NoArgs| async move { Ok::<_, String>("ok") },
+        )
+        .build()
+        .unwrap();
+    let ((s_in, s_out), (c_in, c_out)) = pipe();
+    tokio::spawn(async move { server.serve(s_in, s_out).await });
+    let client = Client::connect(c_in, c_out, ClientHandlers::new(), ClientConfig::default())
+        .await
+        .unwrap();
+    let caps = client.server_capabilities();
+    assert!(caps.tools.is_some());
+    assert!(caps.prompts.is_none() && caps.resources.is_none() && caps.logging.is_none());
+    // Refused locally, without a round trip.
+    assert!(matches!(
+        client.list_prompts(None).await,
+        Err(CallError::Protocol(_))
+    ));
+    assert!(matches!(
+        client.set_log_level(LoggingLevel::Debug).await,
+        Err(CallError::Protocol(_))
+    ));
+    // And the server refuses them too.
+    let e = client
+        .peer()
+        .request_raw("prompts/list", json!({}), &RequestOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(e.rpc().unwrap().code.0, -32601);
+    let e = client
+        .peer()
+        .request_raw(
+            "logging/setLevel",
+            json!({"level":"debug"}),
+            &RequestOptions::default(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.rpc().unwrap().code.0, -32601);
+    assert_eq!(
+        client
+            .call_tool("noop", JsonObject::new())
+            .await
+            .unwrap()
+            .content[0]
+            .as_text(),
+        Some("ok")
+    );
+}
+
+fn alive(pid: i32) -> bool {
+    // A zombie still has a /proc entry; count it as dead only when reaped or state Z.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .split(") ")
+            .nth(1)
+            .is_some_and(|rest| rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+#[tokio::test]
+async fn stubborn_children_are_killed_with_their_group() {
+    // Ignores EOF and SIGTERM, and starts a grandchild that does the same.
+    let script = "trap '' TERM; (trap '' TERM; while :; do sleep 0.05; done) & echo $!; while :; do sleep 0.05; done";
+    let config = ChildConfig {
+        stdin_grace: Duration::from_millis(200),
+        term_grace: Duration::from_millis(200),
+        ..ChildConfig::default()
+    };
+    for _ in 0..3 {
+        let (mut child, mut io) =
+            ChildProcess::spawn("sh", ["-c", script], config.clone()).unwrap();
+        let pid = i32::try_from(child.id().unwrap()).unwrap();
+        let line = io.incoming.recv().await.unwrap();
+        let grandchild: i32 = String::from_utf8(line).unwrap().trim().parse().unwrap();
+        assert!(alive(grandchild));
+        assert_eq!(child.shutdown().await.unwrap(), Exit::Killed);
+        assert!(!alive(pid), "child left behind");
+        // The grandchild is reparented to init, which reaps it shortly after the kill.
+        let mut gone = false;
+        for _ in 0..100 {
+            if !alive(grandchild) {
+                gone = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(gone, "grandchild {grandchild} survived");
+    }
+    // A polite child exits when its stdin closes.
+    let (mut child, _io) =
+        ChildProcess::spawn("cat", Vec::<String>::new(), config.clone()).unwrap();
+    assert_eq!(child.shutdown().await.unwrap(), Exit::Closed);
+    // One that exits on SIGTERM.
+    let (mut child, _io) =
+        ChildProcess::spawn("sh", ["-c", "while :; do sleep 0.05; done"], config).unwrap();
+    assert_eq!(child.shutdown().await.unwrap(), Exit::Terminated);
+}
