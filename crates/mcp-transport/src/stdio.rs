@@ -42,6 +42,22 @@ where
 }
 
 /// This process's stdin and stdout as a transport.
+///
+/// When they are pipes (the usual case for a server spawned by a client) they are read and
+/// written non-blocking on the runtime itself; otherwise (a terminal, a file) through tokio's
+/// blocking-thread stdio.
 pub fn stdio(max_line: usize) -> (Channels, JoinHandle<()>) {
-    from_io(tokio::io::stdin(), tokio::io::stdout(), max_line)
+    use std::os::fd::AsFd;
+    use tokio::net::unix::pipe;
+    let pipes = (|| {
+        let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned().ok()?);
+        let stdout = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned().ok()?);
+        let rx = pipe::Receiver::from_file(stdin).ok()?;
+        let tx = pipe::Sender::from_file(stdout).ok()?;
+        Some((rx, tx))
+    })();
+    match pipes {
+        Some((rx, tx)) => from_io(rx, tx, max_line),
+        None => from_io(tokio::io::stdin(), tokio::io::stdout(), max_line),
+    }
 }
