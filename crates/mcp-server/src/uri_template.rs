@@ -114,7 +114,15 @@ impl UriTemplate {
                     // Optional expressions (query forms) may be absent entirely.
                     return matches!(op, Some('?' | '&')) && self.match_from(i + 1, input, out);
                 };
+                let query_follows = matches!(
+                    self.parts.get(i + 1),
+                    Some(Part::Expr {
+                        op: Some('?' | '&'),
+                        ..
+                    })
+                );
                 let stop: &[char] = match op {
+                    Some('+') if query_follows => &['?'],
                     Some('+' | '#') => &[],
                     Some('?' | '&') => &['#'],
                     Some('/') => &['?', '#'],
