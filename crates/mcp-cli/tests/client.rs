@@ -1,6 +1,6 @@
 //! The client library against the real demo server in a child process, and child-process
 //! shutdown.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
