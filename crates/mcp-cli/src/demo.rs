@@ -56,35 +56,7 @@ struct LogArgs {
     message: String,
     /// Severity (default info).
     #[serde(default)]
-    level: Option<Level>,
-}
-
-#[derive(Deserialize, JsonSchema, Clone, Copy)]
-#[serde(rename_all = "lowercase")]
-enum Level {
-    Debug,
-    Info,
-    Notice,
-    Warning,
-    Error,
-    Critical,
-    Alert,
-    Emergency,
-}
-
-impl From<Level> for LoggingLevel {
-    fn from(l: Level) -> Self {
-        match l {
-            Level::Debug => LoggingLevel::Debug,
-            Level::Info => LoggingLevel::Info,
-            Level::Notice => LoggingLevel::Notice,
-            Level::Warning => LoggingLevel::Warning,
-            Level::Error => LoggingLevel::Error,
-            Level::Critical => LoggingLevel::Critical,
-            Level::Alert => LoggingLevel::Alert,
-            Level::Emergency => LoggingLevel::Emergency,
-        }
-    }
+    level: Option<LoggingLevel>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -131,7 +103,7 @@ pub(crate) fn server() -> anyhow::Result<Server> {
             Ok::<_, String>(format!("done after {steps} steps"))
         })
         .tool("log", "Sends the message as a log notification", |ctx: Ctx, a: LogArgs| async move {
-            let level = a.level.map_or(LoggingLevel::Info, LoggingLevel::from);
+            let level = a.level.unwrap_or(LoggingLevel::Info);
             ctx.log(level, Some("demo"), json!(a.message)).await;
             Ok::<_, String>(format!("logged at {level:?}"))
         })

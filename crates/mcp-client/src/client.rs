@@ -305,6 +305,26 @@ impl Client {
         self.peer.request::<R>(params, &self.options).await
     }
 
+    /// One page of a paginated list method the server must have declared.
+    async fn page<R: RequestMethod<Params = PaginatedParams>>(
+        &self,
+        supported: bool,
+        what: &str,
+        cursor: Option<String>,
+    ) -> Result<R::Result, CallError> {
+        self.require(supported, what)?;
+        self.call::<R>(&PaginatedParams {
+            cursor,
+            ..Default::default()
+        })
+        .await
+    }
+
+    fn supports_subscribe(&self) -> bool {
+        let resources = self.init.capabilities.resources.as_ref();
+        resources.and_then(|r| r.subscribe) == Some(true)
+    }
+
     /// `ping`.
     ///
     /// # Errors
@@ -323,12 +343,9 @@ impl Client {
         &self,
         cursor: Option<String>,
     ) -> Result<ListToolsResult, CallError> {
-        self.require(self.init.capabilities.tools.is_some(), "tools")?;
-        self.call::<methods::ListTools>(&PaginatedParams {
-            cursor,
-            ..Default::default()
-        })
-        .await
+        let supported = self.init.capabilities.tools.is_some();
+        self.page::<methods::ListTools>(supported, "tools", cursor)
+            .await
     }
 
     /// Every tool, following cursors.
@@ -384,12 +401,9 @@ impl Client {
         &self,
         cursor: Option<String>,
     ) -> Result<ListResourcesResult, CallError> {
-        self.require(self.init.capabilities.resources.is_some(), "resources")?;
-        self.call::<methods::ListResources>(&PaginatedParams {
-            cursor,
-            ..Default::default()
-        })
-        .await
+        let supported = self.init.capabilities.resources.is_some();
+        self.page::<methods::ListResources>(supported, "resources", cursor)
+            .await
     }
 
     /// One page of `resources/templates/list`.
@@ -400,12 +414,9 @@ impl Client {
         &self,
         cursor: Option<String>,
     ) -> Result<ListResourceTemplatesResult, CallError> {
-        self.require(self.init.capabilities.resources.is_some(), "resources")?;
-        self.call::<methods::ListResourceTemplates>(&PaginatedParams {
-            cursor,
-            ..Default::default()
-        })
-        .await
+        let supported = self.init.capabilities.resources.is_some();
+        self.page::<methods::ListResourceTemplates>(supported, "resources", cursor)
+            .await
     }
 
     /// `resources/read`.
@@ -423,14 +434,7 @@ impl Client {
     /// # Errors
     /// See [`CallError`].
     pub async fn subscribe(&self, uri: &str) -> Result<(), CallError> {
-        let ok = self
-            .init
-            .capabilities
-            .resources
-            .as_ref()
-            .and_then(|r| r.subscribe)
-            == Some(true);
-        self.require(ok, "resource subscriptions")?;
+        self.require(self.supports_subscribe(), "resource subscriptions")?;
         self.call::<methods::Subscribe>(&ResourceUriParams::new(uri))
             .await
             .map(|_| ())
@@ -441,14 +445,7 @@ impl Client {
     /// # Errors
     /// See [`CallError`].
     pub async fn unsubscribe(&self, uri: &str) -> Result<(), CallError> {
-        let ok = self
-            .init
-            .capabilities
-            .resources
-            .as_ref()
-            .and_then(|r| r.subscribe)
-            == Some(true);
-        self.require(ok, "resource subscriptions")?;
+        self.require(self.supports_subscribe(), "resource subscriptions")?;
         self.call::<methods::Unsubscribe>(&ResourceUriParams::new(uri))
             .await
             .map(|_| ())
@@ -462,12 +459,9 @@ impl Client {
         &self,
         cursor: Option<String>,
     ) -> Result<ListPromptsResult, CallError> {
-        self.require(self.init.capabilities.prompts.is_some(), "prompts")?;
-        self.call::<methods::ListPrompts>(&PaginatedParams {
-            cursor,
-            ..Default::default()
-        })
-        .await
+        let supported = self.init.capabilities.prompts.is_some();
+        self.page::<methods::ListPrompts>(supported, "prompts", cursor)
+            .await
     }
 
     /// `prompts/get`.

@@ -274,15 +274,8 @@ impl ServerBuilder {
         match make_tool_entry(tool, handler) {
             Ok(entry) => {
                 let name = entry.tool.name.clone();
-                if self
-                    .registry
-                    .tools
-                    .insert(name.clone(), Arc::new(entry))
-                    .is_some()
-                {
-                    self.errors
-                        .push(BuildError::Duplicate { kind: "tool", name });
-                }
+                let dup = insert_unique(&mut self.registry.tools, "tool", name, entry);
+                self.errors.extend(dup);
             }
             Err(e) => self.errors.push(e),
         }
@@ -297,17 +290,9 @@ impl ServerBuilder {
     {
         let uri = resource.uri.clone();
         let handler: ResourceFn = Arc::new(move |ctx, uri| Box::pin(f(ctx, uri)));
-        if self
-            .registry
-            .resources
-            .insert(uri.clone(), Arc::new(ResourceEntry { resource, handler }))
-            .is_some()
-        {
-            self.errors.push(BuildError::Duplicate {
-                kind: "resource",
-                name: uri,
-            });
-        }
+        let entry = ResourceEntry { resource, handler };
+        let dup = insert_unique(&mut self.registry.resources, "resource", uri, entry);
+        self.errors.extend(dup);
         self
     }
 
@@ -360,17 +345,9 @@ impl ServerBuilder {
     {
         let name = prompt.name.clone();
         let handler: PromptFn = Arc::new(move |ctx, args| Box::pin(f(ctx, args)));
-        if self
-            .registry
-            .prompts
-            .insert(name.clone(), Arc::new(PromptEntry { prompt, handler }))
-            .is_some()
-        {
-            self.errors.push(BuildError::Duplicate {
-                kind: "prompt",
-                name,
-            });
-        }
+        let entry = PromptEntry { prompt, handler };
+        let dup = insert_unique(&mut self.registry.prompts, "prompt", name, entry);
+        self.errors.extend(dup);
         self
     }
 
@@ -406,6 +383,20 @@ impl ServerBuilder {
             }),
         })
     }
+}
+
+/// Inserts `entry` under `name`; a second item with the same name is a build error.
+fn insert_unique<T>(
+    map: &mut BTreeMap<String, Arc<T>>,
+    kind: &'static str,
+    name: String,
+    entry: T,
+) -> Option<BuildError> {
+    if map.contains_key(&name) {
+        return Some(BuildError::Duplicate { kind, name });
+    }
+    map.insert(name, Arc::new(entry));
+    None
 }
 
 fn schema_object<A: JsonSchema>() -> JsonObject {

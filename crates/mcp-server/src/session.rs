@@ -88,6 +88,23 @@ fn paginate<T: Clone>(
     Ok((items[start..end].to_vec(), next))
 }
 
+/// Answers a paginated list request: read the cursor, cut the page, build the result.
+fn list_page<T: Clone, R: Serialize>(
+    params: Option<&mcp_jsonrpc::RawValue>,
+    items: &[T],
+    page: usize,
+    build: impl FnOnce(Vec<T>, Option<String>) -> R,
+) -> BoxFuture<'static, HandlerResult> {
+    let p: PaginatedParams = match parse_params(params) {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    match paginate(items, p.cursor.as_deref(), page) {
+        Ok((items, next)) => ready(&build(items, next)),
+        Err(e) => fail(e),
+    }
+}
+
 impl Session {
     pub(crate) fn new(server: Arc<Inner>) -> Self {
         Self {
@@ -184,25 +201,18 @@ impl Session {
         let params = req.params.as_deref();
         match req.method.as_str() {
             "tools/list" if caps.tools.is_some() => {
-                let p: PaginatedParams = match parse_params(params) {
-                    Ok(p) => p,
-                    Err(e) => return fail(e),
-                };
-                let tools: Vec<_> = self
+                let items: Vec<_> = self
                     .server
                     .read()
                     .tools
                     .values()
                     .map(|t| t.tool.clone())
                     .collect();
-                match paginate(&tools, p.cursor.as_deref(), page) {
-                    Ok((tools, next_cursor)) => ready(&ListToolsResult {
-                        tools,
-                        next_cursor,
-                        ..Default::default()
-                    }),
-                    Err(e) => fail(e),
-                }
+                list_page(params, &items, page, |tools, next_cursor| ListToolsResult {
+                    tools,
+                    next_cursor,
+                    ..Default::default()
+                })
             }
             "tools/call" if caps.tools.is_some() => {
                 let p: CallToolParams = match parse_params(params) {
@@ -244,10 +254,6 @@ impl Session {
                 })
             }
             "resources/list" if caps.resources.is_some() => {
-                let p: PaginatedParams = match parse_params(params) {
-                    Ok(p) => p,
-                    Err(e) => return fail(e),
-                };
                 let items: Vec<_> = self
                     .server
                     .read()
@@ -255,20 +261,15 @@ impl Session {
                     .values()
                     .map(|r| r.resource.clone())
                     .collect();
-                match paginate(&items, p.cursor.as_deref(), page) {
-                    Ok((resources, next_cursor)) => ready(&ListResourcesResult {
+                list_page(params, &items, page, |resources, next_cursor| {
+                    ListResourcesResult {
                         resources,
                         next_cursor,
                         ..Default::default()
-                    }),
-                    Err(e) => fail(e),
-                }
+                    }
+                })
             }
             "resources/templates/list" if caps.resources.is_some() => {
-                let p: PaginatedParams = match parse_params(params) {
-                    Ok(p) => p,
-                    Err(e) => return fail(e),
-                };
                 let items: Vec<_> = self
                     .server
                     .read()
@@ -276,14 +277,13 @@ impl Session {
                     .iter()
                     .map(|t| t.template.clone())
                     .collect();
-                match paginate(&items, p.cursor.as_deref(), page) {
-                    Ok((resource_templates, next_cursor)) => ready(&ListResourceTemplatesResult {
+                list_page(params, &items, page, |resource_templates, next_cursor| {
+                    ListResourceTemplatesResult {
                         resource_templates,
                         next_cursor,
                         ..Default::default()
-                    }),
-                    Err(e) => fail(e),
-                }
+                    }
+                })
             }
             "resources/read" if caps.resources.is_some() => {
                 let p: ResourceUriParams = match parse_params(params) {
@@ -336,10 +336,6 @@ impl Session {
                 ready(&EmptyResult::default())
             }
             "prompts/list" if caps.prompts.is_some() => {
-                let p: PaginatedParams = match parse_params(params) {
-                    Ok(p) => p,
-                    Err(e) => return fail(e),
-                };
                 let items: Vec<_> = self
                     .server
                     .read()
@@ -347,14 +343,13 @@ impl Session {
                     .values()
                     .map(|p| p.prompt.clone())
                     .collect();
-                match paginate(&items, p.cursor.as_deref(), page) {
-                    Ok((prompts, next_cursor)) => ready(&ListPromptsResult {
+                list_page(params, &items, page, |prompts, next_cursor| {
+                    ListPromptsResult {
                         prompts,
                         next_cursor,
                         ..Default::default()
-                    }),
-                    Err(e) => fail(e),
-                }
+                    }
+                })
             }
             "prompts/get" if caps.prompts.is_some() => {
                 let p: GetPromptParams = match parse_params(params) {

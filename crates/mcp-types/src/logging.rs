@@ -7,6 +7,7 @@ use crate::common::JsonObject;
 
 /// Syslog severities, least severe first (so `>=` filters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum LoggingLevel {
     /// Debug.
