@@ -1,13 +1,12 @@
 //! `mcp`: serve the demo server, list and call tools on any stdio server, bench servers.
 
+mod bench;
 mod demo;
 
-use std::io::Write;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
-use futures::StreamExt;
 use mcp_client::{CallError, Client, ClientConfig, ClientHandlers, RequestOptions};
 use mcp_types::{Content, JsonObject};
 use serde_json::Value;
@@ -79,6 +78,9 @@ enum Command {
         /// Calls in flight at once in the pipelined phase.
         #[arg(long, default_value_t = 1024)]
         window: usize,
+        /// Which phases to run.
+        #[arg(long, value_enum, default_value_t = BenchMode::Both)]
+        mode: BenchMode,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -86,6 +88,17 @@ enum Command {
         #[arg(last = true, required = true)]
         server: Vec<String>,
     },
+}
+
+/// Phases of `mcp bench`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum BenchMode {
+    /// One call at a time.
+    Sequential,
+    /// Up to `--window` calls in flight.
+    Pipelined,
+    /// Both, sequential first.
+    Both,
 }
 
 fn main() -> std::process::ExitCode {
@@ -97,7 +110,8 @@ fn main() -> std::process::ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    // One thread serves a stdio connection with the least latency (no cross-thread wake-ups).
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
@@ -192,13 +206,26 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             args,
             requests,
             window,
+            mode,
             json,
             server,
-        } => bench(&tool, &args, requests, window, json, &server).await,
+        } => {
+            let arguments = parse_args(Some(&args), &[])?;
+            let client = connect(&server).await?;
+            let plan = bench::Plan {
+                tool,
+                arguments,
+                requests,
+                window,
+                mode,
+                json,
+            };
+            bench::run(client, plan).await
+        }
     }
 }
 
-fn call_error(e: CallError) -> anyhow::Error {
+pub(crate) fn call_error(e: CallError) -> anyhow::Error {
     match e {
         CallError::Rpc(e) => match e.data {
             Some(d) => anyhow::anyhow!("server error {}: {} ({d})", e.code, e.message),
@@ -240,78 +267,4 @@ async fn connect(server: &[String]) -> anyhow::Result<Client> {
     )
     .await
     .with_context(|| format!("cannot connect to `{}`", server.join(" ")))
-}
-
-fn peak_rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
-async fn bench(
-    tool: &str,
-    args: &str,
-    requests: usize,
-    window: usize,
-    json: bool,
-    server: &[String],
-) -> anyhow::Result<()> {
-    let arguments = parse_args(Some(args), &[])?;
-    let client = connect(server).await?;
-    let pid = client.child_pid().await;
-    // Warm-up.
-    for _ in 0..200.min(requests) {
-        client
-            .call_tool(tool, arguments.clone())
-            .await
-            .map_err(call_error)?;
-    }
-    let start = Instant::now();
-    let mut errors = 0usize;
-    for _ in 0..requests {
-        match client.call_tool(tool, arguments.clone()).await {
-            Ok(r) if !r.failed() => {}
-            _ => errors += 1,
-        }
-    }
-    let seq = start.elapsed();
-    let start = Instant::now();
-    let results: Vec<bool> = futures::stream::iter(0..requests)
-        .map(|_| {
-            let arguments = arguments.clone();
-            let client = &client;
-            async move { matches!(client.call_tool(tool, arguments).await, Ok(r) if !r.failed()) }
-        })
-        .buffer_unordered(window.max(1))
-        .collect()
-        .await;
-    let pipe = start.elapsed();
-    errors += results.iter().filter(|ok| !**ok).count();
-    let rss = pid.and_then(peak_rss_kib);
-    client.close().await;
-    let seq_rate = requests as f64 / seq.as_secs_f64();
-    let pipe_rate = requests as f64 / pipe.as_secs_f64();
-    if json {
-        println!(
-            "{}",
-            serde_json::json!({
-                "requests": requests, "sequential_calls_per_sec": seq_rate,
-                "pipelined_calls_per_sec": pipe_rate, "window": window,
-                "errors": errors, "server_peak_rss_kib": rss,
-            })
-        );
-    } else {
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "calls per phase:   {requests}")?;
-        writeln!(out, "sequential:        {seq_rate:.0} calls/s")?;
-        writeln!(out, "pipelined (w={window}): {pipe_rate:.0} calls/s")?;
-        writeln!(out, "errors:            {errors}")?;
-        if let Some(kib) = rss {
-            writeln!(out, "server peak RSS:   {:.1} MiB", kib as f64 / 1024.0)?;
-        }
-    }
-    if errors > 0 {
-        bail!("{errors} calls failed");
-    }
-    Ok(())
 }

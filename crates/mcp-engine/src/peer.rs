@@ -22,7 +22,8 @@ type Outcome = Result<RawJson, ErrorObject>;
 struct Pending {
     tx: oneshot::Sender<Outcome>,
     on_progress: Option<ProgressCallback>,
-    touched: Arc<Notify>,
+    /// Woken by progress to restart the timeout; only requests that asked for progress have it.
+    touched: Option<Arc<Notify>>,
 }
 
 pub(crate) struct Inner {
@@ -46,6 +47,13 @@ impl fmt::Debug for Peer {
             .field("next_id", &self.inner.next_id.load(Ordering::Relaxed))
             .field("closed", &self.is_closed())
             .finish()
+    }
+}
+
+async fn progress_touch(touched: Option<&Notify>) {
+    match touched {
+        Some(n) => n.notified().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -163,9 +171,14 @@ impl Peer {
         params: &P,
         options: &RequestOptions,
     ) -> Result<T, CallError> {
-        let raw = self
-            .request_raw(method, serde_json::to_value(params)?, options)
-            .await?;
+        let raw = if options.on_progress.is_some() {
+            // The progress token goes into `_meta`, which needs the params as a JSON value.
+            self.request_raw(method, serde_json::to_value(params)?, options)
+                .await?
+        } else {
+            self.send_request(method, Some(to_raw(params)?), options)
+                .await?
+        };
         Ok(serde_json::from_str(raw.get())?)
     }
 
@@ -201,6 +214,33 @@ impl Peer {
         } else {
             Some(to_raw(&params)?)
         };
+        self.send_with_id(id, method, params, options).await
+    }
+
+    /// Sends a request whose params are already encoded and returns the raw result.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn send_request(
+        &self,
+        method: &str,
+        params: Option<RawJson>,
+        options: &RequestOptions,
+    ) -> Result<RawJson, CallError> {
+        if self.is_closed() {
+            return Err(CallError::Closed);
+        }
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        self.send_with_id(id, method, params, options).await
+    }
+
+    async fn send_with_id(
+        &self,
+        id: i64,
+        method: &str,
+        params: Option<RawJson>,
+        options: &RequestOptions,
+    ) -> Result<RawJson, CallError> {
         let line = Message::Request(mcp_jsonrpc::Request {
             id: RequestId::Number(id),
             method: method.to_owned(),
@@ -208,7 +248,10 @@ impl Peer {
         })
         .encode();
         let (tx, mut rx) = oneshot::channel();
-        let touched = Arc::new(Notify::new());
+        let touched = options
+            .on_progress
+            .as_ref()
+            .map(|_| Arc::new(Notify::new()));
         self.lock_pending().insert(
             id,
             Pending {
@@ -241,7 +284,7 @@ impl Peer {
                         Err(_) => Err(CallError::Closed),
                     };
                 }
-                () = touched.notified(), if options.reset_on_progress => {
+                () = progress_touch(touched.as_deref()), if options.reset_on_progress => {
                     deadline = Instant::now() + options.timeout;
                 }
                 () = tokio::time::sleep_until(sleep_until) => {
@@ -305,7 +348,9 @@ impl Peer {
                 }
             }
         };
-        touched.notify_one();
+        if let Some(touched) = touched {
+            touched.notify_one();
+        }
         if let Some(cb) = cb {
             cb(params);
         }

@@ -89,20 +89,27 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Optio
     T::deserialize(d).map(Some)
 }
 
+/// The members of a message, borrowed from the input: nothing is copied or allocated until
+/// the message is known to be valid.
 #[derive(Deserialize)]
-struct Wire {
-    #[serde(default, deserialize_with = "present")]
-    jsonrpc: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    id: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    method: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    params: Option<RawJson>,
-    #[serde(default, deserialize_with = "present")]
-    result: Option<RawJson>,
-    #[serde(default, deserialize_with = "present")]
-    error: Option<Value>,
+struct Wire<'a> {
+    #[serde(default, borrow, deserialize_with = "present")]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    method: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    params: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
+}
+
+fn raw_value(raw: &RawValue) -> Value {
+    // The raw text was validated by the parser that produced it.
+    serde_json::from_str(raw.get()).unwrap_or(Value::Null)
 }
 
 impl Message {
@@ -125,7 +132,7 @@ impl Message {
                 Err(e) => Err(DecodeError::parse(e)),
             };
         }
-        let wire: Wire = match serde_json::from_slice(bytes) {
+        let wire: Wire<'_> = match serde_json::from_slice(bytes) {
             Ok(w) => w,
             Err(e) if e.is_data() => {
                 // Well-formed JSON with a member of the wrong type (e.g. non-object params).
@@ -147,10 +154,10 @@ impl Message {
         Self::decode(s.as_bytes())
     }
 
-    fn from_wire(w: Wire) -> Result<Message, DecodeError> {
-        let id = match &w.id {
+    fn from_wire(w: Wire<'_>) -> Result<Message, DecodeError> {
+        let id = match w.id.map(raw_value) {
             None => None,
-            Some(v) => match RequestId::from_value(v) {
+            Some(v) => match RequestId::from_value(&v) {
                 Some(id) => Some(id),
                 None => {
                     return Err(DecodeError::invalid(
@@ -162,7 +169,11 @@ impl Message {
             },
         };
         let is_request_like = w.method.is_some();
-        match &w.jsonrpc {
+        let version = w.jsonrpc.map(|raw| match raw.get() {
+            r#""2.0""# => Value::String("2.0".to_owned()),
+            _ => raw_value(raw),
+        });
+        match &version {
             Some(Value::String(s)) if s == "2.0" => {}
             other => {
                 let got = other
@@ -176,7 +187,7 @@ impl Message {
             }
         }
         if let Some(method) = w.method {
-            let Value::String(method) = method else {
+            let Value::String(method) = raw_value(method) else {
                 return Err(DecodeError::invalid(id, true, "method must be a string"));
             };
             if w.result.is_some() || w.error.is_some() {
@@ -200,17 +211,17 @@ impl Message {
                 Some(id) => Message::Request(Request {
                     id,
                     method,
-                    params: w.params,
+                    params: w.params.map(ToOwned::to_owned),
                 }),
                 None => Message::Notification(Notification {
                     method,
-                    params: w.params,
+                    params: w.params.map(ToOwned::to_owned),
                 }),
             });
         }
         let outcome = match (w.result, w.error) {
-            (Some(r), None) => Ok(r),
-            (None, Some(e)) => match serde_json::from_value::<ErrorObject>(e) {
+            (Some(r), None) => Ok(r.to_owned()),
+            (None, Some(e)) => match serde_json::from_str::<ErrorObject>(e.get()) {
                 Ok(e) => Err(e),
                 Err(e) => {
                     return Err(DecodeError::invalid(

@@ -112,11 +112,12 @@ pub(crate) struct Inner {
     pub(crate) sessions: Mutex<Vec<(Weak<Session>, Peer)>>,
 }
 
+/// Method families: declared up front by the builder, or served because of registrations.
 #[derive(Default, Clone, Copy)]
 pub(crate) struct Declared {
-    tools: bool,
-    resources: bool,
-    prompts: bool,
+    pub(crate) tools: bool,
+    pub(crate) resources: bool,
+    pub(crate) prompts: bool,
 }
 
 impl Inner {
@@ -132,30 +133,33 @@ impl Inner {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Which method families are served now: declared, or something registered.
+    pub(crate) fn served(&self) -> Declared {
+        let reg = self.read();
+        Declared {
+            tools: self.declare.tools || !reg.tools.is_empty(),
+            resources: self.declare.resources
+                || !reg.resources.is_empty()
+                || !reg.templates.is_empty(),
+            prompts: self.declare.prompts || !reg.prompts.is_empty(),
+        }
+    }
+
     /// Capabilities, computed from what is registered.
     pub(crate) fn capabilities(&self) -> ServerCapabilities {
-        let reg = self.read();
-        let listed = || {
-            Some(ListChangedCapability {
-                list_changed: Some(true),
-                ..Default::default()
-            })
+        let served = self.served();
+        let listed = || ListChangedCapability {
+            list_changed: Some(true),
+            ..Default::default()
         };
         ServerCapabilities {
-            tools: (self.declare.tools || !reg.tools.is_empty())
-                .then(listed)
-                .flatten(),
-            resources: (self.declare.resources
-                || !reg.resources.is_empty()
-                || !reg.templates.is_empty())
-            .then(|| ResourcesCapability {
+            tools: served.tools.then(listed),
+            resources: served.resources.then(|| ResourcesCapability {
                 subscribe: Some(true),
                 list_changed: Some(true),
                 ..Default::default()
             }),
-            prompts: (self.declare.prompts || !reg.prompts.is_empty())
-                .then(listed)
-                .flatten(),
+            prompts: served.prompts.then(listed),
             logging: self.logging.then(JsonObject::new),
             completions: self.completion.is_some().then(JsonObject::new),
             ..Default::default()

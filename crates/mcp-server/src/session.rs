@@ -195,12 +195,12 @@ impl Session {
         req: Request,
         rc: RequestContext,
     ) -> BoxFuture<'static, HandlerResult> {
-        let caps = self.server.capabilities();
+        let served = self.server.served();
         let page = self.server.config.page_size;
         let not_found = || fail(ErrorObject::method_not_found(&req.method));
         let params = req.params.as_deref();
         match req.method.as_str() {
-            "tools/list" if caps.tools.is_some() => {
+            "tools/list" if served.tools => {
                 let items: Vec<_> = self
                     .server
                     .read()
@@ -214,7 +214,7 @@ impl Session {
                     ..Default::default()
                 })
             }
-            "tools/call" if caps.tools.is_some() => {
+            "tools/call" if served.tools => {
                 let p: CallToolParams = match parse_params(params) {
                     Ok(p) => p,
                     Err(e) => return fail(e),
@@ -253,7 +253,7 @@ impl Session {
                     encode(&result)
                 })
             }
-            "resources/list" if caps.resources.is_some() => {
+            "resources/list" if served.resources => {
                 let items: Vec<_> = self
                     .server
                     .read()
@@ -269,7 +269,7 @@ impl Session {
                     }
                 })
             }
-            "resources/templates/list" if caps.resources.is_some() => {
+            "resources/templates/list" if served.resources => {
                 let items: Vec<_> = self
                     .server
                     .read()
@@ -285,7 +285,7 @@ impl Session {
                     }
                 })
             }
-            "resources/read" if caps.resources.is_some() => {
+            "resources/read" if served.resources => {
                 let p: ResourceUriParams = match parse_params(params) {
                     Ok(p) => p,
                     Err(e) => return fail(e),
@@ -320,9 +320,7 @@ impl Session {
                     }
                 }
             }
-            "resources/subscribe" | "resources/unsubscribe"
-                if caps.resources.as_ref().and_then(|r| r.subscribe) == Some(true) =>
-            {
+            "resources/subscribe" | "resources/unsubscribe" if served.resources => {
                 let p: ResourceUriParams = match parse_params(params) {
                     Ok(p) => p,
                     Err(e) => return fail(e),
@@ -335,7 +333,7 @@ impl Session {
                 }
                 ready(&EmptyResult::default())
             }
-            "prompts/list" if caps.prompts.is_some() => {
+            "prompts/list" if served.prompts => {
                 let items: Vec<_> = self
                     .server
                     .read()
@@ -351,7 +349,7 @@ impl Session {
                     }
                 })
             }
-            "prompts/get" if caps.prompts.is_some() => {
+            "prompts/get" if served.prompts => {
                 let p: GetPromptParams = match parse_params(params) {
                     Ok(p) => p,
                     Err(e) => return fail(e),

@@ -7,7 +7,7 @@ use crate::common::{Annotations, JsonObject};
 use crate::resources::ResourceContents;
 
 /// One content block, tagged by `type`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Content {
     /// Plain text.
@@ -41,6 +41,90 @@ impl Content {
             Content::Text(t) => Some(&t.text),
             _ => None,
         }
+    }
+}
+
+// Text blocks are decoded in one pass (they are nearly every block on the hot path); other
+// kinds are collected into a map and handed to their derived impls.
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Content;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a content block object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Content, A::Error> {
+                use serde::de::Error;
+                let mut kind: Option<std::borrow::Cow<'de, str>> = None;
+                let mut text: Option<String> = None;
+                let mut annotations: Option<Annotations> = None;
+                let mut meta: Option<JsonObject> = None;
+                let mut rest = JsonObject::new();
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    match &*key {
+                        "type" => kind = Some(map.next_value()?),
+                        "text" if text.is_none() => text = map.next_value()?,
+                        "annotations" if annotations.is_none() => annotations = map.next_value()?,
+                        "_meta" if meta.is_none() => meta = map.next_value()?,
+                        _ => {
+                            let v: Value = map.next_value()?;
+                            rest.insert(key.into_owned(), v);
+                        }
+                    }
+                }
+                let kind = kind.ok_or_else(|| A::Error::missing_field("type"))?;
+                if kind == "text" {
+                    let text = text.ok_or_else(|| A::Error::missing_field("text"))?;
+                    return Ok(Content::Text(TextContent {
+                        text,
+                        annotations,
+                        meta,
+                        extra: rest,
+                    }));
+                }
+                if let Some(t) = text {
+                    rest.insert("text".to_owned(), Value::String(t));
+                }
+                if let Some(a) = annotations {
+                    rest.insert(
+                        "annotations".to_owned(),
+                        serde_json::to_value(a).map_err(A::Error::custom)?,
+                    );
+                }
+                if let Some(m) = meta {
+                    rest.insert("_meta".to_owned(), Value::Object(m));
+                }
+                let v = Value::Object(rest);
+                let parsed = match &*kind {
+                    "image" => serde_json::from_value(v).map(Content::Image),
+                    "audio" => serde_json::from_value(v).map(Content::Audio),
+                    "resource_link" => serde_json::from_value(v).map(Content::ResourceLink),
+                    "resource" => serde_json::from_value(v).map(Content::Resource),
+                    "tool_use" => serde_json::from_value(v).map(Content::ToolUse),
+                    "tool_result" => serde_json::from_value(v).map(Content::ToolResult),
+                    other => {
+                        return Err(A::Error::unknown_variant(
+                            other,
+                            &[
+                                "text",
+                                "image",
+                                "audio",
+                                "resource_link",
+                                "resource",
+                                "tool_use",
+                                "tool_result",
+                            ],
+                        ));
+                    }
+                };
+                parsed.map_err(A::Error::custom)
+            }
+        }
+        d.deserialize_map(V)
     }
 }
 

@@ -25,6 +25,7 @@ pub mod roots;
 pub mod sampling;
 pub mod tools;
 pub mod version;
+mod wire;
 
 pub use common::*;
 pub use completion::*;

@@ -5,6 +5,16 @@ use serde_json::Value;
 
 use crate::common::{CacheScope, Cursor, JsonObject, ResultType};
 use crate::content::Content;
+use crate::wire::fast_deserialize;
+
+fast_deserialize!(CallToolParams {
+    "name" => name, "arguments" => arguments, "_meta" => meta,
+} required ["name"]);
+
+fast_deserialize!(CallToolResult {
+    "resultType" => result_type, "content" => content, "structuredContent" => structured_content,
+    "isError" => is_error, "_meta" => meta,
+} required []);
 
 /// A tool the server offers.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -85,7 +95,7 @@ pub struct ListToolsResult {
 }
 
 /// Params of `tools/call`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct CallToolParams {
     /// Tool name.
     pub name: String,
@@ -112,14 +122,13 @@ impl CallToolParams {
 }
 
 /// Result of `tools/call`. A tool failure is `is_error: true`, not a JSON-RPC error.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
     /// 2026-07-28 result kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_type: Option<ResultType>,
     /// Unstructured content.
-    #[serde(default)]
     pub content: Vec<Content>,
     /// Structured content matching the tool's `outputSchema`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
