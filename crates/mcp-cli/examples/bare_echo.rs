@@ -24,14 +24,7 @@ fn main() -> std::io::Result<()> {
         let reply = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result});
         serde_json::to_writer(&mut out, &reply)?;
         out.write_all(b"\n")?;
-        // Flush only when no more input is already buffered, like a pipelining server would.
-        if lines_buffered_empty() {
-            out.flush()?;
-        }
+        out.flush()?;
     }
     out.flush()
-}
-
-fn lines_buffered_empty() -> bool {
-    true
 }

@@ -10,7 +10,7 @@ use mcp_transport::{ChildConfig, ChildProcess, Exit};
 use mcp_types::{
     CompleteParams, CompletionArgument, CompletionReference, JsonObject, LoggingLevel,
 };
-use serde_json::json;
+use serde_json::{Value, json};
 
 const MCP: &str = env!("CARGO_BIN_EXE_mcp");
 
@@ -53,14 +53,15 @@ async fn typed_methods_against_the_demo_server() {
         .unwrap_err();
     assert_eq!(e.rpc().unwrap().code.0, -32602);
 
-    // Progress reaches the caller and resets the timeout: 4 steps of 150 ms with a 400 ms timeout.
+    // Progress reaches the caller and resets the timeout: 4 steps of 300 ms with an 800 ms
+    // timeout (exact timing semantics are tested with virtual time in mcp-engine).
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s2 = seen.clone();
     let opts = RequestOptions::default()
-        .timeout(Duration::from_millis(400))
+        .timeout(Duration::from_millis(800))
         .on_progress(move |p| s2.lock().unwrap().push(p.progress));
     let r = client
-        .call_tool_with("slow", obj(json!({"steps": 4, "delay_ms": 150})), &opts)
+        .call_tool_with("slow", obj(json!({"steps": 4, "delay_ms": 300})), &opts)
         .await
         .unwrap();
     assert_eq!(r.content[0].as_text(), Some("done after 4 steps"));
@@ -281,4 +282,198 @@ async fn stubborn_children_are_killed_with_their_group() {
     let (mut child, _io) =
         ChildProcess::spawn("sh", ["-c", "while :; do sleep 0.05; done"], config).unwrap();
     assert_eq!(child.shutdown().await.unwrap(), Exit::Terminated);
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Topic {
+    topic: String,
+}
+
+#[tokio::test]
+async fn server_to_client_requests_and_notifications() {
+    use mcp_types::{
+        Content, CreateMessageParams, CreateMessageResult, ElicitAction, ElicitParams,
+        ElicitResult, ListRootsResult, OneOrMany, Role, Root, SamplingMessage,
+    };
+    let server = mcp_server::Server::builder("s2c", "1")
+        .tool(
+            "ask",
+            "asks the user",
+            |ctx: mcp_server::Ctx, _a: NoArgs| async move {
+                let schema = json!({"type":"object","properties":{
+                "name":{"type":"string"},
+                "color":{"type":"string","default":"blue"},
+                "count":{"type":"integer","default":3}}});
+                let params = ElicitParams {
+                    message: "Who are you?".into(),
+                    requested_schema: schema.as_object().cloned(),
+                    ..Default::default()
+                };
+                let r = ctx.elicit(&params).await.map_err(|e| e.to_string())?;
+                Ok::<_, String>(serde_json::to_string(&r.content).unwrap())
+            },
+        )
+        .tool(
+            "sample",
+            "asks the model",
+            |ctx: mcp_server::Ctx, a: Topic| async move {
+                let params = CreateMessageParams {
+                    messages: vec![SamplingMessage {
+                        role: Role::User,
+                        content: OneOrMany::One(Content::text(a.topic)),
+                        meta: None,
+                        extra: JsonObject::new(),
+                    }],
+                    model_preferences: None,
+                    system_prompt: None,
+                    include_context: None,
+                    temperature: None,
+                    max_tokens: 10,
+                    stop_sequences: None,
+                    metadata: None,
+                    meta: None,
+                    extra: JsonObject::new(),
+                };
+                let r = ctx
+                    .create_message(&params)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok::<_, String>(format!(
+                    "{}:{}",
+                    r.model,
+                    serde_json::to_string(&r.content).unwrap()
+                ))
+            },
+        )
+        .tool(
+            "roots",
+            "lists roots",
+            |ctx: mcp_server::Ctx, _a: NoArgs| async move {
+                let r = ctx.list_roots().await.map_err(|e| e.to_string())?;
+                Ok::<_, String>(
+                    r.roots
+                        .iter()
+                        .map(|r| r.uri.clone())
+                        .collect::<Vec<_>>()
+                        .join(","),
+                )
+            },
+        )
+        .text_resource("test://r", "r", "text/plain", "x")
+        .build()
+        .unwrap();
+
+    // A client with all three handlers.
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let handlers = ClientHandlers::new()
+        .elicitation(|p: ElicitParams| async move {
+            assert_eq!(p.message, "Who are you?");
+            let mut content = JsonObject::new();
+            content.insert("name".into(), json!("Ada"));
+            content.insert("count".into(), json!(7));
+            Ok(ElicitResult {
+                result_type: None,
+                action: ElicitAction::Accept,
+                content: Some(content),
+                meta: None,
+                extra: JsonObject::new(),
+            })
+        })
+        .sampling(|_p| async move {
+            Ok(CreateMessageResult {
+                result_type: None,
+                role: Role::Assistant,
+                content: OneOrMany::One(Content::text("hi")),
+                model: "test-model".into(),
+                stop_reason: None,
+                meta: None,
+                extra: JsonObject::new(),
+            })
+        })
+        .roots(|| async {
+            Ok(ListRootsResult {
+                roots: vec![
+                    Root {
+                        uri: "file:///a".into(),
+                        ..Default::default()
+                    },
+                    Root {
+                        uri: "file:///b".into(),
+                        ..Default::default()
+                    },
+                ],
+                ..Default::default()
+            })
+        })
+        .on_event(move |e| sink.lock().unwrap().push(e));
+    let ((s_in, s_out), (c_in, c_out)) = pipe();
+    let srv = server.clone();
+    tokio::spawn(async move { srv.serve(s_in, s_out).await });
+    let client = Client::connect(c_in, c_out, handlers, ClientConfig::default())
+        .await
+        .unwrap();
+    let r = client.call_tool("ask", JsonObject::new()).await.unwrap();
+    let content: Value = serde_json::from_str(r.content[0].as_text().unwrap()).unwrap();
+    // Defaults are filled in only for the fields the user left out.
+    assert_eq!(content, json!({"name":"Ada","count":7,"color":"blue"}));
+    let r = client
+        .call_tool("sample", obj(json!({"topic":"t"})))
+        .await
+        .unwrap();
+    assert_eq!(
+        r.content[0].as_text(),
+        Some(r#"test-model:{"type":"text","text":"hi"}"#)
+    );
+    let r = client.call_tool("roots", JsonObject::new()).await.unwrap();
+    assert_eq!(r.content[0].as_text(), Some("file:///a,file:///b"));
+
+    // list_changed and resource updates reach the client.
+    client.subscribe("test://r").await.unwrap();
+    assert!(server.remove_tool("roots").await);
+    server.notify_resource_updated("test://r").await;
+    server
+        .notify_resource_updated("test://not-subscribed")
+        .await;
+    client.ping().await.unwrap();
+    let seen: Vec<String> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|e| format!("{e:?}"))
+        .collect();
+    assert!(seen.iter().any(|e| e == "ToolsChanged"), "{seen:?}");
+    assert_eq!(
+        seen.iter()
+            .filter(|e| e.starts_with("ResourceUpdated"))
+            .count(),
+        1,
+        "{seen:?}"
+    );
+    assert_eq!(client.list_tools().await.unwrap().len(), 2);
+
+    // A client without handlers: the server refuses to send what the client did not declare.
+    let ((s_in, s_out), (c_in, c_out)) = pipe();
+    tokio::spawn(async move { server.serve(s_in, s_out).await });
+    let bare = Client::connect(c_in, c_out, ClientHandlers::new(), ClientConfig::default())
+        .await
+        .unwrap();
+    let r = bare.call_tool("ask", JsonObject::new()).await.unwrap();
+    assert!(r.failed());
+    assert!(
+        r.content[0]
+            .as_text()
+            .unwrap()
+            .contains("does not support elicitation")
+    );
+    let r = bare
+        .call_tool("sample", obj(json!({"topic":"t"})))
+        .await
+        .unwrap();
+    assert!(
+        r.content[0]
+            .as_text()
+            .unwrap()
+            .contains("does not support sampling")
+    );
 }

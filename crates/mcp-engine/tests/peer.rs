@@ -1,0 +1,269 @@
+//! The engine over channels, with virtual time: timeouts, progress resets, the hard cap,
+//! cancellation on drop, unknown responses, ordering and the in-flight bound.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use mcp_engine::{
+    CallError, EngineConfig, HandlerResult, Peer, RequestContext, RequestOptions, Service,
+};
+use mcp_jsonrpc::{Notification, Request, to_raw};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+/// A service that records notifications and answers `sleep` after `ms` virtual milliseconds.
+#[derive(Default)]
+struct Recorder {
+    notes: Mutex<Vec<String>>,
+    running: Mutex<usize>,
+    max_running: Mutex<usize>,
+}
+
+struct Svc(Arc<Recorder>);
+
+impl Service for Svc {
+    fn call(&self, req: Request, _ctx: RequestContext) -> BoxFuture<'static, HandlerResult> {
+        let me = self.0.clone();
+        Box::pin(async move {
+            *me.running.lock().unwrap() += 1;
+            {
+                let now = *me.running.lock().unwrap();
+                let mut max = me.max_running.lock().unwrap();
+                *max = (*max).max(now);
+            }
+            let params: Value = req
+                .params
+                .as_deref()
+                .map_or(Value::Null, |p| serde_json::from_str(p.get()).unwrap());
+            let ms = params["ms"].as_u64().unwrap_or(0);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            *me.running.lock().unwrap() -= 1;
+            Ok(to_raw(&json!({"slept": ms})).unwrap())
+        })
+    }
+
+    fn notify(&self, n: Notification, _peer: &Peer) {
+        self.0.notes.lock().unwrap().push(n.method);
+    }
+}
+
+struct Remote {
+    to_engine: mpsc::Sender<Vec<u8>>,
+    from_engine: mpsc::Receiver<String>,
+}
+
+impl Remote {
+    async fn send(&self, v: Value) {
+        self.to_engine
+            .send(v.to_string().into_bytes())
+            .await
+            .unwrap();
+    }
+    async fn recv(&mut self) -> Value {
+        serde_json::from_str(&self.from_engine.recv().await.unwrap()).unwrap()
+    }
+}
+
+fn start(service: Arc<Recorder>, config: EngineConfig) -> (Peer, Remote) {
+    let (out_tx, out_rx) = mpsc::channel(64);
+    let (in_tx, in_rx) = mpsc::channel(64);
+    let peer = Peer::new(out_tx);
+    tokio::spawn(mcp_engine::run(
+        peer.clone(),
+        in_rx,
+        Arc::new(Svc(service)),
+        config,
+    ));
+    (
+        peer,
+        Remote {
+            to_engine: in_tx,
+            from_engine: out_rx,
+        },
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn timeout_sends_cancelled() {
+    let (peer, mut remote) = start(Arc::default(), EngineConfig::default());
+    let opts = RequestOptions::default().timeout(Duration::from_secs(5));
+    let call = tokio::spawn(async move { peer.request_raw("slow", json!({}), &opts).await });
+    let req = remote.recv().await;
+    assert_eq!(req["method"], "slow");
+    let err = call.await.unwrap().unwrap_err();
+    assert!(
+        matches!(err, CallError::Timeout(d) if d >= Duration::from_secs(5)),
+        "{err:?}"
+    );
+    let cancel = remote.recv().await;
+    assert_eq!(cancel["method"], "notifications/cancelled");
+    assert_eq!(cancel["params"]["requestId"], req["id"]);
+    // A late answer for the timed-out request is ignored, not an error.
+    remote
+        .send(json!({"jsonrpc":"2.0","id":req["id"],"result":{}}))
+        .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn progress_resets_the_timeout_up_to_the_cap() {
+    let (peer, mut remote) = start(Arc::default(), EngineConfig::default());
+    let seen = Arc::new(Mutex::new(0));
+    let s2 = seen.clone();
+    let opts = RequestOptions::default()
+        .timeout(Duration::from_secs(2))
+        .max_total(Duration::from_secs(7))
+        .on_progress(move |_| *s2.lock().unwrap() += 1);
+    let p2 = peer.clone();
+    let call = tokio::spawn(async move { p2.request_raw("work", json!({}), &opts).await });
+    let req = remote.recv().await;
+    let token = req["params"]["_meta"]["progressToken"].clone();
+    assert_eq!(token, req["id"], "the token is the request id");
+    let start = tokio::time::Instant::now();
+    // Progress every 1.5 s keeps a 2 s timeout alive... until the 7 s cap.
+    for i in 1..=10 {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        if call.is_finished() {
+            break;
+        }
+        remote
+            .send(json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":token,"progress":i}}))
+            .await;
+    }
+    let err = call.await.unwrap().unwrap_err();
+    assert!(matches!(err, CallError::Timeout(_)));
+    let elapsed = start.elapsed();
+    assert!(
+        elapsed >= Duration::from_secs(7) && elapsed < Duration::from_secs(9),
+        "{elapsed:?}"
+    );
+    assert!(*seen.lock().unwrap() >= 4);
+    // Progress for a token nobody holds is ignored.
+    remote
+        .send(json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":999,"progress":1}}))
+        .await;
+    assert_eq!(peer.pending_count(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_a_request_cancels_it() {
+    let (peer, mut remote) = start(Arc::default(), EngineConfig::default());
+    let p2 = peer.clone();
+    let call = tokio::spawn(async move {
+        p2.request_raw("long", json!({}), &RequestOptions::default())
+            .await
+    });
+    let req = remote.recv().await;
+    call.abort();
+    let _ = call.await;
+    let cancel = remote.recv().await;
+    assert_eq!(cancel["method"], "notifications/cancelled");
+    assert_eq!(cancel["params"]["requestId"], req["id"]);
+    assert_eq!(peer.pending_count(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn ids_are_unique_and_responses_correlate() {
+    let (peer, mut remote) = start(Arc::default(), EngineConfig::default());
+    let mut calls = Vec::new();
+    for i in 0..5 {
+        let p = peer.clone();
+        calls.push(tokio::spawn(async move {
+            p.request_as::<_, Value>("echo", &json!({"i": i}), &RequestOptions::default())
+                .await
+        }));
+    }
+    let mut reqs = Vec::new();
+    for _ in 0..5 {
+        reqs.push(remote.recv().await);
+    }
+    let mut ids: Vec<i64> = reqs.iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 5);
+    // Answer in reverse order; each caller gets its own result.
+    for r in reqs.iter().rev() {
+        remote
+            .send(json!({"jsonrpc":"2.0","id":r["id"],"result":{"i":r["params"]["i"]}}))
+            .await;
+    }
+    // Responses for unknown ids, and broken responses, are ignored.
+    remote
+        .send(json!({"jsonrpc":"2.0","id":12345,"result":{}}))
+        .await;
+    remote
+        .send(json!({"jsonrpc":"2.0","id":"x","error":{"code":1,"message":"m"}}))
+        .await;
+    for (i, c) in calls.into_iter().enumerate() {
+        assert_eq!(c.await.unwrap().unwrap(), json!({"i": i}));
+    }
+    // An error response surfaces as CallError::Rpc.
+    let p = peer.clone();
+    let call = tokio::spawn(async move {
+        p.request_raw("x", json!({}), &RequestOptions::default())
+            .await
+    });
+    let r = remote.recv().await;
+    remote
+        .send(json!({"jsonrpc":"2.0","id":r["id"],"error":{"code":-32601,"message":"no"}}))
+        .await;
+    assert_eq!(
+        call.await.unwrap().unwrap_err().rpc().unwrap().code.0,
+        -32601
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn in_flight_is_bounded_and_notifications_keep_order() {
+    let rec: Arc<Recorder> = Arc::default();
+    let config = EngineConfig {
+        max_in_flight: 3,
+        ..EngineConfig::default()
+    };
+    let (_peer, mut remote) = start(rec.clone(), config);
+    for i in 0..10 {
+        remote
+            .send(json!({"jsonrpc":"2.0","id":i,"method":"sleep","params":{"ms":100}}))
+            .await;
+        remote
+            .send(json!({"jsonrpc":"2.0","method":format!("n/{i}")}))
+            .await;
+    }
+    let mut ids = Vec::new();
+    for _ in 0..10 {
+        ids.push(remote.recv().await["id"].as_i64().unwrap());
+    }
+    ids.sort_unstable();
+    assert_eq!(
+        ids,
+        (0..10).collect::<Vec<_>>(),
+        "every request answered once"
+    );
+    assert_eq!(*rec.max_running.lock().unwrap(), 3);
+    let expected: Vec<String> = (0..10).map(|i| format!("n/{i}")).collect();
+    assert_eq!(*rec.notes.lock().unwrap(), expected);
+}
+
+#[tokio::test(start_paused = true)]
+async fn end_of_input_answers_accepted_requests_then_closes() {
+    let (peer, mut remote) = start(Arc::default(), EngineConfig::default());
+    remote
+        .send(json!({"jsonrpc":"2.0","id":1,"method":"sleep","params":{"ms":500}}))
+        .await;
+    let p = peer.clone();
+    let outgoing = tokio::spawn(async move {
+        p.request_raw("x", json!({}), &RequestOptions::default())
+            .await
+    });
+    let _ = remote.recv().await; // our own request "x"
+    let Remote {
+        to_engine,
+        mut from_engine,
+    } = remote;
+    drop(to_engine);
+    let answer: Value = serde_json::from_str(&from_engine.recv().await.unwrap()).unwrap();
+    assert_eq!(answer["id"], 1, "the accepted request is still answered");
+    assert!(matches!(outgoing.await.unwrap(), Err(CallError::Closed)));
+    assert!(peer.is_closed());
+}
