@@ -137,19 +137,17 @@ fn on_frame(
             // line, so answering cannot start an error storm. Unparseable input is not.
             let is_batch = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
                 && e.error.code == mcp_jsonrpc::ErrorCode::INVALID_REQUEST;
-            let config = &EngineConfig {
-                answer_unidentified: config.answer_unidentified || is_batch,
-                ..config.clone()
-            };
-            if let Some(reply) = error_reply(e, config) {
+            if let Some(reply) = error_reply(e, config.answer_unidentified || is_batch) {
                 let _ = peer.inner_try_send(reply.encode());
             }
         }
-        Frame::Batch(items) => on_batch(items, peer, service, config, tasks),
+        Frame::Batch(items) => on_batch(items, peer, service, tasks),
     }
 }
 
-fn error_reply(e: DecodeError, config: &EngineConfig) -> Option<Message> {
+/// The error response owed for undecodable input, if any. `answer_unidentified` says whether
+/// input without an id is answered (with `"id": null`) or only logged.
+fn error_reply(e: DecodeError, answer_unidentified: bool) -> Option<Message> {
     if !e.answerable {
         tracing::warn!(
             "dropping malformed message: {}",
@@ -160,7 +158,7 @@ fn error_reply(e: DecodeError, config: &EngineConfig) -> Option<Message> {
         );
         return None;
     }
-    if e.id.is_none() && !config.answer_unidentified {
+    if e.id.is_none() && !answer_unidentified {
         tracing::warn!(
             "dropping malformed input with no id to answer: {}",
             e.error
@@ -254,7 +252,6 @@ fn on_batch(
     items: Vec<Result<Message, DecodeError>>,
     peer: &Peer,
     service: &Arc<dyn Service>,
-    config: &EngineConfig,
     tasks: &mut JoinSet<()>,
 ) {
     if !service.batch_allowed() {
@@ -268,13 +265,8 @@ fn on_batch(
     let mut calls = Vec::new();
     for item in items {
         match item {
-            Err(e) => replies.extend(error_reply(
-                e,
-                &EngineConfig {
-                    answer_unidentified: true,
-                    ..config.clone()
-                },
-            )),
+            // Inside a batch every bad element is answered, as JSON-RPC 2.0 requires.
+            Err(e) => replies.extend(error_reply(e, true)),
             Ok(Message::Response(r)) => peer.complete(r.id, r.outcome),
             Ok(Message::Notification(n)) => service.notify(n, peer),
             Ok(Message::Request(r)) => {
