@@ -46,18 +46,18 @@ fn round_trip(c: &mut Criterion) {
             )
             .build()
             .unwrap();
-        let (c_out, mut s_in_raw) = mpsc::channel::<String>(1024);
-        let (s_out, mut c_in_raw) = mpsc::channel::<String>(1024);
+        let (c_out, mut s_in_raw) = mpsc::channel::<mcp_jsonrpc::Outbound>(1024);
+        let (s_out, mut c_in_raw) = mpsc::channel::<mcp_jsonrpc::Outbound>(1024);
         let (s_in_tx, s_in) = mpsc::channel::<Vec<u8>>(1024);
         let (c_in_tx, c_in) = mpsc::channel::<Vec<u8>>(1024);
         tokio::spawn(async move {
             while let Some(l) = s_in_raw.recv().await {
-                let _ = s_in_tx.send(l.into_bytes()).await;
+                let _ = s_in_tx.send(l.line.into_bytes()).await;
             }
         });
         tokio::spawn(async move {
             while let Some(l) = c_in_raw.recv().await {
-                let _ = c_in_tx.send(l.into_bytes()).await;
+                let _ = c_in_tx.send(l.line.into_bytes()).await;
             }
         });
         tokio::spawn(async move { server.serve(s_in, s_out).await });

@@ -146,28 +146,28 @@ async fn stray_stdout_lines_are_skipped() {
 fn pipe() -> (
     (
         tokio::sync::mpsc::Receiver<Vec<u8>>,
-        tokio::sync::mpsc::Sender<String>,
+        tokio::sync::mpsc::Sender<mcp_jsonrpc::Outbound>,
     ),
     (
         tokio::sync::mpsc::Receiver<Vec<u8>>,
-        tokio::sync::mpsc::Sender<String>,
+        tokio::sync::mpsc::Sender<mcp_jsonrpc::Outbound>,
     ),
 ) {
     use tokio::sync::mpsc;
-    let (a_out, mut a_out_rx) = mpsc::channel::<String>(64);
-    let (b_out, mut b_out_rx) = mpsc::channel::<String>(64);
+    let (a_out, mut a_out_rx) = mpsc::channel::<mcp_jsonrpc::Outbound>(64);
+    let (b_out, mut b_out_rx) = mpsc::channel::<mcp_jsonrpc::Outbound>(64);
     let (a_in_tx, a_in) = mpsc::channel::<Vec<u8>>(64);
     let (b_in_tx, b_in) = mpsc::channel::<Vec<u8>>(64);
     tokio::spawn(async move {
         while let Some(l) = a_out_rx.recv().await {
-            if b_in_tx.send(l.into_bytes()).await.is_err() {
+            if b_in_tx.send(l.line.into_bytes()).await.is_err() {
                 break;
             }
         }
     });
     tokio::spawn(async move {
         while let Some(l) = b_out_rx.recv().await {
-            if a_in_tx.send(l.into_bytes()).await.is_err() {
+            if a_in_tx.send(l.line.into_bytes()).await.is_err() {
                 break;
             }
         }

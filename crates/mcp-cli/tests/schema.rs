@@ -152,7 +152,7 @@ async fn client_output_validates() {
     for version in ProtocolVersion::LEGACY {
         let schema = SpecSchema::load(version.as_str());
         let (to_client, client_in) = mpsc::channel::<Vec<u8>>(16);
-        let (client_out, mut from_client) = mpsc::channel::<String>(16);
+        let (client_out, mut from_client) = mpsc::channel::<mcp_jsonrpc::Outbound>(16);
         let config = ClientConfig {
             protocol_version: version,
             ..ClientConfig::default()
@@ -161,7 +161,7 @@ async fn client_output_validates() {
             .roots(|| async { Ok(Default::default()) })
             .sampling(|_| async { Err(mcp_jsonrpc::ErrorObject::internal("no model")) });
         let connect = tokio::spawn(Client::connect(client_in, client_out, handlers, config));
-        let init: Value = serde_json::from_str(&from_client.recv().await.unwrap()).unwrap();
+        let init: Value = serde_json::from_str(&from_client.recv().await.unwrap().line).unwrap();
         schema.check("InitializeRequest", &init);
         let reply = json!({"jsonrpc":"2.0","id":init["id"],"result":{
             "protocolVersion": version.as_str(), "capabilities": {"tools":{}},
@@ -170,7 +170,8 @@ async fn client_output_validates() {
             .send(reply.to_string().into_bytes())
             .await
             .unwrap();
-        let initialized: Value = serde_json::from_str(&from_client.recv().await.unwrap()).unwrap();
+        let initialized: Value =
+            serde_json::from_str(&from_client.recv().await.unwrap().line).unwrap();
         schema.check("InitializedNotification", &initialized);
         let client = connect.await.unwrap().unwrap();
         let call = tokio::spawn(async move {
@@ -178,7 +179,7 @@ async fn client_output_validates() {
             args.insert("message".into(), json!("x"));
             client.call_tool("echo", args).await.map(|_| client)
         });
-        let req: Value = serde_json::from_str(&from_client.recv().await.unwrap()).unwrap();
+        let req: Value = serde_json::from_str(&from_client.recv().await.unwrap().line).unwrap();
         schema.check("CallToolRequest", &req);
         let reply = json!({"jsonrpc":"2.0","id":req["id"],"result":{"content":[{"type":"text","text":"x"}]}});
         to_client
@@ -195,7 +196,7 @@ async fn client_output_validates() {
             )
             .await
             .unwrap();
-        let answer: Value = serde_json::from_str(&from_client.recv().await.unwrap()).unwrap();
+        let answer: Value = serde_json::from_str(&from_client.recv().await.unwrap().line).unwrap();
         schema.check("ListRootsResult", &answer["result"]);
     }
 }

@@ -204,7 +204,7 @@ impl Client {
     /// [`ConnectError`] if the handshake fails.
     pub async fn connect(
         incoming: mpsc::Receiver<Vec<u8>>,
-        outgoing: mpsc::Sender<String>,
+        outgoing: mpsc::Sender<mcp_jsonrpc::Outbound>,
         handlers: ClientHandlers,
         config: ClientConfig,
     ) -> Result<Client, ConnectError> {

@@ -89,7 +89,7 @@ fn spawn_request(
     q: Queued,
     permit: tokio::sync::OwnedSemaphorePermit,
 ) -> (RequestId, AbortHandle) {
-    let peer = peer.clone();
+    let peer = peer.scoped(q.id.clone());
     let in_flight = in_flight.clone();
     let id = q.id.clone();
     let handle = tasks.spawn(async move {
@@ -138,7 +138,13 @@ fn on_frame(
             let is_batch = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
                 && e.error.code == mcp_jsonrpc::ErrorCode::INVALID_REQUEST;
             if let Some(reply) = error_reply(e, config.answer_unidentified || is_batch) {
-                let _ = peer.inner_try_send(reply.encode());
+                let scoped = match &reply {
+                    Message::Response(mcp_jsonrpc::Response { id: Some(id), .. }) => {
+                        peer.scoped(id.clone())
+                    }
+                    _ => peer.clone(),
+                };
+                let _ = scoped.inner_try_send(reply.encode());
             }
         }
         Frame::Batch(items) => on_batch(items, peer, service, tasks),
@@ -203,7 +209,9 @@ fn on_message(
             if map.contains_key(&id) {
                 drop(map);
                 let e = ErrorObject::invalid_request(format!("request id {id} is already in use"));
-                let _ = peer.inner_try_send(Message::error(Some(id), e).encode());
+                let _ = peer
+                    .scoped(id.clone())
+                    .inner_try_send(Message::error(Some(id), e).encode());
                 return;
             }
             let cancel = CancellationToken::new();
@@ -219,7 +227,7 @@ fn on_message(
             drop(map);
             let ctx = RequestContext {
                 id: id.clone(),
-                peer: peer.clone(),
+                peer: peer.scoped(id.clone()),
                 cancel,
             };
             let fut = service.call(r, ctx);
@@ -263,6 +271,7 @@ fn on_batch(
     }
     let mut replies: Vec<Message> = Vec::new();
     let mut calls = Vec::new();
+    let mut first_id: Option<RequestId> = None;
     for item in items {
         match item {
             // Inside a batch every bad element is answered, as JSON-RPC 2.0 requires.
@@ -271,9 +280,10 @@ fn on_batch(
             Ok(Message::Notification(n)) => service.notify(n, peer),
             Ok(Message::Request(r)) => {
                 let id = r.id.clone();
+                first_id.get_or_insert_with(|| id.clone());
                 let ctx = RequestContext {
                     id: id.clone(),
-                    peer: peer.clone(),
+                    peer: peer.scoped(id.clone()),
                     cancel: CancellationToken::new(),
                 };
                 calls.push(service.call(r, ctx).map(move |res| match res {
@@ -283,7 +293,11 @@ fn on_batch(
             }
         }
     }
-    let peer = peer.clone();
+    // The batch's answer is one message; it belongs with the batch's first request.
+    let peer = match first_id {
+        Some(id) => peer.scoped(id),
+        None => peer.clone(),
+    };
     tasks.spawn(async move {
         replies.extend(futures::future::join_all(calls).await);
         if !replies.is_empty() {

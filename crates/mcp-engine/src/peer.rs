@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use mcp_jsonrpc::{ErrorObject, Message, RawJson, RequestId, to_raw};
+use mcp_jsonrpc::{ErrorObject, Message, Outbound, RawJson, RequestId, to_raw};
 use mcp_types::methods::{Notification as NotificationMethod, Request as RequestMethod};
 use mcp_types::{CancelledParams, ProgressParams, ProgressToken};
 use serde::Serialize;
@@ -27,7 +27,7 @@ struct Pending {
 }
 
 pub(crate) struct Inner {
-    out: mpsc::Sender<String>,
+    out: mpsc::Sender<Outbound>,
     next_id: AtomicI64,
     pending: Mutex<HashMap<i64, Pending>>,
     closed: AtomicBool,
@@ -36,9 +36,13 @@ pub(crate) struct Inner {
 /// A handle to one connection: send requests and notifications to the other side.
 ///
 /// Cheap to clone. Ids are integers, allocated monotonically per connection, never reused.
+/// A peer handed to a request handler is *scoped* to that request: what it sends is marked as
+/// belonging to the request, so transports with several streams (HTTP) can deliver it on the
+/// request's own stream.
 #[derive(Clone)]
 pub struct Peer {
     pub(crate) inner: Arc<Inner>,
+    related: Option<RequestId>,
 }
 
 impl fmt::Debug for Peer {
@@ -75,7 +79,7 @@ impl Drop for PendingGuard<'_> {
 
 impl Peer {
     /// A peer writing encoded messages to `out`.
-    pub fn new(out: mpsc::Sender<String>) -> Self {
+    pub fn new(out: mpsc::Sender<Outbound>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 out,
@@ -83,6 +87,27 @@ impl Peer {
                 pending: Mutex::new(HashMap::new()),
                 closed: AtomicBool::new(false),
             }),
+            related: None,
+        }
+    }
+
+    /// The same connection, with everything sent marked as belonging to request `id`.
+    pub fn scoped(&self, id: RequestId) -> Peer {
+        Peer {
+            inner: self.inner.clone(),
+            related: Some(id),
+        }
+    }
+
+    /// The request this peer is scoped to, if any.
+    pub fn related(&self) -> Option<&RequestId> {
+        self.related.as_ref()
+    }
+
+    fn outbound(&self, line: String) -> Outbound {
+        Outbound {
+            line,
+            related: self.related.clone(),
         }
     }
 
@@ -113,9 +138,10 @@ impl Peer {
     /// # Errors
     /// [`CallError::Closed`] if the connection is gone.
     pub async fn send_raw(&self, line: String) -> Result<(), CallError> {
+        let out = self.outbound(line);
         self.inner
             .out
-            .send(line)
+            .send(out)
             .await
             .map_err(|_| CallError::Closed)
     }
@@ -306,7 +332,7 @@ impl Peer {
         };
         if let Ok(msg) = Message::notification("notifications/cancelled", &params) {
             // Best effort: if the queue is full or closed the peer learns from the timeout.
-            let _ = self.inner.out.try_send(msg.encode());
+            let _ = self.inner.out.try_send(self.outbound(msg.encode()));
         }
     }
 
@@ -366,7 +392,7 @@ impl Peer {
 impl Peer {
     /// Queues a line without waiting; drops it (with a log) if the queue is full.
     pub(crate) fn inner_try_send(&self, line: String) -> bool {
-        match self.inner.out.try_send(line) {
+        match self.inner.out.try_send(self.outbound(line)) {
             Ok(()) => true,
             Err(e) => {
                 tracing::warn!("outgoing queue full or closed; dropped a message: {e}");

@@ -51,7 +51,7 @@ impl Service for Svc {
 
 struct Remote {
     to_engine: mpsc::Sender<Vec<u8>>,
-    from_engine: mpsc::Receiver<String>,
+    from_engine: mpsc::Receiver<mcp_jsonrpc::Outbound>,
 }
 
 impl Remote {
@@ -62,7 +62,7 @@ impl Remote {
             .unwrap();
     }
     async fn recv(&mut self) -> Value {
-        serde_json::from_str(&self.from_engine.recv().await.unwrap()).unwrap()
+        serde_json::from_str(&self.from_engine.recv().await.unwrap().line).unwrap()
     }
 }
 
@@ -262,8 +262,55 @@ async fn end_of_input_answers_accepted_requests_then_closes() {
         mut from_engine,
     } = remote;
     drop(to_engine);
-    let answer: Value = serde_json::from_str(&from_engine.recv().await.unwrap()).unwrap();
+    let answer: Value = serde_json::from_str(&from_engine.recv().await.unwrap().line).unwrap();
     assert_eq!(answer["id"], 1, "the accepted request is still answered");
     assert!(matches!(outgoing.await.unwrap(), Err(CallError::Closed)));
     assert!(peer.is_closed());
+}
+
+/// Sends a notification through the handler's peer before answering.
+struct Chatty;
+
+impl Service for Chatty {
+    fn call(&self, _req: Request, ctx: RequestContext) -> BoxFuture<'static, HandlerResult> {
+        Box::pin(async move {
+            ctx.peer
+                .notify_raw("notifications/message", &json!({"level":"info","data":"x"}))
+                .await
+                .unwrap();
+            Ok(to_raw(&json!({})).unwrap())
+        })
+    }
+    fn notify(&self, _n: Notification, _peer: &Peer) {}
+}
+
+#[tokio::test]
+async fn messages_are_tagged_with_their_request() {
+    let (out_tx, mut out_rx) = mpsc::channel(64);
+    let (in_tx, in_rx) = mpsc::channel(64);
+    let peer = Peer::new(out_tx);
+    tokio::spawn(mcp_engine::run(
+        peer.clone(),
+        in_rx,
+        Arc::new(Chatty),
+        EngineConfig::default(),
+    ));
+    in_tx
+        .send(br#"{"jsonrpc":"2.0","id":"a","method":"x"}"#.to_vec())
+        .await
+        .unwrap();
+    let note = out_rx.recv().await.unwrap();
+    assert!(note.line.contains("notifications/message"));
+    assert_eq!(note.related, Some(mcp_jsonrpc::RequestId::from("a")));
+    let answer = out_rx.recv().await.unwrap();
+    assert!(answer.line.contains(r#""id":"a""#));
+    assert_eq!(answer.related, Some(mcp_jsonrpc::RequestId::from("a")));
+    peer.notify_raw("notifications/tools/list_changed", &json!({}))
+        .await
+        .unwrap();
+    assert_eq!(
+        out_rx.recv().await.unwrap().related,
+        None,
+        "the connection's own peer is unscoped"
+    );
 }

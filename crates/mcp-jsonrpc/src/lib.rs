@@ -18,7 +18,7 @@ pub mod message;
 pub use error::{ErrorCode, ErrorObject};
 pub use id::RequestId;
 pub use message::{
-    DecodeError, Frame, Message, Notification, RawJson, Request, Response, encode_batch,
+    DecodeError, Frame, Message, Notification, Outbound, RawJson, Request, Response, encode_batch,
     parse_params, to_raw,
 };
 pub use serde_json::value::RawValue;

@@ -539,3 +539,30 @@ mod tests {
         assert!(matches!(Frame::decode(b"[1,"), Frame::Single(Err(e)) if e.error.code.0 == -32700));
     }
 }
+
+/// An encoded message on its way out, with the id of the incoming request it belongs to (its
+/// response, or a notification or request sent while handling it). Stream transports only
+/// write `line`; HTTP uses `related` to pick the stream the message goes on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outbound {
+    /// The encoded message (one line of JSON).
+    pub line: String,
+    /// The incoming request this message belongs to, if any.
+    pub related: Option<RequestId>,
+}
+
+impl Outbound {
+    /// A message that belongs to no particular request.
+    pub fn unrelated(line: String) -> Self {
+        Self {
+            line,
+            related: None,
+        }
+    }
+}
+
+impl AsRef<str> for Outbound {
+    fn as_ref(&self) -> &str {
+        &self.line
+    }
+}

@@ -472,7 +472,11 @@ impl Server {
 
     /// Serves one connection given the transport's channels; returns when the input ends and
     /// every accepted request has been answered.
-    pub async fn serve(&self, incoming: mpsc::Receiver<Vec<u8>>, outgoing: mpsc::Sender<String>) {
+    pub async fn serve(
+        &self,
+        incoming: mpsc::Receiver<Vec<u8>>,
+        outgoing: mpsc::Sender<mcp_jsonrpc::Outbound>,
+    ) {
         let peer = Peer::new(outgoing);
         let session = Arc::new(Session::new(self.inner.clone()));
         {

@@ -113,14 +113,18 @@ pub async fn read_frames<R: AsyncBufRead + Unpin>(
 
 /// Writes each received line plus `\n`, flushing whenever the queue is momentarily empty
 /// (so pipelined responses go out in few writes).
-pub async fn write_frames<W: AsyncWrite + Unpin>(writer: W, mut rx: mpsc::Receiver<String>) {
+pub async fn write_frames<W, T>(writer: W, mut rx: mpsc::Receiver<T>)
+where
+    W: AsyncWrite + Unpin,
+    T: AsRef<str>,
+{
     let mut w = tokio::io::BufWriter::with_capacity(64 * 1024, writer);
     while let Some(line) = rx.recv().await {
-        if write_line(&mut w, &line).await.is_err() {
+        if write_line(&mut w, line.as_ref()).await.is_err() {
             return;
         }
         while let Ok(line) = rx.try_recv() {
-            if write_line(&mut w, &line).await.is_err() {
+            if write_line(&mut w, line.as_ref()).await.is_err() {
                 return;
             }
         }

@@ -1,5 +1,6 @@
 //! The server side of stdio: frames from stdin, lines to stdout.
 
+use mcp_jsonrpc::Outbound;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -11,7 +12,7 @@ pub struct Channels {
     /// Incoming frames, one JSON text each.
     pub incoming: mpsc::Receiver<Vec<u8>>,
     /// Outgoing encoded messages.
-    pub outgoing: mpsc::Sender<String>,
+    pub outgoing: mpsc::Sender<Outbound>,
 }
 
 /// Queue depth between the transport tasks and the engine.
