@@ -24,12 +24,24 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve the built-in demo server (over stdio).
-    #[command(after_help = "Example:\n  mcp serve --stdio")]
+    /// Serve the built-in demo server over Streamable HTTP (default 127.0.0.1:8080/mcp) or stdio.
+    #[command(
+        after_help = "Examples:\n  mcp serve\n  mcp serve --listen 127.0.0.1:9000\n  mcp serve --stdio"
+    )]
     Serve {
-        /// Serve over stdin/stdout (the default until the HTTP transport lands).
+        /// Serve over stdin/stdout instead of HTTP.
         #[arg(long)]
         stdio: bool,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: std::net::SocketAddr,
+        /// Allow listening on a non-loopback address.
+        #[arg(long)]
+        allow_remote: bool,
+        /// Host names accepted in `Host`/`Origin` besides the loopback names (DNS-rebinding
+        /// protection); repeat for several.
+        #[arg(long = "allowed-host")]
+        allowed_hosts: Vec<String>,
     },
     /// List the tools of a stdio server.
     #[command(after_help = "Example:\n  mcp tools -- mcp serve --stdio")]
@@ -135,11 +147,44 @@ fn main() -> std::process::ExitCode {
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Serve { stdio: _ } => {
+        Command::Serve {
+            stdio,
+            listen,
+            allow_remote,
+            allowed_hosts,
+        } => {
             let server = demo::server()?;
-            let (io, writer) = mcp_transport::stdio(server.config().max_line);
-            server.serve(io.incoming, io.outgoing).await;
-            let _ = writer.await;
+            if stdio {
+                let (io, writer) = mcp_transport::stdio(server.config().max_line);
+                server.serve(io.incoming, io.outgoing).await;
+                let _ = writer.await;
+                return Ok(());
+            }
+            if !listen.ip().is_loopback() {
+                if !allow_remote {
+                    bail!("refusing to listen on non-loopback {listen} without --allow-remote");
+                }
+                tracing::warn!(
+                    "listening on non-loopback address {listen}: anyone who can reach it can use this server"
+                );
+            }
+            let mut hosts = allowed_hosts;
+            if !hosts.is_empty() {
+                hosts.extend(["localhost", "127.0.0.1", "[::1]"].map(String::from));
+            }
+            let config = mcp_http::HttpConfig {
+                allowed_hosts: hosts,
+                ..Default::default()
+            };
+            let http = mcp_http::StreamableHttp::new(server, config);
+            let listener = tokio::net::TcpListener::bind(listen)
+                .await
+                .with_context(|| format!("cannot listen on {listen}"))?;
+            eprintln!(
+                "mcp: serving the demo server at http://{}/mcp",
+                listener.local_addr()?
+            );
+            http.serve(listener).await?;
             Ok(())
         }
         Command::Tools { json, server } => {

@@ -133,6 +133,15 @@ impl Peer {
         self.lock_pending().remove(&id)
     }
 
+    /// Asks the transport to end the stream of the request this peer is scoped to, without
+    /// ending the request: its remaining messages are kept for the client to fetch when it
+    /// resumes (Streamable HTTP polling). A no-op on transports with a single stream.
+    pub async fn close_stream(&self) {
+        if self.related.is_some() {
+            let _ = self.inner.out.send(self.outbound(String::new())).await;
+        }
+    }
+
     /// Sends an already-encoded message.
     ///
     /// # Errors

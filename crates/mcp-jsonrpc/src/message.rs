@@ -542,7 +542,9 @@ mod tests {
 
 /// An encoded message on its way out, with the id of the incoming request it belongs to (its
 /// response, or a notification or request sent while handling it). Stream transports only
-/// write `line`; HTTP uses `related` to pick the stream the message goes on.
+/// write `line`; HTTP uses `related` to pick the stream the message goes on. An empty `line`
+/// is not a message but a request to end the related request's stream (see
+/// `Peer::close_stream`); stream transports skip it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outbound {
     /// The encoded message (one line of JSON).

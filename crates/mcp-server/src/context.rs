@@ -61,6 +61,12 @@ impl Ctx {
         self.session.client_capabilities()
     }
 
+    /// Ends the HTTP stream this request is answered on, while the request goes on: the client
+    /// reconnects (GET with `Last-Event-ID`) and gets the rest there. Does nothing on stdio.
+    pub async fn close_stream(&self) {
+        self.rc.peer.close_stream().await;
+    }
+
     /// Reports progress, if the client asked for it (`_meta.progressToken`); otherwise a no-op.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
         let Some(token) = self.progress_token.clone() else {

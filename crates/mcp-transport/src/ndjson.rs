@@ -138,6 +138,9 @@ where
 }
 
 async fn write_line<W: AsyncWrite + Unpin>(w: &mut W, line: &str) -> std::io::Result<()> {
+    if line.is_empty() {
+        return Ok(()); // a stream-control marker, not a message
+    }
     w.write_all(line.as_bytes()).await?;
     w.write_all(b"\n").await
 }

@@ -1,0 +1,24 @@
+//! MCP over Streamable HTTP (protocol revisions 2025-03-26 to 2025-11-25).
+//!
+//! [`StreamableHttp`] turns an [`mcp_server::Server`] into an axum `Router` with one endpoint
+//! (`/mcp` by default) answering POST, GET and DELETE:
+//!
+//! - sessions with `Mcp-Session-Id` (128 random bits from the OS), 400 without one, 404 for an
+//!   unknown or ended one, DELETE to end, idle expiry;
+//! - `application/json` or `text/event-stream` responses ([`ResponseMode`]); a request's
+//!   notifications and server-to-client requests travel on its own POST stream, everything
+//!   else on the GET stream, each message on exactly one stream;
+//! - SSE priming events, `retry`, resumption with `Last-Event-ID` from a per-stream log;
+//! - `Host`/`Origin` validation (DNS-rebinding protection) on by default, `MCP-Protocol-Version`
+//!   (400), `Accept` (406), `Content-Type` (415) and body size (413) checks.
+
+// Handlers return `Result<_, Response>`, the axum idiom; the Err size does not matter there.
+#![allow(clippy::result_large_err)]
+
+mod config;
+mod guard;
+mod server;
+mod session;
+
+pub use config::{HttpConfig, ResponseMode};
+pub use server::StreamableHttp;

@@ -1,0 +1,511 @@
+//! [`StreamableHttp`]: the MCP endpoint as an axum `Router` (POST, GET, DELETE).
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use mcp_jsonrpc::{DecodeError, ErrorCode, ErrorObject, Frame, Message, RequestId};
+use mcp_server::Server;
+use mcp_types::{Feature, InitializeParams, ProtocolVersion};
+use tokio::sync::mpsc;
+
+use crate::config::{HttpConfig, ResponseMode};
+use crate::guard;
+use crate::session::{Event, Session};
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+
+struct Inner {
+    server: Server,
+    config: Arc<HttpConfig>,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+impl Inner {
+    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Session>>> {
+        self.sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn remove(&self, id: &str) -> Option<Arc<Session>> {
+        let s = self.sessions().remove(id);
+        if let Some(s) = &s {
+            s.close();
+        }
+        s
+    }
+}
+
+/// A Streamable HTTP endpoint serving one [`Server`]. Cheap to clone.
+#[derive(Clone)]
+pub struct StreamableHttp {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for StreamableHttp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamableHttp")
+            .field("path", &self.inner.config.path)
+            .finish_non_exhaustive()
+    }
+}
+
+fn rpc_error(
+    status: StatusCode,
+    id: Option<RequestId>,
+    code: ErrorCode,
+    message: &str,
+) -> Response {
+    let body = Message::error(id, ErrorObject::new(code, message)).encode();
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+fn bad_request(message: &str) -> Response {
+    rpc_error(
+        StatusCode::BAD_REQUEST,
+        None,
+        ErrorCode::INVALID_REQUEST,
+        message,
+    )
+}
+
+fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn accepts(headers: &HeaderMap, mime: &str) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| {
+            v.split(',')
+                .map(|p| p.split(';').next().unwrap_or("").trim())
+                .any(|m| m == mime || m == "*/*")
+        })
+}
+
+/// Checks what every request must satisfy: Host/Origin and a known protocol version header.
+fn common_checks(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Response> {
+    if let Err(refusal) = guard::check(config, headers) {
+        tracing::warn!(?refusal, "refused by DNS-rebinding protection");
+        return Err(rpc_error(
+            StatusCode::FORBIDDEN,
+            None,
+            ErrorCode::INVALID_REQUEST,
+            "Forbidden: Host or Origin not allowed",
+        ));
+    }
+    if let Some(v) = header_str(headers, VERSION_HEADER) {
+        if ProtocolVersion::parse(v).is_none_or(|v| !v.is_legacy()) {
+            return Err(bad_request(&format!(
+                "Unsupported MCP-Protocol-Version: {v}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn sse_event(e: &Event) -> String {
+    let mut s = format!("id: {}\nevent: message\n", e.id);
+    for line in e.data.lines() {
+        s.push_str("data: ");
+        s.push_str(line);
+        s.push('\n');
+    }
+    s.push('\n');
+    s
+}
+
+fn priming(token: &str, retry: Duration) -> String {
+    format!("id: {token}-0\nretry: {}\ndata: \n\n", retry.as_millis())
+}
+
+fn sse_response(
+    first: Vec<String>,
+    rx: Option<mpsc::Receiver<Event>>,
+    keep_alive: Duration,
+    session: Option<&str>,
+) -> Response {
+    let state = (std::collections::VecDeque::from(first), rx, false);
+    let stream = futures::stream::unfold(state, move |(mut queue, mut rx, done)| async move {
+        if let Some(chunk) = queue.pop_front() {
+            return Some((Ok::<_, Infallible>(Bytes::from(chunk)), (queue, rx, done)));
+        }
+        if done {
+            return None;
+        }
+        let live = rx.as_mut()?;
+        match tokio::time::timeout(keep_alive, live.recv()).await {
+            Ok(Some(e)) => {
+                let last = e.last;
+                Some((Ok(Bytes::from(sse_event(&e))), (queue, rx, last)))
+            }
+            Ok(None) => None,
+            Err(_) => Some((
+                Ok(Bytes::from_static(b": keep-alive\n\n")),
+                (queue, rx, false),
+            )),
+        }
+    });
+    let mut resp = Response::new(Body::from_stream(stream));
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    if let Some(id) = session.and_then(|s| HeaderValue::from_str(s).ok()) {
+        h.insert(SESSION_HEADER, id);
+    }
+    resp
+}
+
+fn json_response(body: String, session: Option<&str>) -> Response {
+    let mut resp = (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response();
+    if let Some(id) = session.and_then(|s| HeaderValue::from_str(s).ok()) {
+        resp.headers_mut().insert(SESSION_HEADER, id);
+    }
+    resp
+}
+
+impl StreamableHttp {
+    /// An endpoint for `server`.
+    pub fn new(server: Server, config: HttpConfig) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                server,
+                config: Arc::new(config),
+                sessions: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &HttpConfig {
+        &self.inner.config
+    }
+
+    /// Open sessions.
+    pub fn session_count(&self) -> usize {
+        self.inner.sessions().len()
+    }
+
+    /// The axum router serving the endpoint at `config.path`. Must be called inside a tokio
+    /// runtime (it starts the idle-session reaper).
+    pub fn router(&self) -> axum::Router {
+        let weak = Arc::downgrade(&self.inner);
+        tokio::spawn(reap(weak, self.inner.config.session_idle_timeout));
+        axum::Router::new()
+            .route(
+                &self.inner.config.path,
+                post(handle_post).get(handle_get).delete(handle_delete),
+            )
+            .layer(DefaultBodyLimit::max(self.inner.config.max_body))
+            .with_state(self.inner.clone())
+    }
+
+    /// Serves on `listener` until the future is dropped (TCP_NODELAY on every connection).
+    ///
+    /// # Errors
+    /// I/O errors of the listener.
+    pub async fn serve(&self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+        use axum::serve::ListenerExt;
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        axum::serve(listener, self.router()).await
+    }
+}
+
+async fn reap(inner: Weak<Inner>, idle: Duration) {
+    let period = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
+    loop {
+        tokio::time::sleep(period).await;
+        let Some(inner) = inner.upgrade() else { return };
+        let now = Instant::now();
+        let expired: Vec<String> = inner
+            .sessions()
+            .iter()
+            .filter(|(_, s)| {
+                s.idle_since()
+                    .is_some_and(|t| now.duration_since(t) >= idle)
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in expired {
+            tracing::debug!(session = %id, "idle session expired");
+            inner.remove(&id);
+        }
+    }
+}
+
+fn start_session(inner: &Arc<Inner>, version: ProtocolVersion) -> Arc<Session> {
+    let (in_tx, in_rx) = mpsc::channel(64);
+    let (out_tx, mut out_rx) = mpsc::channel(1024);
+    let session = Session::new(in_tx, version, inner.config.clone());
+    let server = inner.server.clone();
+    tokio::spawn(async move { server.serve(in_rx, out_tx).await });
+    let weak = Arc::downgrade(&session);
+    tokio::spawn(async move {
+        while let Some(out) = out_rx.recv().await {
+            match weak.upgrade() {
+                Some(s) => s.route(out),
+                None => return,
+            }
+        }
+    });
+    inner.sessions().insert(session.id.clone(), session.clone());
+    session
+}
+
+/// Undecodable input over HTTP: 400 with the JSON-RPC error (HTTP has no error storm to fear).
+fn decode_error_response(e: DecodeError) -> Response {
+    let body = Message::error(e.id, e.error).encode();
+    (
+        StatusCode::BAD_REQUEST,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
+}
+
+async fn handle_post(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(r) = common_checks(&inner.config, &headers) {
+        return r;
+    }
+    let ct = header_str(&headers, header::CONTENT_TYPE.as_str()).unwrap_or("");
+    if !ct
+        .split(';')
+        .next()
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+    {
+        return rpc_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            None,
+            ErrorCode::INVALID_REQUEST,
+            "Content-Type must be application/json",
+        );
+    }
+    if !(accepts(&headers, "application/json") && accepts(&headers, "text/event-stream")) {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            ErrorCode::INVALID_REQUEST,
+            "Accept must list application/json and text/event-stream",
+        );
+    }
+    let (messages, batch) = match Frame::decode(&body) {
+        Frame::Single(Ok(m)) => (vec![m], false),
+        Frame::Single(Err(e)) => return decode_error_response(e),
+        Frame::Batch(items) => {
+            let mut ok = Vec::with_capacity(items.len());
+            for item in items {
+                match item {
+                    Ok(m) => ok.push(m),
+                    Err(e) => return decode_error_response(e),
+                }
+            }
+            (ok, true)
+        }
+    };
+    let initialize = messages.iter().find_map(|m| match m {
+        Message::Request(r) if r.method == "initialize" => Some(r),
+        _ => None,
+    });
+    let (session, new_session) = match header_str(&headers, SESSION_HEADER) {
+        Some(id) => match inner.sessions().get(id).cloned() {
+            Some(s) => (s, false),
+            None => {
+                return rpc_error(
+                    StatusCode::NOT_FOUND,
+                    None,
+                    ErrorCode::INVALID_REQUEST,
+                    "Session not found",
+                );
+            }
+        },
+        None => {
+            let Some(init) = initialize.filter(|_| !batch) else {
+                return bad_request("Bad Request: Mcp-Session-Id header is required");
+            };
+            if inner.sessions().len() >= inner.config.max_sessions {
+                return rpc_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    None,
+                    ErrorCode::INTERNAL_ERROR,
+                    "Too many sessions",
+                );
+            }
+            let requested = mcp_jsonrpc::parse_params::<InitializeParams>(init.params.as_deref())
+                .map(|p| ProtocolVersion::negotiate_legacy(&p.protocol_version))
+                .unwrap_or(ProtocolVersion::LATEST_LEGACY);
+            (start_session(&inner, requested), true)
+        }
+    };
+    session.touch();
+    if batch && !session.version().has(Feature::Batching) {
+        return bad_request(
+            "JSON-RPC batches are not supported by the negotiated protocol version",
+        );
+    }
+    let ids: Vec<RequestId> = messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Request(r) => Some(r.id.clone()),
+            _ => None,
+        })
+        .collect();
+    if ids.is_empty() {
+        if !session.feed(body.to_vec()).await {
+            return rpc_error(
+                StatusCode::NOT_FOUND,
+                None,
+                ErrorCode::INVALID_REQUEST,
+                "Session not found",
+            );
+        }
+        return StatusCode::ACCEPTED.into_response();
+    }
+    // A batch gets one answer (an array), related to its first request.
+    let (routed, answers) = if batch {
+        (vec![ids[0].clone()], 1)
+    } else {
+        (ids.clone(), ids.len())
+    };
+    let (token, mut rx) = session.open_post_stream(&routed, answers);
+    if !session.feed(body.to_vec()).await {
+        return rpc_error(
+            StatusCode::NOT_FOUND,
+            None,
+            ErrorCode::INVALID_REQUEST,
+            "Session not found",
+        );
+    }
+    let session_header = new_session.then_some(session.id.as_str());
+    let mode = inner.config.response_mode;
+    let Some(first) = rx.recv().await else {
+        // The stream was detached before anything was sent (polling mode).
+        return sse_response(
+            vec![priming(&token, inner.config.sse_retry)],
+            None,
+            inner.config.keep_alive,
+            session_header,
+        );
+    };
+    if new_session && first.last && first.data.contains(r#""error""#) {
+        // A failed initialize leaves no session behind.
+        inner.remove(&session.id);
+        return json_response(first.data, None);
+    }
+    let json = match mode {
+        ResponseMode::Json => true,
+        ResponseMode::Sse => false,
+        ResponseMode::Auto => first.last,
+    };
+    if json {
+        let mut last = first;
+        while !last.last {
+            match rx.recv().await {
+                Some(e) => last = e,
+                None => break,
+            }
+        }
+        return json_response(last.data, session_header);
+    }
+    let mut chunks = Vec::new();
+    if session.version() >= ProtocolVersion::V2025_11_25 {
+        chunks.push(priming(&token, inner.config.sse_retry));
+    }
+    let done = first.last;
+    chunks.push(sse_event(&first));
+    let rx = (!done).then_some(rx);
+    sse_response(chunks, rx, inner.config.keep_alive, session_header)
+}
+
+fn session_of(inner: &Inner, headers: &HeaderMap) -> Result<Arc<Session>, Response> {
+    let Some(id) = header_str(headers, SESSION_HEADER) else {
+        return Err(bad_request(
+            "Bad Request: Mcp-Session-Id header is required",
+        ));
+    };
+    inner.sessions().get(id).cloned().ok_or_else(|| {
+        rpc_error(
+            StatusCode::NOT_FOUND,
+            None,
+            ErrorCode::INVALID_REQUEST,
+            "Session not found",
+        )
+    })
+}
+
+async fn handle_get(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Response {
+    if let Err(r) = common_checks(&inner.config, &headers) {
+        return r;
+    }
+    if !accepts(&headers, "text/event-stream") {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            ErrorCode::INVALID_REQUEST,
+            "Accept must list text/event-stream",
+        );
+    }
+    let session = match session_of(&inner, &headers) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    session.touch();
+    let keep_alive = inner.config.keep_alive;
+    if let Some(last) = header_str(&headers, "last-event-id") {
+        let Some(resumed) = session.resume(last) else {
+            return rpc_error(
+                StatusCode::NOT_FOUND,
+                None,
+                ErrorCode::INVALID_REQUEST,
+                "Unknown Last-Event-ID for this session",
+            );
+        };
+        let chunks: Vec<String> = resumed.replay.iter().map(sse_event).collect();
+        return sse_response(chunks, resumed.live, keep_alive, None);
+    }
+    let Some((token, rx)) = session.open_standalone() else {
+        return rpc_error(
+            StatusCode::CONFLICT,
+            None,
+            ErrorCode::INVALID_REQUEST,
+            "A GET stream is already open for this session",
+        );
+    };
+    sse_response(
+        vec![priming(&token, inner.config.sse_retry)],
+        Some(rx),
+        keep_alive,
+        None,
+    )
+}
+
+async fn handle_delete(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Response {
+    if let Err(r) = common_checks(&inner.config, &headers) {
+        return r;
+    }
+    let session = match session_of(&inner, &headers) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    inner.remove(&session.id);
+    StatusCode::OK.into_response()
+}
