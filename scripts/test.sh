@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test of the workspace. Installs what the tests need first (today: nothing beyond
-# the Rust toolchain; later the Node conformance suite and Redis).
+# Runs every test of the workspace, then the official conformance suite. Installs what the
+# tests need (Node 22 and the suite, from the npm registry).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
@@ -11,3 +11,4 @@ fi
 cargo build --workspace --all-targets
 cargo test --workspace --all-targets
 cargo test --workspace --doc
+./scripts/conformance.sh

@@ -1,0 +1,37 @@
+//! Fixture server for the official conformance suite: Streamable HTTP at
+//! `http://127.0.0.1:$PORT/mcp` (PORT defaults to 3000).
+//!
+//! `MCP_CONFORMANCE_NO_DNS_PROTECTION=1` switches DNS-rebinding protection off: the negative
+//! self-test that proves the suite's check can fail.
+
+use std::time::Duration;
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("MCP_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let port: u16 = std::env::var("PORT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(3000);
+    let protect = std::env::var("MCP_CONFORMANCE_NO_DNS_PROTECTION").is_err();
+    let config = mcp_http::HttpConfig {
+        dns_rebinding_protection: protect,
+        response_mode: mcp_http::ResponseMode::Sse,
+        sse_retry: Duration::from_millis(500),
+        ..Default::default()
+    };
+    let http = mcp_http::StreamableHttp::new(mcp_conformance::server()?, config);
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    eprintln!(
+        "mcp-conformance-server listening on http://{}/mcp",
+        listener.local_addr()?
+    );
+    http.serve(listener).await?;
+    Ok(())
+}

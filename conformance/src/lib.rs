@@ -1,0 +1,452 @@
+//! The conformance fixtures: the "everything" server the official suite expects (tool,
+//! resource and prompt names are the suite's contract), built on the public API.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use mcp_jsonrpc::ErrorObject;
+use mcp_server::{Ctx, Server, ToolFn};
+use mcp_types::{
+    CallToolResult, CompleteResult, Completion, Content, CreateMessageParams, ElicitParams,
+    EmbeddedResource, GetPromptResult, JsonObject, LoggingLevel, MediaContent, OneOrMany, Prompt,
+    PromptArgument, PromptMessage, ReadResourceResult, Resource, ResourceContents,
+    ResourceTemplate, Role, SamplingMessage, Tool,
+};
+use serde_json::{Value, json};
+
+/// A 1×1 PNG.
+pub const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+/// A WAV header with no samples.
+pub const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEARKwAAIhYAQACABAAZGF0YQAAAAA=";
+
+fn obj(v: Value) -> JsonObject {
+    match v {
+        Value::Object(m) => m,
+        _ => JsonObject::new(),
+    }
+}
+
+fn tool(name: &str, description: &str, schema: Value) -> Tool {
+    Tool {
+        name: name.to_owned(),
+        description: Some(description.to_owned()),
+        input_schema: obj(schema),
+        ..Tool::default()
+    }
+}
+
+fn no_args() -> Value {
+    json!({"type": "object", "properties": {}})
+}
+
+fn handler<F, Fut>(f: F) -> ToolFn
+where
+    F: Fn(Ctx, JsonObject) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<CallToolResult, ErrorObject>> + Send + 'static,
+{
+    std::sync::Arc::new(move |ctx, args| Box::pin(f(ctx, args)))
+}
+
+fn image() -> Content {
+    Content::Image(MediaContent {
+        data: PNG.into(),
+        mime_type: "image/png".into(),
+        ..Default::default()
+    })
+}
+
+fn embedded(uri: &str, mime: &str, text: &str) -> Content {
+    Content::Resource(EmbeddedResource {
+        resource: ResourceContents::text(uri, Some(mime), text),
+        annotations: None,
+        meta: None,
+        extra: JsonObject::new(),
+    })
+}
+
+fn arg(args: &JsonObject, name: &str) -> String {
+    args.get(name)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+async fn elicit(ctx: &Ctx, message: &str, schema: Value) -> Result<CallToolResult, ErrorObject> {
+    let params = ElicitParams {
+        message: message.to_owned(),
+        requested_schema: Some(obj(schema)),
+        ..Default::default()
+    };
+    Ok(match ctx.elicit(&params).await {
+        Ok(r) => CallToolResult::text(format!(
+            "User response: action={}, content={}",
+            serde_json::to_value(r.action)
+                .unwrap_or(Value::Null)
+                .as_str()
+                .unwrap_or(""),
+            Value::Object(r.content.unwrap_or_default())
+        )),
+        Err(e) => CallToolResult::error(format!("Elicitation failed: {e}")),
+    })
+}
+
+fn tools(b: mcp_server::ServerBuilder) -> mcp_server::ServerBuilder {
+    b.raw_tool(
+        tool("test_simple_text", "Returns simple text content", no_args()),
+        handler(|_, _| async { Ok(CallToolResult::text("This is a simple text response for testing.")) }),
+    )
+    .raw_tool(
+        tool("test_image_content", "Returns image content", no_args()),
+        handler(|_, _| async { Ok(CallToolResult::success(vec![image()])) }),
+    )
+    .raw_tool(
+        tool("test_audio_content", "Returns audio content", no_args()),
+        handler(|_, _| async {
+            let audio = MediaContent { data: WAV.into(), mime_type: "audio/wav".into(), ..Default::default() };
+            Ok(CallToolResult::success(vec![Content::Audio(audio)]))
+        }),
+    )
+    .raw_tool(
+        tool("test_embedded_resource", "Returns an embedded resource", no_args()),
+        handler(|_, _| async {
+            Ok(CallToolResult::success(vec![embedded(
+                "test://embedded-resource",
+                "text/plain",
+                "This is an embedded resource content.",
+            )]))
+        }),
+    )
+    .raw_tool(
+        tool("test_multiple_content_types", "Returns text, image and resource content", no_args()),
+        handler(|_, _| async {
+            Ok(CallToolResult::success(vec![
+                Content::text("Multiple content types test:"),
+                image(),
+                embedded("test://mixed-content-resource", "application/json", r#"{"test":"data","value":123}"#),
+            ]))
+        }),
+    )
+    .raw_tool(
+        tool("test_tool_with_logging", "Sends log messages while running", no_args()),
+        handler(|ctx, _| async move {
+            for (i, msg) in ["Tool execution started", "Tool processing data", "Tool execution completed"].iter().enumerate() {
+                if i > 0 {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                ctx.log(LoggingLevel::Info, Some("conformance"), json!(msg)).await;
+            }
+            Ok(CallToolResult::text("Tool with logging executed successfully"))
+        }),
+    )
+    .raw_tool(
+        tool("test_tool_with_progress", "Reports progress while running", no_args()),
+        handler(|ctx, _| async move {
+            for (i, p) in [0.0, 50.0, 100.0].into_iter().enumerate() {
+                if i > 0 {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                ctx.progress(p, Some(100.0), None).await;
+            }
+            Ok(CallToolResult::text("Tool with progress executed successfully"))
+        }),
+    )
+    .raw_tool(
+        tool("test_error_handling", "Always fails with isError", no_args()),
+        handler(|_, _| async { Ok(CallToolResult::error("This tool intentionally returns an error for testing")) }),
+    )
+    .raw_tool(
+        tool(
+            "test_sampling",
+            "Asks the client's model",
+            json!({"type":"object","properties":{"prompt":{"type":"string","description":"The prompt"}},"required":["prompt"]}),
+        ),
+        handler(|ctx, args| async move {
+            let params = CreateMessageParams {
+                messages: vec![SamplingMessage {
+                    role: Role::User,
+                    content: OneOrMany::One(Content::text(arg(&args, "prompt"))),
+                    meta: None,
+                    extra: JsonObject::new(),
+                }],
+                model_preferences: None,
+                system_prompt: None,
+                include_context: None,
+                temperature: None,
+                max_tokens: 100,
+                stop_sequences: None,
+                metadata: None,
+                meta: None,
+                extra: JsonObject::new(),
+            };
+            Ok(match ctx.create_message(&params).await {
+                Ok(r) => {
+                    let text = match &r.content {
+                        OneOrMany::One(c) => c.as_text().unwrap_or_default().to_owned(),
+                        OneOrMany::Many(cs) => cs.iter().filter_map(Content::as_text).collect::<Vec<_>>().join(""),
+                    };
+                    CallToolResult::text(format!("LLM response: {text}"))
+                }
+                Err(e) => CallToolResult::error(format!("Sampling failed: {e}")),
+            })
+        }),
+    )
+    .raw_tool(
+        tool(
+            "test_elicitation",
+            "Asks the user for input",
+            json!({"type":"object","properties":{"message":{"type":"string","description":"What to ask"}},"required":["message"]}),
+        ),
+        handler(|ctx, args| async move {
+            let schema = json!({"type":"object","properties":{
+                "username":{"type":"string","description":"User's response"},
+                "email":{"type":"string","description":"User's email address"}},
+                "required":["username","email"]});
+            elicit(&ctx, &arg(&args, "message"), schema).await
+        }),
+    )
+    .raw_tool(
+        tool("test_elicitation_sep1034_defaults", "Elicitation with default values (SEP-1034)", no_args()),
+        handler(|ctx, _| async move {
+            let schema = json!({"type":"object","properties":{
+                "name":{"type":"string","description":"User name","default":"John Doe"},
+                "age":{"type":"integer","description":"User age","default":30},
+                "score":{"type":"number","description":"User score","default":95.5},
+                "status":{"type":"string","description":"User status","enum":["active","inactive","pending"],"default":"active"},
+                "verified":{"type":"boolean","description":"Verification status","default":true}},
+                "required":[]});
+            elicit(&ctx, "Please review and update the form fields with defaults", schema).await
+        }),
+    )
+    .raw_tool(
+        tool("test_elicitation_sep1330_enums", "Elicitation with enum schemas (SEP-1330)", no_args()),
+        handler(|ctx, _| async move {
+            let schema = json!({"type":"object","properties":{
+                "untitledSingle":{"type":"string","description":"Untitled single-select","enum":["option1","option2","option3"]},
+                "titledSingle":{"type":"string","description":"Titled single-select","oneOf":[
+                    {"const":"value1","title":"First Option"},{"const":"value2","title":"Second Option"},{"const":"value3","title":"Third Option"}]},
+                "legacyEnum":{"type":"string","description":"Legacy titled enum","enum":["opt1","opt2","opt3"],"enumNames":["Option One","Option Two","Option Three"]},
+                "untitledMulti":{"type":"array","description":"Untitled multi-select","items":{"type":"string","enum":["option1","option2","option3"]}},
+                "titledMulti":{"type":"array","description":"Titled multi-select","items":{"anyOf":[
+                    {"const":"value1","title":"First Choice"},{"const":"value2","title":"Second Choice"},{"const":"value3","title":"Third Choice"}]}}},
+                "required":[]});
+            elicit(&ctx, "Please select options from the enum fields", schema).await
+        }),
+    )
+    .raw_tool(
+        tool(
+            "json_schema_2020_12_tool",
+            "Tool with a JSON Schema 2020-12 input schema",
+            json!({
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "type": "object",
+                "$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+                "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+                "additionalProperties": false
+            }),
+        ),
+        handler(|_, args| async move { Ok(CallToolResult::text(format!("Received: {}", Value::Object(args)))) }),
+    )
+    .raw_tool(
+        tool("test_reconnection", "Closes its SSE stream mid-call; the result arrives after the client reconnects", no_args()),
+        handler(|ctx, _| async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            ctx.close_stream().await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            Ok(CallToolResult::text("Reconnection test completed successfully"))
+        }),
+    )
+}
+
+fn text_contents(uri: String, mime: &str, text: String) -> ReadResourceResult {
+    ReadResourceResult {
+        contents: vec![ResourceContents::text(uri, Some(mime), text)],
+        ..Default::default()
+    }
+}
+
+fn resource(uri: &str, name: &str, description: &str, mime: &str) -> Resource {
+    Resource {
+        uri: uri.into(),
+        name: name.into(),
+        description: Some(description.into()),
+        mime_type: Some(mime.into()),
+        ..Default::default()
+    }
+}
+
+fn resources(b: mcp_server::ServerBuilder) -> mcp_server::ServerBuilder {
+    b.resource(
+        resource(
+            "test://static-text",
+            "Static Text Resource",
+            "A static text resource for testing",
+            "text/plain",
+        ),
+        |_, uri| async move {
+            Ok(text_contents(
+                uri,
+                "text/plain",
+                "This is the content of the static text resource.".into(),
+            ))
+        },
+    )
+    .resource(
+        resource(
+            "test://static-binary",
+            "Static Binary Resource",
+            "A static binary resource (image) for testing",
+            "image/png",
+        ),
+        |_, uri| async move {
+            Ok(ReadResourceResult {
+                contents: vec![ResourceContents {
+                    uri,
+                    mime_type: Some("image/png".into()),
+                    blob: Some(PNG.into()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            })
+        },
+    )
+    .resource(
+        resource(
+            "test://watched-resource",
+            "Watched Resource",
+            "A resource that can be subscribed to",
+            "text/plain",
+        ),
+        |_, uri| async move {
+            Ok(text_contents(
+                uri,
+                "text/plain",
+                "Watched resource content".into(),
+            ))
+        },
+    )
+    .resource_template(
+        ResourceTemplate {
+            uri_template: "test://template/{id}/data".into(),
+            name: "Resource Template".into(),
+            description: Some("A resource template with a parameter".into()),
+            mime_type: Some("application/json".into()),
+            ..Default::default()
+        },
+        |_, uri, vars: BTreeMap<String, String>| async move {
+            let id = vars.get("id").cloned().unwrap_or_default();
+            let body =
+                json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")});
+            Ok(text_contents(uri, "application/json", body.to_string()))
+        },
+    )
+}
+
+fn prompt(name: &str, description: &str, args: &[&str]) -> Prompt {
+    Prompt {
+        name: name.into(),
+        description: Some(description.into()),
+        arguments: (!args.is_empty()).then(|| {
+            args.iter()
+                .map(|a| PromptArgument {
+                    name: (*a).into(),
+                    description: Some(format!("Argument {a}")),
+                    required: Some(true),
+                    ..Default::default()
+                })
+                .collect()
+        }),
+        ..Default::default()
+    }
+}
+
+fn messages(messages: Vec<PromptMessage>) -> GetPromptResult {
+    GetPromptResult {
+        messages,
+        ..Default::default()
+    }
+}
+
+fn prompts(b: mcp_server::ServerBuilder) -> mcp_server::ServerBuilder {
+    b.prompt(
+        prompt(
+            "test_simple_prompt",
+            "A simple prompt without arguments",
+            &[],
+        ),
+        |_, _| async {
+            Ok(messages(vec![PromptMessage::text(
+                Role::User,
+                "This is a simple prompt for testing.",
+            )]))
+        },
+    )
+    .prompt(
+        prompt(
+            "test_prompt_with_arguments",
+            "A prompt with required arguments",
+            &["arg1", "arg2"],
+        ),
+        |_, args| async move {
+            let get = |k: &str| args.get(k).cloned().unwrap_or_default();
+            Ok(messages(vec![PromptMessage::text(
+                Role::User,
+                format!(
+                    "Prompt with arguments: arg1='{}', arg2='{}'",
+                    get("arg1"),
+                    get("arg2")
+                ),
+            )]))
+        },
+    )
+    .prompt(
+        prompt(
+            "test_prompt_with_embedded_resource",
+            "A prompt with an embedded resource",
+            &["resourceUri"],
+        ),
+        |_, args| async move {
+            let uri = args.get("resourceUri").cloned().unwrap_or_default();
+            Ok(messages(vec![
+                PromptMessage {
+                    role: Role::User,
+                    content: embedded(&uri, "text/plain", "Embedded resource content for testing."),
+                    extra: JsonObject::new(),
+                },
+                PromptMessage::text(Role::User, "Please process the embedded resource above."),
+            ]))
+        },
+    )
+    .prompt(
+        prompt("test_prompt_with_image", "A prompt with an image", &[]),
+        |_, _| async {
+            Ok(messages(vec![
+                PromptMessage {
+                    role: Role::User,
+                    content: image(),
+                    extra: JsonObject::new(),
+                },
+                PromptMessage::text(Role::User, "Please analyze the image above."),
+            ]))
+        },
+    )
+}
+
+/// The fixture server.
+///
+/// # Errors
+/// Only if a fixture definition is invalid (a bug caught by the tests).
+pub fn server() -> Result<Server, mcp_server::BuildError> {
+    let b = Server::builder("mcp-conformance-test-server", "1.0.0");
+    prompts(resources(tools(b)))
+        .completion(|_, _| async {
+            Ok::<_, ErrorObject>(CompleteResult {
+                completion: Completion {
+                    values: Vec::new(),
+                    total: Some(0),
+                    has_more: Some(false),
+                },
+                ..Default::default()
+            })
+        })
+        .build()
+}

@@ -1,0 +1,209 @@
+//! The fixture's exact outputs (a green suite run alone proves little: its checks are
+//! structural).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use mcp_client::{Client, ClientConfig, ClientHandlers};
+use mcp_jsonrpc::Outbound;
+use mcp_types::{
+    Content, CreateMessageResult, ElicitAction, ElicitResult, JsonObject, OneOrMany, Role,
+};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+async fn connect(handlers: ClientHandlers) -> Client {
+    let (c_out, mut s_raw) = mpsc::channel::<Outbound>(64);
+    let (s_out, mut c_raw) = mpsc::channel::<Outbound>(64);
+    let (s_tx, s_in) = mpsc::channel(64);
+    let (c_tx, c_in) = mpsc::channel(64);
+    tokio::spawn(async move {
+        while let Some(m) = s_raw.recv().await {
+            let _ = s_tx.send(m.line.into_bytes()).await;
+        }
+    });
+    tokio::spawn(async move {
+        while let Some(m) = c_raw.recv().await {
+            if !m.line.is_empty() {
+                let _ = c_tx.send(m.line.into_bytes()).await;
+            }
+        }
+    });
+    let server = mcp_conformance::server().unwrap();
+    tokio::spawn(async move { server.serve(s_in, s_out).await });
+    Client::connect(c_in, c_out, handlers, ClientConfig::default())
+        .await
+        .unwrap()
+}
+
+fn content(r: &mcp_types::CallToolResult) -> Value {
+    serde_json::to_value(&r.content).unwrap()
+}
+
+#[tokio::test]
+async fn tools_return_exactly_what_the_suite_expects() {
+    let handlers = ClientHandlers::new()
+        .sampling(|p| async move {
+            let OneOrMany::One(c) = &p.messages[0].content else {
+                panic!()
+            };
+            assert_eq!(c.as_text(), Some("hello"));
+            assert_eq!(p.max_tokens, 100);
+            Ok(CreateMessageResult {
+                result_type: None,
+                role: Role::Assistant,
+                content: OneOrMany::One(Content::text("This is a test response from the client")),
+                model: "test-model".into(),
+                stop_reason: Some("endTurn".into()),
+                meta: None,
+                extra: JsonObject::new(),
+            })
+        })
+        .elicitation(|p| async move {
+            let mut content = JsonObject::new();
+            if p.message == "Who?" {
+                content.insert("username".into(), json!("testuser"));
+                content.insert("email".into(), json!("test@example.com"));
+            }
+            Ok(ElicitResult {
+                result_type: None,
+                action: ElicitAction::Accept,
+                content: Some(content),
+                meta: None,
+                extra: JsonObject::new(),
+            })
+        });
+    let c = connect(handlers).await;
+    assert_eq!(c.server().server_info.name, "mcp-conformance-test-server");
+    let call = |name: &'static str, args: Value| {
+        let c = &c;
+        async move {
+            c.call_tool(name, args.as_object().cloned().unwrap())
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(
+        content(&call("test_simple_text", json!({})).await),
+        json!([{"type":"text","text":"This is a simple text response for testing."}])
+    );
+    let img = content(&call("test_image_content", json!({})).await);
+    assert_eq!(
+        img,
+        json!([{"type":"image","data":mcp_conformance::PNG,"mimeType":"image/png"}])
+    );
+    let audio = content(&call("test_audio_content", json!({})).await);
+    assert_eq!(audio[0]["mimeType"], "audio/wav");
+    assert_eq!(
+        content(&call("test_embedded_resource", json!({})).await),
+        json!([{"type":"resource","resource":{"uri":"test://embedded-resource","mimeType":"text/plain","text":"This is an embedded resource content."}}])
+    );
+    let mixed = content(&call("test_multiple_content_types", json!({})).await);
+    assert_eq!(mixed[0]["text"], "Multiple content types test:");
+    assert_eq!(mixed[1]["type"], "image");
+    assert_eq!(
+        mixed[2]["resource"]["text"],
+        r#"{"test":"data","value":123}"#
+    );
+    let err = call("test_error_handling", json!({})).await;
+    assert!(err.failed());
+    assert_eq!(
+        err.content[0].as_text(),
+        Some("This tool intentionally returns an error for testing")
+    );
+    let s = call("test_sampling", json!({"prompt":"hello"})).await;
+    assert_eq!(
+        s.content[0].as_text(),
+        Some("LLM response: This is a test response from the client")
+    );
+    let e = call("test_elicitation", json!({"message":"Who?"})).await;
+    assert_eq!(
+        e.content[0].as_text(),
+        Some(
+            r#"User response: action=accept, content={"email":"test@example.com","username":"testuser"}"#
+        )
+    );
+    // The client fills the SEP-1034 defaults in, so they come back typed.
+    let d = call("test_elicitation_sep1034_defaults", json!({})).await;
+    let text = d.content[0].as_text().unwrap();
+    let body: Value = serde_json::from_str(text.split_once("content=").unwrap().1).unwrap();
+    assert_eq!(
+        body,
+        json!({"name":"John Doe","age":30,"score":95.5,"status":"active","verified":true})
+    );
+    let tools = c.list_tools().await.unwrap();
+    assert!(tools.iter().all(|t| t.description.is_some()));
+    let schema = &tools
+        .iter()
+        .find(|t| t.name == "json_schema_2020_12_tool")
+        .unwrap()
+        .input_schema;
+    assert_eq!(
+        schema["$schema"],
+        "https://json-schema.org/draft/2020-12/schema"
+    );
+    assert_eq!(schema["additionalProperties"], false);
+    assert_eq!(schema["properties"]["address"]["$ref"], "#/$defs/address");
+}
+
+#[tokio::test]
+async fn resources_and_prompts_are_exact() {
+    let c = connect(ClientHandlers::new()).await;
+    let r = c.read_resource("test://static-text").await.unwrap();
+    assert_eq!(
+        r.contents[0].text.as_deref(),
+        Some("This is the content of the static text resource.")
+    );
+    let r = c.read_resource("test://static-binary").await.unwrap();
+    assert_eq!(r.contents[0].blob.as_deref(), Some(mcp_conformance::PNG));
+    let r = c.read_resource("test://template/123/data").await.unwrap();
+    let body: Value = serde_json::from_str(r.contents[0].text.as_deref().unwrap()).unwrap();
+    assert_eq!(
+        body,
+        json!({"id":"123","templateTest":true,"data":"Data for ID: 123"})
+    );
+    c.subscribe("test://watched-resource").await.unwrap();
+    c.unsubscribe("test://watched-resource").await.unwrap();
+    let args = |pairs: &[(&str, &str)]| {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    };
+    let p = c.get_prompt("test_simple_prompt", args(&[])).await.unwrap();
+    assert_eq!(
+        p.messages[0].content.as_text(),
+        Some("This is a simple prompt for testing.")
+    );
+    let p = c
+        .get_prompt(
+            "test_prompt_with_arguments",
+            args(&[("arg1", "hello"), ("arg2", "world")]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        p.messages[0].content.as_text(),
+        Some("Prompt with arguments: arg1='hello', arg2='world'")
+    );
+    let p = c
+        .get_prompt(
+            "test_prompt_with_embedded_resource",
+            args(&[("resourceUri", "test://example-resource")]),
+        )
+        .await
+        .unwrap();
+    let Content::Resource(r) = &p.messages[0].content else {
+        panic!("resource expected")
+    };
+    assert_eq!(r.resource.uri, "test://example-resource");
+    assert_eq!(
+        p.messages[1].content.as_text(),
+        Some("Please process the embedded resource above.")
+    );
+    let p = c
+        .get_prompt("test_prompt_with_image", args(&[]))
+        .await
+        .unwrap();
+    assert!(matches!(p.messages[0].content, Content::Image(_)));
+    let prompts = c.list_prompts(None).await.unwrap();
+    assert!(prompts.prompts.iter().all(|p| p.description.is_some()));
+}
