@@ -15,10 +15,13 @@
 // Handlers return `Result<_, Response>`, the axum idiom; the Err size does not matter there.
 #![allow(clippy::result_large_err)]
 
+pub mod client;
 mod config;
 mod guard;
 mod server;
 mod session;
+pub mod sse;
 
+pub use client::{HttpClientConfig, HttpClientError, HttpClientHandle, HttpClientTransport};
 pub use config::{HttpConfig, ResponseMode};
 pub use server::StreamableHttp;

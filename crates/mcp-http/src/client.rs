@@ -1,0 +1,513 @@
+//! The client side of Streamable HTTP, as a transport: the same channels as stdio, so
+//! `mcp_client::Client::connect` speaks HTTP unchanged.
+//!
+//! Every outgoing message is POSTed (concurrently); JSON and SSE answers are both read. An SSE
+//! answer that ends before the response arrived is resumed with GET + `Last-Event-ID` after
+//! the server's `retry` delay. After `notifications/initialized` a standalone GET stream is
+//! opened; its failure (405 and the like) is not fatal. A 404 on a known session starts a new
+//! session by replaying the handshake without the old id. Transport failures of a request
+//! become a JSON-RPC error response to that request, so no caller hangs.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use mcp_jsonrpc::{ErrorCode, ErrorObject, Frame, Message, Outbound, RequestId};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::sse::SseParser;
+
+/// Errors creating the transport.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HttpClientError {
+    /// The HTTP client could not be built.
+    #[error("could not build the HTTP client: {0}")]
+    Build(#[from] reqwest::Error),
+    /// A header given in the configuration is invalid.
+    #[error("invalid header {0:?}")]
+    Header(String),
+}
+
+/// Settings of the client transport.
+#[derive(Debug, Clone)]
+pub struct HttpClientConfig {
+    /// Extra headers on every request (e.g. `Authorization`).
+    pub headers: Vec<(String, String)>,
+    /// Largest SSE event or JSON body accepted.
+    pub max_message: usize,
+    /// Reconnection delay when the server gave no `retry`.
+    pub default_retry: Duration,
+    /// Reconnection attempts for one stream before giving up.
+    pub max_reconnects: u32,
+    /// Open the standalone GET stream after the handshake.
+    pub standalone_stream: bool,
+}
+
+impl Default for HttpClientConfig {
+    fn default() -> Self {
+        Self {
+            headers: Vec::new(),
+            max_message: 4 * 1024 * 1024,
+            default_retry: Duration::from_secs(1),
+            max_reconnects: 5,
+            standalone_stream: true,
+        }
+    }
+}
+
+struct State {
+    http: reqwest::Client,
+    url: String,
+    config: HttpClientConfig,
+    session: Mutex<Option<String>>,
+    version: Mutex<Option<String>>,
+    handshake: Mutex<(Option<String>, Option<String>)>,
+    to_engine: mpsc::Sender<Vec<u8>>,
+    closed: CancellationToken,
+}
+
+/// Handle to a running client transport.
+#[derive(Clone)]
+pub struct HttpClientHandle {
+    state: Arc<State>,
+}
+
+impl std::fmt::Debug for HttpClientHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpClientHandle")
+            .field("url", &self.state.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpClientHandle {
+    /// The current session id.
+    pub fn session_id(&self) -> Option<String> {
+        lock(&self.state.session).clone()
+    }
+
+    /// Ends the session (DELETE) and stops every stream.
+    pub async fn close(&self) {
+        self.state.closed.cancel();
+        let session = lock(&self.state.session).take();
+        if let Some(id) = session {
+            let req = self
+                .state
+                .request(reqwest::Method::DELETE)
+                .header("mcp-session-id", id);
+            let _ = req.send().await;
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The channels of an HTTP client connection plus its handle.
+#[derive(Debug)]
+pub struct HttpClientTransport {
+    /// Messages from the server, one JSON text each.
+    pub incoming: mpsc::Receiver<Vec<u8>>,
+    /// Messages to the server.
+    pub outgoing: mpsc::Sender<Outbound>,
+    /// Session control.
+    pub handle: HttpClientHandle,
+}
+
+/// Starts a client transport for the MCP endpoint at `url`.
+///
+/// # Errors
+/// [`HttpClientError`] if the HTTP client cannot be built.
+pub fn connect(
+    url: &str,
+    config: HttpClientConfig,
+) -> Result<HttpClientTransport, HttpClientError> {
+    let http = reqwest::Client::builder().tcp_nodelay(true).build()?;
+    for (k, v) in &config.headers {
+        if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err()
+            || reqwest::header::HeaderValue::from_str(v).is_err()
+        {
+            return Err(HttpClientError::Header(k.clone()));
+        }
+    }
+    let (to_engine, incoming) = mpsc::channel(1024);
+    let (outgoing, mut from_engine) = mpsc::channel::<Outbound>(1024);
+    let state = Arc::new(State {
+        http,
+        url: url.to_owned(),
+        config,
+        session: Mutex::new(None),
+        version: Mutex::new(None),
+        handshake: Mutex::new((None, None)),
+        to_engine,
+        closed: CancellationToken::new(),
+    });
+    let st = state.clone();
+    tokio::spawn(async move {
+        loop {
+            let out = tokio::select! {
+                () = st.closed.cancelled() => return,
+                out = from_engine.recv() => match out { Some(o) => o, None => return },
+            };
+            if out.line.is_empty() {
+                continue;
+            }
+            let st = st.clone();
+            tokio::spawn(async move { st.post(out.line).await });
+        }
+    });
+    Ok(HttpClientTransport {
+        incoming,
+        outgoing,
+        handle: HttpClientHandle { state },
+    })
+}
+
+/// What a POSTed body holds.
+struct Posted {
+    request: Option<RequestId>,
+    initialize: bool,
+    initialized: bool,
+}
+
+fn inspect(line: &str) -> Posted {
+    match Frame::decode(line.as_bytes()) {
+        Frame::Single(Ok(Message::Request(r))) => Posted {
+            initialize: r.method == "initialize",
+            request: Some(r.id),
+            initialized: false,
+        },
+        Frame::Single(Ok(Message::Notification(n))) => Posted {
+            request: None,
+            initialize: false,
+            initialized: n.method == "notifications/initialized",
+        },
+        _ => Posted {
+            request: None,
+            initialize: false,
+            initialized: false,
+        },
+    }
+}
+
+fn response_id(data: &str) -> Option<RequestId> {
+    match Message::decode(data.as_bytes()) {
+        Ok(Message::Response(r)) => r.id,
+        _ => None,
+    }
+}
+
+impl State {
+    fn request(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
+        let mut req = self.http.request(method, &self.url);
+        for (k, v) in &self.config.headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        if let Some(v) = lock(&self.version).clone() {
+            req = req.header("mcp-protocol-version", v);
+        }
+        req
+    }
+
+    fn post_request(&self, line: &str, session: Option<&str>) -> reqwest::RequestBuilder {
+        let mut req = self
+            .request(reqwest::Method::POST)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(line.to_owned());
+        if let Some(s) = session {
+            req = req.header("mcp-session-id", s);
+        }
+        req
+    }
+
+    async fn deliver(&self, data: String) {
+        if !data.trim().is_empty() {
+            let _ = self.to_engine.send(data.into_bytes()).await;
+        }
+    }
+
+    /// Answers `id` with an error, so its caller does not wait forever.
+    async fn fail(&self, id: Option<RequestId>, error: ErrorObject) {
+        if let Some(id) = id {
+            self.deliver(Message::error(Some(id), error).encode()).await;
+        }
+    }
+
+    async fn post(self: &Arc<Self>, line: String) {
+        let posted = inspect(&line);
+        if posted.initialize {
+            lock(&self.handshake).0 = Some(line.clone());
+        } else if posted.initialized {
+            lock(&self.handshake).1 = Some(line.clone());
+        }
+        let mut retried = false;
+        loop {
+            let session = lock(&self.session).clone();
+            let resp = match self.post_request(&line, session.as_deref()).send().await {
+                Ok(r) => r,
+                Err(e) => {
+                    let err = ErrorObject::new(
+                        ErrorCode::INTERNAL_ERROR,
+                        format!("HTTP request failed: {e}"),
+                    );
+                    return self.fail(posted.request, err).await;
+                }
+            };
+            let status = resp.status();
+            if status == reqwest::StatusCode::NOT_FOUND
+                && session.is_some()
+                && !posted.initialize
+                && !retried
+            {
+                // The session is gone: start a new one and try once more.
+                retried = true;
+                if self.reinitialize().await {
+                    continue;
+                }
+            }
+            if let Some(id) = resp
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+            {
+                *lock(&self.session) = Some(id.to_owned());
+            }
+            if !status.is_success() {
+                let body = resp.text().await.unwrap_or_default();
+                let error = match Message::decode(body.as_bytes()) {
+                    Ok(Message::Response(mcp_jsonrpc::Response {
+                        outcome: Err(e), ..
+                    })) => e,
+                    _ => ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("HTTP {status}"))
+                        .with_data(serde_json::Value::String(body.chars().take(2000).collect())),
+                };
+                if posted.request.is_none() {
+                    tracing::warn!(%status, "the server refused a notification or response: {}", error.message);
+                }
+                return self.fail(posted.request, error).await;
+            }
+            let is_sse = resp
+                .headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.starts_with("text/event-stream"));
+            if is_sse {
+                self.consume_sse(resp, posted.request.clone(), posted.initialize)
+                    .await;
+            } else {
+                let body = match read_limited(resp, self.config.max_message).await {
+                    Ok(b) => b,
+                    Err(e) => {
+                        let err = ErrorObject::new(ErrorCode::INTERNAL_ERROR, e);
+                        return self.fail(posted.request, err).await;
+                    }
+                };
+                if posted.initialize {
+                    self.note_version(&body);
+                }
+                if posted.request.is_some() {
+                    self.deliver(body).await;
+                }
+            }
+            if posted.initialized && self.config.standalone_stream {
+                let st = self.clone();
+                tokio::spawn(async move { st.standalone().await });
+            }
+            return;
+        }
+    }
+
+    fn note_version(&self, body: &str) {
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(body) {
+            if let Some(pv) = v["result"]["protocolVersion"].as_str() {
+                *lock(&self.version) = Some(pv.to_owned());
+            }
+        }
+    }
+
+    /// Replays the handshake without the old session id; the answers are not delivered (the
+    /// engine has had them already).
+    async fn reinitialize(self: &Arc<Self>) -> bool {
+        let (init, initialized) = lock(&self.handshake).clone();
+        let Some(init) = init else { return false };
+        *lock(&self.session) = None;
+        let Ok(resp) = self.post_request(&init, None).send().await else {
+            return false;
+        };
+        let Some(id) = resp
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+        else {
+            return false;
+        };
+        drop(resp);
+        *lock(&self.session) = Some(id.clone());
+        if let Some(n) = initialized {
+            let _ = self.post_request(&n, Some(&id)).send().await;
+        }
+        tracing::info!("session expired; started a new one");
+        true
+    }
+
+    /// Reads an SSE answer; resumes it with GET + Last-Event-ID if it ends before `waiting`'s
+    /// response.
+    async fn consume_sse(
+        self: &Arc<Self>,
+        resp: reqwest::Response,
+        waiting: Option<RequestId>,
+        initialize: bool,
+    ) {
+        let mut resp = Some(resp);
+        let mut last_id: Option<String> = None;
+        let mut retry = self.config.default_retry;
+        let mut attempts = 0u32;
+        let mut done = waiting.is_none();
+        loop {
+            if let Some(r) = resp.take() {
+                let mut parser = SseParser::new(self.config.max_message);
+                let mut body = r.bytes_stream();
+                loop {
+                    let chunk = tokio::select! {
+                        () = self.closed.cancelled() => return,
+                        c = body.next() => c,
+                    };
+                    let Some(Ok(chunk)) = chunk else { break };
+                    for ev in parser.push(&chunk) {
+                        if let Some(id) = ev.id {
+                            last_id = Some(id);
+                        }
+                        if let Some(ms) = ev.retry {
+                            retry = Duration::from_millis(ms);
+                        }
+                        if ev.data.is_empty() {
+                            continue;
+                        }
+                        if waiting.is_some() && response_id(&ev.data) == waiting {
+                            done = true;
+                            if initialize {
+                                self.note_version(&ev.data);
+                            }
+                        }
+                        self.deliver(ev.data).await;
+                    }
+                    if done {
+                        return;
+                    }
+                }
+                attempts = 0;
+            }
+            if done {
+                return;
+            }
+            attempts += 1;
+            let Some(last) = last_id.clone() else {
+                let e = ErrorObject::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    "the SSE stream ended before the response and cannot be resumed (no event id)",
+                );
+                return self.fail(waiting, e).await;
+            };
+            if attempts > self.config.max_reconnects {
+                let e = ErrorObject::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    "the SSE stream could not be resumed",
+                );
+                return self.fail(waiting, e).await;
+            }
+            tokio::select! {
+                () = self.closed.cancelled() => return,
+                () = tokio::time::sleep(retry) => {}
+            }
+            match self.get(Some(&last)).await {
+                Some(r) => resp = Some(r),
+                None => continue,
+            }
+        }
+    }
+
+    async fn get(&self, last_event_id: Option<&str>) -> Option<reqwest::Response> {
+        let session = lock(&self.session).clone();
+        let mut req = self
+            .request(reqwest::Method::GET)
+            .header("accept", "text/event-stream");
+        if let Some(s) = session {
+            req = req.header("mcp-session-id", s);
+        }
+        if let Some(id) = last_event_id {
+            req = req.header("last-event-id", id);
+        }
+        match req.send().await {
+            Ok(r) if r.status().is_success() => Some(r),
+            Ok(r) => {
+                tracing::debug!(status = %r.status(), "GET stream refused");
+                None
+            }
+            Err(e) => {
+                tracing::debug!("GET stream failed: {e}");
+                None
+            }
+        }
+    }
+
+    /// The standalone GET stream: server notifications and requests not tied to a POST.
+    async fn standalone(self: &Arc<Self>) {
+        let Some(first) = self.get(None).await else {
+            return; // 405 or any failure: not fatal, the server just has no GET stream
+        };
+        let mut resp = Some(first);
+        let mut last_id: Option<String> = None;
+        let mut retry = self.config.default_retry;
+        let mut failures = 0u32;
+        while !self.closed.is_cancelled() {
+            if let Some(r) = resp.take() {
+                failures = 0;
+                let mut parser = SseParser::new(self.config.max_message);
+                let mut body = r.bytes_stream();
+                loop {
+                    let chunk = tokio::select! {
+                        () = self.closed.cancelled() => return,
+                        c = body.next() => c,
+                    };
+                    let Some(Ok(chunk)) = chunk else { break };
+                    for ev in parser.push(&chunk) {
+                        if let Some(id) = ev.id {
+                            last_id = Some(id);
+                        }
+                        if let Some(ms) = ev.retry {
+                            retry = Duration::from_millis(ms);
+                        }
+                        self.deliver(ev.data).await;
+                    }
+                }
+            }
+            failures += 1;
+            if failures > self.config.max_reconnects {
+                return;
+            }
+            tokio::select! {
+                () = self.closed.cancelled() => return,
+                () = tokio::time::sleep(retry) => {}
+            }
+            resp = self.get(last_id.as_deref()).await;
+        }
+    }
+}
+
+async fn read_limited(resp: reqwest::Response, max: usize) -> Result<String, String> {
+    let mut body = Vec::new();
+    let mut stream = resp.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| format!("reading the response failed: {e}"))?;
+        if body.len() + chunk.len() > max {
+            return Err(format!("response larger than {max} bytes"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    String::from_utf8(body).map_err(|_| "response is not UTF-8".to_owned())
+}
