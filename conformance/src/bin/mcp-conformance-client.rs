@@ -84,7 +84,10 @@ async fn run(scenario: &str, url: &str) -> Result<(), Error> {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
-    let Some(url) = std::env::args().next_back().filter(|a| a.starts_with("http")) else {
+    let Some(url) = std::env::args()
+        .next_back()
+        .filter(|a| a.starts_with("http"))
+    else {
         eprintln!(
             "usage: mcp-conformance-client <server URL> (scenario in MCP_CONFORMANCE_SCENARIO)"
         );

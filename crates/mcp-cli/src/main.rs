@@ -2,12 +2,13 @@
 
 mod bench;
 mod demo;
+mod target;
 
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
-use mcp_client::{CallError, Client, ClientConfig, ClientHandlers, RequestOptions};
+use mcp_client::{CallError, RequestOptions};
 use mcp_types::{Content, JsonObject};
 use serde_json::Value;
 
@@ -43,25 +44,34 @@ enum Command {
         #[arg(long = "allowed-host")]
         allowed_hosts: Vec<String>,
     },
-    /// List the tools of a stdio server.
-    #[command(after_help = "Example:\n  mcp tools -- mcp serve --stdio")]
+    /// List the tools of a server (a URL, or a stdio command after --).
+    #[command(
+        after_help = "Examples:\n  mcp tools http://127.0.0.1:8080/mcp\n  mcp tools -- mcp serve --stdio"
+    )]
     Tools {
+        /// Streamable HTTP endpoint URL.
+        url: Option<String>,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Extra HTTP header, `Name: value` (repeatable).
+        #[arg(long = "header", short = 'H')]
+        headers: Vec<String>,
         /// The server command and its arguments.
-        #[arg(last = true, required = true)]
+        #[arg(last = true)]
         server: Vec<String>,
     },
-    /// Call a tool on a stdio server.
+    /// Call a tool on a server: `mcp call [URL] TOOL [JSON]` or `mcp call TOOL [JSON] -- CMD`.
     #[command(
-        after_help = "Examples:\n  mcp call echo '{\"message\":\"hi\"}' -- mcp serve --stdio\n  mcp call add -a a=1 -a b=2 -- mcp serve --stdio"
+        after_help = "Examples:\n  mcp call http://127.0.0.1:8080/mcp echo '{\"message\":\"hi\"}'\n  mcp call echo '{\"message\":\"hi\"}' -- mcp serve --stdio\n  mcp call add -a a=1 -a b=2 -- mcp serve --stdio"
     )]
     Call {
-        /// Tool name.
-        tool: String,
-        /// Arguments as a JSON object.
-        args: Option<String>,
+        /// [URL] TOOL [JSON arguments].
+        #[arg(num_args = 1..=3, required = true)]
+        words: Vec<String>,
+        /// Extra HTTP header, `Name: value` (repeatable).
+        #[arg(long = "header", short = 'H')]
+        headers: Vec<String>,
         /// One argument as key=value (value parsed as JSON if it can be, else a string).
         #[arg(short = 'a', long = "arg")]
         arg: Vec<String>,
@@ -72,12 +82,27 @@ enum Command {
         #[arg(long, default_value_t = 60)]
         timeout: u64,
         /// The server command and its arguments.
-        #[arg(last = true, required = true)]
+        #[arg(last = true)]
         server: Vec<String>,
     },
-    /// Benchmark a stdio server with a tool call, sequentially and pipelined.
-    #[command(after_help = "Example:\n  mcp bench --requests 50000 -- mcp serve --stdio")]
+    /// Benchmark a server with a tool call: sequential and pipelined on one connection, or
+    /// `--clients N` connections calling at once (with latency percentiles).
+    #[command(
+        after_help = "Examples:\n  mcp bench --requests 50000 -- mcp serve --stdio\n  mcp bench http://127.0.0.1:8080/mcp --clients 64 --requests 100000\n  mcp bench http://127.0.0.1:8080/mcp --idle-sessions 1000 --server-pid 1234"
+    )]
     Bench {
+        /// Streamable HTTP endpoint URL.
+        url: Option<String>,
+        /// Connections calling at once (each one call at a time).
+        #[arg(long, default_value_t = 1)]
+        clients: usize,
+        /// Open this many sessions, leave them idle, and report the server's RSS per session
+        /// (needs --server-pid).
+        #[arg(long)]
+        idle_sessions: Option<usize>,
+        /// Pid of the server, for RSS figures of an HTTP target.
+        #[arg(long)]
+        server_pid: Option<u32>,
         /// Tool to call.
         #[arg(long, default_value = "echo")]
         tool: String,
@@ -97,9 +122,21 @@ enum Command {
         #[arg(long)]
         json: bool,
         /// The server command and its arguments.
-        #[arg(last = true, required = true)]
+        #[arg(last = true)]
         server: Vec<String>,
     },
+}
+
+fn parse_headers(headers: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    headers
+        .iter()
+        .map(|h| {
+            let (k, v) = h
+                .split_once(':')
+                .with_context(|| format!("header {h:?} is not `Name: value`"))?;
+            Ok((k.trim().to_owned(), v.trim().to_owned()))
+        })
+        .collect()
 }
 
 /// Phases of `mcp bench`.
@@ -187,9 +224,22 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             http.serve(listener).await?;
             Ok(())
         }
-        Command::Tools { json, server } => {
-            let client = connect(&server).await?;
-            let tools = client.list_tools().await.map_err(call_error)?;
+        Command::Tools {
+            url,
+            json,
+            headers,
+            server,
+        } => {
+            let target = target::Target::from_parts(url, server)?;
+            let conn = target::connect(&target, &parse_headers(&headers)?).await?;
+            let tools = conn.client.list_tools().await.map_err(call_error);
+            let tools = match tools {
+                Ok(t) => t,
+                Err(e) => {
+                    conn.close().await;
+                    return Err(e);
+                }
+            };
             if json {
                 println!("{}", serde_json::to_string_pretty(&tools)?);
             } else {
@@ -202,19 +252,31 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     );
                 }
             }
-            client.close().await;
+            conn.close().await;
             Ok(())
         }
         Command::Call {
-            tool,
-            args,
+            words,
+            headers,
             arg,
             json,
             timeout,
             server,
         } => {
-            let arguments = parse_args(args.as_deref(), &arg)?;
-            let client = connect(&server).await?;
+            let (url, rest) = match words.first() {
+                Some(w) if w.contains("://") => (Some(w.clone()), &words[1..]),
+                _ => (None, &words[..]),
+            };
+            let Some(tool) = rest.first().cloned() else {
+                bail!("no tool name given");
+            };
+            if rest.len() > 2 {
+                bail!("too many arguments: expected [URL] TOOL [JSON]");
+            }
+            let arguments = parse_args(rest.get(1).map(String::as_str), &arg)?;
+            let target = target::Target::from_parts(url, server)?;
+            let conn = target::connect(&target, &parse_headers(&headers)?).await?;
+            let client = &conn.client;
             let options = RequestOptions::default()
                 .timeout(Duration::from_secs(timeout))
                 .on_progress(|p| {
@@ -226,7 +288,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 .call_tool_with(&tool, arguments, &options)
                 .await
                 .map_err(call_error);
-            client.close().await;
+            conn.close().await;
             let result = result?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&result)?);
@@ -247,6 +309,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Bench {
+            url,
+            clients,
+            idle_sessions,
+            server_pid,
             tool,
             args,
             requests,
@@ -255,17 +321,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             json,
             server,
         } => {
-            let arguments = parse_args(Some(&args), &[])?;
-            let client = connect(&server).await?;
             let plan = bench::Plan {
+                target: target::Target::from_parts(url, server)?,
+                arguments: parse_args(Some(&args), &[])?,
                 tool,
-                arguments,
                 requests,
                 window,
                 mode,
+                clients,
+                idle_sessions,
+                server_pid,
                 json,
             };
-            bench::run(client, plan).await
+            bench::run(plan).await
         }
     }
 }
@@ -298,18 +366,4 @@ fn parse_args(json: Option<&str>, pairs: &[String]) -> anyhow::Result<JsonObject
         obj.insert(k.to_owned(), v);
     }
     Ok(obj)
-}
-
-async fn connect(server: &[String]) -> anyhow::Result<Client> {
-    let Some((program, args)) = server.split_first() else {
-        bail!("no server command given (put it after --)");
-    };
-    Client::spawn(
-        program,
-        args,
-        ClientHandlers::new(),
-        ClientConfig::default(),
-    )
-    .await
-    .with_context(|| format!("cannot connect to `{}`", server.join(" ")))
 }

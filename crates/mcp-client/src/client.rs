@@ -31,7 +31,7 @@ pub enum ConnectError {
     #[error(transparent)]
     Spawn(#[from] mcp_transport::ChildError),
     /// The handshake failed.
-    #[error("initialize failed: {0}")]
+    #[error("initialize failed")]
     Initialize(#[from] CallError),
     /// The server answered with a version we do not speak.
     #[error("the server chose protocol version {0:?}, which this client does not support")]

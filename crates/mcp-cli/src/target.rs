@@ -1,0 +1,86 @@
+//! What the client commands talk to: a URL (Streamable HTTP) or a command (stdio).
+
+use anyhow::{Context, bail};
+use mcp_client::{Client, ClientConfig, ClientHandlers};
+
+/// A server to talk to.
+#[derive(Debug, Clone)]
+pub(crate) enum Target {
+    /// Streamable HTTP endpoint.
+    Url(String),
+    /// A command spawned as a stdio child.
+    Command(Vec<String>),
+}
+
+impl Target {
+    /// From an optional URL and the words after `--`.
+    pub(crate) fn from_parts(url: Option<String>, command: Vec<String>) -> anyhow::Result<Target> {
+        match (url, command.is_empty()) {
+            (Some(_), false) => bail!("give either a URL or a command after --, not both"),
+            (Some(u), true) if u.starts_with("http://") || u.starts_with("https://") => {
+                Ok(Target::Url(u))
+            }
+            (Some(u), true) => {
+                bail!("{u:?} is not an http:// or https:// URL (put a server command after --)")
+            }
+            (None, false) => Ok(Target::Command(command)),
+            (None, true) => bail!("no server given: pass a URL, or a command after --"),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Target::Url(u) => u.clone(),
+            Target::Command(c) => c.join(" "),
+        }
+    }
+}
+
+/// A connected client and what must be closed with it.
+pub(crate) struct Connection {
+    pub(crate) client: Client,
+    http: Option<mcp_http::HttpClientHandle>,
+}
+
+impl Connection {
+    /// Closes the client, its child process or its HTTP session.
+    pub(crate) async fn close(self) {
+        self.client.close().await;
+        if let Some(h) = self.http {
+            h.close().await;
+        }
+    }
+}
+
+/// Connects to a target.
+pub(crate) async fn connect(
+    target: &Target,
+    headers: &[(String, String)],
+) -> anyhow::Result<Connection> {
+    let handlers = ClientHandlers::new();
+    let config = ClientConfig::default();
+    let result = match target {
+        Target::Url(url) => {
+            let http_config = mcp_http::HttpClientConfig {
+                headers: headers.to_vec(),
+                ..Default::default()
+            };
+            let t = mcp_http::client::connect(url, http_config)?;
+            Client::connect(t.incoming, t.outgoing, handlers, config)
+                .await
+                .map(|client| Connection {
+                    client,
+                    http: Some(t.handle),
+                })
+        }
+        Target::Command(words) => {
+            let Some((program, args)) = words.split_first() else {
+                bail!("no server command given (put it after --)");
+            };
+            Client::spawn(program, args, handlers, config)
+                .await
+                .map(|client| Connection { client, http: None })
+        }
+    };
+    result.with_context(|| format!("cannot connect to `{}`", target.describe()))
+}
