@@ -104,7 +104,9 @@ fn common_checks(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Respons
             "Forbidden: Host or Origin not allowed",
         ));
     }
-    if let Some(v) = header_str(headers, VERSION_HEADER) {
+    // Every value counts: a request may not smuggle a second, unsupported version.
+    for v in headers.get_all(VERSION_HEADER) {
+        let v = v.to_str().unwrap_or("");
         if ProtocolVersion::parse(v).is_none_or(|v| !v.is_legacy()) {
             return Err(bad_request(&format!(
                 "Unsupported MCP-Protocol-Version: {v}"

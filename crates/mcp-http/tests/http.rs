@@ -1,0 +1,458 @@
+//! The Streamable HTTP server and client over real sockets on 127.0.0.1.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use mcp_client::{Client, ClientConfig, ClientHandlers};
+use mcp_http::{HttpClientConfig, HttpConfig, ResponseMode, StreamableHttp};
+use mcp_server::{Ctx, Server};
+use mcp_types::{JsonObject, LoggingLevel};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Echo {
+    message: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Nothing {}
+
+fn server() -> Server {
+    Server::builder("http-test", "1")
+        .tool("echo", "echo", |_c: Ctx, a: Echo| async move {
+            Ok::<_, String>(a.message)
+        })
+        .tool(
+            "chatty",
+            "logs then answers",
+            |c: Ctx, _a: Nothing| async move {
+                c.log(LoggingLevel::Info, None, json!("working")).await;
+                Ok::<_, String>("done")
+            },
+        )
+        .tool(
+            "polling",
+            "closes its stream, answers later",
+            |c: Ctx, _a: Nothing| async move {
+                c.close_stream().await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                Ok::<_, String>("late answer")
+            },
+        )
+        .build()
+        .unwrap()
+}
+
+async fn start(config: HttpConfig) -> (String, StreamableHttp) {
+    let http = StreamableHttp::new(server(), config);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let h = http.clone();
+    tokio::spawn(async move { h.serve(listener).await });
+    (url, http)
+}
+
+struct Raw {
+    http: reqwest::Client,
+    url: String,
+    session: Option<String>,
+}
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+impl Raw {
+    fn new(url: &str) -> Self {
+        Raw {
+            http: reqwest::Client::new(),
+            url: url.to_owned(),
+            session: None,
+        }
+    }
+
+    fn post(&self, body: &str) -> reqwest::RequestBuilder {
+        let mut r = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_owned());
+        if let Some(s) = &self.session {
+            r = r
+                .header("mcp-session-id", s)
+                .header("mcp-protocol-version", "2025-11-25");
+        }
+        r
+    }
+
+    async fn init(url: &str) -> Self {
+        let mut raw = Raw::new(url);
+        let r = raw.post(INIT).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        raw.session = Some(r.headers()["mcp-session-id"].to_str().unwrap().to_owned());
+        let r = raw
+            .post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::ACCEPTED);
+        assert!(r.text().await.unwrap().is_empty());
+        raw
+    }
+
+    fn get(&self) -> reqwest::RequestBuilder {
+        let mut r = self
+            .http
+            .get(&self.url)
+            .header("accept", "text/event-stream");
+        if let Some(s) = &self.session {
+            r = r.header("mcp-session-id", s);
+        }
+        r
+    }
+}
+
+/// SSE body → (event ids, data payloads).
+fn sse(body: &str) -> (Vec<String>, Vec<Value>) {
+    let mut p = mcp_http::sse::SseParser::new(1 << 20);
+    let events = p.push(body.as_bytes());
+    let ids = events.iter().filter_map(|e| e.id.clone()).collect();
+    let data = events
+        .iter()
+        .filter(|e| !e.data.is_empty())
+        .map(|e| serde_json::from_str(&e.data).unwrap())
+        .collect();
+    (ids, data)
+}
+
+#[tokio::test]
+async fn status_codes() {
+    let (url, _http) = start(HttpConfig {
+        max_body: 4096,
+        ..HttpConfig::default()
+    })
+    .await;
+    let raw = Raw::new(&url);
+    // No session on a non-initialize request: 400.
+    let r = raw
+        .post(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], -32600);
+    // Malformed JSON: 400 with a parse error.
+    let r = raw.post("{nope").send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], -32700);
+    // Unknown session: 404.
+    let r = raw
+        .post(INIT)
+        .header("mcp-session-id", "00ff")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    // Content-Type: 415. Accept: 406. Body size: 413.
+    let r = raw
+        .http
+        .post(&url)
+        .header("content-type", "text/plain")
+        .header("accept", "application/json, text/event-stream")
+        .body(INIT)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    let r = raw
+        .http
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json")
+        .body(INIT)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_ACCEPTABLE);
+    let r = raw
+        .post(&format!(r#"{{"pad":"{}"}}"#, "x".repeat(8192)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    // DNS rebinding: 403 for a foreign Host or Origin.
+    let r = raw
+        .post(INIT)
+        .header("host", "evil.example.com")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    let r = raw
+        .post(INIT)
+        .header("origin", "http://evil.example.com")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    // Unsupported protocol version header: 400.
+    let s = Raw::init(&url).await;
+    let r = s
+        .post(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+        .header("mcp-protocol-version", "1999-01-01")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    // Absent version header means 2025-03-26, which is accepted.
+    let r = s
+        .http
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", s.session.clone().unwrap())
+        .body(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    // Batches only on a 2025-03-26 session.
+    let r = s
+        .post(r#"[{"jsonrpc":"2.0","id":3,"method":"ping"}]"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    // GET: Accept 406; a second standalone stream 409.
+    let r = s
+        .http
+        .get(&url)
+        .header("mcp-session-id", s.session.clone().unwrap())
+        .header("accept", "application/json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_ACCEPTABLE);
+    let first = s.get().send().await.unwrap();
+    assert_eq!(first.status(), StatusCode::OK);
+    assert_eq!(s.get().send().await.unwrap().status(), StatusCode::CONFLICT);
+    drop(first);
+    // Unsupported method: 405.
+    let r = s.http.put(&url).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED);
+    // DELETE ends the session; it is then 404.
+    let r = s
+        .http
+        .delete(&url)
+        .header("mcp-session-id", s.session.clone().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = s
+        .post(r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn batches_on_2025_03_26() {
+    let (url, _http) = start(HttpConfig::default()).await;
+    let mut raw = Raw::new(&url);
+    let init = INIT.replace("2025-11-25", "2025-03-26");
+    let r = raw.post(&init).send().await.unwrap();
+    raw.session = Some(r.headers()["mcp-session-id"].to_str().unwrap().to_owned());
+    let r = raw.http.post(&url).header("content-type", "application/json").header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", raw.session.clone().unwrap()).header("mcp-protocol-version", "2025-03-26")
+        .body(r#"[{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]"#)
+        .send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body.as_array().unwrap().len(), 2, "{body}");
+}
+
+#[tokio::test]
+async fn json_and_sse_responses_and_three_concurrent_posts() {
+    let (url, _http) = start(HttpConfig::default()).await;
+    let s = Raw::init(&url).await;
+    // Auto mode: a plain answer is JSON...
+    let r = s.post(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}"#).send().await.unwrap();
+    assert_eq!(r.headers()["content-type"], "application/json");
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["result"]["content"][0]["text"],
+        "hi"
+    );
+    // ...and a handler that notifies gets a stream, with a priming event first.
+    let r = s.post(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"chatty","arguments":{}}}"#).send().await.unwrap();
+    assert_eq!(r.headers()["content-type"], "text/event-stream");
+    let (ids, data) = sse(&r.text().await.unwrap());
+    assert!(ids[0].ends_with("-0"), "priming event first: {ids:?}");
+    assert_eq!(data[0]["method"], "notifications/message");
+    assert_eq!(data[1]["id"], 2);
+    // Three POSTs at once in one session all answer.
+    let bodies: Vec<String> = (10..13)
+        .map(|i| format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/list"}}"#))
+        .collect();
+    let answers = futures::future::join_all(bodies.iter().map(|b| s.post(b).send())).await;
+    for (i, a) in answers.into_iter().enumerate() {
+        let a = a.unwrap();
+        assert_eq!(a.status(), StatusCode::OK);
+        assert_eq!(a.json::<Value>().await.unwrap()["id"], 10 + i as i64);
+    }
+}
+
+#[tokio::test]
+async fn resumption_replays_the_right_stream_only() {
+    let (url, _http) = start(HttpConfig {
+        response_mode: ResponseMode::Sse,
+        ..HttpConfig::default()
+    })
+    .await;
+    let a = Raw::init(&url).await;
+    // A second stream in the same session, finished, whose events must not leak into the first.
+    let other = a.post(r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"chatty","arguments":{}}}"#).send().await.unwrap();
+    let (other_ids, _) = sse(&other.text().await.unwrap());
+    // The polling tool closes its stream after the priming event.
+    let r = a.post(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"polling","arguments":{}}}"#).send().await.unwrap();
+    let (ids, data) = sse(&r.text().await.unwrap());
+    assert!(
+        data.is_empty(),
+        "the answer is not on the closed stream: {data:?}"
+    );
+    let last = ids.last().unwrap().clone();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let r = a.get().header("last-event-id", &last).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let (_, data) = sse(&r.text().await.unwrap());
+    assert_eq!(data.len(), 1, "{data:?}");
+    assert_eq!(data[0]["id"], 7);
+    assert_eq!(data[0]["result"]["content"][0]["text"], "late answer");
+    // Resuming the other stream from its start replays only its own events.
+    let first_of_other = other_ids[0].clone();
+    let r = a
+        .get()
+        .header("last-event-id", &first_of_other)
+        .send()
+        .await
+        .unwrap();
+    let (_, data) = sse(&r.text().await.unwrap());
+    assert!(data.iter().all(|m| m["id"] != 7), "{data:?}");
+    assert_eq!(data.last().unwrap()["id"], 5);
+    // Another session cannot resume it.
+    let b = Raw::init(&url).await;
+    let r = b.get().header("last-event-id", &last).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn idle_sessions_expire() {
+    let config = HttpConfig {
+        session_idle_timeout: Duration::from_millis(200),
+        ..HttpConfig::default()
+    };
+    let (url, http) = start(config).await;
+    let s = Raw::init(&url).await;
+    assert_eq!(http.session_count(), 1);
+    let mut gone = false;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if http.session_count() == 0 {
+            gone = true;
+            break;
+        }
+    }
+    assert!(gone, "the idle session was not reaped");
+    let r = s
+        .post(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn many_sessions_leave_nothing_behind() {
+    let srv = server();
+    let http = StreamableHttp::new(srv.clone(), HttpConfig::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let h = http.clone();
+    tokio::spawn(async move { h.serve(listener).await });
+    let srv_sessions = || http.session_count();
+    for _ in 0..5 {
+        let sessions = futures::future::join_all((0..100).map(|_| Raw::init(&url))).await;
+        assert_eq!(srv_sessions(), 100);
+        futures::future::join_all(sessions.iter().map(|s| {
+            s.http
+                .delete(&url)
+                .header("mcp-session-id", s.session.clone().unwrap())
+                .send()
+        }))
+        .await;
+        assert_eq!(srv_sessions(), 0);
+    }
+    // Every engine connection behind those sessions has ended too.
+    for _ in 0..100 {
+        if srv.session_count() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(srv.session_count(), 0, "engine connections left behind");
+}
+
+#[tokio::test]
+async fn client_over_http() {
+    let (url, http) = start(HttpConfig::default()).await;
+    let t = mcp_http::client::connect(&url, HttpClientConfig::default()).unwrap();
+    let handle = t.handle.clone();
+    let client = Client::connect(
+        t.incoming,
+        t.outgoing,
+        ClientHandlers::new(),
+        ClientConfig::default(),
+    )
+    .await
+    .unwrap();
+    let mut args = JsonObject::new();
+    args.insert("message".into(), json!("over http"));
+    let r = client.call_tool("echo", args.clone()).await.unwrap();
+    assert_eq!(r.content[0].as_text(), Some("over http"));
+    // SSE answers with notifications, and a stream closed early and resumed.
+    assert_eq!(
+        client
+            .call_tool("chatty", JsonObject::new())
+            .await
+            .unwrap()
+            .content[0]
+            .as_text(),
+        Some("done")
+    );
+    assert_eq!(
+        client
+            .call_tool("polling", JsonObject::new())
+            .await
+            .unwrap()
+            .content[0]
+            .as_text(),
+        Some("late answer")
+    );
+    // The server forgets the session: the client starts a new one by itself.
+    let old = handle.session_id().unwrap();
+    let raw = reqwest::Client::new();
+    raw.delete(&url)
+        .header("mcp-session-id", &old)
+        .send()
+        .await
+        .unwrap();
+    let r = client.call_tool("echo", args).await.unwrap();
+    assert_eq!(r.content[0].as_text(), Some("over http"));
+    assert_ne!(handle.session_id().unwrap(), old);
+    assert_eq!(http.session_count(), 1);
+    client.close().await;
+    handle.close().await;
+    assert_eq!(http.session_count(), 0, "close sends DELETE");
+}
