@@ -10,7 +10,7 @@ use mcp_client::Client;
 use mcp_types::JsonObject;
 use serde_json::{Value, json};
 
-use crate::target::{Connection, Target, connect};
+use crate::target::{Connection, Target, connect, connect_with};
 use crate::{BenchMode, call_error};
 
 /// What to run.
@@ -81,14 +81,17 @@ async fn close_all(conns: Vec<Connection>) {
     futures::future::join_all(conns.into_iter().map(Connection::close)).await;
 }
 
-async fn idle_sessions(plan: &Plan, n: usize) -> anyhow::Result<Value> {
-    let Some(pid) = plan.server_pid else {
-        bail!("--idle-sessions needs --server-pid (the server's RSS is what is measured)");
-    };
+/// Server RSS growth per session for `n` idle sessions opened with `http` settings.
+async fn rss_per_session(
+    plan: &Plan,
+    pid: u32,
+    n: usize,
+    http: &mcp_http::HttpClientConfig,
+) -> anyhow::Result<Value> {
     let before = status_kib(pid, "VmRSS:").context("cannot read the server's RSS")?;
     let mut conns = Vec::with_capacity(n);
     for _ in 0..n {
-        conns.push(connect(&plan.target, &[]).await?);
+        conns.push(connect_with(&plan.target, http.clone()).await?);
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     let after = status_kib(pid, "VmRSS:").context("cannot read the server's RSS")?;
@@ -97,9 +100,25 @@ async fn idle_sessions(plan: &Plan, n: usize) -> anyhow::Result<Value> {
     let closed = status_kib(pid, "VmRSS:");
     let per = (after.saturating_sub(before) as f64 * 1024.0) / n as f64;
     Ok(json!({
-        "idle_sessions": n, "rss_before_kib": before, "rss_with_sessions_kib": after,
-        "rss_after_close_kib": closed, "bytes_per_idle_session": per,
+        "rss_before_kib": before, "rss_with_sessions_kib": after,
+        "rss_after_close_kib": closed, "bytes_per_session": per,
     }))
+}
+
+/// RSS per idle session, twice: sessions that keep a GET stream (and so a connection) open,
+/// and bare sessions whose clients hold no connection.
+async fn idle_sessions(plan: &Plan, n: usize) -> anyhow::Result<Value> {
+    let Some(pid) = plan.server_pid else {
+        bail!("--idle-sessions needs --server-pid (the server's RSS is what is measured)");
+    };
+    let with_stream = rss_per_session(plan, pid, n, &mcp_http::HttpClientConfig::default()).await?;
+    let bare = mcp_http::HttpClientConfig {
+        standalone_stream: false,
+        reuse_connections: false,
+        ..Default::default()
+    };
+    let without = rss_per_session(plan, pid, n, &bare).await?;
+    Ok(json!({"idle_sessions": n, "with_get_stream": with_stream, "session_only": without}))
 }
 
 async fn throughput(plan: &Plan) -> anyhow::Result<Value> {

@@ -43,6 +43,9 @@ enum Command {
         /// protection); repeat for several.
         #[arg(long = "allowed-host")]
         allowed_hosts: Vec<String>,
+        /// How POSTed requests are answered over HTTP.
+        #[arg(long, value_enum, default_value_t = ResponseModeArg::Auto)]
+        response_mode: ResponseModeArg,
     },
     /// List the tools of a server (a URL, or a stdio command after --).
     #[command(
@@ -139,6 +142,17 @@ fn parse_headers(headers: &[String]) -> anyhow::Result<Vec<(String, String)>> {
         .collect()
 }
 
+/// `--response-mode` of `mcp serve`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ResponseModeArg {
+    /// JSON unless the handler streams notifications or requests.
+    Auto,
+    /// Always JSON.
+    Json,
+    /// Always SSE.
+    Sse,
+}
+
 /// Phases of `mcp bench`.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum BenchMode {
@@ -189,6 +203,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             listen,
             allow_remote,
             allowed_hosts,
+            response_mode,
         } => {
             let server = demo::server()?;
             if stdio {
@@ -209,8 +224,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             if !hosts.is_empty() {
                 hosts.extend(["localhost", "127.0.0.1", "[::1]"].map(String::from));
             }
+            let response_mode = match response_mode {
+                ResponseModeArg::Auto => mcp_http::ResponseMode::Auto,
+                ResponseModeArg::Json => mcp_http::ResponseMode::Json,
+                ResponseModeArg::Sse => mcp_http::ResponseMode::Sse,
+            };
             let config = mcp_http::HttpConfig {
                 allowed_hosts: hosts,
+                response_mode,
                 ..Default::default()
             };
             let http = mcp_http::StreamableHttp::new(server, config);

@@ -57,14 +57,22 @@ pub(crate) async fn connect(
     target: &Target,
     headers: &[(String, String)],
 ) -> anyhow::Result<Connection> {
+    let http = mcp_http::HttpClientConfig {
+        headers: headers.to_vec(),
+        ..Default::default()
+    };
+    connect_with(target, http).await
+}
+
+/// Connects to a target with explicit HTTP client settings.
+pub(crate) async fn connect_with(
+    target: &Target,
+    http_config: mcp_http::HttpClientConfig,
+) -> anyhow::Result<Connection> {
     let handlers = ClientHandlers::new();
     let config = ClientConfig::default();
     let result = match target {
         Target::Url(url) => {
-            let http_config = mcp_http::HttpClientConfig {
-                headers: headers.to_vec(),
-                ..Default::default()
-            };
             let t = mcp_http::client::connect(url, http_config)?;
             Client::connect(t.incoming, t.outgoing, handlers, config)
                 .await

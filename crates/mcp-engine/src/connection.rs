@@ -115,7 +115,7 @@ fn spawn_request(
             Ok(raw) => Message::result(q.id, raw),
             Err(e) => Message::error(Some(q.id), e),
         };
-        let _ = peer.send(&msg).await;
+        peer.send_response(msg.encode()).await;
     });
     (id, handle)
 }
@@ -144,7 +144,7 @@ fn on_frame(
                     }
                     _ => peer.clone(),
                 };
-                let _ = scoped.inner_try_send(reply.encode());
+                scoped.try_send_response(reply.encode());
             }
         }
         Frame::Batch(items) => on_batch(items, peer, service, tasks),
@@ -209,9 +209,8 @@ fn on_message(
             if map.contains_key(&id) {
                 drop(map);
                 let e = ErrorObject::invalid_request(format!("request id {id} is already in use"));
-                let _ = peer
-                    .scoped(id.clone())
-                    .inner_try_send(Message::error(Some(id), e).encode());
+                peer.scoped(id.clone())
+                    .try_send_response(Message::error(Some(id), e).encode());
                 return;
             }
             let cancel = CancellationToken::new();
@@ -266,7 +265,7 @@ fn on_batch(
         let e = ErrorObject::invalid_request(
             "JSON-RPC batches are not supported by the negotiated protocol version",
         );
-        let _ = peer.inner_try_send(Message::error(None, e).encode());
+        peer.try_send_response(Message::error(None, e).encode());
         return;
     }
     let mut replies: Vec<Message> = Vec::new();
@@ -302,7 +301,7 @@ fn on_batch(
         replies.extend(futures::future::join_all(calls).await);
         if !replies.is_empty() {
             // An all-notification batch gets no reply at all.
-            let _ = peer.send_raw(encode_batch(&replies)).await;
+            peer.send_response(encode_batch(&replies)).await;
         }
     });
 }

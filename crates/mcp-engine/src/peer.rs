@@ -108,6 +108,27 @@ impl Peer {
         Outbound {
             line,
             related: self.related.clone(),
+            response: false,
+        }
+    }
+
+    /// Sends a response (or batch of responses) to the request this peer is scoped to.
+    pub(crate) async fn send_response(&self, line: String) {
+        let out = Outbound {
+            response: true,
+            ..self.outbound(line)
+        };
+        let _ = self.inner.out.send(out).await;
+    }
+
+    /// Queues an error response without waiting; drops it (with a log) if the queue is full.
+    pub(crate) fn try_send_response(&self, line: String) {
+        let out = Outbound {
+            response: true,
+            ..self.outbound(line)
+        };
+        if let Err(e) = self.inner.out.try_send(out) {
+            tracing::warn!("outgoing queue full or closed; dropped a response: {e}");
         }
     }
 
@@ -395,18 +416,5 @@ impl Peer {
     pub(crate) fn close(&self) {
         self.inner.closed.store(true, Ordering::Release);
         self.lock_pending().clear();
-    }
-}
-
-impl Peer {
-    /// Queues a line without waiting; drops it (with a log) if the queue is full.
-    pub(crate) fn inner_try_send(&self, line: String) -> bool {
-        match self.inner.out.try_send(self.outbound(line)) {
-            Ok(()) => true,
-            Err(e) => {
-                tracing::warn!("outgoing queue full or closed; dropped a message: {e}");
-                false
-            }
-        }
     }
 }

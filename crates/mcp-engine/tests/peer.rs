@@ -302,9 +302,11 @@ async fn messages_are_tagged_with_their_request() {
     let note = out_rx.recv().await.unwrap();
     assert!(note.line.contains("notifications/message"));
     assert_eq!(note.related, Some(mcp_jsonrpc::RequestId::from("a")));
+    assert!(!note.response);
     let answer = out_rx.recv().await.unwrap();
     assert!(answer.line.contains(r#""id":"a""#));
     assert_eq!(answer.related, Some(mcp_jsonrpc::RequestId::from("a")));
+    assert!(answer.response);
     peer.notify_raw("notifications/tools/list_changed", &json!({}))
         .await
         .unwrap();

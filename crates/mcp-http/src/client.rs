@@ -43,6 +43,8 @@ pub struct HttpClientConfig {
     pub max_reconnects: u32,
     /// Open the standalone GET stream after the handshake.
     pub standalone_stream: bool,
+    /// Keep idle connections open for reuse (off: one connection per request).
+    pub reuse_connections: bool,
 }
 
 impl Default for HttpClientConfig {
@@ -53,6 +55,7 @@ impl Default for HttpClientConfig {
             default_retry: Duration::from_secs(1),
             max_reconnects: 5,
             standalone_stream: true,
+            reuse_connections: true,
         }
     }
 }
@@ -125,7 +128,11 @@ pub fn connect(
     url: &str,
     config: HttpClientConfig,
 ) -> Result<HttpClientTransport, HttpClientError> {
-    let http = reqwest::Client::builder().tcp_nodelay(true).build()?;
+    let mut builder = reqwest::Client::builder().tcp_nodelay(true);
+    if !config.reuse_connections {
+        builder = builder.pool_max_idle_per_host(0);
+    }
+    let http = builder.build()?;
     for (k, v) in &config.headers {
         if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err()
             || reqwest::header::HeaderValue::from_str(v).is_err()

@@ -11,10 +11,8 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use mcp_jsonrpc::{Outbound, RawValue, RequestId};
+use mcp_jsonrpc::{Outbound, RequestId};
 use mcp_types::ProtocolVersion;
-use serde::Deserialize;
-use serde::de::IgnoredAny;
 use tokio::sync::mpsc;
 
 use crate::config::HttpConfig;
@@ -70,6 +68,9 @@ pub(crate) struct Session {
     incoming: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
     version: Mutex<ProtocolVersion>,
     streams: Mutex<Streams>,
+    /// Stream tokens: unique within the session (resumption is scoped to the session, whose
+    /// id is the secret).
+    next_stream: std::sync::atomic::AtomicU64,
     last_seen: Mutex<Instant>,
     config: Arc<HttpConfig>,
 }
@@ -89,22 +90,6 @@ pub(crate) struct Resumed {
     pub(crate) live: Option<mpsc::Receiver<Event>>,
 }
 
-#[derive(Deserialize)]
-struct Probe<'a> {
-    #[serde(borrow, default)]
-    method: Option<&'a RawValue>,
-    #[serde(default)]
-    id: Option<IgnoredAny>,
-}
-
-/// Whether an encoded outgoing message is a response (or a batch of responses).
-fn is_response(line: &str) -> bool {
-    if line.starts_with('[') {
-        return true;
-    }
-    serde_json::from_str::<Probe<'_>>(line).is_ok_and(|p| p.method.is_none() && p.id.is_some())
-}
-
 impl Session {
     pub(crate) fn new(
         incoming: mpsc::Sender<Vec<u8>>,
@@ -116,9 +101,17 @@ impl Session {
             incoming: Mutex::new(Some(incoming)),
             version: Mutex::new(version),
             streams: Mutex::new(Streams::default()),
+            next_stream: std::sync::atomic::AtomicU64::new(1),
             last_seen: Mutex::new(Instant::now()),
             config,
         })
+    }
+
+    fn new_token(&self) -> String {
+        let n = self
+            .next_stream
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("s{n}")
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Streams> {
@@ -191,7 +184,7 @@ impl Session {
         ids: &[RequestId],
         answers: usize,
     ) -> (String, mpsc::Receiver<Event>) {
-        let token = random_hex(8);
+        let token = self.new_token();
         let (tx, rx) = mpsc::channel(LIVE_DEPTH);
         let mut streams = self.lock();
         for id in ids {
@@ -221,7 +214,7 @@ impl Session {
             }
             streams.by_token.remove(&token);
         }
-        let token = random_hex(8);
+        let token = self.new_token();
         let (tx, rx) = mpsc::channel(LIVE_DEPTH);
         streams.by_token.insert(
             token.clone(),
@@ -286,7 +279,7 @@ impl Session {
             }
             return;
         }
-        let response = is_response(&out.line);
+        let response = out.response;
         let token = match (&on_request_stream, response) {
             (Some((id, token)), true) => {
                 streams.routes.remove(id);
@@ -359,6 +352,7 @@ mod tests {
 
     fn out(line: &str, related: Option<i64>) -> Outbound {
         Outbound {
+            response: line.contains(r#""result""#),
             line: line.to_owned(),
             related: related.map(RequestId::Number),
         }

@@ -551,6 +551,8 @@ pub struct Outbound {
     pub line: String,
     /// The incoming request this message belongs to, if any.
     pub related: Option<RequestId>,
+    /// Whether it is a response (or a batch of responses): the last message of its request.
+    pub response: bool,
 }
 
 impl Outbound {
@@ -559,6 +561,7 @@ impl Outbound {
         Self {
             line,
             related: None,
+            response: false,
         }
     }
 }

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Streamable HTTP figures: echo calls/s and latency with 1, 16 and 64 clients in JSON and SSE
+# response modes, and server RSS per idle session (1,000 sessions). Not part of the tests.
+# Usage: scripts/bench-http.sh [requests-per-run]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+requests=${1:-20000}
+cargo build --release -p mcp-cli >/dev/null
+mcp=target/release/mcp
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+url="http://127.0.0.1:$port/mcp"
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null || true' EXIT
+start() {
+  "$mcp" serve --listen "127.0.0.1:$port" --response-mode "$1" 2>/dev/null &
+  pid=$!
+  for _ in $(seq 1 100); do curl -s -o /dev/null "$url" && return 0; sleep 0.05; done
+  echo "server did not start" >&2; exit 1
+}
+for mode in json sse; do
+  start "$mode"
+  for clients in 1 16 64; do
+    printf '%-5s clients=%-3s ' "$mode" "$clients"
+    "$mcp" bench "$url" --clients "$clients" --requests "$requests" --json
+  done
+  kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
+done
+start auto
+printf 'idle sessions: '
+"$mcp" bench "$url" --idle-sessions 1000 --server-pid "$pid" --json
