@@ -111,13 +111,14 @@ async fn idle_sessions(plan: &Plan, n: usize) -> anyhow::Result<Value> {
     let Some(pid) = plan.server_pid else {
         bail!("--idle-sessions needs --server-pid (the server's RSS is what is measured)");
     };
-    let with_stream = rss_per_session(plan, pid, n, &mcp_http::HttpClientConfig::default()).await?;
+    // Bare sessions first: once memory has been freed, later phases reuse it and read low.
     let bare = mcp_http::HttpClientConfig {
         standalone_stream: false,
         reuse_connections: false,
         ..Default::default()
     };
     let without = rss_per_session(plan, pid, n, &bare).await?;
+    let with_stream = rss_per_session(plan, pid, n, &mcp_http::HttpClientConfig::default()).await?;
     Ok(json!({"idle_sessions": n, "with_get_stream": with_stream, "session_only": without}))
 }
 

@@ -234,15 +234,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 response_mode,
                 ..Default::default()
             };
+            let legacy = mcp_http::LegacySse::new(server.clone(), config.clone());
             let http = mcp_http::StreamableHttp::new(server, config);
+            let app = http.router().merge(legacy.router());
             let listener = tokio::net::TcpListener::bind(listen)
                 .await
                 .with_context(|| format!("cannot listen on {listen}"))?;
-            eprintln!(
-                "mcp: serving the demo server at http://{}/mcp",
-                listener.local_addr()?
-            );
-            http.serve(listener).await?;
+            let addr = listener.local_addr()?;
+            eprintln!("mcp: serving the demo server at http://{addr}/mcp (and HTTP+SSE at /sse)");
+            mcp_http::serve_router(listener, app).await?;
             Ok(())
         }
         Command::Tools {

@@ -67,6 +67,8 @@ struct State {
     session: Mutex<Option<String>>,
     version: Mutex<Option<String>>,
     handshake: Mutex<(Option<String>, Option<String>)>,
+    /// Set when the server speaks only the 2024-11-05 HTTP+SSE transport: where to POST.
+    legacy_endpoint: Mutex<Option<String>>,
     to_engine: mpsc::Sender<Vec<u8>>,
     closed: CancellationToken,
 }
@@ -149,6 +151,7 @@ pub fn connect(
         session: Mutex::new(None),
         version: Mutex::new(None),
         handshake: Mutex::new((None, None)),
+        legacy_endpoint: Mutex::new(None),
         to_engine,
         closed: CancellationToken::new(),
     });
@@ -246,6 +249,10 @@ impl State {
 
     async fn post(self: &Arc<Self>, line: String) {
         let posted = inspect(&line);
+        let legacy = lock(&self.legacy_endpoint).clone();
+        if let Some(endpoint) = legacy {
+            return self.legacy_post(&endpoint, &line, posted.request).await;
+        }
         if posted.initialize {
             lock(&self.handshake).0 = Some(line.clone());
         } else if posted.initialized {
@@ -265,6 +272,16 @@ impl State {
                 }
             };
             let status = resp.status();
+            let legacy_unknown = lock(&self.legacy_endpoint).is_none();
+            if posted.initialize && matches!(status.as_u16(), 400 | 404 | 405) && legacy_unknown {
+                // The backward-compatibility probe: maybe an HTTP+SSE (2024-11-05) server.
+                match self.fall_back_to_legacy().await {
+                    Ok(endpoint) => {
+                        return self.legacy_post(&endpoint, &line, posted.request).await;
+                    }
+                    Err(why) => tracing::debug!("not a legacy HTTP+SSE server either: {why}"),
+                }
+            }
             if status == reqwest::StatusCode::NOT_FOUND
                 && session.is_some()
                 && !posted.initialize
@@ -325,6 +342,96 @@ impl State {
                 tokio::spawn(async move { st.standalone().await });
             }
             return;
+        }
+    }
+
+    /// GETs the URL as an HTTP+SSE stream, waits for its `endpoint` event and keeps reading
+    /// the stream's messages in the background. Refuses an endpoint on another origin.
+    async fn fall_back_to_legacy(self: &Arc<Self>) -> Result<String, String> {
+        let resp = self
+            .request(reqwest::Method::GET)
+            .header("accept", "text/event-stream")
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let is_sse = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !resp.status().is_success() || !is_sse {
+            return Err(format!("GET answered {}", resp.status()));
+        }
+        let mut parser = SseParser::new(self.config.max_message);
+        let mut body = resp.bytes_stream();
+        let mut pending = Vec::new();
+        let endpoint = loop {
+            let chunk = tokio::time::timeout(Duration::from_secs(10), body.next())
+                .await
+                .map_err(|_| "no endpoint event within 10 s".to_owned())?;
+            let Some(Ok(chunk)) = chunk else {
+                return Err("the stream ended before the endpoint event".into());
+            };
+            let mut found = None;
+            for ev in parser.push(&chunk) {
+                if ev.event == "endpoint" && found.is_none() {
+                    found = Some(ev.data);
+                } else if found.is_some() && !ev.data.is_empty() {
+                    pending.push(ev.data);
+                }
+            }
+            if let Some(e) = found {
+                break resolve_endpoint(&self.url, &e)?;
+            }
+        };
+        *lock(&self.legacy_endpoint) = Some(endpoint.clone());
+        let st = self.clone();
+        tokio::spawn(async move {
+            for data in pending {
+                st.deliver(data).await;
+            }
+            loop {
+                let chunk = tokio::select! {
+                    () = st.closed.cancelled() => return,
+                    c = body.next() => c,
+                };
+                let Some(Ok(chunk)) = chunk else {
+                    tracing::warn!("the HTTP+SSE stream ended; the session is over");
+                    return;
+                };
+                for ev in parser.push(&chunk) {
+                    if ev.event.is_empty() || ev.event == "message" {
+                        st.deliver(ev.data).await;
+                    }
+                }
+            }
+        });
+        tracing::info!("the server speaks the 2024-11-05 HTTP+SSE transport; using it");
+        Ok(endpoint)
+    }
+
+    async fn legacy_post(&self, endpoint: &str, line: &str, request: Option<RequestId>) {
+        let mut req = self
+            .http
+            .post(endpoint)
+            .header("content-type", "application/json")
+            .body(line.to_owned());
+        for (k, v) in &self.config.headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        match req.send().await {
+            Ok(r) if r.status().is_success() => {}
+            Ok(r) => {
+                let e = ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("HTTP {}", r.status()));
+                self.fail(request, e).await;
+            }
+            Err(e) => {
+                let e = ErrorObject::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    format!("HTTP request failed: {e}"),
+                );
+                self.fail(request, e).await;
+            }
         }
     }
 
@@ -517,4 +624,57 @@ async fn read_limited(resp: reqwest::Response, max: usize) -> Result<String, Str
         body.extend_from_slice(&chunk);
     }
     String::from_utf8(body).map_err(|_| "response is not UTF-8".to_owned())
+}
+
+/// `scheme://authority` of a URL.
+fn origin(url: &str) -> Option<&str> {
+    let (scheme, rest) = url.split_once("://")?;
+    let end = rest.find('/').map_or(url.len(), |i| scheme.len() + 3 + i);
+    Some(&url[..end])
+}
+
+/// Resolves an `endpoint` event against the stream's URL; only the same origin is accepted.
+fn resolve_endpoint(base: &str, endpoint: &str) -> Result<String, String> {
+    let base_origin = origin(base).ok_or("bad base URL")?;
+    if endpoint.contains("://") {
+        return match origin(endpoint) {
+            Some(o) if o.eq_ignore_ascii_case(base_origin) => Ok(endpoint.to_owned()),
+            _ => Err(format!(
+                "refusing an endpoint on another origin: {endpoint}"
+            )),
+        };
+    }
+    if endpoint.starts_with("//") {
+        return Err(format!("refusing a scheme-relative endpoint: {endpoint}"));
+    }
+    if endpoint.starts_with('/') {
+        return Ok(format!("{base_origin}{endpoint}"));
+    }
+    let dir = base.rsplit_once('/').map_or(base, |(d, _)| d);
+    Ok(format!("{dir}/{endpoint}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_stay_on_origin() {
+        let base = "http://127.0.0.1:8080/sse";
+        assert_eq!(
+            resolve_endpoint(base, "/message?sessionId=1").unwrap(),
+            "http://127.0.0.1:8080/message?sessionId=1"
+        );
+        assert_eq!(
+            resolve_endpoint(base, "message?x=1").unwrap(),
+            "http://127.0.0.1:8080/message?x=1"
+        );
+        assert_eq!(
+            resolve_endpoint(base, "http://127.0.0.1:8080/m").unwrap(),
+            "http://127.0.0.1:8080/m"
+        );
+        assert!(resolve_endpoint(base, "http://evil.example.com/m").is_err());
+        assert!(resolve_endpoint(base, "http://127.0.0.1:9999/m").is_err());
+        assert!(resolve_endpoint(base, "//evil.example.com/m").is_err());
+    }
 }

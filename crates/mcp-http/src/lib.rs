@@ -11,6 +11,9 @@
 //! - SSE priming events, `retry`, resumption with `Last-Event-ID` from a per-stream log;
 //! - `Host`/`Origin` validation (DNS-rebinding protection) on by default, `MCP-Protocol-Version`
 //!   (400), `Accept` (406), `Content-Type` (415) and body size (413) checks.
+//!
+//! [`LegacySse`] serves the 2024-11-05 HTTP+SSE transport (`GET /sse`, `POST /message`), and
+//! the client transport falls back to it by itself (the spec's backward-compatibility probe).
 
 // Handlers return `Result<_, Response>`, the axum idiom; the Err size does not matter there.
 #![allow(clippy::result_large_err)]
@@ -18,10 +21,12 @@
 pub mod client;
 mod config;
 mod guard;
+mod legacy;
 mod server;
 mod session;
 pub mod sse;
 
 pub use client::{HttpClientConfig, HttpClientError, HttpClientHandle, HttpClientTransport};
 pub use config::{HttpConfig, ResponseMode};
-pub use server::StreamableHttp;
+pub use legacy::LegacySse;
+pub use server::{StreamableHttp, serve_router};

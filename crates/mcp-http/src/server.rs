@@ -225,12 +225,24 @@ impl StreamableHttp {
     /// # Errors
     /// I/O errors of the listener.
     pub async fn serve(&self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
-        use axum::serve::ListenerExt;
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        axum::serve(listener, self.router()).await
+        serve_router(listener, self.router()).await
     }
+}
+
+/// Serves any router (for example Streamable HTTP merged with [`crate::LegacySse`]) with
+/// TCP_NODELAY on every connection: without it small SSE events wait for Nagle's delay.
+///
+/// # Errors
+/// I/O errors of the listener.
+pub async fn serve_router(
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    axum::serve(listener, router).await
 }
 
 async fn reap(inner: Weak<Inner>, idle: Duration) {
