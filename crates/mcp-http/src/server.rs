@@ -438,6 +438,7 @@ async fn handle_post(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: 
                 None => break,
             }
         }
+        session.forget_stream(&token);
         return json_response(last.data, session_header);
     }
     let mut chunks = Vec::new();

@@ -203,6 +203,21 @@ impl Session {
         (token, rx)
     }
 
+    /// Forgets a stream whose answer went out as a JSON body: there is nothing to resume.
+    pub(crate) fn forget_stream(&self, token: &str) {
+        let mut streams = self.lock();
+        streams.by_token.remove(token);
+        streams.finished.retain(|t| t != token);
+        // An idle session should cost as little as possible: give emptied tables back.
+        if streams.by_token.is_empty() {
+            streams.by_token = HashMap::new();
+            streams.finished = VecDeque::new();
+        }
+        if streams.routes.is_empty() {
+            streams.routes = HashMap::new();
+        }
+    }
+
     /// Opens the standalone GET stream; `None` if one is already attached.
     pub(crate) fn open_standalone(&self) -> Option<(String, mpsc::Receiver<Event>)> {
         let mut streams = self.lock();
