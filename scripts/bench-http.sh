@@ -17,12 +17,23 @@ start() {
   for _ in $(seq 1 100); do curl -s -o /dev/null "$url" && return 0; sleep 0.05; done
   echo "server did not start" >&2; exit 1
 }
+session() {
+  curl -si -X POST "$url" -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \
+    -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wrk","version":"1"}}}' \
+    | grep -i mcp-session-id | cut -d' ' -f2 | tr -d '\r'
+}
 for mode in json sse; do
   start "$mode"
   for clients in 1 16 64; do
     printf '%-5s clients=%-3s ' "$mode" "$clients"
     "$mcp" bench "$url" --clients "$clients" --requests "$requests" --json
   done
+  # mcp bench's own client saturates near 50k calls/s on 2 cores; wrk (apt install wrk)
+  # measures the server alone: 64 connections into one session, a fresh id per request.
+  if command -v wrk >/dev/null; then
+    printf '%-5s wrk -c64: ' "$mode"
+    SESSION=$(session) wrk -c64 -t2 -d5s -s scripts/wrk-call.lua "$url" | grep -E 'Requests/sec' | tr -s ' '
+  fi
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
 done
 start auto
