@@ -25,8 +25,13 @@ async fn answer(body: axum::body::Bytes) -> axum::response::Response {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> std::io::Result<()> {
-    let addr = std::env::args().nth(1).unwrap_or_else(|| "127.0.0.1:18099".to_owned());
-    let app = axum::Router::new().route("/mcp", axum::routing::post(answer).get(|| async { StatusCode::METHOD_NOT_ALLOWED }));
+    let addr = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:18099".to_owned());
+    let app = axum::Router::new().route(
+        "/mcp",
+        axum::routing::post(answer).get(|| async { StatusCode::METHOD_NOT_ALLOWED }),
+    );
     let listener = tokio::net::TcpListener::bind(&addr).await?;
     mcp_http::serve_router(listener, app).await
 }

@@ -20,6 +20,7 @@
 
 pub mod client;
 mod config;
+pub mod event_store;
 mod guard;
 mod legacy;
 mod server;
@@ -28,5 +29,6 @@ pub mod sse;
 
 pub use client::{HttpClientConfig, HttpClientError, HttpClientHandle, HttpClientTransport};
 pub use config::{HttpConfig, ResponseMode};
+pub use event_store::{EventStore, MemoryEventStore};
 pub use legacy::LegacySse;
 pub use server::{StreamableHttp, serve_router};

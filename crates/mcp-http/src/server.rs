@@ -16,6 +16,7 @@ use mcp_types::{Feature, InitializeParams, ProtocolVersion};
 use tokio::sync::mpsc;
 
 use crate::config::{HttpConfig, ResponseMode};
+use crate::event_store::{EventStore, MemoryEventStore};
 use crate::guard;
 use crate::session::{Event, Session};
 
@@ -25,6 +26,7 @@ const VERSION_HEADER: &str = "mcp-protocol-version";
 struct Inner {
     server: Server,
     config: Arc<HttpConfig>,
+    store: Arc<dyn EventStore>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
 }
 
@@ -39,6 +41,8 @@ impl Inner {
         let s = self.sessions().remove(id);
         if let Some(s) = &s {
             s.close();
+            let s = s.clone();
+            tokio::spawn(async move { s.forget_stored().await });
         }
         s
     }
@@ -187,10 +191,21 @@ fn json_response(body: String, session: Option<&str>) -> Response {
 impl StreamableHttp {
     /// An endpoint for `server`.
     pub fn new(server: Server, config: HttpConfig) -> Self {
+        let store = Arc::new(MemoryEventStore::new(config.event_log_limit));
+        Self::with_event_store(server, config, store)
+    }
+
+    /// An endpoint keeping SSE events in `store` (for resumption) instead of in memory.
+    pub fn with_event_store(
+        server: Server,
+        config: HttpConfig,
+        store: Arc<dyn EventStore>,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 server,
                 config: Arc::new(config),
+                store,
                 sessions: Mutex::new(HashMap::new()),
             }),
         }
@@ -270,14 +285,14 @@ async fn reap(inner: Weak<Inner>, idle: Duration) {
 fn start_session(inner: &Arc<Inner>, version: ProtocolVersion) -> Arc<Session> {
     let (in_tx, in_rx) = mpsc::channel(64);
     let (out_tx, mut out_rx) = mpsc::channel(1024);
-    let session = Session::new(in_tx, version, inner.config.clone());
+    let session = Session::new(in_tx, version, inner.store.clone());
     let server = inner.server.clone();
     tokio::spawn(async move { server.serve(in_rx, out_tx).await });
     let weak = Arc::downgrade(&session);
     tokio::spawn(async move {
         while let Some(out) = out_rx.recv().await {
             match weak.upgrade() {
-                Some(s) => s.route(out),
+                Some(s) => s.route(out).await,
                 None => return,
             }
         }
@@ -438,7 +453,7 @@ async fn handle_post(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: 
                 None => break,
             }
         }
-        session.forget_stream(&token);
+        session.forget_stream(&token).await;
         return json_response(last.data, session_header);
     }
     let mut chunks = Vec::new();
@@ -486,7 +501,7 @@ async fn handle_get(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Resp
     session.touch();
     let keep_alive = inner.config.keep_alive;
     if let Some(last) = header_str(&headers, "last-event-id") {
-        let Some(resumed) = session.resume(last) else {
+        let Some(resumed) = session.resume(last).await else {
             return rpc_error(
                 StatusCode::NOT_FOUND,
                 None,

@@ -3,9 +3,9 @@
 //! Every outgoing message is routed to exactly one stream: a response, and whatever a handler
 //! sends while working on a request, go on the stream of the POST that carried the request;
 //! everything else goes on the standalone GET stream (or is dropped when there is none).
-//! Each stream keeps a bounded log of its events so a client can resume it with
-//! `Last-Event-ID`; event ids carry a random per-stream token, so one session (or stream)
-//! can never resume another's.
+//! Every event is written to the [`EventStore`] before it is sent, so a client can resume a
+//! stream with `Last-Event-ID`; resumption is looked up within the session only, so one
+//! session can never resume another's stream.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -15,7 +15,7 @@ use mcp_jsonrpc::{Outbound, RequestId};
 use mcp_types::ProtocolVersion;
 use tokio::sync::mpsc;
 
-use crate::config::HttpConfig;
+use crate::event_store::EventStore;
 
 /// One SSE event for an attached response.
 #[derive(Debug, Clone)]
@@ -34,9 +34,10 @@ const LIVE_DEPTH: usize = 256;
 const KEEP_FINISHED: usize = 64;
 
 struct Stream {
-    log: VecDeque<(u64, String)>,
     next_seq: u64,
     live: Option<mpsc::Sender<Event>>,
+    /// The first seq the attached `live` sink has not been given by a replay.
+    live_from: u64,
     /// Responses still owed on this stream.
     pending: usize,
     finished: bool,
@@ -72,7 +73,9 @@ pub(crate) struct Session {
     /// id is the secret).
     next_stream: std::sync::atomic::AtomicU64,
     last_seen: Mutex<Instant>,
-    config: Arc<HttpConfig>,
+    store: Arc<dyn EventStore>,
+    /// Serialises routing and resumption, so a resume neither misses nor repeats an event.
+    order: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for Session {
@@ -94,7 +97,7 @@ impl Session {
     pub(crate) fn new(
         incoming: mpsc::Sender<Vec<u8>>,
         version: ProtocolVersion,
-        config: Arc<HttpConfig>,
+        store: Arc<dyn EventStore>,
     ) -> Arc<Self> {
         Arc::new(Self {
             id: random_hex(16),
@@ -103,7 +106,8 @@ impl Session {
             streams: Mutex::new(Streams::default()),
             next_stream: std::sync::atomic::AtomicU64::new(1),
             last_seen: Mutex::new(Instant::now()),
-            config,
+            store,
+            order: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -193,9 +197,9 @@ impl Session {
         streams.by_token.insert(
             token.clone(),
             Stream {
-                log: VecDeque::new(),
                 next_seq: 1,
                 live: Some(tx),
+                live_from: 1,
                 pending: answers,
                 finished: false,
             },
@@ -204,7 +208,8 @@ impl Session {
     }
 
     /// Forgets a stream whose answer went out as a JSON body: there is nothing to resume.
-    pub(crate) fn forget_stream(&self, token: &str) {
+    pub(crate) async fn forget_stream(&self, token: &str) {
+        self.store.forget_stream(&self.id, token).await;
         let mut streams = self.lock();
         streams.by_token.remove(token);
         streams.finished.retain(|t| t != token);
@@ -234,9 +239,9 @@ impl Session {
         streams.by_token.insert(
             token.clone(),
             Stream {
-                log: VecDeque::new(),
                 next_seq: 1,
                 live: Some(tx),
+                live_from: 1,
                 pending: 0,
                 finished: false,
             },
@@ -247,28 +252,35 @@ impl Session {
 
     /// Resumes the stream an event id belongs to, after that event. `None` if the id does not
     /// name a stream of this session.
-    pub(crate) fn resume(&self, last_event_id: &str) -> Option<Resumed> {
+    pub(crate) async fn resume(&self, last_event_id: &str) -> Option<Resumed> {
         let (token, seq) = last_event_id.rsplit_once('-')?;
         let seq: u64 = seq.parse().ok()?;
-        let mut streams = self.lock();
-        let stream = streams.by_token.get_mut(token)?;
-        let replay: Vec<Event> = stream
-            .log
-            .iter()
-            .filter(|(s, _)| *s > seq)
+        let _order = self.order.lock().await;
+        let (live, before) = {
+            let mut streams = self.lock();
+            let stream = streams.by_token.get_mut(token)?;
+            let before = stream.next_seq;
+            let live = if stream.finished {
+                None
+            } else {
+                let (tx, rx) = mpsc::channel(LIVE_DEPTH);
+                stream.live = Some(tx);
+                stream.live_from = before;
+                Some(rx)
+            };
+            (live, before)
+        };
+        let replay = self
+            .store
+            .replay(&self.id, token, seq, before)
+            .await
+            .into_iter()
             .map(|(s, data)| Event {
                 id: format!("{token}-{s}"),
-                data: data.clone(),
+                data,
                 last: false,
             })
             .collect();
-        let live = if stream.finished {
-            None
-        } else {
-            let (tx, rx) = mpsc::channel(LIVE_DEPTH);
-            stream.live = Some(tx);
-            Some(rx)
-        };
         Some(Resumed { replay, live })
     }
 
@@ -280,89 +292,99 @@ impl Session {
         }
     }
 
-    /// Routes one outgoing message to its stream.
-    pub(crate) fn route(&self, out: Outbound) {
-        let mut streams = self.lock();
-        let on_request_stream = out
-            .related
-            .as_ref()
-            .and_then(|id| streams.routes.get(id).cloned().map(|t| (id.clone(), t)));
-        if out.line.is_empty() {
-            // A handler asked to close its request's stream (polling): detach the response.
-            if let Some((_, token)) = on_request_stream {
-                Self::detach(&mut streams, &token);
-            }
-            return;
-        }
-        let response = out.response;
-        let token = match (&on_request_stream, response) {
-            (Some((id, token)), true) => {
-                streams.routes.remove(id);
-                token.clone()
-            }
-            (Some((_, token)), false) => token.clone(),
-            (None, _) => match streams.standalone.clone() {
-                Some(t) => t,
-                None => {
-                    tracing::debug!("no stream for a message; dropped: {}", out.line);
-                    return;
+    /// Routes one outgoing message to its stream: stored first, then sent to the attached
+    /// response, if any.
+    pub(crate) async fn route(&self, out: Outbound) {
+        let _order = self.order.lock().await;
+        let (token, seq, last) = {
+            let mut streams = self.lock();
+            let on_request_stream = out
+                .related
+                .as_ref()
+                .and_then(|id| streams.routes.get(id).cloned().map(|t| (id.clone(), t)));
+            if out.line.is_empty() {
+                // A handler asked to close its request's stream (polling): detach the response.
+                if let Some((_, token)) = on_request_stream {
+                    Self::detach(&mut streams, &token);
                 }
-            },
-        };
-        let limit = self.config.event_log_limit.max(1);
-        let Some(stream) = streams.by_token.get_mut(&token) else {
-            return;
-        };
-        if response && stream.pending > 0 {
-            stream.pending -= 1;
-        }
-        let last = response && stream.pending == 0;
-        let seq = stream.next_seq;
-        stream.next_seq += 1;
-        stream.log.push_back((seq, out.line.clone()));
-        while stream.log.len() > limit {
-            stream.log.pop_front();
-        }
-        if last {
-            stream.finished = true;
-        }
-        if let Some(live) = &stream.live {
-            let event = Event {
-                id: format!("{token}-{seq}"),
-                data: out.line,
-                last,
+                return;
+            }
+            let token = match (&on_request_stream, out.response) {
+                (Some((id, token)), true) => {
+                    streams.routes.remove(id);
+                    token.clone()
+                }
+                (Some((_, token)), false) => token.clone(),
+                (None, _) => match streams.standalone.clone() {
+                    Some(t) => t,
+                    None => {
+                        tracing::debug!("no stream for a message; dropped: {}", out.line);
+                        return;
+                    }
+                },
             };
-            if live.try_send(event).is_err() {
-                // Gone or too slow: it can resume from the log.
-                stream.live = None;
+            let Some(stream) = streams.by_token.get_mut(&token) else {
+                return;
+            };
+            if out.response && stream.pending > 0 {
+                stream.pending -= 1;
             }
-        }
-        if last {
-            stream.live = None;
-            streams.finished.push_back(token);
-            while streams.finished.len() > KEEP_FINISHED {
-                if let Some(old) = streams.finished.pop_front() {
-                    streams.by_token.remove(&old);
+            let last = out.response && stream.pending == 0;
+            let seq = stream.next_seq;
+            stream.next_seq += 1;
+            if last {
+                stream.finished = true;
+            }
+            (token, seq, last)
+        };
+        self.store.append(&self.id, &token, seq, &out.line).await;
+        let mut forget = Vec::new();
+        {
+            let mut streams = self.lock();
+            if let Some(stream) = streams.by_token.get_mut(&token) {
+                if let Some(live) = stream.live.as_ref().filter(|_| seq >= stream.live_from) {
+                    let event = Event {
+                        id: format!("{token}-{seq}"),
+                        data: out.line,
+                        last,
+                    };
+                    if live.try_send(event).is_err() {
+                        // Gone or too slow: it can resume from the store.
+                        stream.live = None;
+                    }
+                }
+                if last {
+                    stream.live = None;
+                    streams.finished.push_back(token);
+                    while streams.finished.len() > KEEP_FINISHED {
+                        if let Some(old) = streams.finished.pop_front() {
+                            streams.by_token.remove(&old);
+                            forget.push(old);
+                        }
+                    }
                 }
             }
         }
+        for old in forget {
+            self.store.forget_stream(&self.id, &old).await;
+        }
+    }
+
+    /// Drops what the store holds for this session.
+    pub(crate) async fn forget_stored(&self) {
+        self.store.forget_session(&self.id).await;
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event_store::MemoryEventStore;
 
     fn session() -> (Arc<Session>, mpsc::Receiver<Vec<u8>>) {
         let (tx, rx) = mpsc::channel(8);
-        (
-            Session::new(
-                tx,
-                ProtocolVersion::V2025_11_25,
-                Arc::new(HttpConfig::default()),
-            ),
-            rx,
-        )
+        let store = Arc::new(MemoryEventStore::new(64));
+        (Session::new(tx, ProtocolVersion::V2025_11_25, store), rx)
     }
 
     fn out(line: &str, related: Option<i64>) -> Outbound {
@@ -373,14 +395,15 @@ mod tests {
         }
     }
 
-    #[test]
-    fn routes_and_resumes() {
+    #[tokio::test]
+    async fn routes_and_resumes() {
         let (s, _rx) = session();
         let (tok, mut live) = s.open_post_stream(&[RequestId::Number(1)], 1);
         s.route(out(
             r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#,
             Some(1),
-        ));
+        ))
+        .await;
         let e = live.try_recv().unwrap();
         assert_eq!(e.id, format!("{tok}-1"));
         assert!(!e.last);
@@ -388,25 +411,53 @@ mod tests {
         s.route(out(
             r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
             None,
-        ));
+        ))
+        .await;
         assert!(live.try_recv().is_err());
-        // Polling: the handler closes the stream; the response still lands in the log.
-        s.route(out("", Some(1)));
-        s.route(out(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#, Some(1)));
+        // Polling: the handler closes the stream; the response still lands in the store.
+        s.route(out("", Some(1))).await;
+        s.route(out(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#, Some(1)))
+            .await;
         assert!(live.try_recv().is_err());
-        let r = s.resume(&format!("{tok}-1")).unwrap();
+        let r = s.resume(&format!("{tok}-1")).await.unwrap();
         assert_eq!(r.replay.len(), 1);
         assert!(r.replay[0].data.contains(r#""result""#));
         assert!(r.live.is_none(), "the stream is finished");
         // Foreign or malformed ids resume nothing.
-        assert!(s.resume("deadbeef-0").is_none());
-        assert!(s.resume("nonsense").is_none());
+        assert!(s.resume("s999-0").await.is_none());
+        assert!(s.resume("nonsense").await.is_none());
         let (other, _rx2) = session();
-        assert!(other.resume(&format!("{tok}-0")).is_none());
+        assert!(other.resume(&format!("{tok}-0")).await.is_none());
     }
 
-    #[test]
-    fn standalone_gets_unrelated() {
+    #[tokio::test]
+    async fn resume_mid_stream_neither_misses_nor_repeats() {
+        let (s, _rx) = session();
+        let (tok, live) = s.open_post_stream(&[RequestId::Number(1)], 1);
+        drop(live);
+        for i in 0..3 {
+            s.route(out(
+                &format!(r#"{{"jsonrpc":"2.0","method":"n","params":{{"i":{i}}}}}"#),
+                Some(1),
+            ))
+            .await;
+        }
+        let r = s.resume(&format!("{tok}-1")).await.unwrap();
+        assert_eq!(
+            r.replay.iter().map(|e| e.id.clone()).collect::<Vec<_>>(),
+            [format!("{tok}-2"), format!("{tok}-3")]
+        );
+        let mut live = r.live.unwrap();
+        s.route(out(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#, Some(1)))
+            .await;
+        let e = live.try_recv().unwrap();
+        assert_eq!(e.id, format!("{tok}-4"));
+        assert!(e.last);
+        assert!(live.try_recv().is_err());
+    }
+
+    #[tokio::test]
+    async fn standalone_gets_unrelated() {
         let (s, _rx) = session();
         let (_tok, mut get) = s.open_standalone().unwrap();
         assert!(
@@ -416,13 +467,15 @@ mod tests {
         s.route(out(
             r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
             None,
-        ));
+        ))
+        .await;
         assert!(get.try_recv().is_ok());
         // A related message whose request stream is gone goes to the GET stream.
         s.route(out(
             r#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#,
             Some(9),
-        ));
+        ))
+        .await;
         assert!(get.try_recv().is_ok());
         drop(get);
         assert!(

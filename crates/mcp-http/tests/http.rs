@@ -456,3 +456,76 @@ async fn client_over_http() {
     handle.close().await;
     assert_eq!(http.session_count(), 0, "close sends DELETE");
 }
+
+/// A store that counts what passes through it, around the in-memory one.
+struct Counting {
+    inner: mcp_http::MemoryEventStore,
+    appends: std::sync::atomic::AtomicUsize,
+    replays: std::sync::atomic::AtomicUsize,
+}
+
+impl mcp_http::EventStore for Counting {
+    fn append<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+        seq: u64,
+        data: &'a str,
+    ) -> futures::future::BoxFuture<'a, ()> {
+        self.appends
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.append(session, stream, seq, data)
+    }
+    fn replay<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+        after: u64,
+        before: u64,
+    ) -> futures::future::BoxFuture<'a, Vec<(u64, String)>> {
+        self.replays
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.replay(session, stream, after, before)
+    }
+    fn forget_stream<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+    ) -> futures::future::BoxFuture<'a, ()> {
+        self.inner.forget_stream(session, stream)
+    }
+    fn forget_session<'a>(&'a self, session: &'a str) -> futures::future::BoxFuture<'a, ()> {
+        self.inner.forget_session(session)
+    }
+}
+
+#[tokio::test]
+async fn a_plugged_in_event_store_is_used() {
+    let store = std::sync::Arc::new(Counting {
+        inner: mcp_http::MemoryEventStore::new(16),
+        appends: Default::default(),
+        replays: Default::default(),
+    });
+    let config = HttpConfig {
+        response_mode: ResponseMode::Sse,
+        ..HttpConfig::default()
+    };
+    let http = StreamableHttp::with_event_store(server(), config, store.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move { http.serve(listener).await });
+    let a = Raw::init(&url).await;
+    let r = a.post(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"polling","arguments":{}}}"#).send().await.unwrap();
+    let (ids, _) = sse(&r.text().await.unwrap());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let r = a
+        .get()
+        .header("last-event-id", ids.last().unwrap())
+        .send()
+        .await
+        .unwrap();
+    let (_, data) = sse(&r.text().await.unwrap());
+    assert_eq!(data[0]["id"], 7);
+    assert!(store.appends.load(std::sync::atomic::Ordering::Relaxed) >= 2);
+    assert_eq!(store.replays.load(std::sync::atomic::Ordering::Relaxed), 1);
+}
