@@ -200,3 +200,85 @@ async fn client_output_validates() {
         schema.check("ListRootsResult", &answer["result"]);
     }
 }
+
+fn modern_params(extra: Value) -> Value {
+    let mut p = json!({"_meta":{
+        "io.modelcontextprotocol/protocolVersion":"2026-07-28",
+        "io.modelcontextprotocol/clientInfo":{"name":"modern","version":"1"},
+        "io.modelcontextprotocol/clientCapabilities":{},
+        "io.modelcontextprotocol/logLevel":"debug",
+        "progressToken":"p"}});
+    if let (Value::Object(p), Value::Object(e)) = (&mut p, extra) {
+        p.extend(e);
+    }
+    p
+}
+
+#[tokio::test]
+async fn modern_server_output_validates_against_2026_07_28() {
+    let schema = SpecSchema::load("2026-07-28");
+    let mut s = Raw::spawn();
+    let cases = [
+        ("server/discover", json!({}), "DiscoverResult"),
+        ("tools/list", json!({}), "ListToolsResult"),
+        (
+            "tools/call",
+            json!({"name":"echo","arguments":{"message":"hi"}}),
+            "CallToolResult",
+        ),
+        (
+            "tools/call",
+            json!({"name":"add","arguments":{"a":1,"b":2}}),
+            "CallToolResult",
+        ),
+        (
+            "tools/call",
+            json!({"name":"fail","arguments":{}}),
+            "CallToolResult",
+        ),
+        ("resources/list", json!({}), "ListResourcesResult"),
+        (
+            "resources/templates/list",
+            json!({}),
+            "ListResourceTemplatesResult",
+        ),
+        (
+            "resources/read",
+            json!({"uri":"demo://readme"}),
+            "ReadResourceResult",
+        ),
+        ("prompts/list", json!({}), "ListPromptsResult"),
+        (
+            "prompts/get",
+            json!({"name":"greet","arguments":{"name":"x"}}),
+            "GetPromptResult",
+        ),
+        (
+            "completion/complete",
+            json!({"ref":{"type":"ref/prompt","name":"greet"},"argument":{"name":"name","value":"a"}}),
+            "CompleteResult",
+        ),
+    ];
+    for (i, (method, params, def)) in cases.into_iter().enumerate() {
+        let r = s
+            .request(100 + i as i64, method, modern_params(params))
+            .await;
+        assert!(r.get("result").is_some(), "{method}: {r}");
+        schema.check(def, &r["result"]);
+    }
+    s.send(json!({"jsonrpc":"2.0","id":200,"method":"tools/call","params":modern_params(json!({"name":"slow","arguments":{"steps":1,"delay_ms":1}}))})).await;
+    let (_, notes) = s.recv_id(json!(200)).await;
+    schema.check("ProgressNotification", &notes[0]);
+    s.send(json!({"jsonrpc":"2.0","id":201,"method":"tools/call","params":modern_params(json!({"name":"log","arguments":{"message":"m"}}))})).await;
+    let (_, notes) = s.recv_id(json!(201)).await;
+    schema.check("LoggingMessageNotification", &notes[0]);
+    let r = s
+        .request(
+            202,
+            "tools/list",
+            json!({"_meta":{"io.modelcontextprotocol/protocolVersion":"1900-01-01"}}),
+        )
+        .await;
+    schema.check("UnsupportedProtocolVersionError", &r);
+    s.close().await;
+}

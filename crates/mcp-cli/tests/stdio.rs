@@ -345,3 +345,125 @@ impl Raw {
         self.recv_id(json!(id)).await
     }
 }
+
+fn modern(extra: Value) -> Value {
+    let mut params = json!({"_meta":{
+        "io.modelcontextprotocol/protocolVersion":"2026-07-28",
+        "io.modelcontextprotocol/clientInfo":{"name":"modern","version":"1"},
+        "io.modelcontextprotocol/clientCapabilities":{}}});
+    if let (Value::Object(p), Value::Object(e)) = (&mut params, extra) {
+        for (k, v) in e {
+            if k == "_meta" {
+                if let (Some(Value::Object(m)), Value::Object(add)) = (p.get_mut("_meta"), v) {
+                    m.extend(add);
+                }
+            } else {
+                p.insert(k, v);
+            }
+        }
+    }
+    params
+}
+
+#[tokio::test]
+async fn modern_requests_without_a_handshake() {
+    let mut s = Raw::spawn();
+    let d = s.request(1, "server/discover", modern(json!({}))).await;
+    assert_eq!(d["result"]["resultType"], "complete");
+    assert_eq!(d["result"]["supportedVersions"][0], "2026-07-28");
+    assert!(
+        d["result"]["supportedVersions"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("2025-11-25"))
+    );
+    assert_eq!(
+        d["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "mcp-demo"
+    );
+    let r = s
+        .request(
+            2,
+            "tools/call",
+            modern(json!({"name":"echo","arguments":{"message":"m"}})),
+        )
+        .await;
+    assert_eq!(r["result"]["content"][0]["text"], "m");
+    assert_eq!(r["result"]["resultType"], "complete");
+    assert_eq!(
+        r["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["version"],
+        env!("CARGO_PKG_VERSION")
+    );
+    let r = s.request(3, "tools/list", modern(json!({}))).await;
+    assert!(r["result"]["ttlMs"].as_u64().is_some());
+    assert_eq!(r["result"]["cacheScope"], "public");
+    // Errors of the new revision.
+    let r = s
+        .request(
+            4,
+            "tools/list",
+            json!({"_meta":{"io.modelcontextprotocol/protocolVersion":"1900-01-01"}}),
+        )
+        .await;
+    assert_eq!(code(&r), -32022);
+    assert_eq!(r["error"]["data"]["requested"], "1900-01-01");
+    let r = s
+        .request(5, "resources/read", modern(json!({"uri":"demo://missing"})))
+        .await;
+    assert_eq!(
+        code(&r),
+        -32602,
+        "resource not found is -32602 from 2026-07-28"
+    );
+    for (id, method) in [
+        (6, "ping"),
+        (7, "logging/setLevel"),
+        (8, "resources/subscribe"),
+    ] {
+        let r = s
+            .request(
+                id,
+                method,
+                modern(json!({"uri":"demo://readme","level":"info"})),
+            )
+            .await;
+        assert_eq!(code(&r), -32601, "{method} was removed in 2026-07-28");
+    }
+    // Log messages only for requests that ask, at their level.
+    let (_, before) = s.send_then(json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":modern(json!({"name":"log","arguments":{"message":"x"}}))}), 9).await;
+    assert!(before.is_empty());
+    let (_, before) = s
+        .send_then(json!({"jsonrpc":"2.0","id":10,"method":"tools/call","params":modern(json!({"name":"log","arguments":{"message":"x","level":"info"},"_meta":{"io.modelcontextprotocol/logLevel":"debug"}}))}), 10)
+        .await;
+    assert_eq!(before[0]["method"], "notifications/message");
+    s.close().await;
+}
+
+#[tokio::test]
+async fn one_process_serves_both_eras_at_once() {
+    let mut s = Raw::spawn();
+    // A legacy session on the connection...
+    let init = s.initialize("2025-06-18").await;
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+    // ...and modern requests interleaved with legacy ones, each answered in its own era.
+    s.send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"legacy"}}})).await;
+    s.send(json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":modern(json!({"name":"echo","arguments":{"message":"modern"}}))})).await;
+    let (a, _) = s.recv_id(json!(1)).await;
+    let (b, _) = s.recv_id(json!(2)).await;
+    assert_eq!(a["result"]["content"][0]["text"], "legacy");
+    assert!(
+        a["result"].get("resultType").is_none(),
+        "legacy results keep the legacy shape"
+    );
+    assert_eq!(b["result"]["content"][0]["text"], "modern");
+    assert_eq!(b["result"]["resultType"], "complete");
+    let r = s
+        .request(3, "resources/read", json!({"uri":"demo://missing"}))
+        .await;
+    assert_eq!(
+        code(&r),
+        -32002,
+        "legacy resource-not-found code on the legacy session"
+    );
+    s.close().await;
+}

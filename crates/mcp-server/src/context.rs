@@ -14,6 +14,7 @@ use mcp_types::{
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::modern::Era;
 use crate::session::Session;
 
 /// The context of one request, handed to every handler.
@@ -23,6 +24,7 @@ pub struct Ctx {
     pub(crate) session: Arc<Session>,
     pub(crate) progress_token: Option<ProgressToken>,
     pub(crate) meta: Option<JsonObject>,
+    pub(crate) era: Era,
 }
 
 impl Ctx {
@@ -48,17 +50,37 @@ impl Ctx {
 
     /// The negotiated protocol version.
     pub fn protocol_version(&self) -> ProtocolVersion {
-        self.session.version()
+        match &self.era {
+            Era::Modern(_) => ProtocolVersion::V2026_07_28,
+            Era::Legacy => self.session.version(),
+        }
     }
 
     /// The client's name and version.
     pub fn client_info(&self) -> Option<Implementation> {
-        self.session.client_info()
+        match &self.era {
+            Era::Modern(m) => m.client_info.clone(),
+            Era::Legacy => self.session.client_info(),
+        }
     }
 
     /// The client's declared capabilities.
     pub fn client_capabilities(&self) -> ClientCapabilities {
-        self.session.client_capabilities()
+        match &self.era {
+            Era::Modern(m) => m.client_caps.clone(),
+            Era::Legacy => self.session.client_capabilities(),
+        }
+    }
+
+    /// Whether server-to-client requests are possible (legacy sessions); a modern request
+    /// would need a multi round-trip (`input_required`) result instead.
+    fn require_legacy(&self, what: &str) -> Result<(), CallError> {
+        match &self.era {
+            Era::Legacy => Ok(()),
+            Era::Modern(_) => Err(CallError::Protocol(format!(
+                "{what} from a 2026-07-28 request needs a multi round-trip result, which this server does not support yet"
+            ))),
+        }
     }
 
     /// Ends the HTTP stream this request is answered on, while the request goes on: the client
@@ -89,7 +111,14 @@ impl Ctx {
 
     /// Sends a log message if `level` is at or above the client's chosen level.
     pub async fn log(&self, level: LoggingLevel, logger: Option<&str>, data: Value) {
-        if !self.session.log_enabled(level) {
+        let enabled = match &self.era {
+            // 2026-07-28: only when the request asked, at its own level.
+            Era::Modern(m) => {
+                self.session.logging_on() && m.log_level.is_some_and(|min| level >= min)
+            }
+            Era::Legacy => self.session.log_enabled(level),
+        };
+        if !enabled {
             return;
         }
         let params = LoggingMessageParams {
@@ -114,6 +143,7 @@ impl Ctx {
         &self,
         params: &CreateMessageParams,
     ) -> Result<CreateMessageResult, CallError> {
+        self.require_legacy("sampling")?;
         if self.client_capabilities().sampling.is_none() {
             return Err(CallError::Protocol(
                 "the client does not support sampling".into(),
@@ -131,6 +161,7 @@ impl Ctx {
     /// [`CallError::Protocol`] if the client did not declare `elicitation` (or the `url` mode
     /// for a URL elicitation); otherwise as the call.
     pub async fn elicit(&self, params: &ElicitParams) -> Result<ElicitResult, CallError> {
+        self.require_legacy("elicitation")?;
         let caps = self.client_capabilities();
         let Some(elicitation) = caps.elicitation else {
             return Err(CallError::Protocol(
@@ -153,6 +184,7 @@ impl Ctx {
     /// # Errors
     /// [`CallError::Protocol`] if the client did not declare `roots`; otherwise as the call.
     pub async fn list_roots(&self) -> Result<ListRootsResult, CallError> {
+        self.require_legacy("roots")?;
         if self.client_capabilities().roots.is_none() {
             return Err(CallError::Protocol(
                 "the client does not support roots".into(),

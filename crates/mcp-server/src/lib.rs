@@ -22,6 +22,7 @@
 
 mod context;
 mod handler;
+mod modern;
 pub mod schema;
 mod server;
 mod session;
@@ -31,4 +32,4 @@ pub use context::Ctx;
 pub use handler::{
     CompletionFn, IntoCallToolResult, PromptFn, ResourceFn, Structured, TemplateFn, ToolFn,
 };
-pub use server::{BuildError, Server, ServerBuilder, ServerConfig};
+pub use server::{BuildError, CacheConfig, Server, ServerBuilder, ServerConfig};

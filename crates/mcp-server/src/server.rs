@@ -80,9 +80,29 @@ pub(crate) struct Registry {
     pub(crate) prompts: BTreeMap<String, Arc<PromptEntry>>,
 }
 
+/// Cache hints on cacheable results (2026-07-28: lists and `resources/read`).
+#[derive(Debug, Clone)]
+pub struct CacheConfig {
+    /// `ttlMs`: how long a client may reuse the result.
+    pub ttl_ms: u64,
+    /// `cacheScope`: who may share a cached copy.
+    pub scope: mcp_types::CacheScope,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        Self {
+            ttl_ms: 60_000,
+            scope: mcp_types::CacheScope::Public,
+        }
+    }
+}
+
 /// Settings of a server.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
+    /// Cache hints for modern (2026-07-28) results.
+    pub cache: CacheConfig,
     /// Items per page of list results.
     pub page_size: usize,
     /// Message loop settings.
@@ -94,6 +114,7 @@ pub struct ServerConfig {
 impl Default for ServerConfig {
     fn default() -> Self {
         Self {
+            cache: CacheConfig::default(),
             page_size: 100,
             engine: EngineConfig::default(),
             max_line: 4 * 1024 * 1024,

@@ -18,6 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::context::Ctx;
+use crate::modern::{self, Era};
 use crate::server::Inner;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,7 +43,7 @@ struct State {
 
 /// One client connection.
 pub(crate) struct Session {
-    server: Arc<Inner>,
+    pub(crate) server: Arc<Inner>,
     state: Mutex<State>,
 }
 
@@ -138,6 +139,10 @@ impl Session {
         self.lock().client_caps.clone()
     }
 
+    pub(crate) fn logging_on(&self) -> bool {
+        self.server.logging
+    }
+
     pub(crate) fn log_enabled(&self, level: LoggingLevel) -> bool {
         self.server.logging && level >= self.lock().log_level
     }
@@ -181,20 +186,24 @@ impl Session {
         })
     }
 
-    fn ctx(self: &Arc<Self>, rc: RequestContext, meta: Option<JsonObject>) -> Ctx {
-        Ctx {
-            rc,
-            session: self.clone(),
-            progress_token: progress_token(meta.as_ref()),
-            meta,
-        }
-    }
-
     fn route(
         self: &Arc<Self>,
         req: Request,
         rc: RequestContext,
+        era: Era,
     ) -> BoxFuture<'static, HandlerResult> {
+        let ctx = |rc: RequestContext, meta: Option<JsonObject>| Ctx {
+            rc,
+            session: self.clone(),
+            progress_token: progress_token(meta.as_ref()),
+            meta,
+            era: era.clone(),
+        };
+        let version = match &era {
+            Era::Modern(_) => ProtocolVersion::V2026_07_28,
+            Era::Legacy => self.version(),
+        };
+        let modern = matches!(era, Era::Modern(_));
         let served = self.server.served();
         let page = self.server.config.page_size;
         let not_found = || fail(ErrorObject::method_not_found(&req.method));
@@ -225,7 +234,7 @@ impl Session {
                             .with_data(serde_json::json!({ "tool": p.name })),
                     );
                 };
-                let ctx = self.ctx(rc, p.meta);
+                let ctx = ctx(rc, p.meta);
                 Box::pin(async move {
                     let args = p.arguments.unwrap_or_default();
                     let args_value = Value::Object(args);
@@ -305,14 +314,14 @@ impl Session {
                     (direct, template)
                 };
                 let uri = p.uri.clone();
-                let ctx = self.ctx(rc, p.meta);
+                let ctx = ctx(rc, p.meta);
                 match (direct, template) {
                     (Some(h), _) => Box::pin(async move { encode(&h(ctx, uri).await?) }),
                     (None, Some((h, vars))) => {
                         Box::pin(async move { encode(&h(ctx, uri, vars).await?) })
                     }
                     (None, None) => {
-                        let code = ErrorCode(self.version().resource_not_found_code());
+                        let code = ErrorCode(version.resource_not_found_code());
                         fail(
                             ErrorObject::new(code, format!("Resource not found: {}", p.uri))
                                 .with_data(serde_json::json!({ "uri": p.uri })),
@@ -320,7 +329,7 @@ impl Session {
                     }
                 }
             }
-            "resources/subscribe" | "resources/unsubscribe" if served.resources => {
+            "resources/subscribe" | "resources/unsubscribe" if served.resources && !modern => {
                 let p: ResourceUriParams = match parse_params(params) {
                     Ok(p) => p,
                     Err(e) => return fail(e),
@@ -376,7 +385,7 @@ impl Session {
                         missing.join(", ")
                     )));
                 }
-                let ctx = self.ctx(rc, p.meta);
+                let ctx = ctx(rc, p.meta);
                 Box::pin(async move { encode(&(entry.handler)(ctx, args).await?) })
             }
             "completion/complete" if self.server.completion.is_some() => {
@@ -387,14 +396,14 @@ impl Session {
                 let Some(h) = self.server.completion.clone() else {
                     return not_found();
                 };
-                let ctx = self.ctx(rc, p.meta.clone());
+                let ctx = ctx(rc, p.meta.clone());
                 Box::pin(async move {
                     let mut r = h(ctx, p).await?;
                     r.completion.values.truncate(100);
                     encode(&r)
                 })
             }
-            "logging/setLevel" if self.server.logging => {
+            "logging/setLevel" if self.server.logging && !modern => {
                 let p: SetLevelParams = match parse_params(params) {
                     Ok(p) => p,
                     Err(e) => return fail(e),
@@ -427,6 +436,25 @@ impl SessionService {
 impl Service for SessionService {
     fn call(&self, req: Request, rc: RequestContext) -> BoxFuture<'static, HandlerResult> {
         let session = &self.0;
+        let era = match modern::detect(req.params.as_deref()) {
+            Ok(Some(meta)) => Era::Modern(Arc::new(meta)),
+            Ok(None) => Era::Legacy,
+            Err(e) if req.method != "initialize" => return fail(e),
+            Err(_) => Era::Legacy,
+        };
+        if let Era::Modern(_) = era {
+            return match req.method.as_str() {
+                "server/discover" => ready(&modern::discover(&session.server)),
+                // Removed in 2026-07-28.
+                "ping" | "initialize" => fail(ErrorObject::method_not_found(&req.method)),
+                _ => {
+                    let server = session.server.clone();
+                    let method = req.method.clone();
+                    let fut = session.route(req, rc, era);
+                    Box::pin(async move { modern::finish(&fut.await?, &server, &method) })
+                }
+            };
+        }
         match req.method.as_str() {
             "ping" => ready(&EmptyResult::default()),
             "initialize" => session.initialize(&req),
@@ -437,7 +465,7 @@ impl Service for SessionService {
                 )
                 .with_data(serde_json::json!({ "reason": "not initialized" })),
             ),
-            _ => session.route(req, rc),
+            _ => session.route(req, rc, Era::Legacy),
         }
     }
 

@@ -1,0 +1,146 @@
+//! Revision 2026-07-28 on the server: requests that describe themselves in `_meta` (no
+//! handshake), `server/discover`, and the fields every modern result carries.
+
+use std::sync::Arc;
+
+use mcp_jsonrpc::{ErrorCode, ErrorObject, RawJson, RawValue, to_raw};
+use mcp_types::{
+    CacheScope, ClientCapabilities, DiscoverResult, Implementation, JsonObject, LoggingLevel,
+    ProtocolVersion, ResultType, meta_keys,
+};
+use serde_json::Value;
+
+use crate::server::Inner;
+
+/// What a modern request says about its client.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ModernMeta {
+    pub(crate) client_info: Option<Implementation>,
+    pub(crate) client_caps: ClientCapabilities,
+    /// Log messages are sent only when the request asks for them, at or above this level.
+    pub(crate) log_level: Option<LoggingLevel>,
+}
+
+/// Which era a request belongs to.
+#[derive(Debug, Clone)]
+pub(crate) enum Era {
+    /// Part of an `initialize`d session.
+    Legacy,
+    /// Self-describing (2026-07-28).
+    Modern(Arc<ModernMeta>),
+}
+
+#[derive(serde::Deserialize)]
+struct ParamsMeta {
+    #[serde(rename = "_meta", default)]
+    meta: Option<JsonObject>,
+}
+
+/// Every version this server speaks, newest first (legacy ones through `initialize`).
+pub(crate) fn supported_versions() -> Vec<String> {
+    ProtocolVersion::ALL
+        .iter()
+        .rev()
+        .map(|v| v.as_str().to_owned())
+        .collect()
+}
+
+/// Reads a request's era from its params. `Ok(None)`: a legacy request. An `Err` is the
+/// `UnsupportedProtocolVersionError` to answer with.
+pub(crate) fn detect(params: Option<&RawValue>) -> Result<Option<ModernMeta>, ErrorObject> {
+    let Some(raw) = params else { return Ok(None) };
+    // Cheap test first: legacy requests (the hot path on old clients) never parse twice.
+    if !raw.get().contains(meta_keys::PROTOCOL_VERSION) {
+        return Ok(None);
+    }
+    let Ok(ParamsMeta { meta: Some(meta) }) = serde_json::from_str::<ParamsMeta>(raw.get()) else {
+        return Ok(None);
+    };
+    let Some(version) = meta.get(meta_keys::PROTOCOL_VERSION) else {
+        return Ok(None);
+    };
+    let requested = version.as_str().unwrap_or_default();
+    if ProtocolVersion::parse(requested).is_none_or(ProtocolVersion::is_legacy) {
+        return Err(ErrorObject::new(
+            ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+            "Unsupported protocol version",
+        )
+        .with_data(
+            serde_json::json!({ "supported": supported_versions(), "requested": version }),
+        ));
+    }
+    let field = |key: &str| meta.get(key).cloned();
+    Ok(Some(ModernMeta {
+        client_info: field(meta_keys::CLIENT_INFO).and_then(|v| serde_json::from_value(v).ok()),
+        client_caps: field(meta_keys::CLIENT_CAPABILITIES)
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default(),
+        log_level: field(meta_keys::LOG_LEVEL).and_then(|v| serde_json::from_value(v).ok()),
+    }))
+}
+
+fn server_meta(server: &Inner) -> JsonObject {
+    let mut meta = JsonObject::new();
+    if let Ok(info) = serde_json::to_value(&server.info) {
+        meta.insert(meta_keys::SERVER_INFO.to_owned(), info);
+    }
+    meta
+}
+
+/// The `server/discover` result.
+pub(crate) fn discover(server: &Inner) -> DiscoverResult {
+    let mut capabilities = server.capabilities();
+    if let Some(r) = capabilities.resources.as_mut() {
+        r.subscribe = None; // replaced by subscriptions/listen in 2026-07-28
+    }
+    DiscoverResult {
+        result_type: Some(ResultType::Complete),
+        supported_versions: supported_versions(),
+        capabilities,
+        instructions: server.instructions.clone(),
+        ttl_ms: Some(server.config.cache.ttl_ms),
+        cache_scope: Some(server.config.cache.scope),
+        meta: Some(server_meta(server)),
+        ..DiscoverResult::default()
+    }
+}
+
+const CACHEABLE: &[&str] = &[
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+];
+
+/// Adds what every modern result carries: `resultType` (unless the handler set one),
+/// the server's identity in `_meta`, and cache hints on cacheable results.
+pub(crate) fn finish(raw: &RawJson, server: &Inner, method: &str) -> Result<RawJson, ErrorObject> {
+    let mut result: JsonObject = serde_json::from_str(raw.get())
+        .map_err(|e| ErrorObject::internal(format!("result is not an object: {e}")))?;
+    result
+        .entry("resultType")
+        .or_insert_with(|| Value::String("complete".to_owned()));
+    let meta = result
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(JsonObject::new()));
+    if let Value::Object(meta) = meta {
+        for (k, v) in server_meta(server) {
+            meta.entry(k).or_insert(v);
+        }
+    }
+    if CACHEABLE.contains(&method) {
+        let cache = &server.config.cache;
+        result
+            .entry("ttlMs")
+            .or_insert_with(|| Value::from(cache.ttl_ms));
+        let scope = match cache.scope {
+            CacheScope::Public => "public",
+            CacheScope::Private => "private",
+        };
+        result
+            .entry("cacheScope")
+            .or_insert_with(|| Value::String(scope.to_owned()));
+    }
+    to_raw(&result).map_err(|e| ErrorObject::internal(format!("could not encode the result: {e}")))
+}
