@@ -26,6 +26,7 @@ mod legacy;
 mod server;
 mod session;
 pub mod sse;
+mod stateless;
 
 pub use client::{HttpClientConfig, HttpClientError, HttpClientHandle, HttpClientTransport};
 pub use config::{HttpConfig, ResponseMode};

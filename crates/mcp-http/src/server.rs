@@ -111,10 +111,24 @@ fn common_checks(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Respons
     // Every value counts: a request may not smuggle a second, unsupported version.
     for v in headers.get_all(VERSION_HEADER) {
         let v = v.to_str().unwrap_or("");
-        if ProtocolVersion::parse(v).is_none_or(|v| !v.is_legacy()) {
-            return Err(bad_request(&format!(
-                "Unsupported MCP-Protocol-Version: {v}"
-            )));
+        if ProtocolVersion::parse(v).is_none() {
+            let supported: Vec<&str> = ProtocolVersion::ALL
+                .iter()
+                .rev()
+                .map(|v| v.as_str())
+                .collect();
+            let e = ErrorObject::new(
+                ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version",
+            )
+            .with_data(serde_json::json!({ "supported": supported, "requested": v }));
+            let body = Message::error(None, e).encode();
+            return Err((
+                StatusCode::BAD_REQUEST,
+                [(header::CONTENT_TYPE, "application/json")],
+                body,
+            )
+                .into_response());
         }
     }
     Ok(())
@@ -351,6 +365,15 @@ async fn handle_post(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: 
             (ok, true)
         }
     };
+    if crate::stateless::is_modern(&headers, &body) {
+        if batch {
+            return bad_request("JSON-RPC batches are not part of protocol 2026-07-28");
+        }
+        if let Some(m) = messages.into_iter().next() {
+            return crate::stateless::handle(&inner.server, &inner.config, &headers, m, body).await;
+        }
+        return bad_request("empty request");
+    }
     let initialize = messages.iter().find_map(|m| match m {
         Message::Request(r) if r.method == "initialize" => Some(r),
         _ => None,
@@ -493,6 +516,10 @@ async fn handle_get(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Resp
             ErrorCode::INVALID_REQUEST,
             "Accept must list text/event-stream",
         );
+    }
+    if crate::stateless::is_modern(&headers, &[]) {
+        // 2026-07-28 has no GET stream (subscriptions/listen replaces it).
+        return StatusCode::METHOD_NOT_ALLOWED.into_response();
     }
     let session = match session_of(&inner, &headers) {
         Ok(s) => s,

@@ -529,3 +529,188 @@ async fn a_plugged_in_event_store_is_used() {
     assert!(store.appends.load(std::sync::atomic::Ordering::Relaxed) >= 2);
     assert_eq!(store.replays.load(std::sync::atomic::Ordering::Relaxed), 1);
 }
+
+const MODERN_META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"m","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}"#;
+
+fn modern_post(
+    http: &reqwest::Client,
+    url: &str,
+    method: &str,
+    name: Option<&str>,
+    params: &str,
+) -> reqwest::RequestBuilder {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{{{MODERN_META}{params}}}}}"#
+    );
+    let mut r = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .body(body);
+    if let Some(n) = name {
+        r = r.header("mcp-name", n);
+    }
+    r
+}
+
+#[tokio::test]
+async fn modern_requests_are_stateless_and_headers_checked() {
+    let (url, http) = start(HttpConfig::default()).await;
+    let c = reqwest::Client::new();
+    let r = modern_post(
+        &c,
+        &url,
+        "tools/call",
+        Some("echo"),
+        r#","name":"echo","arguments":{"message":"stateless"}"#,
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(
+        r.headers().get("mcp-session-id").is_none(),
+        "no session in 2026-07-28"
+    );
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["result"]["content"][0]["text"], "stateless");
+    assert_eq!(body["result"]["resultType"], "complete");
+    assert_eq!(http.session_count(), 0);
+    // Without a log level in _meta the handler's log message is not sent: plain JSON.
+    let r = modern_post(
+        &c,
+        &url,
+        "tools/call",
+        Some("chatty"),
+        r#","name":"chatty","arguments":{}"#,
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(r.headers()["content-type"], "application/json");
+    // With one, the request's notification comes first on an SSE stream, then the result.
+    let body = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"info"},"name":"chatty","arguments":{}}}"#;
+    let r = c
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "chatty")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["content-type"], "text/event-stream");
+    let (_, data) = sse(&r.text().await.unwrap());
+    assert_eq!(data[0]["method"], "notifications/message");
+    assert_eq!(data[1]["result"]["content"][0]["text"], "done");
+    // Base64 sentinel names are decoded before comparing.
+    let r = modern_post(
+        &c,
+        &url,
+        "tools/call",
+        Some("=?base64?ZWNobw==?="),
+        r#","name":"echo","arguments":{"message":"b64"}"#,
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    // Header mismatches: 400 with -32020.
+    for (method, name) in [
+        ("tools/list", Some("x")),
+        ("tools/call", Some("other")),
+        ("tools/call", None),
+    ] {
+        let mut req = modern_post(
+            &c,
+            &url,
+            "tools/call",
+            name,
+            r#","name":"echo","arguments":{"message":"x"}"#,
+        );
+        if method != "tools/call" {
+            req = req.header("mcp-method", method);
+        }
+        let r = req.send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], -32020);
+    }
+    // Unknown method: 404 with -32601; unknown version: 400 with -32022.
+    let r = modern_post(&c, &url, "no/such", None, "")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], -32601);
+    let r = modern_post(&c, &url, "tools/list", None, "")
+        .header("mcp-protocol-version", "1900-01-01")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], -32022);
+    // server/discover, and no GET stream in the modern era.
+    let r = modern_post(&c, &url, "server/discover", None, "")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["result"]["supportedVersions"][0],
+        "2026-07-28"
+    );
+    let r = c
+        .get(&url)
+        .header("accept", "text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED);
+}
+
+#[tokio::test]
+async fn legacy_and_modern_clients_on_one_server_at_once() {
+    let (url, _http) = start(HttpConfig::default()).await;
+    let legacy = async {
+        let t = mcp_http::client::connect(&url, HttpClientConfig::default()).unwrap();
+        let client = Client::connect(
+            t.incoming,
+            t.outgoing,
+            ClientHandlers::new(),
+            ClientConfig::default(),
+        )
+        .await
+        .unwrap();
+        let mut args = JsonObject::new();
+        args.insert("message".into(), json!("legacy"));
+        let r = client.call_tool("echo", args).await.unwrap();
+        t.handle.close().await;
+        r.content[0].as_text().unwrap().to_owned()
+    };
+    let modern = async {
+        let c = reqwest::Client::new();
+        let r = modern_post(
+            &c,
+            &url,
+            "tools/call",
+            Some("echo"),
+            r#","name":"echo","arguments":{"message":"modern"}"#,
+        )
+        .send()
+        .await
+        .unwrap();
+        let v: Value = r.json().await.unwrap();
+        v["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(
+        tokio::join!(legacy, modern),
+        ("legacy".to_owned(), "modern".to_owned())
+    );
+}

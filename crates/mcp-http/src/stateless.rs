@@ -1,0 +1,266 @@
+//! Revision 2026-07-28 over Streamable HTTP: no session, every POST a self-describing request.
+//!
+//! The standard headers are checked against the body (`MCP-Protocol-Version` against
+//! `_meta`, `Mcp-Method` against `method`, `Mcp-Name` against `params.name`/`params.uri`;
+//! 400 with `HeaderMismatch` -32020 otherwise). Each request runs on its own short-lived
+//! engine connection, so any instance can answer any request. The answer is JSON when the
+//! response is all there is, otherwise an SSE stream carrying the request's notifications
+//! (progress, log messages) before it. There are no event ids: 2026-07-28 has no resumption.
+
+use std::convert::Infallible;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use mcp_jsonrpc::{ErrorCode, ErrorObject, Message, Outbound, Request};
+use mcp_server::Server;
+use mcp_types::{ProtocolVersion, meta_keys};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::config::{HttpConfig, ResponseMode};
+
+fn error(status: StatusCode, id: Option<mcp_jsonrpc::RequestId>, e: ErrorObject) -> Response {
+    let body = Message::error(id, e).encode();
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+fn mismatch(id: &mcp_jsonrpc::RequestId, message: String) -> Response {
+    error(
+        StatusCode::BAD_REQUEST,
+        Some(id.clone()),
+        ErrorObject::new(ErrorCode::HEADER_MISMATCH, message),
+    )
+}
+
+/// Decodes the `=?base64?…?=` sentinel form of a header value.
+fn decode_header(value: &str) -> Option<String> {
+    match value
+        .strip_prefix("=?base64?")
+        .and_then(|v| v.strip_suffix("?="))
+    {
+        Some(b64) => {
+            let bytes = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
+            String::from_utf8(bytes).ok()
+        }
+        None => Some(value.to_owned()),
+    }
+}
+
+/// Whether a request is a 2026-07-28 one: by its version header, or by its `_meta`.
+pub(crate) fn is_modern(headers: &HeaderMap, body: &[u8]) -> bool {
+    let header_modern = headers.get_all("mcp-protocol-version").iter().any(|v| {
+        v.to_str()
+            .ok()
+            .and_then(ProtocolVersion::parse)
+            .is_some_and(|v| !v.is_legacy())
+    });
+    header_modern || memfind(body, meta_keys::PROTOCOL_VERSION.as_bytes())
+}
+
+fn memfind(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+fn check_headers(headers: &HeaderMap, req: &Request) -> Result<(), Response> {
+    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let params: Value = req
+        .params
+        .as_deref()
+        .and_then(|p| serde_json::from_str(p.get()).ok())
+        .unwrap_or(Value::Null);
+    let body_version = params["_meta"][meta_keys::PROTOCOL_VERSION].as_str();
+    match (get("mcp-protocol-version"), body_version) {
+        (Some(h), Some(b)) if h == b => {}
+        (None, _) => {
+            return Err(mismatch(
+                &req.id,
+                "Header mismatch: MCP-Protocol-Version header is required".into(),
+            ));
+        }
+        (Some(h), b) => {
+            return Err(mismatch(
+                &req.id,
+                format!(
+                    "Header mismatch: MCP-Protocol-Version header value '{h}' does not match body value '{}'",
+                    b.unwrap_or("")
+                ),
+            ));
+        }
+    }
+    match get("mcp-method") {
+        Some(m) if m == req.method => {}
+        Some(m) => {
+            return Err(mismatch(
+                &req.id,
+                format!(
+                    "Header mismatch: Mcp-Method header value '{m}' does not match body value '{}'",
+                    req.method
+                ),
+            ));
+        }
+        None => {
+            return Err(mismatch(
+                &req.id,
+                "Header mismatch: Mcp-Method header is required".into(),
+            ));
+        }
+    }
+    let name_field = match req.method.as_str() {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    };
+    if let Some(field) = name_field {
+        let body_name = params[field].as_str().unwrap_or_default();
+        match get("mcp-name").map(decode_header) {
+            Some(Some(n)) if n == body_name => {}
+            Some(Some(n)) => {
+                return Err(mismatch(
+                    &req.id,
+                    format!(
+                        "Header mismatch: Mcp-Name header value '{n}' does not match body value '{body_name}'"
+                    ),
+                ));
+            }
+            Some(None) => {
+                return Err(mismatch(
+                    &req.id,
+                    "Header mismatch: Mcp-Name header is not valid base64".into(),
+                ));
+            }
+            None => {
+                return Err(mismatch(
+                    &req.id,
+                    "Header mismatch: Mcp-Name header is required".into(),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn status_for(line: &str) -> StatusCode {
+    let code = serde_json::from_str::<Value>(line)
+        .ok()
+        .and_then(|v| v["error"]["code"].as_i64());
+    match code {
+        Some(-32601) => StatusCode::NOT_FOUND,
+        Some(-32022..=-32020) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+/// Answers one modern POST.
+pub(crate) async fn handle(
+    server: &Server,
+    config: &HttpConfig,
+    headers: &HeaderMap,
+    message: Message,
+    body: Bytes,
+) -> Response {
+    let req = match message {
+        Message::Request(r) => r,
+        // No session, so nothing to route a notification or response to.
+        _ => return StatusCode::ACCEPTED.into_response(),
+    };
+    if let Err(r) = check_headers(headers, &req) {
+        return r;
+    }
+    let (in_tx, in_rx) = mpsc::channel(1);
+    let (out_tx, mut out_rx) = mpsc::channel::<Outbound>(64);
+    let server = server.clone();
+    tokio::spawn(async move { server.serve(in_rx, out_tx).await });
+    if in_tx.send(body.to_vec()).await.is_err() {
+        return error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Some(req.id),
+            ErrorObject::internal("the server is gone"),
+        );
+    }
+    drop(in_tx); // the connection ends once this request is answered
+    let Some(first) = next_message(&mut out_rx).await else {
+        return error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Some(req.id),
+            ErrorObject::internal("no response"),
+        );
+    };
+    let json = match config.response_mode {
+        ResponseMode::Json => true,
+        ResponseMode::Sse => false,
+        ResponseMode::Auto => first.response,
+    };
+    if json {
+        let mut last = first;
+        while !last.response {
+            match next_message(&mut out_rx).await {
+                Some(m) => last = m,
+                None => break,
+            }
+        }
+        let status = status_for(&last.line);
+        return (
+            status,
+            [(header::CONTENT_TYPE, "application/json")],
+            last.line,
+        )
+            .into_response();
+    }
+    let keep_alive = config.keep_alive;
+    let state = (Some(first), out_rx, false);
+    let stream = futures::stream::unfold(state, move |(pending, mut rx, done)| async move {
+        if done {
+            return None;
+        }
+        let next = match pending {
+            Some(m) => Some(m),
+            None => match tokio::time::timeout(keep_alive, next_message(&mut rx)).await {
+                Ok(m) => m,
+                Err(_) => {
+                    return Some((
+                        Ok::<_, Infallible>(Bytes::from_static(b": keep-alive\n\n")),
+                        (None, rx, false),
+                    ));
+                }
+            },
+        };
+        let m = next?;
+        let chunk = format!("event: message\ndata: {}\n\n", m.line);
+        Some((Ok(Bytes::from(chunk)), (None, rx, m.response)))
+    });
+    let mut resp = Response::new(Body::from_stream(stream));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    resp.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    resp
+}
+
+/// The next real message (stream-control markers mean nothing without resumption).
+async fn next_message(rx: &mut mpsc::Receiver<Outbound>) -> Option<Outbound> {
+    loop {
+        let m = rx.recv().await?;
+        if !m.line.is_empty() {
+            return Some(m);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sentinel_decoding() {
+        assert_eq!(decode_header("plain").as_deref(), Some("plain"));
+        assert_eq!(
+            decode_header("=?base64?SGVsbG8sIOS4lueVjA==?=").as_deref(),
+            Some("Hello, 世界")
+        );
+        assert_eq!(decode_header("=?base64?!!!?="), None);
+    }
+}
