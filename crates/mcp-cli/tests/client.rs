@@ -477,3 +477,144 @@ async fn server_to_client_requests_and_notifications() {
             .contains("does not support sampling")
     );
 }
+
+fn auto() -> ClientConfig {
+    ClientConfig {
+        era: mcp_client::EraChoice::Auto,
+        ..ClientConfig::default()
+    }
+}
+
+#[tokio::test]
+async fn auto_client_speaks_2026_to_the_dual_era_demo() {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let handlers = ClientHandlers::new().on_event(move |e| sink.lock().unwrap().push(e));
+    let client = Client::spawn(MCP, &["serve", "--stdio"], handlers, auto())
+        .await
+        .unwrap();
+    assert!(client.is_modern());
+    assert_eq!(
+        client.protocol_version(),
+        mcp_types::ProtocolVersion::V2026_07_28
+    );
+    assert_eq!(client.server().server_info.name, "mcp-demo");
+    client.ping().await.unwrap();
+    assert_eq!(client.list_tools().await.unwrap().len(), 5);
+    let r = client
+        .call_tool("add", obj(json!({"a": 2, "b": 2})))
+        .await
+        .unwrap();
+    assert_eq!(r.structured_content, Some(json!({"sum": 4.0})));
+    assert_eq!(r.result_type, Some(mcp_types::ResultType::Complete));
+    // Progress still reaches the caller.
+    let seen = Arc::new(Mutex::new(0));
+    let s2 = seen.clone();
+    let opts = RequestOptions::default().on_progress(move |_| *s2.lock().unwrap() += 1);
+    client
+        .call_tool_with("slow", obj(json!({"steps": 2, "delay_ms": 1})), &opts)
+        .await
+        .unwrap();
+    assert_eq!(*seen.lock().unwrap(), 2);
+    // Logging: the level travels in _meta.
+    client
+        .call_tool("log", obj(json!({"message": "before"})))
+        .await
+        .unwrap();
+    client.set_log_level(LoggingLevel::Info).await.unwrap();
+    client
+        .call_tool("log", obj(json!({"message": "after"})))
+        .await
+        .unwrap();
+    let logs: Vec<Value> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            ServerEvent::Log(l) => Some(l.data.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(logs, [json!("after")]);
+    let e = client.read_resource("demo://missing").await.unwrap_err();
+    assert_eq!(e.rpc().unwrap().code.0, -32602);
+    assert!(matches!(
+        client.subscribe("demo://readme").await,
+        Err(CallError::Protocol(_))
+    ));
+    client.close().await;
+}
+
+fn echo_server(config: mcp_server::ServerConfig) -> mcp_server::Server {
+    mcp_server::Server::builder("era-test", "1")
+        .config(config)
+        .tool("echo", "echo", |_c: mcp_server::Ctx, a: Topic| async move {
+            Ok::<_, String>(a.topic)
+        })
+        .build()
+        .unwrap()
+}
+
+async fn connect_in_process(
+    server: mcp_server::Server,
+    config: ClientConfig,
+) -> Result<Client, mcp_client::ConnectError> {
+    let ((s_in, s_out), (c_in, c_out)) = pipe();
+    tokio::spawn(async move { server.serve(s_in, s_out).await });
+    Client::connect(c_in, c_out, ClientHandlers::new(), config).await
+}
+
+#[tokio::test]
+async fn auto_client_against_legacy_only_and_modern_only_servers() {
+    let legacy_only = mcp_server::ServerConfig {
+        modern: false,
+        ..Default::default()
+    };
+    let c = connect_in_process(echo_server(legacy_only), auto())
+        .await
+        .unwrap();
+    assert!(!c.is_modern(), "falls back to initialize");
+    assert_eq!(
+        c.protocol_version(),
+        mcp_types::ProtocolVersion::V2025_11_25
+    );
+    let r = c
+        .call_tool("echo", obj(json!({"topic": "old"})))
+        .await
+        .unwrap();
+    assert_eq!(r.content[0].as_text(), Some("old"));
+
+    let modern_only = mcp_server::ServerConfig {
+        legacy: false,
+        ..Default::default()
+    };
+    let c = connect_in_process(echo_server(modern_only.clone()), auto())
+        .await
+        .unwrap();
+    assert!(c.is_modern());
+    let r = c
+        .call_tool("echo", obj(json!({"topic": "new"})))
+        .await
+        .unwrap();
+    assert_eq!(r.content[0].as_text(), Some("new"));
+    // A legacy-only client cannot talk to a modern-only server, and says so.
+    assert!(
+        connect_in_process(echo_server(modern_only), ClientConfig::default())
+            .await
+            .is_err()
+    );
+    // And a modern-only client refuses a legacy-only server.
+    let legacy_only = mcp_server::ServerConfig {
+        modern: false,
+        ..Default::default()
+    };
+    let modern = ClientConfig {
+        era: mcp_client::EraChoice::Modern,
+        ..ClientConfig::default()
+    };
+    assert!(
+        connect_in_process(echo_server(legacy_only), modern)
+            .await
+            .is_err()
+    );
+}

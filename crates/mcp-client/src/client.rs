@@ -6,7 +6,7 @@ use futures::future::BoxFuture;
 use mcp_engine::{
     CallError, EngineConfig, HandlerResult, Peer, RequestContext, RequestOptions, Service,
 };
-use mcp_jsonrpc::{ErrorObject, Notification, Request, parse_params, to_raw};
+use mcp_jsonrpc::{ErrorCode, ErrorObject, Notification, Request, parse_params, to_raw};
 use mcp_transport::{ChildConfig, ChildProcess, Exit};
 use mcp_types::methods::{self, Request as RequestMethod};
 use mcp_types::{
@@ -17,6 +17,7 @@ use mcp_types::{
     LoggingMessageParams, PaginatedParams, ProtocolVersion, ReadResourceResult, ResourceUriParams,
     ServerCapabilities, SetLevelParams, Tool, apply_schema_defaults,
 };
+use mcp_types::{DiscoverResult, meta_keys};
 use serde_json::Value;
 use tokio::sync::{Mutex, mpsc};
 use tokio::task::JoinHandle;
@@ -41,6 +42,8 @@ pub enum ConnectError {
 /// Client settings.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
+    /// Which protocol era to speak.
+    pub era: EraChoice,
     /// Our name and version.
     pub info: Implementation,
     /// The version we ask for.
@@ -53,9 +56,34 @@ pub struct ClientConfig {
     pub child: ChildConfig,
 }
 
+/// Which protocol era a client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EraChoice {
+    /// The `initialize` handshake (2024-11-05 .. 2025-11-25).
+    #[default]
+    Legacy,
+    /// 2026-07-28 only: self-describing requests, no handshake.
+    Modern,
+    /// Probe with `server/discover`; speak 2026-07-28 if the server does, else fall back to
+    /// the handshake. Server-to-client requests (sampling, elicitation, roots) need the
+    /// multi round-trip pattern in 2026-07-28, which this client does not implement yet.
+    Auto,
+}
+
+/// The era in use.
+#[derive(Debug)]
+enum Active {
+    Legacy,
+    Modern {
+        meta: JsonObject,
+        log_level: std::sync::Mutex<Option<LoggingLevel>>,
+    },
+}
+
 impl Default for ClientConfig {
     fn default() -> Self {
         Self {
+            era: EraChoice::Legacy,
             info: Implementation::new("mcp-rs-client", env!("CARGO_PKG_VERSION")),
             protocol_version: ProtocolVersion::LATEST_LEGACY,
             request: RequestOptions::default(),
@@ -161,6 +189,7 @@ pub struct Client {
     peer: Peer,
     init: InitializeResult,
     version: ProtocolVersion,
+    active: Active,
     options: RequestOptions,
     child: Mutex<Option<ChildProcess>>,
     engine: Option<JoinHandle<()>>,
@@ -172,6 +201,33 @@ impl std::fmt::Debug for Client {
             .field("server", &self.init.server_info)
             .field("version", &self.version)
             .finish_non_exhaustive()
+    }
+}
+
+/// After a failed `server/discover` probe: whether to fall back to the handshake. A modern
+/// error means a modern server; only if it lists a legacy version we speak do we fall back.
+fn falls_back(e: &CallError) -> bool {
+    let err = match e {
+        CallError::Rpc(err) => err,
+        // An answer that is not a discover result: not a modern server.
+        CallError::Decode(_) | CallError::Protocol(_) => return true,
+        // No answer to judge by.
+        _ => return false,
+    };
+    match err.code {
+        ErrorCode::UNSUPPORTED_PROTOCOL_VERSION => err
+            .data
+            .as_ref()
+            .and_then(|d| d.get("supported"))
+            .and_then(Value::as_array)
+            .is_some_and(|vs| {
+                vs.iter()
+                    .filter_map(Value::as_str)
+                    .filter_map(ProtocolVersion::parse)
+                    .any(ProtocolVersion::is_legacy)
+            }),
+        ErrorCode::MISSING_CLIENT_CAPABILITY | ErrorCode::HEADER_MISMATCH => false,
+        _ => true,
     }
 }
 
@@ -217,6 +273,70 @@ impl Client {
             service,
             config.engine.clone(),
         ));
+        if config.era != EraChoice::Legacy {
+            let mut meta = JsonObject::new();
+            meta.insert(
+                meta_keys::PROTOCOL_VERSION.to_owned(),
+                Value::from(ProtocolVersion::V2026_07_28.as_str()),
+            );
+            meta.insert(
+                meta_keys::CLIENT_INFO.to_owned(),
+                serde_json::to_value(&config.info).map_err(CallError::from)?,
+            );
+            meta.insert(
+                meta_keys::CLIENT_CAPABILITIES.to_owned(),
+                serde_json::to_value(&capabilities).map_err(CallError::from)?,
+            );
+            let probe: Result<DiscoverResult, CallError> = peer
+                .request_as(
+                    "server/discover",
+                    &serde_json::json!({ "_meta": meta }),
+                    &config.request,
+                )
+                .await;
+            match probe {
+                Ok(d)
+                    if d.supported_versions
+                        .iter()
+                        .any(|v| v == ProtocolVersion::V2026_07_28.as_str()) =>
+                {
+                    let server_info = d
+                        .meta
+                        .as_ref()
+                        .and_then(|m| m.get(meta_keys::SERVER_INFO))
+                        .and_then(|v| serde_json::from_value(v.clone()).ok())
+                        .unwrap_or_default();
+                    let init = InitializeResult {
+                        protocol_version: ProtocolVersion::V2026_07_28.as_str().to_owned(),
+                        capabilities: d.capabilities,
+                        server_info,
+                        instructions: d.instructions,
+                        ..InitializeResult::default()
+                    };
+                    return Ok(Client {
+                        peer,
+                        init,
+                        version: ProtocolVersion::V2026_07_28,
+                        active: Active::Modern {
+                            meta,
+                            log_level: std::sync::Mutex::new(None),
+                        },
+                        options: config.request,
+                        child: Mutex::new(None),
+                        engine: Some(engine),
+                    });
+                }
+                // A modern server that does not speak our version, or a modern-only client.
+                Ok(d) if config.era == EraChoice::Modern => {
+                    return Err(ConnectError::Version(d.supported_versions.join(", ")));
+                }
+                Err(e) if config.era == EraChoice::Modern || !falls_back(&e) => {
+                    return Err(ConnectError::Initialize(e));
+                }
+                // Anything else identifies a legacy server: fall back to the handshake.
+                _ => tracing::debug!("server/discover failed; falling back to initialize"),
+            }
+        }
         let params = InitializeParams {
             protocol_version: config.protocol_version.as_str().to_owned(),
             capabilities,
@@ -237,6 +357,7 @@ impl Client {
             peer,
             init,
             version,
+            active: Active::Legacy,
             options: config.request,
             child: Mutex::new(None),
             engine: Some(engine),
@@ -302,7 +423,47 @@ impl Client {
     }
 
     async fn call<R: RequestMethod>(&self, params: &R::Params) -> Result<R::Result, CallError> {
-        self.peer.request::<R>(params, &self.options).await
+        self.request_with::<R>(params, &self.options).await
+    }
+
+    /// Sends a typed request; in the 2026-07-28 era its `_meta` describes us.
+    async fn request_with<R: RequestMethod>(
+        &self,
+        params: &R::Params,
+        options: &RequestOptions,
+    ) -> Result<R::Result, CallError> {
+        let Active::Modern { meta, log_level } = &self.active else {
+            return self.peer.request::<R>(params, options).await;
+        };
+        let mut value = serde_json::to_value(params)?;
+        if !value.is_object() {
+            value = Value::Object(JsonObject::new());
+        }
+        if let Value::Object(p) = &mut value {
+            let m = p
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(JsonObject::new()));
+            if let Value::Object(m) = m {
+                for (k, v) in meta {
+                    m.insert(k.clone(), v.clone());
+                }
+                let level = *log_level
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Some(level) = level {
+                    m.insert(
+                        meta_keys::LOG_LEVEL.to_owned(),
+                        serde_json::to_value(level)?,
+                    );
+                }
+            }
+        }
+        self.peer.request_as(R::METHOD, &value, options).await
+    }
+
+    /// Whether this client speaks 2026-07-28 with its server.
+    pub fn is_modern(&self) -> bool {
+        matches!(self.active, Active::Modern { .. })
     }
 
     /// One page of a paginated list method the server must have declared.
@@ -321,6 +482,9 @@ impl Client {
     }
 
     fn supports_subscribe(&self) -> bool {
+        if self.is_modern() {
+            return false; // replaced by subscriptions/listen in 2026-07-28
+        }
         let resources = self.init.capabilities.resources.as_ref();
         resources.and_then(|r| r.subscribe) == Some(true)
     }
@@ -330,6 +494,13 @@ impl Client {
     /// # Errors
     /// See [`CallError`].
     pub async fn ping(&self) -> Result<(), CallError> {
+        if self.is_modern() {
+            // 2026-07-28 has no ping: server/discover is the cheapest liveness check.
+            return self
+                .call::<methods::Discover>(&EmptyParams::default())
+                .await
+                .map(|_| ());
+        }
         self.call::<methods::Ping>(&EmptyParams::default())
             .await
             .map(|_| ())
@@ -388,8 +559,7 @@ impl Client {
         options: &RequestOptions,
     ) -> Result<CallToolResult, CallError> {
         self.require(self.init.capabilities.tools.is_some(), "tools")?;
-        self.peer
-            .request::<methods::CallTool>(&CallToolParams::new(name, arguments), options)
+        self.request_with::<methods::CallTool>(&CallToolParams::new(name, arguments), options)
             .await
     }
 
@@ -497,6 +667,13 @@ impl Client {
     /// See [`CallError`].
     pub async fn set_log_level(&self, level: LoggingLevel) -> Result<(), CallError> {
         self.require(self.init.capabilities.logging.is_some(), "logging")?;
+        if let Active::Modern { log_level, .. } = &self.active {
+            // 2026-07-28: the level travels in each request's _meta.
+            *log_level
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(level);
+            return Ok(());
+        }
         self.call::<methods::SetLevel>(&SetLevelParams { level, meta: None })
             .await
             .map(|_| ())

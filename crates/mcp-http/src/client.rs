@@ -181,12 +181,52 @@ struct Posted {
     request: Option<RequestId>,
     initialize: bool,
     initialized: bool,
+    /// 2026-07-28 request: the standard headers to send (version, method, name).
+    modern: Option<(String, String, Option<String>)>,
+}
+
+/// `Mcp-Name` value: plain when header-safe, else the `=?base64?…?=` sentinel form.
+fn header_value(v: &str) -> String {
+    use base64::Engine;
+    let sentinel_like = v.starts_with("=?base64?") && v.ends_with("?=");
+    let plain = v.bytes().all(|b| (0x20..=0x7e).contains(&b));
+    let padded = v.starts_with(' ') || v.ends_with(' ');
+    let safe = !v.is_empty() && plain && !padded && !sentinel_like;
+    if safe {
+        v.to_owned()
+    } else {
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(v)
+        )
+    }
+}
+
+fn modern_headers(
+    method: &str,
+    params: Option<&mcp_jsonrpc::RawValue>,
+) -> Option<(String, String, Option<String>)> {
+    let raw = params?.get();
+    if !raw.contains(mcp_types::meta_keys::PROTOCOL_VERSION) {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_str(raw).ok()?;
+    let version = v["_meta"][mcp_types::meta_keys::PROTOCOL_VERSION]
+        .as_str()?
+        .to_owned();
+    let name = match method {
+        "tools/call" | "prompts/get" => v["name"].as_str().map(header_value),
+        "resources/read" => v["uri"].as_str().map(header_value),
+        _ => None,
+    };
+    Some((version, method.to_owned(), name))
 }
 
 fn inspect(line: &str) -> Posted {
     match Frame::decode(line.as_bytes()) {
         Frame::Single(Ok(Message::Request(r))) => Posted {
             initialize: r.method == "initialize",
+            modern: modern_headers(&r.method, r.params.as_deref()),
             request: Some(r.id),
             initialized: false,
         },
@@ -194,11 +234,13 @@ fn inspect(line: &str) -> Posted {
             request: None,
             initialize: false,
             initialized: n.method == "notifications/initialized",
+            modern: modern_headers(&n.method, n.params.as_deref()),
         },
         _ => Posted {
             request: None,
             initialize: false,
             initialized: false,
+            modern: None,
         },
     }
 }
@@ -257,6 +299,11 @@ impl State {
             lock(&self.handshake).0 = Some(line.clone());
         } else if posted.initialized {
             lock(&self.handshake).1 = Some(line.clone());
+        }
+        if let Some((version, method, name)) = &posted.modern {
+            return self
+                .post_modern(&line, posted.request, version, method, name.as_deref())
+                .await;
         }
         let mut retried = false;
         loop {
@@ -439,6 +486,64 @@ impl State {
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(body) {
             if let Some(pv) = v["result"]["protocolVersion"].as_str() {
                 *lock(&self.version) = Some(pv.to_owned());
+            }
+        }
+    }
+
+    /// A 2026-07-28 request: stateless, with the standard headers; JSON or SSE answer.
+    async fn post_modern(
+        self: &Arc<Self>,
+        line: &str,
+        request: Option<RequestId>,
+        version: &str,
+        method: &str,
+        name: Option<&str>,
+    ) {
+        let mut req = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", version)
+            .header("mcp-method", method)
+            .body(line.to_owned());
+        if let Some(n) = name {
+            req = req.header("mcp-name", n);
+        }
+        for (k, v) in &self.config.headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        let resp = match req.send().await {
+            Ok(r) => r,
+            Err(e) => {
+                let err = ErrorObject::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    format!("HTTP request failed: {e}"),
+                );
+                return self.fail(request, err).await;
+            }
+        };
+        let status = resp.status();
+        let is_sse = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if is_sse {
+            return self.consume_sse(resp, request, false).await;
+        }
+        let body = read_limited(resp, self.config.max_message)
+            .await
+            .unwrap_or_default();
+        // Modern servers answer errors with a JSON-RPC body whatever the status (400, 404);
+        // anything else (an empty 400 from a legacy server, say) becomes an error here.
+        match Message::decode(body.as_bytes()) {
+            Ok(Message::Response(_)) => self.deliver(body).await,
+            _ if status.is_success() && request.is_none() => {}
+            _ => {
+                let e = ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("HTTP {status}"))
+                    .with_data(serde_json::Value::String(body.chars().take(2000).collect()));
+                self.fail(request, e).await;
             }
         }
     }

@@ -714,3 +714,58 @@ async fn legacy_and_modern_clients_on_one_server_at_once() {
         ("legacy".to_owned(), "modern".to_owned())
     );
 }
+
+#[tokio::test]
+async fn auto_client_over_http_picks_the_era() {
+    let auto = ClientConfig {
+        era: mcp_client::EraChoice::Auto,
+        ..ClientConfig::default()
+    };
+    // A dual-era server: the client speaks 2026-07-28, statelessly.
+    let (url, http) = start(HttpConfig::default()).await;
+    let t = mcp_http::client::connect(&url, HttpClientConfig::default()).unwrap();
+    let client = Client::connect(t.incoming, t.outgoing, ClientHandlers::new(), auto.clone())
+        .await
+        .unwrap();
+    assert!(client.is_modern());
+    let mut args = JsonObject::new();
+    args.insert("message".into(), json!("modern over http"));
+    let r = client.call_tool("echo", args.clone()).await.unwrap();
+    assert_eq!(r.content[0].as_text(), Some("modern over http"));
+    assert_eq!(http.session_count(), 0, "no session in 2026-07-28");
+    assert_eq!(
+        client
+            .call_tool("polling", JsonObject::new())
+            .await
+            .unwrap()
+            .content[0]
+            .as_text(),
+        Some("late answer")
+    );
+    // A legacy-only server: the probe fails, the client falls back to a session.
+    let legacy_only = Server::builder("old", "1")
+        .config(mcp_server::ServerConfig {
+            modern: false,
+            ..Default::default()
+        })
+        .tool("echo", "echo", |_c: Ctx, a: Echo| async move {
+            Ok::<_, String>(a.message)
+        })
+        .build()
+        .unwrap();
+    let old = StreamableHttp::new(legacy_only, HttpConfig::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let old_url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let o = old.clone();
+    tokio::spawn(async move { o.serve(listener).await });
+    let t = mcp_http::client::connect(&old_url, HttpClientConfig::default()).unwrap();
+    let client = Client::connect(t.incoming, t.outgoing, ClientHandlers::new(), auto)
+        .await
+        .unwrap();
+    assert!(!client.is_modern());
+    assert_eq!(
+        client.call_tool("echo", args).await.unwrap().content[0].as_text(),
+        Some("modern over http")
+    );
+    assert_eq!(old.session_count(), 1);
+}

@@ -101,6 +101,10 @@ impl Default for CacheConfig {
 /// Settings of a server.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
+    /// Serve the handshake era (2024-11-05 .. 2025-11-25).
+    pub legacy: bool,
+    /// Serve self-describing 2026-07-28 requests.
+    pub modern: bool,
     /// Cache hints for modern (2026-07-28) results.
     pub cache: CacheConfig,
     /// Items per page of list results.
@@ -114,6 +118,8 @@ pub struct ServerConfig {
 impl Default for ServerConfig {
     fn default() -> Self {
         Self {
+            legacy: true,
+            modern: true,
             cache: CacheConfig::default(),
             page_size: 100,
             engine: EngineConfig::default(),

@@ -436,12 +436,31 @@ impl SessionService {
 impl Service for SessionService {
     fn call(&self, req: Request, rc: RequestContext) -> BoxFuture<'static, HandlerResult> {
         let session = &self.0;
-        let era = match modern::detect(req.params.as_deref()) {
-            Ok(Some(meta)) => Era::Modern(Arc::new(meta)),
-            Ok(None) => Era::Legacy,
-            Err(e) if req.method != "initialize" => return fail(e),
-            Err(_) => Era::Legacy,
+        let config = &session.server.config;
+        let era = if config.modern {
+            match modern::detect(req.params.as_deref()) {
+                Ok(Some(meta)) => Era::Modern(Arc::new(meta)),
+                Ok(None) => Era::Legacy,
+                Err(e) if req.method != "initialize" => return fail(e),
+                Err(_) => Era::Legacy,
+            }
+        } else {
+            Era::Legacy
         };
+        if matches!(era, Era::Legacy) && !config.legacy {
+            // A modern-only server: everything without 2026-07-28 _meta is refused the way
+            // the new revision refuses an unknown version.
+            let e = ErrorObject::new(
+                ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version",
+            )
+            .with_data(serde_json::json!({ "supported": [ProtocolVersion::V2026_07_28.as_str()] }));
+            return fail(if req.method == "initialize" {
+                ErrorObject::method_not_found(&req.method)
+            } else {
+                e
+            });
+        }
         if let Era::Modern(_) = era {
             return match req.method.as_str() {
                 "server/discover" => ready(&modern::discover(&session.server)),
