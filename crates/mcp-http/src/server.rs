@@ -98,7 +98,7 @@ fn accepts(headers: &HeaderMap, mime: &str) -> bool {
 }
 
 /// Checks what every request must satisfy: Host/Origin and a known protocol version header.
-fn common_checks(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Response> {
+fn host_checks(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Response> {
     if let Err(refusal) = guard::check(config, headers) {
         tracing::warn!(?refusal, "refused by DNS-rebinding protection");
         return Err(rpc_error(
@@ -108,6 +108,11 @@ fn common_checks(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Respons
             "Forbidden: Host or Origin not allowed",
         ));
     }
+    Ok(())
+}
+
+fn common_checks(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Response> {
+    host_checks(config, headers)?;
     // Every value counts: a request may not smuggle a second, unsupported version.
     for v in headers.get_all(VERSION_HEADER) {
         let v = v.to_str().unwrap_or("");
@@ -327,7 +332,14 @@ fn decode_error_response(e: DecodeError) -> Response {
 }
 
 async fn handle_post(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(r) = common_checks(&inner.config, &headers) {
+    // A modern request's version header is checked where its id is known (in `stateless`).
+    let modern = crate::stateless::is_modern(&headers, &body);
+    let checked = if modern {
+        host_checks(&inner.config, &headers)
+    } else {
+        common_checks(&inner.config, &headers)
+    };
+    if let Err(r) = checked {
         return r;
     }
     let ct = header_str(&headers, header::CONTENT_TYPE.as_str()).unwrap_or("");
@@ -365,7 +377,7 @@ async fn handle_post(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: 
             (ok, true)
         }
     };
-    if crate::stateless::is_modern(&headers, &body) {
+    if modern {
         if batch {
             return bad_request("JSON-RPC batches are not part of protocol 2026-07-28");
         }

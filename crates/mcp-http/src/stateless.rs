@@ -26,6 +26,14 @@ fn error(status: StatusCode, id: Option<mcp_jsonrpc::RequestId>, e: ErrorObject)
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
+fn invalid_meta(id: &mcp_jsonrpc::RequestId, what: &str) -> Response {
+    error(
+        StatusCode::BAD_REQUEST,
+        Some(id.clone()),
+        ErrorObject::invalid_params(format!("Invalid params: {what}")),
+    )
+}
+
 fn mismatch(id: &mcp_jsonrpc::RequestId, message: String) -> Response {
     error(
         StatusCode::BAD_REQUEST,
@@ -71,6 +79,24 @@ fn check_headers(headers: &HeaderMap, req: &Request) -> Result<(), Response> {
         .and_then(|p| serde_json::from_str(p.get()).ok())
         .unwrap_or(Value::Null);
     let body_version = params["_meta"][meta_keys::PROTOCOL_VERSION].as_str();
+    let Some(meta) = params["_meta"].as_object() else {
+        return Err(invalid_meta(
+            &req.id,
+            "_meta is required on every 2026-07-28 request",
+        ));
+    };
+    if body_version.is_none() {
+        return Err(invalid_meta(
+            &req.id,
+            &format!("_meta.{} is required", meta_keys::PROTOCOL_VERSION),
+        ));
+    }
+    if !meta.contains_key(meta_keys::CLIENT_CAPABILITIES) {
+        return Err(invalid_meta(
+            &req.id,
+            &format!("_meta.{} is required", meta_keys::CLIENT_CAPABILITIES),
+        ));
+    }
     match (get("mcp-protocol-version"), body_version) {
         (Some(h), Some(b)) if h == b => {}
         (None, _) => {
@@ -142,6 +168,9 @@ fn check_headers(headers: &HeaderMap, req: &Request) -> Result<(), Response> {
 }
 
 fn status_for(line: &str) -> StatusCode {
+    if !line.contains(r#""error""#) {
+        return StatusCode::OK;
+    }
     let code = serde_json::from_str::<Value>(line)
         .ok()
         .and_then(|v| v["error"]["code"].as_i64());
@@ -165,6 +194,22 @@ pub(crate) async fn handle(
         // No session, so nothing to route a notification or response to.
         _ => return StatusCode::ACCEPTED.into_response(),
     };
+    for v in headers.get_all("mcp-protocol-version") {
+        let v = v.to_str().unwrap_or("");
+        if ProtocolVersion::parse(v).is_none() {
+            let supported: Vec<&str> = ProtocolVersion::ALL
+                .iter()
+                .rev()
+                .map(|v| v.as_str())
+                .collect();
+            let e = ErrorObject::new(
+                ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version",
+            )
+            .with_data(serde_json::json!({ "supported": supported, "requested": v }));
+            return error(StatusCode::BAD_REQUEST, Some(req.id), e);
+        }
+    }
     if let Err(r) = check_headers(headers, &req) {
         return r;
     }
@@ -187,11 +232,14 @@ pub(crate) async fn handle(
             ErrorObject::internal("no response"),
         );
     };
-    let json = match config.response_mode {
-        ResponseMode::Json => true,
-        ResponseMode::Sse => false,
-        ResponseMode::Auto => first.response,
-    };
+    // An error answer is always JSON, so its HTTP status can say what went wrong.
+    let failed = first.response && status_for(&first.line) != StatusCode::OK;
+    let json = failed
+        || match config.response_mode {
+            ResponseMode::Json => true,
+            ResponseMode::Sse => false,
+            ResponseMode::Auto => first.response,
+        };
     if json {
         let mut last = first;
         while !last.response {

@@ -70,11 +70,21 @@ pub(crate) fn detect(params: Option<&RawValue>) -> Result<Option<ModernMeta>, Er
         ));
     }
     let field = |key: &str| meta.get(key).cloned();
+    let Some(caps) = field(meta_keys::CLIENT_CAPABILITIES) else {
+        return Err(ErrorObject::invalid_params(format!(
+            "Invalid params: _meta.{} is required",
+            meta_keys::CLIENT_CAPABILITIES
+        )));
+    };
+    let client_caps = serde_json::from_value(caps).map_err(|e| {
+        ErrorObject::invalid_params(format!(
+            "Invalid params: _meta.{}: {e}",
+            meta_keys::CLIENT_CAPABILITIES
+        ))
+    })?;
     Ok(Some(ModernMeta {
         client_info: field(meta_keys::CLIENT_INFO).and_then(|v| serde_json::from_value(v).ok()),
-        client_caps: field(meta_keys::CLIENT_CAPABILITIES)
-            .and_then(|v| serde_json::from_value(v).ok())
-            .unwrap_or_default(),
+        client_caps,
         log_level: field(meta_keys::LOG_LEVEL).and_then(|v| serde_json::from_value(v).ok()),
     }))
 }
