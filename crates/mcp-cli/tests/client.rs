@@ -618,3 +618,145 @@ async fn auto_client_against_legacy_only_and_modern_only_servers() {
             .is_err()
     );
 }
+
+fn mrtr_server() -> mcp_server::Server {
+    use mcp_types::{ElicitParams, InputRequest, InputRequests};
+    mcp_server::Server::builder("mrtr", "1")
+        .tool("greet", "asks for a name, then a confirmation", |ctx: mcp_server::Ctx, _a: NoArgs| async move {
+            let params = ElicitParams {
+                message: "What is your name?".into(),
+                requested_schema: json!({"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}).as_object().cloned(),
+                ..Default::default()
+            };
+            let first = ctx.elicit(&params).await.map_err(|e| e.to_string())?;
+            let name = first.content.and_then(|c| c.get("name").and_then(Value::as_str).map(str::to_owned)).unwrap_or_default();
+            // A second round, two inputs at once.
+            let mut more = InputRequests::new();
+            more.insert("confirm".into(), InputRequest { method: "elicitation/create".into(), params: Some(json!({"message":"Sure?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}}}})) });
+            more.insert("roots".into(), InputRequest { method: "roots/list".into(), params: None });
+            let answers = ctx.request_inputs(more).await.map_err(|e| e.to_string())?;
+            let ok = answers["confirm"]["content"]["ok"].as_bool().unwrap_or(false);
+            let roots = answers["roots"]["roots"].as_array().map_or(0, Vec::len);
+            Ok::<_, String>(format!("hello {name} ok={ok} roots={roots}"))
+        })
+        .build()
+        .unwrap()
+}
+
+fn mrtr_handlers() -> ClientHandlers {
+    use mcp_types::{ElicitAction, ElicitResult, ListRootsResult, Root};
+    ClientHandlers::new()
+        .elicitation(|p| async move {
+            let mut content = JsonObject::new();
+            if p.message.starts_with("What") {
+                content.insert("name".into(), json!("Ada"));
+            } else {
+                content.insert("ok".into(), json!(true));
+            }
+            Ok(ElicitResult {
+                result_type: None,
+                action: ElicitAction::Accept,
+                content: Some(content),
+                meta: None,
+                extra: JsonObject::new(),
+            })
+        })
+        .roots(|| async {
+            Ok(ListRootsResult {
+                roots: vec![Root {
+                    uri: "file:///w".into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            })
+        })
+}
+
+#[tokio::test]
+async fn one_mrtr_handler_gives_the_same_answer_in_both_eras() {
+    let legacy =
+        connect_in_process_with(mrtr_server(), mrtr_handlers(), ClientConfig::default()).await;
+    assert!(!legacy.is_modern());
+    let modern = connect_in_process_with(mrtr_server(), mrtr_handlers(), auto()).await;
+    assert!(modern.is_modern());
+    let a = legacy.call_tool("greet", JsonObject::new()).await.unwrap();
+    let b = modern.call_tool("greet", JsonObject::new()).await.unwrap();
+    assert_eq!(a.content[0].as_text(), Some("hello Ada ok=true roots=1"));
+    assert_eq!(a.content, b.content, "same handler, same answer, both eras");
+    assert_eq!(b.result_type, Some(mcp_types::ResultType::Complete));
+}
+
+#[tokio::test]
+async fn request_state_cannot_be_forged_or_moved() {
+    let server = mrtr_server();
+    let client = connect_in_process_with(
+        server,
+        ClientHandlers::new()
+            .elicitation(|_| async { Err(mcp_jsonrpc::ErrorObject::internal("unused")) }),
+        auto(),
+    )
+    .await;
+    let meta = json!({"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{},"roots":{}}});
+    let opts = RequestOptions::default();
+    // Round 1 by hand: input_required with a signed state.
+    let r: Value = client
+        .peer()
+        .request_as(
+            "tools/call",
+            &json!({"_meta": meta, "name":"greet","arguments":{}}),
+            &opts,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r["resultType"], "input_required");
+    let state = r["requestState"].as_str().unwrap().to_owned();
+    let key = r["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let responses = json!({ key.clone(): {"action":"accept","content":{"name":"Eve"}} });
+    // Tampered.
+    let e = client.peer().request_raw("tools/call", json!({"_meta": meta, "name":"greet","arguments":{},"inputResponses": responses, "requestState": format!("{state}-TAMPERED")}), &opts).await.unwrap_err();
+    assert_eq!(e.rpc().unwrap().code.0, -32602);
+    // Moved to another tool name.
+    let e = client.peer().request_raw("tools/call", json!({"_meta": meta, "name":"other","arguments":{},"inputResponses": responses, "requestState": state}), &opts).await.unwrap_err();
+    assert_eq!(e.rpc().unwrap().code.0, -32602);
+    // Invalid inputResponses.
+    let e = client.peer().request_raw("tools/call", json!({"_meta": meta, "name":"greet","arguments":{},"inputResponses": {key.clone(): 12345}}), &opts).await.unwrap_err();
+    assert_eq!(e.rpc().unwrap().code.0, -32602);
+    // The genuine state moves on to the next round.
+    let r: Value = client.peer().request_as("tools/call", &json!({"_meta": meta, "name":"greet","arguments":{},"inputResponses": responses, "requestState": state}), &opts).await.unwrap();
+    assert_eq!(r["resultType"], "input_required");
+    assert!(
+        r["inputRequests"].get("confirm").is_some() && r["inputRequests"].get("roots").is_some()
+    );
+    // Without the capability the modern request fails with -32021 naming it.
+    let no_caps = json!({"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}});
+    let e = client
+        .peer()
+        .request_raw(
+            "tools/call",
+            json!({"_meta": no_caps, "name":"greet","arguments":{}}),
+            &opts,
+        )
+        .await
+        .unwrap_err();
+    let e = e.rpc().unwrap();
+    assert_eq!(e.code.0, -32021);
+    assert!(e.data.as_ref().unwrap()["requiredCapabilities"]["elicitation"].is_object());
+}
+
+async fn connect_in_process_with(
+    server: mcp_server::Server,
+    handlers: ClientHandlers,
+    config: ClientConfig,
+) -> Client {
+    let ((s_in, s_out), (c_in, c_out)) = pipe();
+    tokio::spawn(async move { server.serve(s_in, s_out).await });
+    Client::connect(c_in, c_out, handlers, config)
+        .await
+        .unwrap()
+}

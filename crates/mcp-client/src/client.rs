@@ -6,7 +6,7 @@ use futures::future::BoxFuture;
 use mcp_engine::{
     CallError, EngineConfig, HandlerResult, Peer, RequestContext, RequestOptions, Service,
 };
-use mcp_jsonrpc::{ErrorCode, ErrorObject, Notification, Request, parse_params, to_raw};
+use mcp_jsonrpc::{ErrorCode, ErrorObject, Notification, RawJson, Request, parse_params, to_raw};
 use mcp_transport::{ChildConfig, ChildProcess, Exit};
 use mcp_types::methods::{self, Request as RequestMethod};
 use mcp_types::{
@@ -56,6 +56,9 @@ pub struct ClientConfig {
     pub child: ChildConfig,
 }
 
+/// Most `input_required` rounds a single call goes through before it fails.
+const MAX_INPUT_ROUNDS: usize = 8;
+
 /// Which protocol era a client speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EraChoice {
@@ -65,8 +68,9 @@ pub enum EraChoice {
     /// 2026-07-28 only: self-describing requests, no handshake.
     Modern,
     /// Probe with `server/discover`; speak 2026-07-28 if the server does, else fall back to
-    /// the handshake. Server-to-client requests (sampling, elicitation, roots) need the
-    /// multi round-trip pattern in 2026-07-28, which this client does not implement yet.
+    /// the handshake. Either way the same handlers answer sampling, elicitation and roots:
+    /// as server-to-client requests on a legacy session, as `input_required` rounds (retried
+    /// for the caller, at most 8 rounds) in 2026-07-28.
     Auto,
 }
 
@@ -101,49 +105,51 @@ fn encode<T: serde::Serialize>(v: &T) -> HandlerResult {
     to_raw(v).map_err(|e| ErrorObject::internal(format!("could not encode the result: {e}")))
 }
 
+/// Answers a server request (or a 2026-07-28 input request) with the registered handlers.
+async fn answer(h: ClientHandlers, method: String, params: Option<RawJson>) -> HandlerResult {
+    let params = params.as_deref();
+    match method.as_str() {
+        "ping" => encode(&EmptyResult::default()),
+        "sampling/createMessage" if h.sampling.is_some() => {
+            let p = parse_params(params)?;
+            let f = h
+                .sampling
+                .as_ref()
+                .ok_or_else(|| ErrorObject::method_not_found(&method))?;
+            encode(&f(p).await?)
+        }
+        "elicitation/create" if h.elicitation.is_some() => {
+            let p: ElicitParams = parse_params(params)?;
+            if p.mode.as_deref() == Some("url") && !h.url_elicitation {
+                return Err(ErrorObject::invalid_params(
+                    "URL-mode elicitation is not supported",
+                ));
+            }
+            let schema = p.requested_schema.clone();
+            let f = h
+                .elicitation
+                .as_ref()
+                .ok_or_else(|| ErrorObject::method_not_found(&method))?;
+            let mut result = f(p).await?;
+            if let (Some(schema), Some(content)) = (&schema, result.content.as_mut()) {
+                apply_schema_defaults(schema, content);
+            }
+            encode(&result)
+        }
+        "roots/list" if h.roots.is_some() => {
+            let f = h
+                .roots
+                .as_ref()
+                .ok_or_else(|| ErrorObject::method_not_found(&method))?;
+            encode(&f().await?)
+        }
+        _ => Err(ErrorObject::method_not_found(&method)),
+    }
+}
+
 impl Service for ClientService {
     fn call(&self, req: Request, _ctx: RequestContext) -> BoxFuture<'static, HandlerResult> {
-        let h = self.handlers.clone();
-        Box::pin(async move {
-            let params = req.params.as_deref();
-            match req.method.as_str() {
-                "ping" => encode(&EmptyResult::default()),
-                "sampling/createMessage" if h.sampling.is_some() => {
-                    let p = parse_params(params)?;
-                    let f = h
-                        .sampling
-                        .as_ref()
-                        .ok_or_else(|| ErrorObject::method_not_found(&req.method))?;
-                    encode(&f(p).await?)
-                }
-                "elicitation/create" if h.elicitation.is_some() => {
-                    let p: ElicitParams = parse_params(params)?;
-                    if p.mode.as_deref() == Some("url") && !h.url_elicitation {
-                        return Err(ErrorObject::invalid_params(
-                            "URL-mode elicitation is not supported",
-                        ));
-                    }
-                    let schema = p.requested_schema.clone();
-                    let f = h
-                        .elicitation
-                        .as_ref()
-                        .ok_or_else(|| ErrorObject::method_not_found(&req.method))?;
-                    let mut result = f(p).await?;
-                    if let (Some(schema), Some(content)) = (&schema, result.content.as_mut()) {
-                        apply_schema_defaults(schema, content);
-                    }
-                    encode(&result)
-                }
-                "roots/list" if h.roots.is_some() => {
-                    let f = h
-                        .roots
-                        .as_ref()
-                        .ok_or_else(|| ErrorObject::method_not_found(&req.method))?;
-                    encode(&f().await?)
-                }
-                _ => Err(ErrorObject::method_not_found(&req.method)),
-            }
-        })
+        Box::pin(answer(self.handlers.clone(), req.method, req.params))
     }
 
     fn notify(&self, n: Notification, _peer: &Peer) {
@@ -187,6 +193,7 @@ impl Service for ClientService {
 /// A connected, initialized MCP client.
 pub struct Client {
     peer: Peer,
+    handlers: ClientHandlers,
     init: InitializeResult,
     version: ProtocolVersion,
     active: Active,
@@ -266,7 +273,9 @@ impl Client {
     ) -> Result<Client, ConnectError> {
         let peer = Peer::new(outgoing);
         let capabilities = capabilities_of(&handlers);
-        let service = Arc::new(ClientService { handlers });
+        let service = Arc::new(ClientService {
+            handlers: handlers.clone(),
+        });
         let engine = tokio::spawn(mcp_engine::run(
             peer.clone(),
             incoming,
@@ -315,6 +324,7 @@ impl Client {
                     };
                     return Ok(Client {
                         peer,
+                        handlers,
                         init,
                         version: ProtocolVersion::V2026_07_28,
                         active: Active::Modern {
@@ -355,6 +365,7 @@ impl Client {
             .await?;
         Ok(Client {
             peer,
+            handlers,
             init,
             version,
             active: Active::Legacy,
@@ -458,7 +469,46 @@ impl Client {
                 }
             }
         }
-        self.peer.request_as(R::METHOD, &value, options).await
+        // Multi round-trip: answer input_required with our handlers and retry, a bounded
+        // number of times.
+        for _ in 0..=MAX_INPUT_ROUNDS {
+            let raw = self
+                .peer
+                .request_raw(R::METHOD, value.clone(), options)
+                .await?;
+            let result: Value = serde_json::from_str(raw.get())?;
+            if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+                return Ok(serde_json::from_value(result)?);
+            }
+            let mut responses = JsonObject::new();
+            if let Some(Value::Object(requests)) = result.get("inputRequests") {
+                for (key, request) in requests {
+                    let method = request
+                        .get("method")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned();
+                    let params = match request.get("params") {
+                        Some(p) => Some(to_raw(p)?),
+                        None => None,
+                    };
+                    let answer = answer(self.handlers.clone(), method, params)
+                        .await
+                        .map_err(CallError::Rpc)?;
+                    responses.insert(key.clone(), serde_json::from_str(answer.get())?);
+                }
+            }
+            if let Value::Object(p) = &mut value {
+                p.insert("inputResponses".to_owned(), Value::Object(responses));
+                match result.get("requestState") {
+                    Some(state) => p.insert("requestState".to_owned(), state.clone()),
+                    None => p.remove("requestState"),
+                };
+            }
+        }
+        Err(CallError::Protocol(format!(
+            "the server asked for input more than {MAX_INPUT_ROUNDS} times; giving up"
+        )))
     }
 
     /// Whether this client speaks 2026-07-28 with its server.

@@ -5,12 +5,14 @@ use std::sync::Arc;
 
 use mcp_engine::{CallError, Peer, RequestContext, RequestOptions};
 use mcp_jsonrpc::RequestId;
-use mcp_types::methods::{CreateMessage, Elicit, ListRoots};
+use mcp_jsonrpc::{ErrorCode, ErrorObject};
+use mcp_types::methods::{CreateMessage, Elicit, ListRoots, Request as _};
 use mcp_types::{
     ClientCapabilities, CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult,
-    EmptyParams, Implementation, JsonObject, ListRootsResult, LoggingLevel, LoggingMessageParams,
+    Implementation, JsonObject, ListRootsResult, LoggingLevel, LoggingMessageParams,
     ProgressParams, ProgressToken, ProtocolVersion,
 };
+use mcp_types::{InputRequest, InputRequests};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -25,6 +27,8 @@ pub struct Ctx {
     pub(crate) progress_token: Option<ProgressToken>,
     pub(crate) meta: Option<JsonObject>,
     pub(crate) era: Era,
+    /// Counts inputs asked for, to key them the same way on every round.
+    pub(crate) inputs: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Ctx {
@@ -69,17 +73,6 @@ impl Ctx {
         match &self.era {
             Era::Modern(m) => m.client_caps.clone(),
             Era::Legacy => self.session.client_capabilities(),
-        }
-    }
-
-    /// Whether server-to-client requests are possible (legacy sessions); a modern request
-    /// would need a multi round-trip (`input_required`) result instead.
-    fn require_legacy(&self, what: &str) -> Result<(), CallError> {
-        match &self.era {
-            Era::Legacy => Ok(()),
-            Era::Modern(_) => Err(CallError::Protocol(format!(
-                "{what} from a 2026-07-28 request needs a multi round-trip result, which this server does not support yet"
-            ))),
         }
     }
 
@@ -135,64 +128,152 @@ impl Ctx {
             .await;
     }
 
-    /// Asks the client's model for a completion (`sampling/createMessage`).
+    /// Gets input from the client: sampling, elicitation or roots results, by key.
+    ///
+    /// One handler serves both eras. On a legacy session each request is sent to the client
+    /// as a real server-to-client request. On a 2026-07-28 request, answers come from the
+    /// client's retry (`inputResponses` and the signed `requestState`); missing ones make the
+    /// request end with an `input_required` result ([`CallError::InputRequired`] here: return
+    /// it with `?`), and the handler runs again on the retry, getting the answers this time.
     ///
     /// # Errors
-    /// [`CallError::Protocol`] if the client did not declare `sampling`; otherwise as the call.
+    /// [`CallError::Protocol`] if the client lacks a needed capability (on 2026-07-28 the
+    /// request is then answered with -32021), [`CallError::InputRequired`], or the call's own.
+    pub async fn request_inputs(&self, requests: InputRequests) -> Result<JsonObject, CallError> {
+        let caps = self.client_capabilities();
+        for r in requests.values() {
+            let (cap, present) = match r.method.as_str() {
+                "sampling/createMessage" => ("sampling", caps.sampling.is_some()),
+                "elicitation/create" => {
+                    let url = r
+                        .params
+                        .as_ref()
+                        .and_then(|p| p.get("mode"))
+                        .and_then(Value::as_str)
+                        == Some("url");
+                    let ok = caps
+                        .elicitation
+                        .as_ref()
+                        .is_some_and(|e| !url || e.contains_key("url"));
+                    ("elicitation", ok)
+                }
+                "roots/list" => ("roots", caps.roots.is_some()),
+                other => {
+                    return Err(CallError::Protocol(format!(
+                        "{other} is not a client input method"
+                    )));
+                }
+            };
+            if !present {
+                if let Era::Modern(m) = &self.era {
+                    let mut required = JsonObject::new();
+                    required.insert(cap.to_owned(), Value::Object(JsonObject::new()));
+                    m.mrtr.fail(
+                        ErrorObject::new(
+                            ErrorCode::MISSING_CLIENT_CAPABILITY,
+                            "Missing required client capability",
+                        )
+                        .with_data(serde_json::json!({ "requiredCapabilities": required })),
+                    );
+                }
+                return Err(CallError::Protocol(format!(
+                    "the client does not support {cap}"
+                )));
+            }
+        }
+        match &self.era {
+            Era::Legacy => {
+                let mut out = JsonObject::new();
+                for (key, r) in requests {
+                    let params = r.params.unwrap_or_else(|| Value::Object(JsonObject::new()));
+                    let raw = self
+                        .rc
+                        .peer
+                        .request_raw(&r.method, params, &RequestOptions::default())
+                        .await?;
+                    out.insert(key, serde_json::from_str(raw.get())?);
+                }
+                Ok(out)
+            }
+            Era::Modern(m) => {
+                let answers = m.mrtr.answers();
+                let missing: InputRequests = requests
+                    .iter()
+                    .filter(|(k, _)| !answers.contains_key(*k))
+                    .map(|(k, r)| (k.clone(), r.clone()))
+                    .collect();
+                if !missing.is_empty() {
+                    m.mrtr.ask(missing);
+                    return Err(CallError::InputRequired);
+                }
+                Ok(requests
+                    .keys()
+                    .filter_map(|k| answers.get(k).map(|v| (k.clone(), v.clone())))
+                    .collect())
+            }
+        }
+    }
+
+    /// One input under a key of the handler's choosing, decoded as `T`.
+    ///
+    /// # Errors
+    /// As [`Ctx::request_inputs`], or [`CallError::Decode`] for an answer of the wrong shape.
+    pub async fn input<T: serde::de::DeserializeOwned>(
+        &self,
+        key: &str,
+        method: &str,
+        params: Value,
+    ) -> Result<T, CallError> {
+        let mut requests = InputRequests::new();
+        requests.insert(
+            key.to_owned(),
+            InputRequest {
+                method: method.to_owned(),
+                params: Some(params),
+            },
+        );
+        let mut answers = self.request_inputs(requests).await?;
+        let answer = answers.remove(key).unwrap_or(Value::Null);
+        Ok(serde_json::from_value(answer)?)
+    }
+
+    fn next_key(&self, method: &str) -> String {
+        let n = self
+            .inputs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("{method}#{n}")
+    }
+
+    /// Asks the client's model for a completion (`sampling/createMessage`), in either era.
+    ///
+    /// # Errors
+    /// As [`Ctx::request_inputs`].
     pub async fn create_message(
         &self,
         params: &CreateMessageParams,
     ) -> Result<CreateMessageResult, CallError> {
-        self.require_legacy("sampling")?;
-        if self.client_capabilities().sampling.is_none() {
-            return Err(CallError::Protocol(
-                "the client does not support sampling".into(),
-            ));
-        }
-        self.rc
-            .peer
-            .request::<CreateMessage>(params, &RequestOptions::default())
+        let key = self.next_key(CreateMessage::METHOD);
+        self.input(&key, CreateMessage::METHOD, serde_json::to_value(params)?)
             .await
     }
 
-    /// Asks the user for input through the client (`elicitation/create`).
+    /// Asks the user for input through the client (`elicitation/create`), in either era.
     ///
     /// # Errors
-    /// [`CallError::Protocol`] if the client did not declare `elicitation` (or the `url` mode
-    /// for a URL elicitation); otherwise as the call.
+    /// As [`Ctx::request_inputs`].
     pub async fn elicit(&self, params: &ElicitParams) -> Result<ElicitResult, CallError> {
-        self.require_legacy("elicitation")?;
-        let caps = self.client_capabilities();
-        let Some(elicitation) = caps.elicitation else {
-            return Err(CallError::Protocol(
-                "the client does not support elicitation".into(),
-            ));
-        };
-        if params.mode.as_deref() == Some("url") && !elicitation.contains_key("url") {
-            return Err(CallError::Protocol(
-                "the client does not support URL elicitation".into(),
-            ));
-        }
-        self.rc
-            .peer
-            .request::<Elicit>(params, &RequestOptions::default())
+        let key = self.next_key(Elicit::METHOD);
+        self.input(&key, Elicit::METHOD, serde_json::to_value(params)?)
             .await
     }
 
-    /// Asks the client for its roots (`roots/list`).
+    /// Asks the client for its roots (`roots/list`), in either era.
     ///
     /// # Errors
-    /// [`CallError::Protocol`] if the client did not declare `roots`; otherwise as the call.
+    /// As [`Ctx::request_inputs`].
     pub async fn list_roots(&self) -> Result<ListRootsResult, CallError> {
-        self.require_legacy("roots")?;
-        if self.client_capabilities().roots.is_none() {
-            return Err(CallError::Protocol(
-                "the client does not support roots".into(),
-            ));
-        }
-        self.rc
-            .peer
-            .request::<ListRoots>(&EmptyParams::default(), &RequestOptions::default())
+        let key = self.next_key(ListRoots::METHOD);
+        self.input(&key, ListRoots::METHOD, Value::Object(JsonObject::new()))
             .await
     }
 }

@@ -23,6 +23,7 @@
 mod context;
 mod handler;
 mod modern;
+mod mrtr;
 pub mod schema;
 mod server;
 mod session;
@@ -32,4 +33,5 @@ pub use context::Ctx;
 pub use handler::{
     CompletionFn, IntoCallToolResult, PromptFn, ResourceFn, Structured, TemplateFn, ToolFn,
 };
+pub use mrtr::RequestStateKey;
 pub use server::{BuildError, CacheConfig, Server, ServerBuilder, ServerConfig};

@@ -12,9 +12,10 @@ use serde_json::Value;
 
 use crate::server::Inner;
 
-/// What a modern request says about its client.
-#[derive(Debug, Clone, Default)]
+/// What a modern request says about its client, and its multi round-trip state.
+#[derive(Debug, Default)]
 pub(crate) struct ModernMeta {
+    pub(crate) mrtr: crate::mrtr::Mrtr,
     pub(crate) client_info: Option<Implementation>,
     pub(crate) client_caps: ClientCapabilities,
     /// Log messages are sent only when the request asks for them, at or above this level.
@@ -83,6 +84,7 @@ pub(crate) fn detect(params: Option<&RawValue>) -> Result<Option<ModernMeta>, Er
         ))
     })?;
     Ok(Some(ModernMeta {
+        mrtr: crate::mrtr::Mrtr::default(),
         client_info: field(meta_keys::CLIENT_INFO).and_then(|v| serde_json::from_value(v).ok()),
         client_caps,
         log_level: field(meta_keys::LOG_LEVEL).and_then(|v| serde_json::from_value(v).ok()),
@@ -139,7 +141,8 @@ pub(crate) fn finish(raw: &RawJson, server: &Inner, method: &str) -> Result<RawJ
             meta.entry(k).or_insert(v);
         }
     }
-    if CACHEABLE.contains(&method) {
+    let interim = result.get("resultType").and_then(Value::as_str) == Some("input_required");
+    if CACHEABLE.contains(&method) && !interim {
         let cache = &server.config.cache;
         result
             .entry("ttlMs")

@@ -107,6 +107,8 @@ pub struct ServerConfig {
     pub modern: bool,
     /// Cache hints for modern (2026-07-28) results.
     pub cache: CacheConfig,
+    /// Signs `requestState` of multi round-trip requests (random unless shared by instances).
+    pub request_state_key: crate::mrtr::RequestStateKey,
     /// Items per page of list results.
     pub page_size: usize,
     /// Message loop settings.
@@ -121,6 +123,7 @@ impl Default for ServerConfig {
             legacy: true,
             modern: true,
             cache: CacheConfig::default(),
+            request_state_key: crate::mrtr::RequestStateKey::random(),
             page_size: 100,
             engine: EngineConfig::default(),
             max_line: 4 * 1024 * 1024,

@@ -198,6 +198,7 @@ impl Session {
             progress_token: progress_token(meta.as_ref()),
             meta,
             era: era.clone(),
+            inputs: Default::default(),
         };
         let version = match &era {
             Era::Modern(_) => ProtocolVersion::V2026_07_28,
@@ -469,8 +470,54 @@ impl Service for SessionService {
                 _ => {
                     let server = session.server.clone();
                     let method = req.method.clone();
+                    let Era::Modern(meta) = &era else {
+                        return fail(ErrorObject::internal("era"));
+                    };
+                    let key = &server.config.request_state_key;
+                    match crate::mrtr::answers_of(key, &method, req.params.as_deref()) {
+                        Ok(a) => {
+                            *meta
+                                .mrtr
+                                .answers
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner) = a
+                        }
+                        Err(e) => return fail(e),
+                    }
+                    let subject = req
+                        .params
+                        .as_deref()
+                        .and_then(|p| serde_json::from_str::<serde_json::Value>(p.get()).ok())
+                        .map(|v| crate::mrtr::subject(&v))
+                        .unwrap_or_default();
+                    let meta = meta.clone();
                     let fut = session.route(req, rc, era);
-                    Box::pin(async move { modern::finish(&fut.await?, &server, &method) })
+                    Box::pin(async move {
+                        let result = fut.await;
+                        if let Some(e) = meta.mrtr.take_fatal() {
+                            return Err(e);
+                        }
+                        let pending = meta.mrtr.take_pending();
+                        let mrtr_method = matches!(
+                            method.as_str(),
+                            "tools/call" | "prompts/get" | "resources/read"
+                        );
+                        if !pending.is_empty() && mrtr_method {
+                            let state = server.config.request_state_key.sign(
+                                &method,
+                                &subject,
+                                &meta.mrtr.answers(),
+                            );
+                            let interim = mcp_types::InputRequiredResult {
+                                result_type: Some(mcp_types::ResultType::InputRequired),
+                                input_requests: Some(pending),
+                                request_state: Some(state),
+                                ..Default::default()
+                            };
+                            return modern::finish(&encode(&interim)?, &server, &method);
+                        }
+                        modern::finish(&result?, &server, &method)
+                    })
                 }
             };
         }

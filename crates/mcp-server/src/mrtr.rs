@@ -1,0 +1,224 @@
+//! Multi round-trip requests (2026-07-28): a handler that needs sampling, elicitation or roots
+//! gets an `input_required` result sent back instead of making a server-to-client request, and
+//! is run again when the client retries with `inputResponses`.
+//!
+//! Answers from earlier rounds travel in `requestState`, which is signed (HMAC-SHA256 with the
+//! server's key) and bound to the method and the tool/prompt/resource name, so a client cannot
+//! forge or move it, and any instance with the same key can continue the request.
+
+use std::sync::Mutex;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hmac::{Hmac, Mac};
+use mcp_jsonrpc::{ErrorCode, ErrorObject, RawValue};
+use mcp_types::{InputRequests, JsonObject};
+use serde_json::Value;
+use sha2::Sha256;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// The input state of one modern request.
+#[derive(Debug, Default)]
+pub(crate) struct Mrtr {
+    /// Every answer known so far (signed state plus this round's responses).
+    pub(crate) answers: Mutex<JsonObject>,
+    /// What the handler asked for and did not get.
+    pub(crate) pending: Mutex<InputRequests>,
+    /// An error that must answer the request (e.g. a missing client capability).
+    pub(crate) fatal: Mutex<Option<ErrorObject>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Mrtr {
+    pub(crate) fn answers(&self) -> JsonObject {
+        lock(&self.answers).clone()
+    }
+    pub(crate) fn ask(&self, requests: InputRequests) {
+        lock(&self.pending).extend(requests);
+    }
+    pub(crate) fn take_pending(&self) -> InputRequests {
+        std::mem::take(&mut *lock(&self.pending))
+    }
+    pub(crate) fn fail(&self, e: ErrorObject) {
+        lock(&self.fatal).get_or_insert(e);
+    }
+    pub(crate) fn take_fatal(&self) -> Option<ErrorObject> {
+        lock(&self.fatal).take()
+    }
+}
+
+/// The key that signs `requestState`.
+#[derive(Clone)]
+pub struct RequestStateKey(pub(crate) [u8; 32]);
+
+impl std::fmt::Debug for RequestStateKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RequestStateKey(..)")
+    }
+}
+
+impl RequestStateKey {
+    /// A random key (the default: state is then valid only on this process).
+    pub fn random() -> Self {
+        let mut k = [0u8; 32];
+        if getrandom::fill(&mut k).is_err() {
+            tracing::error!("the OS random number generator failed; requestState keys are weak");
+        }
+        Self(k)
+    }
+
+    /// A key shared by several instances, so any of them can continue a request.
+    pub fn from_bytes(key: [u8; 32]) -> Self {
+        Self(key)
+    }
+
+    fn mac(&self, payload: &[u8]) -> Option<HmacSha256> {
+        let mut mac = <HmacSha256 as Mac>::new_from_slice(&self.0).ok()?;
+        mac.update(payload);
+        Some(mac)
+    }
+
+    /// Signs the answers so far for this method and name.
+    pub(crate) fn sign(&self, method: &str, name: &str, answers: &JsonObject) -> String {
+        let payload = serde_json::json!({ "m": method, "n": name, "a": answers }).to_string();
+        let tag = self
+            .mac(payload.as_bytes())
+            .map(|m| m.finalize().into_bytes().to_vec())
+            .unwrap_or_default();
+        format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(payload),
+            URL_SAFE_NO_PAD.encode(tag)
+        )
+    }
+
+    /// Checks a `requestState` and returns the answers it carries.
+    pub(crate) fn verify(
+        &self,
+        state: &str,
+        method: &str,
+        name: &str,
+    ) -> Result<JsonObject, ErrorObject> {
+        let bad = || {
+            ErrorObject::invalid_params("Invalid params: requestState failed its integrity check")
+        };
+        let (p, t) = state.split_once('.').ok_or_else(bad)?;
+        let payload = URL_SAFE_NO_PAD.decode(p).map_err(|_| bad())?;
+        let tag = URL_SAFE_NO_PAD.decode(t).map_err(|_| bad())?;
+        self.mac(&payload)
+            .ok_or_else(bad)?
+            .verify_slice(&tag)
+            .map_err(|_| bad())?;
+        let v: Value = serde_json::from_slice(&payload).map_err(|_| bad())?;
+        if v["m"] != method || v["n"] != name {
+            return Err(ErrorObject::invalid_params(
+                "Invalid params: requestState belongs to another request",
+            ));
+        }
+        match v.get("a") {
+            Some(Value::Object(a)) => Ok(a.clone()),
+            _ => Err(bad()),
+        }
+    }
+}
+
+/// The name a request is about (tool, prompt or resource), which its state is bound to.
+pub(crate) fn subject(params: &Value) -> String {
+    params["name"]
+        .as_str()
+        .or_else(|| params["uri"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Reads `requestState` and `inputResponses` from a retry; the answers they carry together.
+pub(crate) fn answers_of(
+    key: &RequestStateKey,
+    method: &str,
+    raw: Option<&RawValue>,
+) -> Result<JsonObject, ErrorObject> {
+    let Some(raw) = raw else {
+        return Ok(JsonObject::new());
+    };
+    let text = raw.get();
+    if !text.contains("inputResponses") && !text.contains("requestState") {
+        return Ok(JsonObject::new());
+    }
+    let params: Value = serde_json::from_str(text)
+        .map_err(|e| ErrorObject::invalid_params(format!("Invalid params: {e}")))?;
+    let mut answers = match params.get("requestState") {
+        None | Some(Value::Null) => JsonObject::new(),
+        Some(Value::String(s)) => key.verify(s, method, &subject(&params))?,
+        Some(_) => {
+            return Err(ErrorObject::invalid_params(
+                "Invalid params: requestState must be a string",
+            ));
+        }
+    };
+    match params.get("inputResponses") {
+        None => {}
+        Some(Value::Object(responses)) => {
+            for (k, v) in responses {
+                if !v.is_object() {
+                    return Err(ErrorObject::new(
+                        ErrorCode::INVALID_PARAMS,
+                        format!("Invalid params: inputResponses.{k} must be an object (a result)"),
+                    ));
+                }
+                answers.insert(k.clone(), v.clone());
+            }
+        }
+        Some(_) => {
+            return Err(ErrorObject::invalid_params(
+                "Invalid params: inputResponses must be an object",
+            ));
+        }
+    }
+    Ok(answers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn state_is_signed_and_bound() {
+        let k = RequestStateKey::random();
+        let a = json!({"user_name": {"action": "accept"}})
+            .as_object()
+            .cloned()
+            .unwrap();
+        let s = k.sign("tools/call", "t", &a);
+        assert_eq!(k.verify(&s, "tools/call", "t").unwrap(), a);
+        assert!(
+            k.verify(&format!("{s}-TAMPERED"), "tools/call", "t")
+                .is_err()
+        );
+        assert!(
+            k.verify(&s, "tools/call", "other").is_err(),
+            "bound to the tool"
+        );
+        assert!(
+            k.verify(&s, "prompts/get", "t").is_err(),
+            "bound to the method"
+        );
+        assert!(
+            RequestStateKey::random()
+                .verify(&s, "tools/call", "t")
+                .is_err(),
+            "another key"
+        );
+        // Forged: a valid payload with a made-up tag.
+        let forged = format!(
+            "{}.{}",
+            s.split_once('.').unwrap().0,
+            URL_SAFE_NO_PAD.encode([0u8; 32])
+        );
+        assert!(k.verify(&forged, "tools/call", "t").is_err());
+    }
+}
