@@ -8,9 +8,9 @@ use mcp_jsonrpc::ErrorObject;
 use mcp_server::{Ctx, Server, ToolFn};
 use mcp_types::{
     CallToolResult, CompleteResult, Completion, Content, CreateMessageParams, ElicitParams,
-    EmbeddedResource, GetPromptResult, JsonObject, LoggingLevel, MediaContent, OneOrMany, Prompt,
-    PromptArgument, PromptMessage, ReadResourceResult, Resource, ResourceContents,
-    ResourceTemplate, Role, SamplingMessage, Tool,
+    EmbeddedResource, GetPromptResult, InputRequest, InputRequests, JsonObject, LoggingLevel,
+    MediaContent, OneOrMany, Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate, Role, SamplingMessage, Tool,
 };
 use serde_json::{Value, json};
 
@@ -239,8 +239,18 @@ fn tools(b: mcp_server::ServerBuilder) -> mcp_server::ServerBuilder {
             json!({
                 "$schema": "https://json-schema.org/draft/2020-12/schema",
                 "type": "object",
-                "$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
-                "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+                "$defs": {"address": {"$anchor": "addressDef", "type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+                "properties": {
+                    "name": {"type": "string"},
+                    "address": {"$ref": "#/$defs/address"},
+                    "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                    "phone": {"type": "string"},
+                    "email": {"type": "string"}
+                },
+                "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+                "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+                "then": {"required": ["phone"]},
+                "else": {"required": ["email"]},
                 "additionalProperties": false
             }),
         ),
@@ -253,6 +263,198 @@ fn tools(b: mcp_server::ServerBuilder) -> mcp_server::ServerBuilder {
             ctx.close_stream().await;
             tokio::time::sleep(Duration::from_millis(100)).await;
             Ok(CallToolResult::text("Reconnection test completed successfully"))
+        }),
+    )
+}
+
+fn elicit_request(message: &str, field: &str, kind: &str) -> InputRequest {
+    InputRequest {
+        method: "elicitation/create".into(),
+        params: Some(json!({"message": message, "requestedSchema": {
+            "type": "object", "properties": {field: {"type": kind}}, "required": [field]}})),
+    }
+}
+
+fn sample_request(text: &str, max_tokens: u64) -> InputRequest {
+    InputRequest {
+        method: "sampling/createMessage".into(),
+        params: Some(
+            json!({"messages": [{"role": "user", "content": {"type": "text", "text": text}}], "maxTokens": max_tokens}),
+        ),
+    }
+}
+
+fn roots_request() -> InputRequest {
+    InputRequest {
+        method: "roots/list".into(),
+        params: Some(json!({})),
+    }
+}
+
+/// Runs `request_inputs`; `Err` carries the tool result for the failure (the router answers
+/// `input_required` or the capability error instead when that is what happened).
+async fn inputs(
+    ctx: &Ctx,
+    requests: Vec<(&str, InputRequest)>,
+) -> Result<JsonObject, CallToolResult> {
+    let map: InputRequests = requests
+        .into_iter()
+        .map(|(k, r)| (k.to_owned(), r))
+        .collect();
+    ctx.request_inputs(map)
+        .await
+        .map_err(|e| CallToolResult::error(e.to_string()))
+}
+
+fn sampled_text(v: &Value) -> String {
+    v["content"]["text"].as_str().unwrap_or_default().to_owned()
+}
+
+/// Tools of the 2026-07-28 suite: multi round-trip requests and diagnostics.
+fn modern_tools(b: mcp_server::ServerBuilder) -> mcp_server::ServerBuilder {
+    let t = |name: &str, desc: &str| tool(name, desc, no_args());
+    b.raw_tool(
+        t("test_input_required_result_elicitation", "Asks for a name (multi round-trip)"),
+        handler(|ctx, _| async move {
+            let a = match inputs(&ctx, vec![("user_name", elicit_request("What is your name?", "name", "string"))]).await {
+                Ok(a) => a,
+                Err(r) => return Ok(r),
+            };
+            let name = a["user_name"]["content"]["name"].as_str().unwrap_or("stranger").to_owned();
+            Ok(CallToolResult::text(format!("Hello, {name}!")))
+        }),
+    )
+    .raw_tool(
+        t("test_input_required_result_sampling", "Asks the model a question (multi round-trip)"),
+        handler(|ctx, _| async move {
+            match inputs(&ctx, vec![("capital_question", sample_request("What is the capital of France?", 100))]).await {
+                Ok(a) => Ok(CallToolResult::text(format!("The model said: {}", sampled_text(&a["capital_question"])))),
+                Err(r) => Ok(r),
+            }
+        }),
+    )
+    .raw_tool(
+        t("test_input_required_result_list_roots", "Asks for the client's roots (multi round-trip)"),
+        handler(|ctx, _| async move {
+            match inputs(&ctx, vec![("client_roots", roots_request())]).await {
+                Ok(a) => {
+                    let roots: Vec<&str> = a["client_roots"]["roots"].as_array().map(|r| r.iter().filter_map(|r| r["uri"].as_str()).collect()).unwrap_or_default();
+                    Ok(CallToolResult::text(format!("Roots: {}", roots.join(", "))))
+                }
+                Err(r) => Ok(r),
+            }
+        }),
+    )
+    .raw_tool(
+        t("test_input_required_result_request_state", "Round-trips requestState (multi round-trip)"),
+        handler(|ctx, _| async move {
+            match inputs(&ctx, vec![("confirm", elicit_request("Please confirm", "ok", "boolean"))]).await {
+                // requestState is verified (HMAC) before the handler runs again.
+                Ok(a) => Ok(CallToolResult::text(format!("state-ok: confirmed={}", a["confirm"]["content"]["ok"]))),
+                Err(r) => Ok(r),
+            }
+        }),
+    )
+    .raw_tool(
+        t("test_input_required_result_multiple_inputs", "Asks for three inputs at once (multi round-trip)"),
+        handler(|ctx, _| async move {
+            let asked = vec![
+                ("user_name", elicit_request("What is your name?", "name", "string")),
+                ("greeting", sample_request("Generate a greeting", 50)),
+                ("client_roots", roots_request()),
+            ];
+            match inputs(&ctx, asked).await {
+                Ok(a) => Ok(CallToolResult::text(format!(
+                    "name={} greeting={} roots={}",
+                    a["user_name"]["content"]["name"],
+                    sampled_text(&a["greeting"]),
+                    a["client_roots"]["roots"].as_array().map_or(0, Vec::len)
+                ))),
+                Err(r) => Ok(r),
+            }
+        }),
+    )
+    .raw_tool(
+        t("test_input_required_result_multi_round", "Asks in two rounds (multi round-trip)"),
+        handler(|ctx, _| async move {
+            let a = match inputs(&ctx, vec![("step1", elicit_request("Step 1: What is your name?", "name", "string"))]).await {
+                Ok(a) => a,
+                Err(r) => return Ok(r),
+            };
+            let b = match inputs(&ctx, vec![("step2", elicit_request("Step 2: What is your favorite color?", "color", "string"))]).await {
+                Ok(b) => b,
+                Err(r) => return Ok(r),
+            };
+            Ok(CallToolResult::text(format!(
+                "name={} color={}",
+                a["step1"]["content"]["name"], b["step2"]["content"]["color"]
+            )))
+        }),
+    )
+    .raw_tool(
+        t("test_input_required_result_tampered_state", "Signs its requestState (multi round-trip)"),
+        handler(|ctx, _| async move {
+            match inputs(&ctx, vec![("confirm", elicit_request("Please confirm", "ok", "boolean"))]).await {
+                Ok(_) => Ok(CallToolResult::text("state-ok")),
+                Err(r) => Ok(r),
+            }
+        }),
+    )
+    .raw_tool(
+        t("test_input_required_result_capabilities", "Asks only for what the client supports"),
+        handler(|ctx, _| async move {
+            let caps = ctx.client_capabilities();
+            let mut asked = Vec::new();
+            if caps.sampling.is_some() {
+                asked.push(("capital_question", sample_request("What is the capital of France?", 100)));
+            }
+            if caps.elicitation.is_some() {
+                asked.push(("user_name", elicit_request("What is your name?", "name", "string")));
+            }
+            if caps.roots.is_some() {
+                asked.push(("client_roots", roots_request()));
+            }
+            if asked.is_empty() {
+                return Ok(CallToolResult::text("no input capabilities declared"));
+            }
+            match inputs(&ctx, asked).await {
+                Ok(a) => Ok(CallToolResult::text(format!("answered: {}", a.len()))),
+                Err(r) => Ok(r),
+            }
+        }),
+    )
+    .raw_tool(
+        t("test_missing_capability", "Needs sampling; a client without it gets -32021"),
+        handler(|ctx, _| async move {
+            match inputs(&ctx, vec![("sample", sample_request("Hello", 10))]).await {
+                Ok(a) => Ok(CallToolResult::text(sampled_text(&a["sample"]))),
+                Err(r) => Ok(r),
+            }
+        }),
+    )
+    .raw_tool(
+        t("test_streaming_elicitation", "Reports progress, then asks for input"),
+        handler(|ctx, _| async move {
+            ctx.progress(1.0, Some(2.0), Some("asking".into())).await;
+            match inputs(&ctx, vec![("answer", elicit_request("Anything to add?", "text", "string"))]).await {
+                Ok(_) => Ok(CallToolResult::text("thanks")),
+                Err(r) => Ok(r),
+            }
+        }),
+    )
+    .raw_tool(
+        tool(
+            "test_custom_header",
+            "Echoes a region that is mirrored in the Mcp-Param-Region header",
+            json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}, "required": ["region"]}),
+        ),
+        handler(|_, args| async move { Ok(CallToolResult::text(format!("region={}", arg(&args, "region")))) }),
+    )
+    .raw_tool(
+        t("test_logging_tool", "Logs at info (only sent when the request asks for logs)"),
+        handler(|ctx, _| async move {
+            ctx.log(LoggingLevel::Info, Some("conformance"), json!("a log message")).await;
+            Ok(CallToolResult::text("logged"))
         }),
     )
 }
@@ -417,6 +619,34 @@ fn prompts(b: mcp_server::ServerBuilder) -> mcp_server::ServerBuilder {
         },
     )
     .prompt(
+        prompt(
+            "test_input_required_result_prompt",
+            "A prompt that asks for context (multi round-trip)",
+            &[],
+        ),
+        |ctx, _| async move {
+            let asked: InputRequests = [(
+                "user_context".to_owned(),
+                elicit_request("What context should the prompt use?", "context", "string"),
+            )]
+            .into();
+            match ctx.request_inputs(asked).await {
+                Ok(a) => {
+                    let context = a["user_context"]["content"]["context"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned();
+                    Ok(messages(vec![PromptMessage::text(
+                        Role::User,
+                        format!("Use this context: {context}"),
+                    )]))
+                }
+                // The router answers input_required (or the capability error) instead.
+                Err(e) => Err(ErrorObject::internal(e.to_string())),
+            }
+        },
+    )
+    .prompt(
         prompt("test_prompt_with_image", "A prompt with an image", &[]),
         |_, _| async {
             Ok(messages(vec![
@@ -437,7 +667,7 @@ fn prompts(b: mcp_server::ServerBuilder) -> mcp_server::ServerBuilder {
 /// Only if a fixture definition is invalid (a bug caught by the tests).
 pub fn server() -> Result<Server, mcp_server::BuildError> {
     let b = Server::builder("mcp-conformance-test-server", "1.0.0");
-    prompts(resources(tools(b)))
+    prompts(resources(modern_tools(tools(b))))
         .completion(|_, _| async {
             Ok::<_, ErrorObject>(CompleteResult {
                 completion: Completion {

@@ -71,6 +71,78 @@ fn memfind(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
 
+/// Header-safe: printable ASCII, space and tab only.
+fn header_safe(v: &str) -> bool {
+    v.bytes().all(|b| b == b'\t' || (0x20..=0x7e).contains(&b))
+}
+
+/// `Mcp-Param-{Name}` headers of a tool call, checked against the arguments they mirror.
+fn check_param_headers(
+    server: &Server,
+    headers: &HeaderMap,
+    req: &Request,
+    params: &Value,
+) -> Result<(), Response> {
+    if req.method != "tools/call" {
+        return Ok(());
+    }
+    let Some(tool) = params["name"].as_str() else {
+        return Ok(());
+    };
+    for (header, prop) in server.tool_header_params(tool) {
+        let name = format!("mcp-param-{}", header.to_ascii_lowercase());
+        let body = match &params["arguments"][&prop] {
+            Value::Null => None,
+            Value::String(s) => Some(s.clone()),
+            other => Some(other.to_string()),
+        };
+        let sent = headers
+            .get(name.as_str())
+            .map(|v| v.to_str().map(str::to_owned));
+        match (sent, body) {
+            (None, None) => {}
+            (None, Some(_)) => {
+                return Err(mismatch(
+                    &req.id,
+                    format!(
+                        "Header mismatch: Mcp-Param-{header} header is required (argument {prop} is set)"
+                    ),
+                ));
+            }
+            (Some(Err(_)), _) => {
+                return Err(mismatch(
+                    &req.id,
+                    format!("Header mismatch: Mcp-Param-{header} has invalid characters"),
+                ));
+            }
+            (Some(Ok(v)), body) => {
+                if !header_safe(&v) {
+                    return Err(mismatch(
+                        &req.id,
+                        format!("Header mismatch: Mcp-Param-{header} has invalid characters"),
+                    ));
+                }
+                let Some(decoded) = decode_header(&v) else {
+                    return Err(mismatch(
+                        &req.id,
+                        format!("Header mismatch: Mcp-Param-{header} is not valid base64"),
+                    ));
+                };
+                if body.as_deref() != Some(decoded.as_str()) {
+                    return Err(mismatch(
+                        &req.id,
+                        format!(
+                            "Header mismatch: Mcp-Param-{header} header value '{decoded}' does not match body value '{}'",
+                            body.unwrap_or_default()
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 fn check_headers(headers: &HeaderMap, req: &Request) -> Result<(), Response> {
     let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let params: Value = req
@@ -211,6 +283,14 @@ pub(crate) async fn handle(
         }
     }
     if let Err(r) = check_headers(headers, &req) {
+        return r;
+    }
+    let params: Value = req
+        .params
+        .as_deref()
+        .and_then(|p| serde_json::from_str(p.get()).ok())
+        .unwrap_or(Value::Null);
+    if let Err(r) = check_param_headers(server, headers, &req, &params) {
         return r;
     }
     let (in_tx, in_rx) = mpsc::channel(1);

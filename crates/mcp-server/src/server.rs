@@ -604,6 +604,25 @@ impl Server {
         }
     }
 
+    /// The `x-mcp-header` annotations of a tool's top-level input properties, as
+    /// `(header name, property name)` pairs (2026-07-28 custom HTTP headers).
+    pub fn tool_header_params(&self, tool: &str) -> Vec<(String, String)> {
+        let reg = self.inner.read();
+        let Some(entry) = reg.tools.get(tool) else {
+            return Vec::new();
+        };
+        let Some(Value::Object(props)) = entry.tool.input_schema.get("properties") else {
+            return Vec::new();
+        };
+        props
+            .iter()
+            .filter_map(|(prop, schema)| {
+                let header = schema.get("x-mcp-header")?.as_str()?;
+                Some((header.to_owned(), prop.clone()))
+            })
+            .collect()
+    }
+
     /// Registered tool names, in `tools/list` order.
     pub fn tool_names(&self) -> Vec<String> {
         self.inner.read().tools.keys().cloned().collect()
