@@ -451,6 +451,26 @@ fn modern_tools(b: mcp_server::ServerBuilder) -> mcp_server::ServerBuilder {
         handler(|_, args| async move { Ok(CallToolResult::text(format!("region={}", arg(&args, "region")))) }),
     )
     .raw_tool(
+        t("test_trigger_tool_change", "Adds a tool, so subscribers hear tools/list_changed"),
+        handler(|ctx, _| async move {
+            let added = tool("test_dynamic_tool", "Added at run time", no_args());
+            let echo = handler(|_, _| async { Ok(CallToolResult::text("dynamic")) });
+            ctx.server().add_tool(added, echo).await.map_err(|e| ErrorObject::internal(e.to_string()))?;
+            Ok(CallToolResult::text("tool list changed"))
+        }),
+    )
+    .raw_tool(
+        t("test_trigger_prompt_change", "Adds a prompt, so subscribers hear prompts/list_changed"),
+        handler(|ctx, _| async move {
+            let p = prompt("test_dynamic_prompt", "Added at run time", &[]);
+            let render: mcp_server::PromptFn = std::sync::Arc::new(|_, _| {
+                Box::pin(async { Ok(messages(vec![PromptMessage::text(Role::User, "dynamic")])) })
+            });
+            ctx.server().add_prompt(p, render).await;
+            Ok(CallToolResult::text("prompt list changed"))
+        }),
+    )
+    .raw_tool(
         t("test_logging_tool", "Logs at info (only sent when the request asks for logs)"),
         handler(|ctx, _| async move {
             ctx.log(LoggingLevel::Info, Some("conformance"), json!("a log message")).await;

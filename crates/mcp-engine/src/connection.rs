@@ -51,6 +51,7 @@ pub async fn run(
     let mut queue: VecDeque<Queued> = VecDeque::new();
     let mut tasks: JoinSet<()> = JoinSet::new();
     let mut input_open = true;
+    let closing = CancellationToken::new();
     let max_queued = config.max_queued.max(1);
 
     loop {
@@ -70,9 +71,12 @@ pub async fn run(
             frame = incoming.recv(), if input_open && queue.len() < max_queued => {
                 match frame {
                     Some(bytes) => on_frame(
-                        &bytes, &peer, &service, &config, &in_flight, &mut queue, &mut tasks,
+                        &bytes, &peer, &service, &config, &in_flight, &mut queue, &mut tasks, &closing,
                     ),
-                    None => input_open = false,
+                    None => {
+                        input_open = false;
+                        closing.cancel();
+                    }
                 }
             }
         }
@@ -129,9 +133,10 @@ fn on_frame(
     in_flight: &InFlightMap,
     queue: &mut VecDeque<Queued>,
     tasks: &mut JoinSet<()>,
+    closing: &CancellationToken,
 ) {
     match Frame::decode(bytes) {
-        Frame::Single(Ok(msg)) => on_message(msg, peer, service, in_flight, queue),
+        Frame::Single(Ok(msg)) => on_message(msg, peer, service, in_flight, queue, closing),
         Frame::Single(Err(e)) => {
             // An empty batch (`[]`) is always answered: it is valid JSON, never a stray log
             // line, so answering cannot start an error storm. Unparseable input is not.
@@ -147,7 +152,7 @@ fn on_frame(
                 scoped.try_send_response(reply.encode());
             }
         }
-        Frame::Batch(items) => on_batch(items, peer, service, tasks),
+        Frame::Batch(items) => on_batch(items, peer, service, tasks, closing),
     }
 }
 
@@ -183,6 +188,7 @@ fn on_message(
     service: &Arc<dyn Service>,
     in_flight: &InFlightMap,
     queue: &mut VecDeque<Queued>,
+    closing: &CancellationToken,
 ) {
     match msg {
         Message::Response(r) => peer.complete(r.id, r.outcome),
@@ -228,6 +234,7 @@ fn on_message(
                 id: id.clone(),
                 peer: peer.scoped(id.clone()),
                 cancel,
+                closing: closing.clone(),
             };
             let fut = service.call(r, ctx);
             queue.push_back(Queued { id, fut });
@@ -260,6 +267,7 @@ fn on_batch(
     peer: &Peer,
     service: &Arc<dyn Service>,
     tasks: &mut JoinSet<()>,
+    closing: &CancellationToken,
 ) {
     if !service.batch_allowed() {
         let e = ErrorObject::invalid_request(
@@ -284,6 +292,7 @@ fn on_batch(
                     id: id.clone(),
                     peer: peer.scoped(id.clone()),
                     cancel: CancellationToken::new(),
+                    closing: closing.clone(),
                 };
                 calls.push(service.call(r, ctx).map(move |res| match res {
                     Ok(raw) => Message::result(id, raw),

@@ -137,6 +137,11 @@ impl Peer {
         self.inner.closed.load(Ordering::Acquire)
     }
 
+    /// Resolves when nobody reads this connection's output any more (the client went away).
+    pub async fn output_closed(&self) {
+        self.inner.out.closed().await;
+    }
+
     /// Number of outgoing requests awaiting a response.
     pub fn pending_count(&self) -> usize {
         self.lock_pending().len()

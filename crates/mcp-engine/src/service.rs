@@ -18,6 +18,9 @@ pub struct RequestContext {
     pub peer: Peer,
     /// Cancelled when the sender cancels the request or the connection closes.
     pub cancel: CancellationToken,
+    /// Cancelled when the connection's input has ended: no more requests will come, and
+    /// long-lived requests (subscriptions) should wind down.
+    pub closing: CancellationToken,
 }
 
 /// Handles one connection's incoming traffic. Server sessions and clients implement it.

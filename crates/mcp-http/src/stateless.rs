@@ -304,7 +304,8 @@ pub(crate) async fn handle(
             ErrorObject::internal("the server is gone"),
         );
     }
-    drop(in_tx); // the connection ends once this request is answered
+    // The engine's input stays open while the answer is being sent: dropping it (when the
+    // answer is complete, or the client went away) ends the connection and any subscription.
     let Some(first) = next_message(&mut out_rx).await else {
         return error(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -328,6 +329,7 @@ pub(crate) async fn handle(
                 None => break,
             }
         }
+        drop(in_tx);
         let status = status_for(&last.line);
         return (
             status,
@@ -337,8 +339,8 @@ pub(crate) async fn handle(
             .into_response();
     }
     let keep_alive = config.keep_alive;
-    let state = (Some(first), out_rx, false);
-    let stream = futures::stream::unfold(state, move |(pending, mut rx, done)| async move {
+    let state = (Some(first), out_rx, false, in_tx);
+    let stream = futures::stream::unfold(state, move |(pending, mut rx, done, input)| async move {
         if done {
             return None;
         }
@@ -349,14 +351,14 @@ pub(crate) async fn handle(
                 Err(_) => {
                     return Some((
                         Ok::<_, Infallible>(Bytes::from_static(b": keep-alive\n\n")),
-                        (None, rx, false),
+                        (None, rx, false, input),
                     ));
                 }
             },
         };
         let m = next?;
         let chunk = format!("event: message\ndata: {}\n\n", m.line);
-        Some((Ok(Bytes::from(chunk)), (None, rx, m.response)))
+        Some((Ok(Bytes::from(chunk)), (None, rx, m.response, input)))
     });
     let mut resp = Response::new(Body::from_stream(stream));
     resp.headers_mut().insert(

@@ -47,6 +47,13 @@ impl Ctx {
         self.meta.as_ref()
     }
 
+    /// The server this request is served by (to change its tools or prompts at run time).
+    pub fn server(&self) -> crate::Server {
+        crate::Server {
+            inner: self.session.server.clone(),
+        }
+    }
+
     /// The connection to the client.
     pub fn peer(&self) -> &Peer {
         &self.rc.peer

@@ -22,6 +22,7 @@
 
 mod context;
 mod handler;
+mod listen;
 mod modern;
 mod mrtr;
 pub mod schema;

@@ -140,6 +140,17 @@ pub(crate) struct Inner {
     pub(crate) declare: Declared,
     pub(crate) config: ServerConfig,
     pub(crate) sessions: Mutex<Vec<(Weak<Session>, Peer)>>,
+    /// Changes announced to `subscriptions/listen` streams (2026-07-28).
+    pub(crate) changes: tokio::sync::broadcast::Sender<Change>,
+}
+
+/// A change a `subscriptions/listen` stream may want to hear about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Change {
+    Tools,
+    Prompts,
+    Resources,
+    ResourceUpdated(String),
 }
 
 /// Method families: declared up front by the builder, or served because of registrations.
@@ -414,6 +425,7 @@ impl ServerBuilder {
                 declare: self.declare,
                 config: self.config,
                 sessions: Mutex::new(Vec::new()),
+                changes: tokio::sync::broadcast::channel(256).0,
             }),
         })
     }
@@ -545,7 +557,18 @@ impl Server {
         self.live_sessions().len()
     }
 
+    fn announce(&self, change: Change) {
+        // No listener is fine: nobody has subscribed.
+        let _ = self.inner.changes.send(change);
+    }
+
     async fn broadcast(&self, method: &str) {
+        match method {
+            "notifications/tools/list_changed" => self.announce(Change::Tools),
+            "notifications/prompts/list_changed" => self.announce(Change::Prompts),
+            "notifications/resources/list_changed" => self.announce(Change::Resources),
+            _ => {}
+        }
         for (session, peer) in self.live_sessions() {
             if session.is_ready() {
                 let _ = peer.notify_raw(method, &serde_json::json!({})).await;
@@ -576,6 +599,16 @@ impl Server {
         removed
     }
 
+    /// Adds or replaces a prompt at run time and tells every client (`list_changed`).
+    pub async fn add_prompt(&self, prompt: Prompt, handler: PromptFn) {
+        let name = prompt.name.clone();
+        self.inner
+            .write()
+            .prompts
+            .insert(name, Arc::new(PromptEntry { prompt, handler }));
+        self.broadcast("notifications/prompts/list_changed").await;
+    }
+
     /// Removes a prompt and tells every client. Returns whether it existed.
     pub async fn remove_prompt(&self, name: &str) -> bool {
         let removed = self.inner.write().prompts.remove(name).is_some();
@@ -592,6 +625,7 @@ impl Server {
 
     /// Tells the clients subscribed to `uri` that it changed.
     pub async fn notify_resource_updated(&self, uri: &str) {
+        self.announce(Change::ResourceUpdated(uri.to_owned()));
         for (session, peer) in self.live_sessions() {
             if session.is_subscribed(uri) {
                 let _ = peer

@@ -404,6 +404,13 @@ impl Session {
                     encode(&r)
                 })
             }
+            "subscriptions/listen" if modern => {
+                let p: mcp_types::ListenParams = match parse_params(params) {
+                    Ok(p) => p,
+                    Err(e) => return fail(e),
+                };
+                Box::pin(crate::listen::run(self.server.clone(), p.notifications, rc))
+            }
             "logging/setLevel" if self.server.logging && !modern => {
                 let p: SetLevelParams = match parse_params(params) {
                     Ok(p) => p,
