@@ -82,3 +82,30 @@ for sc in initialize tools_call elicitation-sep1034-client-defaults sse-retry; d
   fi
 done
 echo "conformance: all clean"
+
+# The 0.2.0-alpha line (conformance/next): protocol 2026-07-28 and 2025-11-25.
+next=$conf/next
+(cd "$next" && npm ci --no-audit --no-fund >/dev/null)
+for v in 2025-11-25 2026-07-28; do
+  echo "== conformance (0.2.0-alpha): server, --spec-version $v"
+  port=$(free_port)
+  PORT=$port start_server "$port"
+  (cd "$next" && npx conformance server --url "http://127.0.0.1:$port/mcp" --spec-version "$v" --suite all \
+    --expected-failures "expected-failures-$v.yml" -o "$out/next-server-$v")
+  kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
+  if grep -l '"WARNING"' "$out/next-server-$v"/*/checks.json 2>/dev/null; then
+    echo "conformance (0.2.0-alpha): server scenarios above have warnings" >&2
+    exit 1
+  fi
+  echo "== conformance (0.2.0-alpha): client, --spec-version $v"
+  next_client() {
+    (cd "$next" && npx conformance client --command "$bin/mcp-conformance-client" --spec-version "$v" --suite all \
+      --expected-failures "expected-failures-$v.yml" -o "$out/next-client-$v")
+  }
+  if ! next_client; then
+    echo "conformance (0.2.0-alpha): client suite failed; running it once more" >&2
+    rm -rf "$out/next-client-$v"
+    next_client
+  fi
+done
+echo "conformance (0.2.0-alpha): all as expected"

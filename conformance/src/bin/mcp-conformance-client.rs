@@ -18,8 +18,10 @@ async fn connect(
     let t = mcp_http::client::connect(url, mcp_http::HttpClientConfig::default())?;
     let info =
         mcp_types::Implementation::new("mcp-rs-conformance-client", env!("CARGO_PKG_VERSION"));
+    // Dual-era: 2026-07-28 when the server speaks it, else the handshake.
     let config = ClientConfig {
         info,
+        era: mcp_client::EraChoice::Auto,
         ..ClientConfig::default()
     };
     let client = Client::connect(t.incoming, t.outgoing, handlers, config).await?;
