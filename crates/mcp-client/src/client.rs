@@ -211,6 +211,22 @@ impl std::fmt::Debug for Client {
     }
 }
 
+/// Whether an UnsupportedProtocolVersion error lists 2026-07-28 as supported.
+fn lists_our_version(e: &CallError) -> bool {
+    e.rpc().is_some_and(|err| {
+        err.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+            && err
+                .data
+                .as_ref()
+                .and_then(|d| d.get("supported"))
+                .and_then(Value::as_array)
+                .is_some_and(|vs| {
+                    vs.iter()
+                        .any(|v| v == ProtocolVersion::V2026_07_28.as_str())
+                })
+    })
+}
+
 /// After a failed `server/discover` probe: whether to fall back to the handshake. A modern
 /// error means a modern server; only if it lists a legacy version we speak do we fall back.
 fn falls_back(e: &CallError) -> bool {
@@ -236,6 +252,38 @@ fn falls_back(e: &CallError) -> bool {
         ErrorCode::MISSING_CLIENT_CAPABILITY | ErrorCode::HEADER_MISMATCH => false,
         _ => true,
     }
+}
+
+/// Why a tool's `x-mcp-header` annotations are invalid, if they are.
+fn invalid_header_annotation(tool: &Tool) -> Option<String> {
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    let mut seen = std::collections::HashSet::new();
+    let props = tool
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object)?;
+    for (prop, schema) in props {
+        let Some(h) = schema.get("x-mcp-header") else {
+            continue;
+        };
+        let Some(h) = h.as_str() else {
+            return Some(format!("{prop}: not a string"));
+        };
+        if h.is_empty() || !h.chars().all(token) {
+            return Some(format!("{prop}: {h:?} is not a header name token"));
+        }
+        if !seen.insert(h.to_ascii_lowercase()) {
+            return Some(format!("{prop}: {h:?} is used twice"));
+        }
+        let ty = schema.get("type").and_then(Value::as_str).unwrap_or("");
+        // Integer, string and boolean only: `number` is excluded by the spec.
+        if !matches!(ty, "string" | "integer" | "boolean") {
+            return Some(format!(
+                "{prop}: x-mcp-header on a {ty:?} property (integer, string or boolean only)"
+            ));
+        }
+    }
+    None
 }
 
 fn capabilities_of(h: &ClientHandlers) -> ClientCapabilities {
@@ -296,13 +344,16 @@ impl Client {
                 meta_keys::CLIENT_CAPABILITIES.to_owned(),
                 serde_json::to_value(&capabilities).map_err(CallError::from)?,
             );
-            let probe: Result<DiscoverResult, CallError> = peer
-                .request_as(
-                    "server/discover",
-                    &serde_json::json!({ "_meta": meta }),
-                    &config.request,
-                )
+            let discover = serde_json::json!({ "_meta": meta });
+            let mut probe: Result<DiscoverResult, CallError> = peer
+                .request_as("server/discover", &discover, &config.request)
                 .await;
+            // A -32022 that lists our version asks for a retry, not a fallback.
+            if probe.as_ref().err().is_some_and(lists_our_version) {
+                probe = peer
+                    .request_as("server/discover", &discover, &config.request)
+                    .await;
+            }
             match probe {
                 Ok(d)
                     if d.supported_versions
@@ -569,7 +620,9 @@ impl Client {
             .await
     }
 
-    /// Every tool, following cursors.
+    /// Every tool, following cursors. Tools whose `x-mcp-header` annotations are invalid
+    /// (2026-07-28: not a non-empty header token, duplicated case-insensitively, or on a
+    /// non-primitive property) are left out, with a warning: they cannot be called correctly.
     ///
     /// # Errors
     /// See [`CallError`].
@@ -578,7 +631,13 @@ impl Client {
         let mut cursor = None;
         loop {
             let page = self.list_tools_page(cursor).await?;
-            all.extend(page.tools);
+            all.extend(page.tools.into_iter().filter(|t| match invalid_header_annotation(t) {
+                Some(why) => {
+                    tracing::warn!(tool = %t.name, "ignoring a tool with an invalid x-mcp-header: {why}");
+                    false
+                }
+                None => true,
+            }));
             match page.next_cursor {
                 Some(c) if all.len() < 1_000_000 => cursor = Some(c),
                 _ => return Ok(all),

@@ -69,6 +69,8 @@ struct State {
     handshake: Mutex<(Option<String>, Option<String>)>,
     /// Set when the server speaks only the 2024-11-05 HTTP+SSE transport: where to POST.
     legacy_endpoint: Mutex<Option<String>>,
+    /// `x-mcp-header` annotations learned from `tools/list`: tool -> (header, property).
+    tool_headers: Mutex<std::collections::HashMap<String, Vec<(String, String)>>>,
     to_engine: mpsc::Sender<Vec<u8>>,
     closed: CancellationToken,
 }
@@ -152,6 +154,7 @@ pub fn connect(
         version: Mutex::new(None),
         handshake: Mutex::new((None, None)),
         legacy_endpoint: Mutex::new(None),
+        tool_headers: Mutex::new(std::collections::HashMap::new()),
         to_engine,
         closed: CancellationToken::new(),
     });
@@ -183,6 +186,15 @@ struct Posted {
     initialized: bool,
     /// 2026-07-28 request: the standard headers to send (version, method, name).
     modern: Option<(String, String, Option<String>)>,
+}
+
+/// A parameter value: like [`header_value`], but an empty string stays empty.
+fn header_value_allow_empty(v: &str) -> String {
+    if v.is_empty() {
+        String::new()
+    } else {
+        header_value(v)
+    }
 }
 
 /// `Mcp-Name` value: plain when header-safe, else the `=?base64?…?=` sentinel form.
@@ -510,6 +522,9 @@ impl State {
         if let Some(n) = name {
             req = req.header("mcp-name", n);
         }
+        for (k, v) in self.param_headers(method, line) {
+            req = req.header(k, v);
+        }
         for (k, v) in &self.config.headers {
             req = req.header(k.as_str(), v.as_str());
         }
@@ -537,6 +552,9 @@ impl State {
             .unwrap_or_default();
         // Modern servers answer errors with a JSON-RPC body whatever the status (400, 404);
         // anything else (an empty 400 from a legacy server, say) becomes an error here.
+        if method == "tools/list" {
+            self.learn_tools(&body);
+        }
         match Message::decode(body.as_bytes()) {
             Ok(Message::Response(_)) => self.deliver(body).await,
             _ if status.is_success() && request.is_none() => {}
@@ -546,6 +564,66 @@ impl State {
                 self.fail(request, e).await;
             }
         }
+    }
+
+    /// Remembers which tool arguments are mirrored into `Mcp-Param-*` headers.
+    fn learn_tools(&self, body: &str) {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(body) else {
+            return;
+        };
+        let Some(tools) = v["result"]["tools"].as_array() else {
+            return;
+        };
+        let mut map = lock(&self.tool_headers);
+        for t in tools {
+            let Some(name) = t["name"].as_str() else {
+                continue;
+            };
+            let headers: Vec<(String, String)> = t["inputSchema"]["properties"]
+                .as_object()
+                .map(|props| {
+                    props
+                        .iter()
+                        .filter_map(|(p, s)| {
+                            s["x-mcp-header"]
+                                .as_str()
+                                .map(|h| (h.to_owned(), p.clone()))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            map.insert(name.to_owned(), headers);
+        }
+    }
+
+    /// `Mcp-Param-{Name}` headers of a `tools/call` (values encoded as the spec says; null
+    /// arguments are omitted).
+    fn param_headers(&self, method: &str, line: &str) -> Vec<(String, String)> {
+        if method != "tools/call" {
+            return Vec::new();
+        }
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            return Vec::new();
+        };
+        let Some(tool) = v["params"]["name"].as_str() else {
+            return Vec::new();
+        };
+        let Some(headers) = lock(&self.tool_headers).get(tool).cloned() else {
+            return Vec::new();
+        };
+        headers
+            .into_iter()
+            .filter_map(|(h, prop)| {
+                let value = match &v["params"]["arguments"][&prop] {
+                    serde_json::Value::Null => return None,
+                    serde_json::Value::String(s) => header_value_allow_empty(s),
+                    serde_json::Value::Bool(b) => b.to_string(),
+                    serde_json::Value::Number(n) => n.to_string(),
+                    _ => return None,
+                };
+                Some((format!("Mcp-Param-{h}"), value))
+            })
+            .collect()
     }
 
     /// Replays the handshake without the old session id; the answers are not delivered (the
