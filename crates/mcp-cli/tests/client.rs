@@ -760,3 +760,70 @@ async fn connect_in_process_with(
         .await
         .unwrap()
 }
+
+#[tokio::test]
+async fn listen_streams_typed_changes_and_lists_are_cached() {
+    let server = echo_server(mcp_server::ServerConfig::default());
+    let client = connect_in_process_with(server.clone(), ClientHandlers::new(), auto()).await;
+    assert!(client.is_modern());
+    let filter = mcp_types::ListenFilter {
+        tools_list_changed: Some(true),
+        resource_subscriptions: Some(vec!["test://watched".into()]),
+        ..Default::default()
+    };
+    let mut sub = client.listen(filter).unwrap();
+    match sub.next().await.unwrap() {
+        ServerEvent::Other { method, .. } => {
+            assert_eq!(method, "notifications/subscriptions/acknowledged")
+        }
+        other => panic!("expected the acknowledgement first, got {other:?}"),
+    }
+    // Cached: the list is served again without asking while fresh.
+    assert_eq!(client.list_tools().await.unwrap().len(), 1);
+    let extra = mcp_types::Tool {
+        name: "extra".into(),
+        description: Some("added".into()),
+        input_schema: json!({"type":"object"}).as_object().cloned().unwrap(),
+        ..Default::default()
+    };
+    let handler: mcp_server::ToolFn =
+        Arc::new(|_, _| Box::pin(async { Ok(mcp_types::CallToolResult::text("x")) }));
+    server.add_tool(extra, handler).await.unwrap();
+    assert!(matches!(
+        sub.next().await.unwrap(),
+        ServerEvent::ToolsChanged
+    ));
+    // The change notification invalidated the cache.
+    assert_eq!(client.list_tools().await.unwrap().len(), 2);
+    server.notify_resource_updated("test://other").await;
+    server.notify_resource_updated("test://watched").await;
+    match sub.next().await.unwrap() {
+        ServerEvent::ResourceUpdated(uri) => {
+            assert_eq!(uri, "test://watched", "only subscribed URIs arrive")
+        }
+        other => panic!("{other:?}"),
+    }
+    // Without a subscription the client hears nothing: the cached list is served (ttlMs)...
+    drop(sub);
+    tokio::task::yield_now().await;
+    assert!(server.remove_tool("extra").await);
+    assert_eq!(
+        client.list_tools().await.unwrap().len(),
+        2,
+        "served from the cache"
+    );
+    // ...until it is invalidated.
+    client.invalidate_tools();
+    assert_eq!(client.list_tools().await.unwrap().len(), 1);
+    // A legacy session has no listen.
+    let legacy = connect_in_process_with(
+        echo_server(mcp_server::ServerConfig::default()),
+        ClientHandlers::new(),
+        ClientConfig::default(),
+    )
+    .await;
+    assert!(matches!(
+        legacy.listen(Default::default()),
+        Err(CallError::Protocol(_))
+    ));
+}

@@ -1,6 +1,7 @@
 //! [`Client`]: connect, handshake, typed calls, shutdown.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use mcp_engine::{
@@ -97,12 +98,56 @@ impl Default for ClientConfig {
     }
 }
 
+/// Open `subscriptions/listen` streams by subscription id (the listen request's id).
+type Subscriptions =
+    Arc<std::sync::Mutex<std::collections::HashMap<String, mpsc::Sender<ServerEvent>>>>;
+
+/// The cached full tool list and when it goes stale.
+type ToolsCache = Arc<std::sync::Mutex<Option<(tokio::time::Instant, Vec<Tool>)>>>;
+
 struct ClientService {
     handlers: ClientHandlers,
+    subscriptions: Subscriptions,
+    /// Cleared when the server says its tools changed (the list cache is stale).
+    tools_cache: ToolsCache,
 }
 
 fn encode<T: serde::Serialize>(v: &T) -> HandlerResult {
     to_raw(v).map_err(|e| ErrorObject::internal(format!("could not encode the result: {e}")))
+}
+
+/// A server notification as a typed event.
+fn event_of(n: Notification) -> ServerEvent {
+    let params: Value = n
+        .params
+        .as_deref()
+        .and_then(|p| serde_json::from_str(p.get()).ok())
+        .unwrap_or(Value::Null);
+    match n.method.as_str() {
+        "notifications/message" => {
+            match serde_json::from_value::<LoggingMessageParams>(params.clone()) {
+                Ok(p) => ServerEvent::Log(p),
+                Err(_) => ServerEvent::Other {
+                    method: n.method,
+                    params,
+                },
+            }
+        }
+        "notifications/tools/list_changed" => ServerEvent::ToolsChanged,
+        "notifications/prompts/list_changed" => ServerEvent::PromptsChanged,
+        "notifications/resources/list_changed" => ServerEvent::ResourcesChanged,
+        "notifications/resources/updated" => match params.get("uri").and_then(Value::as_str) {
+            Some(uri) => ServerEvent::ResourceUpdated(uri.to_owned()),
+            None => ServerEvent::Other {
+                method: n.method,
+                params,
+            },
+        },
+        _ => ServerEvent::Other {
+            method: n.method,
+            params,
+        },
+    }
 }
 
 /// Answers a server request (or a 2026-07-28 input request) with the registered handlers.
@@ -153,39 +198,41 @@ impl Service for ClientService {
     }
 
     fn notify(&self, n: Notification, _peer: &Peer) {
+        if n.method == "notifications/tools/list_changed" {
+            *self
+                .tools_cache
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        }
+        // Notifications of a subscription go to its stream.
+        let sub = n
+            .params
+            .as_deref()
+            .filter(|p| p.get().contains(meta_keys::SUBSCRIPTION_ID))
+            .and_then(|p| {
+                let v: Value = serde_json::from_str(p.get()).ok()?;
+                Some(match &v["_meta"][meta_keys::SUBSCRIPTION_ID] {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+            });
+        if let Some(id) = sub {
+            let subs = self
+                .subscriptions
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(tx) = subs.get(&id).cloned() {
+                drop(subs);
+                if tx.try_send(event_of(n)).is_err() {
+                    tracing::warn!(subscription = %id, "a subscription's receiver is full or gone; event dropped");
+                }
+                return;
+            }
+        }
         let Some(events) = &self.handlers.events else {
             return;
         };
-        let params: Value = n
-            .params
-            .as_deref()
-            .and_then(|p| serde_json::from_str(p.get()).ok())
-            .unwrap_or(Value::Null);
-        let event = match n.method.as_str() {
-            "notifications/message" => {
-                match serde_json::from_value::<LoggingMessageParams>(params.clone()) {
-                    Ok(p) => ServerEvent::Log(p),
-                    Err(_) => ServerEvent::Other {
-                        method: n.method,
-                        params,
-                    },
-                }
-            }
-            "notifications/tools/list_changed" => ServerEvent::ToolsChanged,
-            "notifications/prompts/list_changed" => ServerEvent::PromptsChanged,
-            "notifications/resources/list_changed" => ServerEvent::ResourcesChanged,
-            "notifications/resources/updated" => match params.get("uri").and_then(Value::as_str) {
-                Some(uri) => ServerEvent::ResourceUpdated(uri.to_owned()),
-                None => ServerEvent::Other {
-                    method: n.method,
-                    params,
-                },
-            },
-            _ => ServerEvent::Other {
-                method: n.method,
-                params,
-            },
-        };
+        let event = event_of(n);
         events(event);
     }
 }
@@ -194,12 +241,41 @@ impl Service for ClientService {
 pub struct Client {
     peer: Peer,
     handlers: ClientHandlers,
+    subscriptions: Subscriptions,
+    tools_cache: ToolsCache,
     init: InitializeResult,
     version: ProtocolVersion,
     active: Active,
     options: RequestOptions,
     child: Mutex<Option<ChildProcess>>,
     engine: Option<JoinHandle<()>>,
+}
+
+/// A `subscriptions/listen` stream: typed notifications until dropped.
+#[derive(Debug)]
+pub struct Subscription {
+    rx: mpsc::Receiver<ServerEvent>,
+    task: JoinHandle<()>,
+    key: String,
+    subscriptions: Subscriptions,
+}
+
+impl Subscription {
+    /// The next notification; `None` once the subscription has ended.
+    pub async fn next(&mut self) -> Option<ServerEvent> {
+        self.rx.recv().await
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        // Dropping the request sends notifications/cancelled, which ends it on the server.
+        self.task.abort();
+        self.subscriptions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&self.key);
+    }
 }
 
 impl std::fmt::Debug for Client {
@@ -321,8 +397,12 @@ impl Client {
     ) -> Result<Client, ConnectError> {
         let peer = Peer::new(outgoing);
         let capabilities = capabilities_of(&handlers);
+        let subscriptions: Subscriptions = Arc::default();
+        let tools_cache: ToolsCache = Arc::default();
         let service = Arc::new(ClientService {
             handlers: handlers.clone(),
+            subscriptions: subscriptions.clone(),
+            tools_cache: tools_cache.clone(),
         });
         let engine = tokio::spawn(mcp_engine::run(
             peer.clone(),
@@ -376,6 +456,8 @@ impl Client {
                     return Ok(Client {
                         peer,
                         handlers,
+                        subscriptions,
+                        tools_cache,
                         init,
                         version: ProtocolVersion::V2026_07_28,
                         active: Active::Modern {
@@ -417,6 +499,8 @@ impl Client {
         Ok(Client {
             peer,
             handlers,
+            subscriptions,
+            tools_cache,
             init,
             version,
             active: Active::Legacy,
@@ -562,6 +646,45 @@ impl Client {
         )))
     }
 
+    /// Opens a `subscriptions/listen` stream (2026-07-28) for the notifications in `filter`.
+    /// The first event is the server's acknowledgement (`ServerEvent::Other` with method
+    /// `notifications/subscriptions/acknowledged`); dropping the [`Subscription`] cancels it.
+    ///
+    /// # Errors
+    /// [`CallError::Protocol`] on a legacy session (use `subscribe` and list-changed events).
+    pub fn listen(&self, filter: mcp_types::ListenFilter) -> Result<Subscription, CallError> {
+        let Active::Modern { meta, .. } = &self.active else {
+            return Err(CallError::Protocol(
+                "subscriptions/listen is 2026-07-28 only; on a legacy session use subscribe and list_changed events".into(),
+            ));
+        };
+        let id = self.peer.reserve_id();
+        let key = id.to_string();
+        let (tx, rx) = mpsc::channel(256);
+        self.subscriptions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(key.clone(), tx);
+        let params = serde_json::json!({ "_meta": meta, "notifications": filter });
+        let peer = self.peer.clone();
+        // A subscription lasts as long as the caller keeps it: no inactivity timeout.
+        let forever = Duration::from_secs(365 * 24 * 3600);
+        let options = RequestOptions::default()
+            .timeout(forever)
+            .max_total(forever);
+        let task = tokio::spawn(async move {
+            let _ = peer
+                .request_raw_with_id(id, "subscriptions/listen", params, &options)
+                .await;
+        });
+        Ok(Subscription {
+            rx,
+            task,
+            key,
+            subscriptions: self.subscriptions.clone(),
+        })
+    }
+
     /// Whether this client speaks 2026-07-28 with its server.
     pub fn is_modern(&self) -> bool {
         matches!(self.active, Active::Modern { .. })
@@ -627,10 +750,27 @@ impl Client {
     /// # Errors
     /// See [`CallError`].
     pub async fn list_tools(&self) -> Result<Vec<Tool>, CallError> {
+        {
+            let cache = self
+                .tools_cache
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some((fresh_until, tools)) = cache.as_ref() {
+                if tokio::time::Instant::now() < *fresh_until {
+                    return Ok(tools.clone());
+                }
+            }
+        }
         let mut all = Vec::new();
         let mut cursor = None;
+        let mut ttl: Option<u64> = None;
         loop {
             let page = self.list_tools_page(cursor).await?;
+            // Cacheable results (2026-07-28): the whole list lives as long as its shortest page.
+            ttl = match (ttl, page.ttl_ms) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
             all.extend(page.tools.into_iter().filter(|t| match invalid_header_annotation(t) {
                 Some(why) => {
                     tracing::warn!(tool = %t.name, "ignoring a tool with an invalid x-mcp-header: {why}");
@@ -640,9 +780,25 @@ impl Client {
             }));
             match page.next_cursor {
                 Some(c) if all.len() < 1_000_000 => cursor = Some(c),
-                _ => return Ok(all),
+                _ => break,
             }
         }
+        if let Some(ms) = ttl.filter(|ms| *ms > 0) {
+            let until = tokio::time::Instant::now() + Duration::from_millis(ms);
+            *self
+                .tools_cache
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((until, all.clone()));
+        }
+        Ok(all)
+    }
+
+    /// Forgets the cached tool list (the next `list_tools` asks the server).
+    pub fn invalidate_tools(&self) {
+        *self
+            .tools_cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
     }
 
     /// `tools/call`.

@@ -9,6 +9,6 @@
 mod client;
 mod handler;
 
-pub use client::{Client, ClientConfig, ConnectError, EraChoice};
+pub use client::{Client, ClientConfig, ConnectError, EraChoice, Subscription};
 pub use handler::{ClientHandlers, ElicitationFn, RootsFn, SamplingFn, ServerEvent};
 pub use mcp_engine::{CallError, RequestOptions};

@@ -250,13 +250,33 @@ impl Peer {
     pub async fn request_raw(
         &self,
         method: &str,
+        params: Value,
+        options: &RequestOptions,
+    ) -> Result<RawJson, CallError> {
+        let id = self.reserve_id();
+        self.request_raw_with_id(id, method, params, options).await
+    }
+
+    /// Takes the next request id without sending anything (for a caller that must know the
+    /// id of a request before sending it, e.g. to match a subscription to it).
+    pub fn reserve_id(&self) -> i64 {
+        self.inner.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Sends a request under an id from [`Peer::reserve_id`] and returns the raw result.
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn request_raw_with_id(
+        &self,
+        id: i64,
+        method: &str,
         mut params: Value,
         options: &RequestOptions,
     ) -> Result<RawJson, CallError> {
         if self.is_closed() {
             return Err(CallError::Closed);
         }
-        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         if options.on_progress.is_some() {
             if !params.is_object() {
                 params = Value::Object(Default::default());

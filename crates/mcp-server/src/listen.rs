@@ -30,11 +30,8 @@ pub(crate) async fn run(
     rc: RequestContext,
 ) -> HandlerResult {
     let mut changes = server.changes.subscribe();
-    let id = match &rc.id {
-        mcp_jsonrpc::RequestId::String(s) => s.clone(),
-        mcp_jsonrpc::RequestId::Number(n) => n.to_string(),
-    };
-    let tag = json!({ meta_keys::SUBSCRIPTION_ID: id });
+    // The subscription is named by the listen request's own id (a number stays a number).
+    let tag = json!({ meta_keys::SUBSCRIPTION_ID: rc.id.to_value() });
     let ack = json!({ "notifications": filter, "_meta": tag });
     rc.peer
         .notify_raw("notifications/subscriptions/acknowledged", &ack)
