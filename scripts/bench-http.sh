@@ -36,6 +36,17 @@ for mode in json sse; do
   fi
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
 done
+# Legacy (sessions) versus 2026-07-28 (stateless) at 64 clients, same server.
 start auto
+for era in legacy modern; do
+  printf 'era=%-6s clients=64 ' "$era"
+  "$mcp" bench "$url" --era "$era" --clients 64 --requests "$requests" --json
+done
+if command -v wrk >/dev/null; then
+  printf 'legacy wrk -c64: '
+  SESSION=$(session) wrk -c64 -t2 -d5s -s scripts/wrk-call.lua "$url" | grep -E 'Requests/sec' | tr -s ' '
+  printf 'modern wrk -c64: '
+  wrk -c64 -t2 -d5s -s scripts/wrk-call-modern.lua "$url" | grep -E 'Requests/sec' | tr -s ' '
+fi
 printf 'idle sessions: '
 "$mcp" bench "$url" --idle-sessions 1000 --server-pid "$pid" --json

@@ -10,7 +10,7 @@ use mcp_client::Client;
 use mcp_types::JsonObject;
 use serde_json::{Value, json};
 
-use crate::target::{Connection, Target, connect, connect_with};
+use crate::target::{Connection, Target, connect_with};
 use crate::{BenchMode, call_error};
 
 /// What to run.
@@ -24,6 +24,7 @@ pub(crate) struct Plan {
     pub(crate) clients: usize,
     pub(crate) idle_sessions: Option<usize>,
     pub(crate) server_pid: Option<u32>,
+    pub(crate) era: mcp_client::EraChoice,
     pub(crate) json: bool,
 }
 
@@ -91,7 +92,7 @@ async fn rss_per_session(
     let before = status_kib(pid, "VmRSS:").context("cannot read the server's RSS")?;
     let mut conns = Vec::with_capacity(n);
     for _ in 0..n {
-        conns.push(connect_with(&plan.target, http.clone()).await?);
+        conns.push(connect_with(&plan.target, http.clone(), plan.era).await?);
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     let after = status_kib(pid, "VmRSS:").context("cannot read the server's RSS")?;
@@ -123,7 +124,12 @@ async fn idle_sessions(plan: &Plan, n: usize) -> anyhow::Result<Value> {
 }
 
 async fn throughput(plan: &Plan) -> anyhow::Result<Value> {
-    let first = connect(&plan.target, &[]).await?;
+    let first = connect_with(
+        &plan.target,
+        mcp_http::HttpClientConfig::default(),
+        plan.era,
+    )
+    .await?;
     let pid = match plan.server_pid {
         Some(p) => Some(p),
         None => first.client.child_pid().await,
@@ -140,7 +146,14 @@ async fn throughput(plan: &Plan) -> anyhow::Result<Value> {
     if plan.clients > 1 {
         let mut conns = vec![first];
         for _ in 1..plan.clients {
-            conns.push(connect(&plan.target, &[]).await?);
+            conns.push(
+                connect_with(
+                    &plan.target,
+                    mcp_http::HttpClientConfig::default(),
+                    plan.era,
+                )
+                .await?,
+            );
         }
         let per_client = plan.requests.div_ceil(plan.clients);
         let start = Instant::now();

@@ -106,6 +106,9 @@ enum Command {
         /// Pid of the server, for RSS figures of an HTTP target.
         #[arg(long)]
         server_pid: Option<u32>,
+        /// Protocol era to speak: legacy (initialize), modern (2026-07-28) or auto.
+        #[arg(long, value_enum, default_value_t = EraArg::Legacy)]
+        era: EraArg,
         /// Tool to call.
         #[arg(long, default_value = "echo")]
         tool: String,
@@ -140,6 +143,27 @@ fn parse_headers(headers: &[String]) -> anyhow::Result<Vec<(String, String)>> {
             Ok((k.trim().to_owned(), v.trim().to_owned()))
         })
         .collect()
+}
+
+/// `--era` of `mcp bench`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum EraArg {
+    /// The initialize handshake (2024-11-05 .. 2025-11-25).
+    Legacy,
+    /// 2026-07-28, no handshake.
+    Modern,
+    /// Probe, then whichever the server speaks.
+    Auto,
+}
+
+impl From<EraArg> for mcp_client::EraChoice {
+    fn from(e: EraArg) -> Self {
+        match e {
+            EraArg::Legacy => mcp_client::EraChoice::Legacy,
+            EraArg::Modern => mcp_client::EraChoice::Modern,
+            EraArg::Auto => mcp_client::EraChoice::Auto,
+        }
+    }
 }
 
 /// `--response-mode` of `mcp serve`.
@@ -334,6 +358,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             clients,
             idle_sessions,
             server_pid,
+            era,
             tool,
             args,
             requests,
@@ -352,6 +377,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 clients,
                 idle_sessions,
                 server_pid,
+                era: era.into(),
                 json,
             };
             bench::run(plan).await

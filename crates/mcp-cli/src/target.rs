@@ -61,16 +61,20 @@ pub(crate) async fn connect(
         headers: headers.to_vec(),
         ..Default::default()
     };
-    connect_with(target, http).await
+    connect_with(target, http, mcp_client::EraChoice::Legacy).await
 }
 
 /// Connects to a target with explicit HTTP client settings.
 pub(crate) async fn connect_with(
     target: &Target,
     http_config: mcp_http::HttpClientConfig,
+    era: mcp_client::EraChoice,
 ) -> anyhow::Result<Connection> {
     let handlers = ClientHandlers::new();
-    let config = ClientConfig::default();
+    let config = ClientConfig {
+        era,
+        ..ClientConfig::default()
+    };
     let result = match target {
         Target::Url(url) => {
             let t = mcp_http::client::connect(url, http_config)?;
