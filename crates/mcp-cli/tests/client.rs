@@ -813,7 +813,7 @@ async fn listen_streams_typed_changes_and_lists_are_cached() {
         "served from the cache"
     );
     // ...until it is invalidated.
-    client.invalidate_tools();
+    client.invalidate_lists();
     assert_eq!(client.list_tools().await.unwrap().len(), 1);
     // A legacy session has no listen.
     let legacy = connect_in_process_with(

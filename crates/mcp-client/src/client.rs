@@ -102,14 +102,30 @@ impl Default for ClientConfig {
 type Subscriptions =
     Arc<std::sync::Mutex<std::collections::HashMap<String, mpsc::Sender<ServerEvent>>>>;
 
-/// The cached full tool list and when it goes stale.
-type ToolsCache = Arc<std::sync::Mutex<Option<(tokio::time::Instant, Vec<Tool>)>>>;
+type ListCache = Arc<std::sync::Mutex<ListPages>>;
+
+/// Cached list pages (2026-07-28 cacheable results), by method and cursor, until `ttlMs`.
+#[derive(Debug, Default)]
+struct ListPages {
+    pages: std::collections::HashMap<(&'static str, Option<String>), (tokio::time::Instant, Value)>,
+}
+
+impl ListPages {
+    fn get(&self, method: &'static str, cursor: &Option<String>) -> Option<Value> {
+        let (until, v) = self.pages.get(&(method, cursor.clone()))?;
+        (tokio::time::Instant::now() < *until).then(|| v.clone())
+    }
+
+    fn forget(&mut self, methods: &[&str]) {
+        self.pages.retain(|(m, _), _| !methods.contains(m));
+    }
+}
 
 struct ClientService {
     handlers: ClientHandlers,
     subscriptions: Subscriptions,
-    /// Cleared when the server says its tools changed (the list cache is stale).
-    tools_cache: ToolsCache,
+    /// Pages are dropped when the server says their list changed.
+    list_cache: ListCache,
 }
 
 fn encode<T: serde::Serialize>(v: &T) -> HandlerResult {
@@ -198,11 +214,19 @@ impl Service for ClientService {
     }
 
     fn notify(&self, n: Notification, _peer: &Peer) {
-        if n.method == "notifications/tools/list_changed" {
-            *self
-                .tools_cache
+        let stale: &[&str] = match n.method.as_str() {
+            "notifications/tools/list_changed" => &["tools/list"],
+            "notifications/prompts/list_changed" => &["prompts/list"],
+            "notifications/resources/list_changed" => {
+                &["resources/list", "resources/templates/list"]
+            }
+            _ => &[],
+        };
+        if !stale.is_empty() {
+            self.list_cache
                 .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .forget(stale);
         }
         // Notifications of a subscription go to its stream.
         let sub = n
@@ -242,7 +266,7 @@ pub struct Client {
     peer: Peer,
     handlers: ClientHandlers,
     subscriptions: Subscriptions,
-    tools_cache: ToolsCache,
+    list_cache: ListCache,
     init: InitializeResult,
     version: ProtocolVersion,
     active: Active,
@@ -398,11 +422,11 @@ impl Client {
         let peer = Peer::new(outgoing);
         let capabilities = capabilities_of(&handlers);
         let subscriptions: Subscriptions = Arc::default();
-        let tools_cache: ToolsCache = Arc::default();
+        let list_cache: ListCache = Arc::default();
         let service = Arc::new(ClientService {
             handlers: handlers.clone(),
             subscriptions: subscriptions.clone(),
-            tools_cache: tools_cache.clone(),
+            list_cache: list_cache.clone(),
         });
         let engine = tokio::spawn(mcp_engine::run(
             peer.clone(),
@@ -457,7 +481,7 @@ impl Client {
                         peer,
                         handlers,
                         subscriptions,
-                        tools_cache,
+                        list_cache,
                         init,
                         version: ProtocolVersion::V2026_07_28,
                         active: Active::Modern {
@@ -500,7 +524,7 @@ impl Client {
             peer,
             handlers,
             subscriptions,
-            tools_cache,
+            list_cache,
             init,
             version,
             active: Active::Legacy,
@@ -698,11 +722,35 @@ impl Client {
         cursor: Option<String>,
     ) -> Result<R::Result, CallError> {
         self.require(supported, what)?;
-        self.call::<R>(&PaginatedParams {
-            cursor,
-            ..Default::default()
-        })
-        .await
+        if let Some(v) = self
+            .list_cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(R::METHOD, &cursor)
+        {
+            return Ok(serde_json::from_value(v)?);
+        }
+        let result = self
+            .call::<R>(&PaginatedParams {
+                cursor: cursor.clone(),
+                ..Default::default()
+            })
+            .await?;
+        // Cacheable results (2026-07-28) may be reused for ttlMs.
+        let value = serde_json::to_value(&result)?;
+        if let Some(ms) = value
+            .get("ttlMs")
+            .and_then(Value::as_u64)
+            .filter(|ms| *ms > 0)
+        {
+            let until = tokio::time::Instant::now() + Duration::from_millis(ms);
+            let mut cache = self
+                .list_cache
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            cache.pages.insert((R::METHOD, cursor), (until, value));
+        }
+        Ok(result)
     }
 
     fn supports_subscribe(&self) -> bool {
@@ -750,27 +798,10 @@ impl Client {
     /// # Errors
     /// See [`CallError`].
     pub async fn list_tools(&self) -> Result<Vec<Tool>, CallError> {
-        {
-            let cache = self
-                .tools_cache
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if let Some((fresh_until, tools)) = cache.as_ref() {
-                if tokio::time::Instant::now() < *fresh_until {
-                    return Ok(tools.clone());
-                }
-            }
-        }
         let mut all = Vec::new();
         let mut cursor = None;
-        let mut ttl: Option<u64> = None;
         loop {
             let page = self.list_tools_page(cursor).await?;
-            // Cacheable results (2026-07-28): the whole list lives as long as its shortest page.
-            ttl = match (ttl, page.ttl_ms) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
             all.extend(page.tools.into_iter().filter(|t| match invalid_header_annotation(t) {
                 Some(why) => {
                     tracing::warn!(tool = %t.name, "ignoring a tool with an invalid x-mcp-header: {why}");
@@ -780,25 +811,18 @@ impl Client {
             }));
             match page.next_cursor {
                 Some(c) if all.len() < 1_000_000 => cursor = Some(c),
-                _ => break,
+                _ => return Ok(all),
             }
         }
-        if let Some(ms) = ttl.filter(|ms| *ms > 0) {
-            let until = tokio::time::Instant::now() + Duration::from_millis(ms);
-            *self
-                .tools_cache
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((until, all.clone()));
-        }
-        Ok(all)
     }
 
-    /// Forgets the cached tool list (the next `list_tools` asks the server).
-    pub fn invalidate_tools(&self) {
-        *self
-            .tools_cache
+    /// Forgets every cached list page (the next list call asks the server).
+    pub fn invalidate_lists(&self) {
+        self.list_cache
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pages
+            .clear();
     }
 
     /// `tools/call`.
