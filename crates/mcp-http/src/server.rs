@@ -117,16 +117,7 @@ fn common_checks(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Respons
     for v in headers.get_all(VERSION_HEADER) {
         let v = v.to_str().unwrap_or("");
         if ProtocolVersion::parse(v).is_none() {
-            let supported: Vec<&str> = ProtocolVersion::ALL
-                .iter()
-                .rev()
-                .map(|v| v.as_str())
-                .collect();
-            let e = ErrorObject::new(
-                ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
-                "Unsupported protocol version",
-            )
-            .with_data(serde_json::json!({ "supported": supported, "requested": v }));
+            let e = mcp_server::unsupported_version_error(v, None);
             let body = Message::error(None, e).encode();
             return Err((
                 StatusCode::BAD_REQUEST,

@@ -269,16 +269,7 @@ pub(crate) async fn handle(
     for v in headers.get_all("mcp-protocol-version") {
         let v = v.to_str().unwrap_or("");
         if ProtocolVersion::parse(v).is_none() {
-            let supported: Vec<&str> = ProtocolVersion::ALL
-                .iter()
-                .rev()
-                .map(|v| v.as_str())
-                .collect();
-            let e = ErrorObject::new(
-                ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
-                "Unsupported protocol version",
-            )
-            .with_data(serde_json::json!({ "supported": supported, "requested": v }));
+            let e = mcp_server::unsupported_version_error(v, None);
             return error(StatusCode::BAD_REQUEST, Some(req.id), e);
         }
     }

@@ -34,5 +34,6 @@ pub use context::Ctx;
 pub use handler::{
     CompletionFn, IntoCallToolResult, PromptFn, ResourceFn, Structured, TemplateFn, ToolFn,
 };
+pub use modern::unsupported_version_error;
 pub use mrtr::RequestStateKey;
 pub use server::{BuildError, CacheConfig, Server, ServerBuilder, ServerConfig};

@@ -46,6 +46,20 @@ pub(crate) fn supported_versions() -> Vec<String> {
         .collect()
 }
 
+/// The `UnsupportedProtocolVersionError` (-32022): what was asked for, and what is spoken
+/// (every known revision when `supported` is `None`).
+pub fn unsupported_version_error(requested: &str, supported: Option<&[&str]>) -> ErrorObject {
+    let supported: Vec<String> = match supported {
+        Some(s) => s.iter().map(|v| (*v).to_owned()).collect(),
+        None => supported_versions(),
+    };
+    ErrorObject::new(
+        ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+        "Unsupported protocol version",
+    )
+    .with_data(serde_json::json!({ "supported": supported, "requested": requested }))
+}
+
 /// Reads a request's era from its params. `Ok(None)`: a legacy request. An `Err` is the
 /// `UnsupportedProtocolVersionError` to answer with.
 pub(crate) fn detect(params: Option<&RawValue>) -> Result<Option<ModernMeta>, ErrorObject> {
@@ -62,13 +76,7 @@ pub(crate) fn detect(params: Option<&RawValue>) -> Result<Option<ModernMeta>, Er
     };
     let requested = version.as_str().unwrap_or_default();
     if ProtocolVersion::parse(requested).is_none_or(ProtocolVersion::is_legacy) {
-        return Err(ErrorObject::new(
-            ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
-            "Unsupported protocol version",
-        )
-        .with_data(
-            serde_json::json!({ "supported": supported_versions(), "requested": version }),
-        ));
+        return Err(unsupported_version_error(requested, None));
     }
     let field = |key: &str| meta.get(key).cloned();
     let Some(caps) = field(meta_keys::CLIENT_CAPABILITIES) else {

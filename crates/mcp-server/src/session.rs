@@ -458,11 +458,10 @@ impl Service for SessionService {
         if matches!(era, Era::Legacy) && !config.legacy {
             // A modern-only server: everything without 2026-07-28 _meta is refused the way
             // the new revision refuses an unknown version.
-            let e = ErrorObject::new(
-                ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
-                "Unsupported protocol version",
-            )
-            .with_data(serde_json::json!({ "supported": [ProtocolVersion::V2026_07_28.as_str()] }));
+            let e = modern::unsupported_version_error(
+                "",
+                Some(&[ProtocolVersion::V2026_07_28.as_str()]),
+            );
             return fail(if req.method == "initialize" {
                 ErrorObject::method_not_found(&req.method)
             } else {
