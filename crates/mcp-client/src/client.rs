@@ -45,6 +45,8 @@ pub enum ConnectError {
 pub struct ClientConfig {
     /// Which protocol era to speak.
     pub era: EraChoice,
+    /// How failed calls of safe methods are retried.
+    pub retry: crate::retry::RetryPolicy,
     /// Our name and version.
     pub info: Implementation,
     /// The version we ask for.
@@ -89,6 +91,7 @@ impl Default for ClientConfig {
     fn default() -> Self {
         Self {
             era: EraChoice::Legacy,
+            retry: crate::retry::RetryPolicy::default(),
             info: Implementation::new("mcp-rs-client", env!("CARGO_PKG_VERSION")),
             protocol_version: ProtocolVersion::LATEST_LEGACY,
             request: RequestOptions::default(),
@@ -271,6 +274,9 @@ pub struct Client {
     version: ProtocolVersion,
     active: Active,
     options: RequestOptions,
+    retry: crate::retry::RetryPolicy,
+    /// Tools known to be safe to repeat (read-only or idempotent), from `list_tools`.
+    safe_tools: std::sync::Mutex<std::collections::HashSet<String>>,
     child: Mutex<Option<ChildProcess>>,
     engine: Option<JoinHandle<()>>,
 }
@@ -489,6 +495,8 @@ impl Client {
                             log_level: std::sync::Mutex::new(None),
                         },
                         options: config.request,
+                        retry: config.retry,
+                        safe_tools: Default::default(),
                         child: Mutex::new(None),
                         engine: Some(engine),
                     });
@@ -529,6 +537,8 @@ impl Client {
             version,
             active: Active::Legacy,
             options: config.request,
+            retry: config.retry,
+            safe_tools: Default::default(),
             child: Mutex::new(None),
             engine: Some(engine),
         })
@@ -602,6 +612,51 @@ impl Client {
         params: &R::Params,
         options: &RequestOptions,
     ) -> Result<R::Result, CallError> {
+        let retry = crate::retry::safe_method(R::METHOD);
+        self.retrying(retry, options, |o| self.request_once::<R>(params, o))
+            .await
+    }
+
+    /// Runs `attempt` until it succeeds, fails in a way that is not retried, or the policy's
+    /// attempts are used up; waits the backoff (or the server's Retry-After) in between.
+    async fn retrying<T, F, Fut>(
+        &self,
+        retry: bool,
+        options: &RequestOptions,
+        mut attempt: F,
+    ) -> Result<T, CallError>
+    where
+        F: FnMut(RequestOptions) -> Fut,
+        Fut: Future<Output = Result<T, CallError>>,
+    {
+        let policy = &self.retry;
+        let mut retries = 0u32;
+        loop {
+            let mut opts = options.clone();
+            if let Some(t) = policy.attempt_timeout {
+                opts.timeout = t;
+            }
+            match attempt(opts).await {
+                Err(e) if retry && retries + 1 < policy.max_attempts => {
+                    let Some(after) = policy.retryable(&e) else {
+                        return Err(e);
+                    };
+                    let wait = after.unwrap_or_else(|| policy.backoff(retries));
+                    tracing::debug!(attempt = retries + 1, ?wait, "retrying after: {e}");
+                    tokio::time::sleep(wait).await;
+                    retries += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn request_once<R: RequestMethod>(
+        &self,
+        params: &R::Params,
+        options: RequestOptions,
+    ) -> Result<R::Result, CallError> {
+        let options = &options;
         let Active::Modern { meta, log_level } = &self.active else {
             return self.peer.request::<R>(params, options).await;
         };
@@ -802,6 +857,19 @@ impl Client {
         let mut cursor = None;
         loop {
             let page = self.list_tools_page(cursor).await?;
+            {
+                let mut safe = self
+                    .safe_tools
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                for t in &page.tools {
+                    if crate::retry::safe_tool(t) {
+                        safe.insert(t.name.clone());
+                    } else {
+                        safe.remove(&t.name);
+                    }
+                }
+            }
             all.extend(page.tools.into_iter().filter(|t| match invalid_header_annotation(t) {
                 Some(why) => {
                     tracing::warn!(tool = %t.name, "ignoring a tool with an invalid x-mcp-header: {why}");
@@ -847,9 +915,37 @@ impl Client {
         arguments: JsonObject,
         options: &RequestOptions,
     ) -> Result<CallToolResult, CallError> {
-        self.require(self.init.capabilities.tools.is_some(), "tools")?;
-        self.request_with::<methods::CallTool>(&CallToolParams::new(name, arguments), options)
+        self.call_tool_retry(name, arguments, options, crate::retry::RetryChoice::IfSafe)
             .await
+    }
+
+    /// `tools/call`, saying whether a failed call may be retried (by default only tools whose
+    /// annotations, seen in `list_tools`, say read-only or idempotent are).
+    ///
+    /// # Errors
+    /// See [`CallError`].
+    pub async fn call_tool_retry(
+        &self,
+        name: &str,
+        arguments: JsonObject,
+        options: &RequestOptions,
+        choice: crate::retry::RetryChoice,
+    ) -> Result<CallToolResult, CallError> {
+        self.require(self.init.capabilities.tools.is_some(), "tools")?;
+        let retry = match choice {
+            crate::retry::RetryChoice::Always => true,
+            crate::retry::RetryChoice::Never => false,
+            crate::retry::RetryChoice::IfSafe => self
+                .safe_tools
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .contains(name),
+        };
+        let params = CallToolParams::new(name, arguments);
+        self.retrying(retry, options, |o| {
+            self.request_once::<methods::CallTool>(&params, o)
+        })
+        .await
     }
 
     /// One page of `resources/list`.

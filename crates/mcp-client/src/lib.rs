@@ -8,7 +8,9 @@
 
 mod client;
 mod handler;
+pub mod retry;
 
 pub use client::{Client, ClientConfig, ConnectError, EraChoice, Subscription};
 pub use handler::{ClientHandlers, ElicitationFn, RootsFn, SamplingFn, ServerEvent};
 pub use mcp_engine::{CallError, RequestOptions};
+pub use retry::{RetryChoice, RetryPolicy};

@@ -323,10 +323,7 @@ impl State {
             let resp = match self.post_request(&line, session.as_deref()).send().await {
                 Ok(r) => r,
                 Err(e) => {
-                    let err = ErrorObject::new(
-                        ErrorCode::INTERNAL_ERROR,
-                        format!("HTTP request failed: {e}"),
-                    );
+                    let err = transport_error(&e);
                     return self.fail(posted.request, err).await;
                 }
             };
@@ -360,13 +357,13 @@ impl State {
                 *lock(&self.session) = Some(id.to_owned());
             }
             if !status.is_success() {
+                let retry_after = retry_after_ms(resp.headers());
                 let body = resp.text().await.unwrap_or_default();
                 let error = match Message::decode(body.as_bytes()) {
                     Ok(Message::Response(mcp_jsonrpc::Response {
                         outcome: Err(e), ..
                     })) => e,
-                    _ => ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("HTTP {status}"))
-                        .with_data(serde_json::Value::String(body.chars().take(2000).collect())),
+                    _ => http_error(status, retry_after, &body),
                 };
                 if posted.request.is_none() {
                     tracing::warn!(%status, "the server refused a notification or response: {}", error.message);
@@ -481,14 +478,13 @@ impl State {
         match req.send().await {
             Ok(r) if r.status().is_success() => {}
             Ok(r) => {
-                let e = ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("HTTP {}", r.status()));
-                self.fail(request, e).await;
+                let (status, retry_after) = (r.status(), retry_after_ms(r.headers()));
+                let body = r.text().await.unwrap_or_default();
+                self.fail(request, http_error(status, retry_after, &body))
+                    .await;
             }
             Err(e) => {
-                let e = ErrorObject::new(
-                    ErrorCode::INTERNAL_ERROR,
-                    format!("HTTP request failed: {e}"),
-                );
+                let e = transport_error(&e);
                 self.fail(request, e).await;
             }
         }
@@ -531,14 +527,12 @@ impl State {
         let resp = match req.send().await {
             Ok(r) => r,
             Err(e) => {
-                let err = ErrorObject::new(
-                    ErrorCode::INTERNAL_ERROR,
-                    format!("HTTP request failed: {e}"),
-                );
+                let err = transport_error(&e);
                 return self.fail(request, err).await;
             }
         };
         let status = resp.status();
+        let retry_after = retry_after_ms(resp.headers());
         let is_sse = resp
             .headers()
             .get("content-type")
@@ -559,9 +553,8 @@ impl State {
             Ok(Message::Response(_)) => self.deliver(body).await,
             _ if status.is_success() && request.is_none() => {}
             _ => {
-                let e = ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("HTTP {status}"))
-                    .with_data(serde_json::Value::String(body.chars().take(2000).collect()));
-                self.fail(request, e).await;
+                self.fail(request, http_error(status, retry_after, &body))
+                    .await
             }
         }
     }
@@ -807,6 +800,40 @@ async fn read_limited(resp: reqwest::Response, max: usize) -> Result<String, Str
         body.extend_from_slice(&chunk);
     }
     String::from_utf8(body).map_err(|_| "response is not UTF-8".to_owned())
+}
+
+/// A request that never got an HTTP answer: marked `transport` so retry policies may retry it.
+fn transport_error(e: &impl std::fmt::Display) -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode::INTERNAL_ERROR,
+        format!("HTTP request failed: {e}"),
+    )
+    .with_data(serde_json::json!({ "transport": true }))
+}
+
+/// An HTTP failure without a JSON-RPC body: the status (and `Retry-After`) travel in `data`,
+/// so retry policies can tell a 503 from a 400.
+fn http_error(status: reqwest::StatusCode, retry_after_ms: Option<u64>, body: &str) -> ErrorObject {
+    let body: String = body.chars().take(2000).collect();
+    ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("HTTP {status}")).with_data(
+        serde_json::json!({
+            "httpStatus": status.as_u16(),
+            "retryAfterMs": retry_after_ms,
+            "body": body,
+        }),
+    )
+}
+
+/// `Retry-After` in milliseconds (the delay-seconds form).
+fn retry_after_ms(headers: &reqwest::header::HeaderMap) -> Option<u64> {
+    let secs: u64 = headers
+        .get("retry-after")?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(secs.saturating_mul(1000))
 }
 
 /// `scheme://authority` of a URL.

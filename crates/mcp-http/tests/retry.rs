@@ -1,0 +1,151 @@
+//! The client's retry policy against a server that fails on purpose (503 with Retry-After,
+//! 502), over real sockets.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::http::{Request, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use mcp_client::{
+    CallError, Client, ClientConfig, ClientHandlers, RequestOptions, RetryChoice, RetryPolicy,
+};
+use mcp_http::{HttpClientConfig, HttpConfig, StreamableHttp};
+use mcp_server::{Ctx, Server};
+use mcp_types::JsonObject;
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Nothing {}
+
+/// Fails the next `armed` POSTs: the first with 503 + Retry-After: 1, the others with 502.
+#[derive(Default)]
+struct Faults {
+    armed: AtomicUsize,
+    failed: AtomicUsize,
+    posts: AtomicUsize,
+}
+
+async fn inject(faults: Arc<Faults>, req: Request<axum::body::Body>, next: Next) -> Response {
+    if req.method() == axum::http::Method::POST {
+        faults.posts.fetch_add(1, Ordering::SeqCst);
+        let armed = faults.armed.load(Ordering::SeqCst);
+        if armed > 0 {
+            faults.armed.store(armed - 1, Ordering::SeqCst);
+            let n = faults.failed.fetch_add(1, Ordering::SeqCst);
+            return if n == 0 {
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    [("retry-after", "1")],
+                    "busy",
+                )
+                    .into_response()
+            } else {
+                (StatusCode::BAD_GATEWAY, "bad gateway").into_response()
+            };
+        }
+    }
+    next.run(req).await
+}
+
+async fn setup() -> (Client, Arc<Faults>) {
+    let server = Server::builder("faulty", "1")
+        .tool(
+            "plain",
+            "not annotated",
+            |_c: Ctx, _a: Nothing| async move { Ok::<_, String>("ok") },
+        )
+        .build()
+        .unwrap();
+    let faults = Arc::new(Faults::default());
+    let f = faults.clone();
+    let app = StreamableHttp::new(server, HttpConfig::default())
+        .router()
+        .layer(axum::middleware::from_fn(move |req, next| {
+            inject(f.clone(), req, next)
+        }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move { mcp_http::serve_router(listener, app).await });
+    let t = mcp_http::client::connect(&url, HttpClientConfig::default()).unwrap();
+    let config = ClientConfig {
+        retry: RetryPolicy {
+            max_attempts: 4,
+            base_delay: Duration::from_millis(20),
+            ..RetryPolicy::default()
+        },
+        ..ClientConfig::default()
+    };
+    let client = Client::connect(t.incoming, t.outgoing, ClientHandlers::new(), config)
+        .await
+        .unwrap();
+    // `notifications/initialized` is POSTed in the background: arm faults only after it.
+    for _ in 0..200 {
+        if faults.posts.load(Ordering::SeqCst) >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(faults.posts.load(Ordering::SeqCst), 2);
+    (client, faults)
+}
+
+#[tokio::test]
+async fn safe_calls_are_retried_with_backoff_and_retry_after() {
+    let (client, faults) = setup().await;
+    faults.armed.store(3, Ordering::SeqCst);
+    let before = faults.posts.load(Ordering::SeqCst);
+    let start = Instant::now();
+    let tools = client.list_tools().await.unwrap();
+    assert_eq!(tools.len(), 1);
+    assert_eq!(
+        faults.posts.load(Ordering::SeqCst) - before,
+        4,
+        "one call, three failures, one success"
+    );
+    assert!(
+        start.elapsed() >= Duration::from_millis(900),
+        "Retry-After: 1 was honoured"
+    );
+}
+
+#[tokio::test]
+async fn unsafe_calls_are_not_retried_unless_asked() {
+    let (client, faults) = setup().await;
+    faults.armed.store(1, Ordering::SeqCst);
+    let before = faults.posts.load(Ordering::SeqCst);
+    let e = client
+        .call_tool("plain", JsonObject::new())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        faults.posts.load(Ordering::SeqCst) - before,
+        1,
+        "tools/call of an unannotated tool is not repeated"
+    );
+    assert_eq!(e.rpc().unwrap().data.as_ref().unwrap()["httpStatus"], 503);
+    // The caller can opt in.
+    faults.armed.store(1, Ordering::SeqCst);
+    faults.failed.store(1, Ordering::SeqCst); // a 502 this time: no Retry-After
+    let r = client
+        .call_tool_retry(
+            "plain",
+            JsonObject::new(),
+            &RequestOptions::default(),
+            RetryChoice::Always,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.content[0].as_text(), Some("ok"));
+    // Never retried: a request the server calls invalid.
+    let e = client
+        .peer()
+        .request_raw(
+            "tools/call",
+            serde_json::json!({"nam": 1}),
+            &RequestOptions::default(),
+        )
+        .await;
+    assert!(matches!(e, Err(CallError::Rpc(_))));
+}
