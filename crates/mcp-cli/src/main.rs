@@ -253,9 +253,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 ResponseModeArg::Json => mcp_http::ResponseMode::Json,
                 ResponseModeArg::Sse => mcp_http::ResponseMode::Sse,
             };
+            let shutdown = mcp_http::shutdown_on_signal();
             let config = mcp_http::HttpConfig {
                 allowed_hosts: hosts,
                 response_mode,
+                shutdown: shutdown.clone(),
                 ..Default::default()
             };
             let legacy = mcp_http::LegacySse::new(server.clone(), config.clone());
@@ -266,7 +268,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 .with_context(|| format!("cannot listen on {listen}"))?;
             let addr = listener.local_addr()?;
             eprintln!("mcp: serving the demo server at http://{addr}/mcp (and HTTP+SSE at /sse)");
-            mcp_http::serve_router(listener, app).await?;
+            mcp_http::serve_router_with(
+                listener,
+                app,
+                mcp_http::ServeOptions::default(),
+                shutdown.cancelled_owned(),
+            )
+            .await?;
+            eprintln!("mcp: stopped");
             Ok(())
         }
         Command::Tools {

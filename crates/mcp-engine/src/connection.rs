@@ -101,17 +101,7 @@ fn spawn_request(
         let result = AssertUnwindSafe(q.fut)
             .catch_unwind()
             .await
-            .unwrap_or_else(|panic| {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "handler panicked".to_owned());
-                tracing::error!(id = %q.id, "handler panicked: {what}");
-                Err(ErrorObject::internal(
-                    "Internal error: the handler panicked",
-                ))
-            });
+            .unwrap_or_else(|panic| Err(panicked(&*panic)));
         if lock(&in_flight).remove(&q.id).is_none() {
             return; // cancelled meanwhile: no response is sent for a cancelled request
         }
@@ -122,6 +112,17 @@ fn spawn_request(
         peer.send_response(msg.encode()).await;
     });
     (id, handle)
+}
+
+/// A handler's panic becomes -32603 for its request only (the payload is logged, not sent).
+fn panicked(panic: &(dyn std::any::Any + Send)) -> ErrorObject {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "handler panicked".to_owned());
+    tracing::error!("handler panicked: {what}");
+    ErrorObject::internal("Internal error: the handler panicked")
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -136,7 +137,9 @@ fn on_frame(
     closing: &CancellationToken,
 ) {
     match Frame::decode(bytes) {
-        Frame::Single(Ok(msg)) => on_message(msg, peer, service, in_flight, queue, closing),
+        Frame::Single(Ok(msg)) => {
+            on_message(msg, peer, service, config, in_flight, queue, closing);
+        }
         Frame::Single(Err(e)) => {
             // An empty batch (`[]`) is always answered: it is valid JSON, never a stray log
             // line, so answering cannot start an error storm. Unparseable input is not.
@@ -152,7 +155,7 @@ fn on_frame(
                 scoped.try_send_response(reply.encode());
             }
         }
-        Frame::Batch(items) => on_batch(items, peer, service, tasks, closing),
+        Frame::Batch(items) => on_batch(items, peer, service, config, tasks, closing),
     }
 }
 
@@ -186,6 +189,7 @@ fn on_message(
     msg: Message,
     peer: &Peer,
     service: &Arc<dyn Service>,
+    config: &EngineConfig,
     in_flight: &InFlightMap,
     queue: &mut VecDeque<Queued>,
     closing: &CancellationToken,
@@ -215,6 +219,17 @@ fn on_message(
             if map.contains_key(&id) {
                 drop(map);
                 let e = ErrorObject::invalid_request(format!("request id {id} is already in use"));
+                peer.scoped(id.clone())
+                    .try_send_response(Message::error(Some(id), e).encode());
+                return;
+            }
+            if config.busy_after.is_some_and(|n| map.len() >= n) {
+                drop(map);
+                let e = ErrorObject::new(
+                    mcp_jsonrpc::ErrorCode::SERVER_BUSY,
+                    "Server busy: too many requests in flight on this connection; retry later",
+                )
+                .with_data(serde_json::json!({ "transient": true }));
                 peer.scoped(id.clone())
                     .try_send_response(Message::error(Some(id), e).encode());
                 return;
@@ -266,6 +281,7 @@ fn on_batch(
     items: Vec<Result<Message, DecodeError>>,
     peer: &Peer,
     service: &Arc<dyn Service>,
+    config: &EngineConfig,
     tasks: &mut JoinSet<()>,
     closing: &CancellationToken,
 ) {
@@ -273,6 +289,15 @@ fn on_batch(
         let e = ErrorObject::invalid_request(
             "JSON-RPC batches are not supported by the negotiated protocol version",
         );
+        peer.try_send_response(Message::error(None, e).encode());
+        return;
+    }
+    if items.len() > config.max_batch {
+        let e = ErrorObject::invalid_request(format!(
+            "batch of {} entries is over the limit of {}",
+            items.len(),
+            config.max_batch
+        ));
         peer.try_send_response(Message::error(None, e).encode());
         return;
     }
@@ -294,10 +319,14 @@ fn on_batch(
                     cancel: CancellationToken::new(),
                     closing: closing.clone(),
                 };
-                calls.push(service.call(r, ctx).map(move |res| match res {
-                    Ok(raw) => Message::result(id, raw),
-                    Err(e) => Message::error(Some(id), e),
-                }));
+                let call = AssertUnwindSafe(service.call(r, ctx)).catch_unwind();
+                calls.push(async move {
+                    match call.await {
+                        Ok(Ok(raw)) => Message::result(id, raw),
+                        Ok(Err(e)) => Message::error(Some(id), e),
+                        Err(panic) => Message::error(Some(id), panicked(&*panic)),
+                    }
+                });
             }
         }
     }

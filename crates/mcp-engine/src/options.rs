@@ -74,6 +74,12 @@ pub struct EngineConfig {
     /// Whether to answer malformed input that carries no id (true on HTTP; false on stdio,
     /// where answering garbage can start an error storm).
     pub answer_unidentified: bool,
+    /// When set, a request arriving while this many are already accepted (running or
+    /// queued) is answered at once with -32000 "server busy" instead of waiting (HTTP, where
+    /// a waiting request holds a connection). `None`: backpressure (stdio).
+    pub busy_after: Option<usize>,
+    /// Most entries in one JSON-RPC batch (2025-03-26 only); a longer batch gets one error.
+    pub max_batch: usize,
 }
 
 impl Default for EngineConfig {
@@ -82,6 +88,8 @@ impl Default for EngineConfig {
             max_in_flight: 256,
             max_queued: 4096,
             answer_unidentified: false,
+            busy_after: None,
+            max_batch: 50,
         }
     }
 }

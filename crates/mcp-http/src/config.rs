@@ -42,6 +42,35 @@ pub struct HttpConfig {
     pub keep_alive: Duration,
     /// Events kept per stream for resumption.
     pub event_log_limit: usize,
+    /// Requests of one session being handled at once; one more is answered with -32000
+    /// "server busy" (marked transient) at once.
+    pub max_requests_per_session: usize,
+    /// Sessions one principal may hold at once (429 above it). The principal of a request is
+    /// what [`HttpConfig::principal`] says; requests without one are not counted.
+    pub max_sessions_per_principal: usize,
+    /// Who a request is from, for per-principal limits. By default, the `Authorization`
+    /// header (a bearer token names its user); an authorization layer can put the verified
+    /// user here instead.
+    pub principal: fn(&axum::http::HeaderMap) -> Option<String>,
+    /// SSE streams attached to one session at once (POST answers, the GET stream and
+    /// resumptions); 429 above it.
+    pub max_streams_per_session: usize,
+    /// New sessions per second across the endpoint (a token bucket holding as many); 429
+    /// with `Retry-After` above it.
+    pub initialize_rate: u32,
+    /// A request body must arrive within this time (slow bodies get 408).
+    pub body_read_timeout: Duration,
+    /// Cancelled to shut down: new POSTs get 503, standalone and legacy SSE streams end once
+    /// their session's in-flight requests are answered. See [`crate::serve_router_with`].
+    pub shutdown: tokio_util::sync::CancellationToken,
+}
+
+/// The default [`HttpConfig::principal`]: the `Authorization` header's value.
+pub fn principal_from_authorization(headers: &axum::http::HeaderMap) -> Option<String> {
+    headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
 }
 
 impl Default for HttpConfig {
@@ -58,6 +87,13 @@ impl Default for HttpConfig {
             sse_retry: Duration::from_secs(1),
             keep_alive: Duration::from_secs(15),
             event_log_limit: 1024,
+            max_requests_per_session: 64,
+            max_sessions_per_principal: 100,
+            principal: principal_from_authorization,
+            max_streams_per_session: 32,
+            initialize_rate: 200,
+            body_read_timeout: Duration::from_secs(30),
+            shutdown: tokio_util::sync::CancellationToken::new(),
         }
     }
 }

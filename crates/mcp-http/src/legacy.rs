@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, Query, State};
+use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -85,10 +85,19 @@ impl LegacySse {
 
     /// The axum router with `GET /sse` and `POST /message`.
     pub fn router(&self) -> axum::Router {
+        let weak = Arc::downgrade(&self.inner);
+        let shutdown = self.inner.config.shutdown.clone();
+        tokio::spawn(async move {
+            shutdown.cancelled().await;
+            // Closing each session's input lets its engine answer what it accepted; then its
+            // output closes and the stream ends.
+            if let Some(inner) = weak.upgrade() {
+                inner.sessions().clear();
+            }
+        });
         axum::Router::new()
             .route("/sse", get(open_stream))
             .route("/message", post(receive))
-            .layer(DefaultBodyLimit::max(self.inner.config.max_body))
             .with_state(self.inner.clone())
     }
 }
@@ -100,12 +109,22 @@ async fn open_stream(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Res
             "Forbidden: Host or Origin not allowed",
         );
     }
+    if inner.config.shutdown.is_cancelled() {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "Server is shutting down");
+    }
+    if inner.sessions().len() >= inner.config.max_sessions {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "Too many sessions");
+    }
     let id = random_hex(16);
     let (in_tx, in_rx) = mpsc::channel(64);
     let (out_tx, out_rx) = mpsc::channel::<Outbound>(1024);
     inner.sessions().insert(id.clone(), in_tx);
     let server = inner.server.clone();
-    tokio::spawn(async move { server.serve(in_rx, out_tx).await });
+    let engine = mcp_engine::EngineConfig {
+        busy_after: Some(inner.config.max_requests_per_session.max(1)),
+        ..server.config().engine.clone()
+    };
+    tokio::spawn(async move { server.serve_with(in_rx, out_tx, engine).await });
     let first = format!("event: endpoint\ndata: /message?sessionId={id}\n\n");
     let guard = SessionGuard {
         inner: inner.clone(),
@@ -154,7 +173,7 @@ async fn receive(
     State(inner): State<Arc<Inner>>,
     Query(q): Query<SessionQuery>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Response {
     if guard::check(&inner.config, &headers).is_err() {
         return error(
@@ -164,6 +183,16 @@ async fn receive(
     }
     let Some(id) = q.session_id else {
         return error(StatusCode::BAD_REQUEST, "sessionId is required");
+    };
+    if id.len() > 128 {
+        return error(StatusCode::BAD_REQUEST, "malformed sessionId");
+    }
+    if inner.config.shutdown.is_cancelled() {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "Server is shutting down");
+    }
+    let body = match crate::server::read_body(&inner.config, &headers, body).await {
+        Ok(b) => b,
+        Err(r) => return r,
     };
     let Some(tx) = inner.sessions().get(&id).cloned() else {
         return error(StatusCode::NOT_FOUND, "Session not found");

@@ -23,6 +23,7 @@ mod config;
 pub mod event_store;
 mod guard;
 mod legacy;
+mod serve;
 mod server;
 mod session;
 pub mod sse;
@@ -32,4 +33,5 @@ pub use client::{HttpClientConfig, HttpClientError, HttpClientHandle, HttpClient
 pub use config::{HttpConfig, ResponseMode};
 pub use event_store::{EventStore, MemoryEventStore};
 pub use legacy::LegacySse;
-pub use server::{StreamableHttp, serve_router};
+pub use serve::{ServeOptions, serve_router, serve_router_with, shutdown_on_signal};
+pub use server::StreamableHttp;

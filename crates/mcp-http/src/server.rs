@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -28,6 +28,8 @@ struct Inner {
     config: Arc<HttpConfig>,
     store: Arc<dyn EventStore>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// Token bucket of new sessions: (tokens, last refill).
+    init_bucket: Mutex<(f64, Instant)>,
 }
 
 impl Inner {
@@ -35,6 +37,24 @@ impl Inner {
         self.sessions
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Takes one new-session token; `Err(wait)` when the bucket is empty.
+    fn take_init_token(&self) -> Result<(), Duration> {
+        let rate = f64::from(self.config.initialize_rate.max(1));
+        let mut b = self
+            .init_bucket
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = Instant::now();
+        b.0 = (b.0 + now.duration_since(b.1).as_secs_f64() * rate).min(rate);
+        b.1 = now;
+        if b.0 >= 1.0 {
+            b.0 -= 1.0;
+            Ok(())
+        } else {
+            Err(Duration::from_secs_f64((1.0 - b.0) / rate))
+        }
     }
 
     fn remove(&self, id: &str) -> Option<Arc<Session>> {
@@ -60,6 +80,75 @@ impl std::fmt::Debug for StreamableHttp {
             .field("path", &self.inner.config.path)
             .finish_non_exhaustive()
     }
+}
+
+fn config_rate(config: &HttpConfig) -> u32 {
+    config.initialize_rate.max(1)
+}
+
+/// 429 or 503 with `Retry-After` (whole seconds, at least 1).
+fn retry_later(status: StatusCode, wait: Duration, message: &str) -> Response {
+    let mut r = rpc_error(status, None, ErrorCode::SERVER_BUSY, message);
+    let secs = wait.as_secs_f64().ceil().max(1.0);
+    if let Ok(v) = HeaderValue::from_str(&format!("{secs:.0}")) {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    r
+}
+
+/// Reads a request body: 413 before reading when `Content-Length` is too large, 413 as soon as
+/// the streamed bytes pass the limit (chunked or lying bodies), 408 when it arrives too slowly.
+pub(crate) async fn read_body(
+    config: &HttpConfig,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Bytes, Response> {
+    let too_large = || {
+        rpc_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            None,
+            ErrorCode::INVALID_REQUEST,
+            &format!("Request body larger than {} bytes", config.max_body),
+        )
+    };
+    let declared = header_str(headers, header::CONTENT_LENGTH.as_str())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > config.max_body as u64) {
+        return Err(too_large());
+    }
+    match tokio::time::timeout(
+        config.body_read_timeout,
+        axum::body::to_bytes(body, config.max_body),
+    )
+    .await
+    {
+        Ok(Ok(b)) => Ok(b),
+        Ok(Err(e)) => {
+            let limit = std::error::Error::source(&e)
+                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+            if limit {
+                Err(too_large())
+            } else {
+                Err(rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    ErrorCode::INVALID_REQUEST,
+                    "Could not read the request body",
+                ))
+            }
+        }
+        Err(_) => Err(rpc_error(
+            StatusCode::REQUEST_TIMEOUT,
+            None,
+            ErrorCode::INVALID_REQUEST,
+            "The request body did not arrive in time",
+        )),
+    }
+}
+
+/// A session id header that could be ours: visible ASCII, at most 128 bytes.
+fn plausible_session_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| (0x21..=0x7e).contains(&b))
 }
 
 fn rpc_error(
@@ -214,9 +303,10 @@ impl StreamableHttp {
         Self {
             inner: Arc::new(Inner {
                 server,
-                config: Arc::new(config),
                 store,
                 sessions: Mutex::new(HashMap::new()),
+                init_bucket: Mutex::new((f64::from(config_rate(&config)), Instant::now())),
+                config: Arc::new(config),
             }),
         }
     }
@@ -236,12 +326,24 @@ impl StreamableHttp {
     pub fn router(&self) -> axum::Router {
         let weak = Arc::downgrade(&self.inner);
         tokio::spawn(reap(weak, self.inner.config.session_idle_timeout));
+        let weak = Arc::downgrade(&self.inner);
+        let shutdown = self.inner.config.shutdown.clone();
+        tokio::spawn(async move {
+            shutdown.cancelled().await;
+            // Standalone streams would never end by themselves; POST streams end with their
+            // last response, so in-flight requests are still answered.
+            if let Some(inner) = weak.upgrade() {
+                let sessions: Vec<Arc<Session>> = inner.sessions().values().cloned().collect();
+                for s in sessions {
+                    s.end_standalone();
+                }
+            }
+        });
         axum::Router::new()
             .route(
                 &self.inner.config.path,
                 post(handle_post).get(handle_get).delete(handle_delete),
             )
-            .layer(DefaultBodyLimit::max(self.inner.config.max_body))
             .with_state(self.inner.clone())
     }
 
@@ -250,24 +352,8 @@ impl StreamableHttp {
     /// # Errors
     /// I/O errors of the listener.
     pub async fn serve(&self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
-        serve_router(listener, self.router()).await
+        crate::serve_router(listener, self.router()).await
     }
-}
-
-/// Serves any router (for example Streamable HTTP merged with [`crate::LegacySse`]) with
-/// TCP_NODELAY on every connection: without it small SSE events wait for Nagle's delay.
-///
-/// # Errors
-/// I/O errors of the listener.
-pub async fn serve_router(
-    listener: tokio::net::TcpListener,
-    router: axum::Router,
-) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(listener, router).await
 }
 
 async fn reap(inner: Weak<Inner>, idle: Duration) {
@@ -292,12 +378,20 @@ async fn reap(inner: Weak<Inner>, idle: Duration) {
     }
 }
 
-fn start_session(inner: &Arc<Inner>, version: ProtocolVersion) -> Arc<Session> {
+fn start_session(
+    inner: &Arc<Inner>,
+    version: ProtocolVersion,
+    principal: Option<String>,
+) -> Arc<Session> {
     let (in_tx, in_rx) = mpsc::channel(64);
     let (out_tx, mut out_rx) = mpsc::channel(1024);
-    let session = Session::new(in_tx, version, inner.store.clone());
+    let session = Session::new(in_tx, version, inner.store.clone(), principal);
     let server = inner.server.clone();
-    tokio::spawn(async move { server.serve(in_rx, out_tx).await });
+    let engine = mcp_engine::EngineConfig {
+        busy_after: Some(inner.config.max_requests_per_session.max(1)),
+        ..server.config().engine.clone()
+    };
+    tokio::spawn(async move { server.serve_with(in_rx, out_tx, engine).await });
     let weak = Arc::downgrade(&session);
     tokio::spawn(async move {
         while let Some(out) = out_rx.recv().await {
@@ -322,7 +416,18 @@ fn decode_error_response(e: DecodeError) -> Response {
         .into_response()
 }
 
-async fn handle_post(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn handle_post(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Body) -> Response {
+    if inner.config.shutdown.is_cancelled() {
+        return retry_later(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Duration::from_secs(1),
+            "Server is shutting down",
+        );
+    }
+    let body = match read_body(&inner.config, &headers, body).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
     // A modern request's version header is checked where its id is known (in `stateless`).
     let modern = crate::stateless::is_modern(&headers, &body);
     let checked = if modern {
@@ -382,6 +487,9 @@ async fn handle_post(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: 
         _ => None,
     });
     let (session, new_session) = match header_str(&headers, SESSION_HEADER) {
+        Some(id) if !plausible_session_id(id) => {
+            return bad_request("Bad Request: malformed Mcp-Session-Id");
+        }
         Some(id) => match inner.sessions().get(id).cloned() {
             Some(s) => (s, false),
             None => {
@@ -398,17 +506,39 @@ async fn handle_post(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: 
                 return bad_request("Bad Request: Mcp-Session-Id header is required");
             };
             if inner.sessions().len() >= inner.config.max_sessions {
-                return rpc_error(
+                return retry_later(
                     StatusCode::SERVICE_UNAVAILABLE,
-                    None,
-                    ErrorCode::INTERNAL_ERROR,
+                    Duration::from_secs(1),
                     "Too many sessions",
+                );
+            }
+            let principal = (inner.config.principal)(&headers);
+            if let Some(p) = &principal {
+                let held = inner
+                    .sessions()
+                    .values()
+                    .filter(|s| s.principal.as_deref() == Some(p.as_str()))
+                    .count();
+                if held >= inner.config.max_sessions_per_principal {
+                    return rpc_error(
+                        StatusCode::TOO_MANY_REQUESTS,
+                        None,
+                        ErrorCode::SERVER_BUSY,
+                        "Too many sessions for this user; end one (DELETE) first",
+                    );
+                }
+            }
+            if let Err(wait) = inner.take_init_token() {
+                return retry_later(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    wait,
+                    "Too many new sessions; slow down",
                 );
             }
             let requested = mcp_jsonrpc::parse_params::<InitializeParams>(init.params.as_deref())
                 .map(|p| ProtocolVersion::negotiate_legacy(&p.protocol_version))
                 .unwrap_or(ProtocolVersion::LATEST_LEGACY);
-            (start_session(&inner, requested), true)
+            (start_session(&inner, requested, principal), true)
         }
     };
     session.touch();
@@ -434,6 +564,14 @@ async fn handle_post(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: 
             );
         }
         return StatusCode::ACCEPTED.into_response();
+    }
+    if session.attached_streams() >= inner.config.max_streams_per_session {
+        return rpc_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            None,
+            ErrorCode::SERVER_BUSY,
+            "Too many open streams on this session",
+        );
     }
     // A batch gets one answer (an array), related to its first request.
     let (routed, answers) = if batch {
@@ -498,6 +636,9 @@ fn session_of(inner: &Inner, headers: &HeaderMap) -> Result<Arc<Session>, Respon
             "Bad Request: Mcp-Session-Id header is required",
         ));
     };
+    if !plausible_session_id(id) {
+        return Err(bad_request("Bad Request: malformed Mcp-Session-Id"));
+    }
     inner.sessions().get(id).cloned().ok_or_else(|| {
         rpc_error(
             StatusCode::NOT_FOUND,
@@ -529,8 +670,26 @@ async fn handle_get(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Resp
         Err(r) => return r,
     };
     session.touch();
+    if inner.config.shutdown.is_cancelled() {
+        return retry_later(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Duration::from_secs(1),
+            "Server is shutting down",
+        );
+    }
+    if session.attached_streams() >= inner.config.max_streams_per_session {
+        return rpc_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            None,
+            ErrorCode::SERVER_BUSY,
+            "Too many open streams on this session",
+        );
+    }
     let keep_alive = inner.config.keep_alive;
     if let Some(last) = header_str(&headers, "last-event-id") {
+        if last.len() > 256 || !last.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
+            return bad_request("Bad Request: malformed Last-Event-ID");
+        }
         let Some(resumed) = session.resume(last).await else {
             return rpc_error(
                 StatusCode::NOT_FOUND,

@@ -76,6 +76,8 @@ pub(crate) struct Session {
     store: Arc<dyn EventStore>,
     /// Serialises routing and resumption, so a resume neither misses nor repeats an event.
     order: tokio::sync::Mutex<()>,
+    /// Who opened the session (per-principal limits).
+    pub(crate) principal: Option<String>,
 }
 
 impl std::fmt::Debug for Session {
@@ -98,6 +100,7 @@ impl Session {
         incoming: mpsc::Sender<Vec<u8>>,
         version: ProtocolVersion,
         store: Arc<dyn EventStore>,
+        principal: Option<String>,
     ) -> Arc<Self> {
         Arc::new(Self {
             id: random_hex(16),
@@ -108,6 +111,7 @@ impl Session {
             last_seen: Mutex::new(Instant::now()),
             store,
             order: tokio::sync::Mutex::new(()),
+            principal,
         })
     }
 
@@ -136,6 +140,23 @@ impl Session {
             .last_seen
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Instant::now();
+    }
+
+    /// SSE streams with a client attached.
+    pub(crate) fn attached_streams(&self) -> usize {
+        self.lock()
+            .by_token
+            .values()
+            .filter(|s| s.live.as_ref().is_some_and(|l| !l.is_closed()))
+            .count()
+    }
+
+    /// Ends the standalone GET stream (shutdown): nothing else is routed to it.
+    pub(crate) fn end_standalone(&self) {
+        let mut streams = self.lock();
+        if let Some(token) = streams.standalone.take() {
+            streams.by_token.remove(&token);
+        }
     }
 
     /// Idle: no recent request and no attached stream.
@@ -384,7 +405,10 @@ mod tests {
     fn session() -> (Arc<Session>, mpsc::Receiver<Vec<u8>>) {
         let (tx, rx) = mpsc::channel(8);
         let store = Arc::new(MemoryEventStore::new(64));
-        (Session::new(tx, ProtocolVersion::V2025_11_25, store), rx)
+        (
+            Session::new(tx, ProtocolVersion::V2025_11_25, store, None),
+            rx,
+        )
     }
 
     fn out(line: &str, related: Option<i64>) -> Outbound {

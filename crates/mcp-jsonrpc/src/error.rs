@@ -21,6 +21,9 @@ impl ErrorCode {
     pub const INVALID_PARAMS: ErrorCode = ErrorCode(-32602);
     /// Internal JSON-RPC error.
     pub const INTERNAL_ERROR: ErrorCode = ErrorCode(-32603);
+    /// Ours (implementation-defined range): too much work in flight; retry later. Sent with
+    /// `data.transient: true`.
+    pub const SERVER_BUSY: ErrorCode = ErrorCode(-32000);
     /// MCP (before 2026-07-28): resource not found.
     pub const RESOURCE_NOT_FOUND: ErrorCode = ErrorCode(-32002);
     /// MCP 2026-07-28: HTTP header does not match the body.

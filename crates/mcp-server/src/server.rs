@@ -125,7 +125,10 @@ impl Default for ServerConfig {
             cache: CacheConfig::default(),
             request_state_key: crate::mrtr::RequestStateKey::random(),
             page_size: 100,
-            engine: EngineConfig::default(),
+            engine: EngineConfig {
+                max_in_flight: 64,
+                ..EngineConfig::default()
+            },
             max_line: 4 * 1024 * 1024,
         }
     }
@@ -519,6 +522,18 @@ impl Server {
         incoming: mpsc::Receiver<Vec<u8>>,
         outgoing: mpsc::Sender<mcp_jsonrpc::Outbound>,
     ) {
+        self.serve_with(incoming, outgoing, self.inner.config.engine.clone())
+            .await;
+    }
+
+    /// [`Server::serve`] with other message-loop settings for this connection (HTTP sessions
+    /// answer "busy" instead of applying backpressure).
+    pub async fn serve_with(
+        &self,
+        incoming: mpsc::Receiver<Vec<u8>>,
+        outgoing: mpsc::Sender<mcp_jsonrpc::Outbound>,
+        engine: EngineConfig,
+    ) {
         let peer = Peer::new(outgoing);
         let session = Arc::new(Session::new(self.inner.clone()));
         {
@@ -528,7 +543,7 @@ impl Server {
         }
         let weak = Arc::downgrade(&session);
         let service = Arc::new(SessionService(session));
-        mcp_engine::run(peer, incoming, service, self.inner.config.engine.clone()).await;
+        mcp_engine::run(peer, incoming, service, engine).await;
         // Forget the connection so its outgoing queue closes and the transport can finish.
         self.lock_sessions()
             .retain(|(s, _)| !s.ptr_eq(&weak) && s.strong_count() > 0);

@@ -1,0 +1,487 @@
+//! Server limits over real sockets: every limit answers with a clear error, never a crash,
+//! and other sessions are not affected. Graceful shutdown drains in-flight requests.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use mcp_http::{HttpConfig, ResponseMode, ServeOptions, StreamableHttp};
+use mcp_server::{Ctx, Server};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Sleep {
+    ms: u64,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Nothing {}
+
+fn server() -> Server {
+    Server::builder("limits", "1")
+        .tool("sleep", "sleeps", |_c: Ctx, a: Sleep| async move {
+            tokio::time::sleep(Duration::from_millis(a.ms)).await;
+            Ok::<_, String>(format!("slept {}", a.ms))
+        })
+        .tool("boom", "panics", |_c: Ctx, _a: Nothing| async move {
+            if true {
+                panic!("boom on purpose");
+            }
+            Ok::<_, String>("unreachable")
+        })
+        .build()
+        .unwrap()
+}
+
+struct Running {
+    url: String,
+    addr: std::net::SocketAddr,
+    http: StreamableHttp,
+    shutdown: CancellationToken,
+    done: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+async fn start(config: HttpConfig, options: ServeOptions) -> Running {
+    let shutdown = CancellationToken::new();
+    let config = HttpConfig {
+        shutdown: shutdown.clone(),
+        ..config
+    };
+    let http = StreamableHttp::new(server(), config);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let router = http.router();
+    let token = shutdown.clone();
+    let done = tokio::spawn(async move {
+        mcp_http::serve_router_with(listener, router, options, token.cancelled_owned()).await
+    });
+    Running {
+        url: format!("http://{addr}/mcp"),
+        addr,
+        http,
+        shutdown,
+        done,
+    }
+}
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+fn post(
+    url: &str,
+    session: Option<&str>,
+    body: impl Into<reqwest::Body>,
+) -> reqwest::RequestBuilder {
+    let mut r = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body);
+    if let Some(s) = session {
+        r = r.header("mcp-session-id", s);
+    }
+    r
+}
+
+async fn init(url: &str, auth: Option<&str>) -> reqwest::Response {
+    let mut r = post(url, None, INIT);
+    if let Some(a) = auth {
+        r = r.header("authorization", a);
+    }
+    r.send().await.unwrap()
+}
+
+async fn session(url: &str) -> String {
+    let r = init(url, None).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let id = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let r = post(
+        url,
+        Some(&id),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(r.status(), StatusCode::ACCEPTED);
+    id
+}
+
+/// The JSON-RPC message of a JSON or SSE answer.
+async fn answer(r: reqwest::Response) -> Value {
+    let sse = r
+        .headers()
+        .get("content-type")
+        .is_some_and(|v| v.to_str().unwrap().starts_with("text/event-stream"));
+    let text = r.text().await.unwrap();
+    if !sse {
+        return serde_json::from_str(&text).unwrap();
+    }
+    let mut p = mcp_http::sse::SseParser::new(1 << 20);
+    p.push(text.as_bytes())
+        .into_iter()
+        .filter(|e| !e.data.is_empty())
+        .map(|e| serde_json::from_str::<Value>(&e.data).unwrap())
+        .find(|m| m.get("id").is_some())
+        .unwrap()
+}
+
+fn call(id: u64, tool: &str, args: Value) -> String {
+    json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}})
+        .to_string()
+}
+
+async fn ping_ok(url: &str, session: &str) {
+    let r = post(
+        url,
+        Some(session),
+        r#"{"jsonrpc":"2.0","id":77,"method":"ping"}"#,
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(answer(r).await["result"], json!({}));
+}
+
+#[tokio::test]
+async fn body_size_is_limited_while_streaming() {
+    let s = start(
+        HttpConfig {
+            max_body: 1024,
+            ..HttpConfig::default()
+        },
+        ServeOptions::default(),
+    )
+    .await;
+    let id = session(&s.url).await;
+    // Declared too large: refused before the body is read.
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(5000)
+    );
+    let r = post(&s.url, Some(&id), big.clone()).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let v: Value = r.json().await.unwrap();
+    assert!(
+        v["id"].is_null() && v["error"]["message"].is_string(),
+        "{v}"
+    );
+    // Chunked (no Content-Length): counted as it streams.
+    let chunks: Vec<Result<String, std::io::Error>> = big
+        .as_bytes()
+        .chunks(100)
+        .map(|c| Ok(String::from_utf8(c.to_vec()).unwrap()))
+        .collect();
+    let body = reqwest::Body::wrap_stream(futures::stream::iter(chunks));
+    let r = post(&s.url, Some(&id), body).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    ping_ok(&s.url, &id).await;
+}
+
+#[tokio::test]
+async fn sessions_per_principal_and_initialize_rate() {
+    let s = start(
+        HttpConfig {
+            max_sessions_per_principal: 2,
+            initialize_rate: 1000,
+            ..HttpConfig::default()
+        },
+        ServeOptions::default(),
+    )
+    .await;
+    let a1 = init(&s.url, Some("Bearer alice")).await;
+    assert_eq!(a1.status(), StatusCode::OK);
+    let a1 = a1.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    assert_eq!(
+        init(&s.url, Some("Bearer alice")).await.status(),
+        StatusCode::OK
+    );
+    let over = init(&s.url, Some("Bearer alice")).await;
+    assert_eq!(over.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(over.headers().get("mcp-session-id").is_none());
+    // Another user is not affected.
+    assert_eq!(
+        init(&s.url, Some("Bearer bob")).await.status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        s.http.session_count(),
+        3,
+        "a refused initialize allocates nothing"
+    );
+    // Ending a session frees a slot.
+    let r = reqwest::Client::new()
+        .delete(&s.url)
+        .header("mcp-session-id", &a1)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(
+        init(&s.url, Some("Bearer alice")).await.status(),
+        StatusCode::OK
+    );
+
+    let s = start(
+        HttpConfig {
+            initialize_rate: 2,
+            ..HttpConfig::default()
+        },
+        ServeOptions::default(),
+    )
+    .await;
+    // A burst of 10 at once: the bucket holds 2 (plus what refills meanwhile).
+    let burst = futures::future::join_all((0..10).map(|_| init(&s.url, None))).await;
+    let ok = burst
+        .iter()
+        .filter(|r| r.status() == StatusCode::OK)
+        .count();
+    let refused: Vec<_> = burst
+        .iter()
+        .filter(|r| r.status() == StatusCode::TOO_MANY_REQUESTS)
+        .collect();
+    assert!((2..=5).contains(&ok), "{ok} of 10 admitted");
+    assert_eq!(ok + refused.len(), 10);
+    assert!(
+        refused
+            .iter()
+            .all(|r| r.headers().contains_key("retry-after")),
+        "429 says when to come back"
+    );
+    assert_eq!(s.http.session_count(), ok, "refusals allocate nothing");
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(
+        init(&s.url, None).await.status(),
+        StatusCode::OK,
+        "the bucket refills"
+    );
+}
+
+#[tokio::test]
+async fn requests_and_streams_per_session() {
+    let s = start(
+        HttpConfig {
+            max_requests_per_session: 2,
+            max_streams_per_session: 3,
+            response_mode: ResponseMode::Sse,
+            ..HttpConfig::default()
+        },
+        ServeOptions::default(),
+    )
+    .await;
+    let id = session(&s.url).await;
+    let other = session(&s.url).await;
+    let slow = |n: u64| {
+        let url = s.url.clone();
+        let id = id.clone();
+        tokio::spawn(async move {
+            answer(
+                post(&url, Some(&id), call(n, "sleep", json!({"ms": 600})))
+                    .send()
+                    .await
+                    .unwrap(),
+            )
+            .await
+        })
+    };
+    let a = slow(1);
+    let b = slow(2);
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    // Third request while two run: busy at once, marked transient.
+    let r = post(&s.url, Some(&id), call(3, "sleep", json!({"ms": 1})))
+        .send()
+        .await
+        .unwrap();
+    let busy = answer(r).await;
+    assert_eq!(busy["id"], 3);
+    assert_eq!(busy["error"]["code"], -32000, "{busy}");
+    assert_eq!(busy["error"]["data"]["transient"], true);
+    // The other session is not affected.
+    ping_ok(&s.url, &other).await;
+    // Streams: two POST streams are attached; a GET stream makes three; a fourth is refused.
+    let get = reqwest::Client::new()
+        .get(&s.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &id)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.status(), StatusCode::OK);
+    let r = post(
+        &s.url,
+        Some(&id),
+        r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#,
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        a.await.unwrap()["result"]["content"][0]["text"],
+        "slept 600"
+    );
+    assert_eq!(
+        b.await.unwrap()["result"]["content"][0]["text"],
+        "slept 600"
+    );
+    drop(get);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    ping_ok(&s.url, &id).await;
+}
+
+#[tokio::test]
+async fn a_panicking_handler_fails_only_its_request() {
+    let s = start(HttpConfig::default(), ServeOptions::default()).await;
+    let id = session(&s.url).await;
+    let r = post(&s.url, Some(&id), call(5, "boom", json!({})))
+        .send()
+        .await
+        .unwrap();
+    let v = answer(r).await;
+    assert_eq!(v["id"], 5);
+    assert_eq!(v["error"]["code"], -32603, "{v}");
+    assert!(
+        !v.to_string().contains("boom on purpose"),
+        "panic text is not sent"
+    );
+    let r = post(&s.url, Some(&id), call(6, "sleep", json!({"ms": 1})))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer(r).await["result"]["content"][0]["text"], "slept 1");
+}
+
+#[tokio::test]
+async fn slowloris_connections_are_closed() {
+    let s = start(
+        HttpConfig {
+            body_read_timeout: Duration::from_millis(300),
+            ..HttpConfig::default()
+        },
+        ServeOptions {
+            header_read_timeout: Duration::from_millis(300),
+            idle_timeout: Duration::from_millis(400),
+            ..ServeOptions::default()
+        },
+    )
+    .await;
+    let closed_within = |mut tcp: tokio::net::TcpStream| async move {
+        let start = Instant::now();
+        let mut buf = Vec::new();
+        let r = tokio::time::timeout(Duration::from_secs(5), tcp.read_to_end(&mut buf)).await;
+        assert!(r.is_ok(), "the server closed the connection");
+        (start.elapsed(), String::from_utf8_lossy(&buf).into_owned())
+    };
+    // Idle: nothing sent at all.
+    let tcp = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    let (t, _) = closed_within(tcp).await;
+    assert!(
+        t < Duration::from_secs(2),
+        "idle connection closed after {t:?}"
+    );
+    // Headers dribbled and never finished.
+    let mut tcp = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    tcp.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        .await
+        .unwrap();
+    let (t, _) = closed_within(tcp).await;
+    assert!(
+        t < Duration::from_secs(2),
+        "slow headers closed after {t:?}"
+    );
+    // Body dribbled: 408.
+    let mut tcp = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    tcp.write_all(
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"",
+    )
+    .await
+    .unwrap();
+    let (_, text) = closed_within(tcp).await;
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    // The server still serves, also a request that takes longer than the idle timeout.
+    let id = session(&s.url).await;
+    ping_ok(&s.url, &id).await;
+    let r = post(&s.url, Some(&id), call(8, "sleep", json!({"ms": 900})))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer(r).await["result"]["content"][0]["text"], "slept 900");
+    // A keep-alive connection waiting for its next request is closed after the idle timeout.
+    let mut tcp = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let req = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: {id}\r\nContent-Length: {}\r\n\r\n{ping}",
+        ping.len()
+    );
+    tcp.write_all(req.as_bytes()).await.unwrap();
+    let (t, text) = closed_within(tcp).await;
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(
+        t < Duration::from_secs(2),
+        "idle keep-alive closed after {t:?}"
+    );
+}
+
+#[tokio::test]
+async fn graceful_shutdown_drains_in_flight_requests() {
+    let s = start(
+        HttpConfig {
+            response_mode: ResponseMode::Json,
+            ..HttpConfig::default()
+        },
+        ServeOptions {
+            drain_deadline: Duration::from_secs(5),
+            ..ServeOptions::default()
+        },
+    )
+    .await;
+    let id = session(&s.url).await;
+    let get = reqwest::Client::new()
+        .get(&s.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &id)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.status(), StatusCode::OK);
+    let url = s.url.clone();
+    let sid = id.clone();
+    let slow = tokio::spawn(async move {
+        answer(
+            post(&url, Some(&sid), call(1, "sleep", json!({"ms": 700})))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let start = Instant::now();
+    s.shutdown.cancel();
+    // The standalone stream ends rather than holding the drain open.
+    let body = tokio::time::timeout(Duration::from_secs(3), get.text()).await;
+    assert!(body.is_ok(), "the GET stream ended");
+    // The in-flight request is answered.
+    let v = slow.await.unwrap();
+    assert_eq!(v["result"]["content"][0]["text"], "slept 700");
+    // The server stopped: new connections are refused or answered 503.
+    tokio::time::timeout(Duration::from_secs(5), s.done)
+        .await
+        .expect("serve returned within the deadline")
+        .unwrap()
+        .unwrap();
+    assert!(start.elapsed() < Duration::from_secs(4));
+    let r = post(
+        &s.url,
+        Some(&id),
+        r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+    )
+    .send()
+    .await;
+    assert!(
+        r.is_err() || r.unwrap().status() == StatusCode::SERVICE_UNAVAILABLE,
+        "no new work after shutdown"
+    );
+}
