@@ -424,7 +424,7 @@ async fn handle_post(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: 
             "Server is shutting down",
         );
     }
-    let body = match read_body(&inner.config, &headers, body).await {
+    let mut body = match read_body(&inner.config, &headers, body).await {
         Ok(b) => b,
         Err(r) => return r,
     };
@@ -459,16 +459,29 @@ async fn handle_post(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: 
             "Accept must list application/json and text/event-stream",
         );
     }
+    // Invalid entries of a batch are answered here (each with its own error, merged into the
+    // batch's answer); the engine gets the valid rest.
+    let mut entry_errors: Vec<Message> = Vec::new();
     let (messages, batch) = match Frame::decode(&body) {
         Frame::Single(Ok(m)) => (vec![m], false),
         Frame::Single(Err(e)) => return decode_error_response(e),
         Frame::Batch(items) => {
+            let max = inner.server.config().engine.max_batch;
+            if items.len() > max {
+                return bad_request(&format!(
+                    "batch of {} entries is over the limit of {max}",
+                    items.len()
+                ));
+            }
             let mut ok = Vec::with_capacity(items.len());
             for item in items {
                 match item {
                     Ok(m) => ok.push(m),
-                    Err(e) => return decode_error_response(e),
+                    Err(e) => entry_errors.push(Message::error(e.id, e.error)),
                 }
+            }
+            if !entry_errors.is_empty() {
+                body = Bytes::from(mcp_jsonrpc::encode_batch(&ok));
             }
             (ok, true)
         }
@@ -554,6 +567,18 @@ async fn handle_post(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: 
             _ => None,
         })
         .collect();
+    if ids.is_empty() && !entry_errors.is_empty() {
+        // Only notifications (or nothing) besides the invalid entries: the errors are the answer.
+        if !messages.is_empty() && !session.feed(body.to_vec()).await {
+            return rpc_error(
+                StatusCode::NOT_FOUND,
+                None,
+                ErrorCode::INVALID_REQUEST,
+                "Session not found",
+            );
+        }
+        return json_response(mcp_jsonrpc::encode_batch(&entry_errors), None);
+    }
     if ids.is_empty() {
         if !session.feed(body.to_vec()).await {
             return rpc_error(
@@ -572,6 +597,12 @@ async fn handle_post(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: 
             ErrorCode::SERVER_BUSY,
             "Too many open streams on this session",
         );
+    }
+    // An id still in flight must not be reused: answering it here keeps the first request's
+    // response on its own stream.
+    if let Some(dup) = ids.iter().find(|id| session.in_flight(id)) {
+        let e = ErrorObject::invalid_request(format!("request id {dup} is already in use"));
+        return json_response(Message::error(Some(dup.clone()), e).encode(), None);
     }
     // A batch gets one answer (an array), related to its first request.
     let (routed, answers) = if batch {
@@ -608,7 +639,7 @@ async fn handle_post(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: 
         ResponseMode::Json => true,
         ResponseMode::Sse => false,
         ResponseMode::Auto => first.last,
-    };
+    } || !entry_errors.is_empty();
     if json {
         let mut last = first;
         while !last.last {
@@ -618,6 +649,9 @@ async fn handle_post(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: 
             }
         }
         session.forget_stream(&token).await;
+        if !entry_errors.is_empty() {
+            return json_response(merge_batch(&last.data, &entry_errors), session_header);
+        }
         return json_response(last.data, session_header);
     }
     let mut chunks = Vec::new();
@@ -628,6 +662,18 @@ async fn handle_post(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: 
     chunks.push(sse_event(&first));
     let rx = (!done).then_some(rx);
     sse_response(chunks, rx, inner.config.keep_alive, session_header)
+}
+
+/// The engine's batch answer (a JSON array) with `extra` answers appended.
+fn merge_batch(answer: &str, extra: &[Message]) -> String {
+    let mut all: Vec<Box<serde_json::value::RawValue>> =
+        serde_json::from_str(answer).unwrap_or_default();
+    for m in extra {
+        if let Ok(raw) = serde_json::value::RawValue::from_string(m.encode()) {
+            all.push(raw);
+        }
+    }
+    serde_json::to_string(&all).unwrap_or_else(|_| answer.to_owned())
 }
 
 fn session_of(inner: &Inner, headers: &HeaderMap) -> Result<Arc<Session>, Response> {

@@ -202,6 +202,11 @@ impl Session {
         }
     }
 
+    /// A request id of this session still waiting for its response.
+    pub(crate) fn in_flight(&self, id: &RequestId) -> bool {
+        self.lock().routes.contains_key(id)
+    }
+
     /// Opens the stream for a POST carrying requests `ids`; `answers` is how many responses
     /// will come (one per request, or one for a whole batch).
     pub(crate) fn open_post_stream(

@@ -85,6 +85,16 @@ impl DecodeError {
     }
 }
 
+/// Whether the text holds a `\uD800`..`\uDFFF` escape (any case).
+fn has_surrogate_escape(bytes: &[u8]) -> bool {
+    bytes.windows(4).any(|w| {
+        w[0] == b'\\'
+            && w[1] == b'u'
+            && (w[2] | 0x20) == b'd'
+            && matches!(w[3] | 0x20, b'8' | b'9' | b'a'..=b'f')
+    })
+}
+
 fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
     T::deserialize(d).map(Some)
 }
@@ -136,13 +146,28 @@ impl Message {
             Ok(w) => w,
             Err(e) if e.is_data() => {
                 // Well-formed JSON with a member of the wrong type (e.g. non-object params).
-                let id = serde_json::from_slice::<Value>(bytes)
+                // Not through `Value`, which keeps the last of duplicate keys: an id given
+                // twice is not recovered at all.
+                #[derive(Deserialize)]
+                struct IdOnly<'a> {
+                    #[serde(borrow)]
+                    id: Option<&'a RawValue>,
+                }
+                let id = serde_json::from_slice::<IdOnly<'_>>(bytes)
                     .ok()
-                    .and_then(|v| v.get("id").and_then(RequestId::from_value));
+                    .and_then(|v| v.id)
+                    .and_then(|raw| RequestId::from_value(&raw_value(raw)));
                 return Err(DecodeError::invalid(id, true, e));
             }
             Err(e) => return Err(DecodeError::parse(e)),
         };
+        // Raw params and results are not decoded here, so their escapes are unchecked; a
+        // lone UTF-16 surrogate would be invalid Unicode downstream. Rare: check only then.
+        if has_surrogate_escape(bytes) {
+            if let Err(e) = serde_json::from_slice::<Value>(bytes) {
+                return Err(DecodeError::parse(e));
+            }
+        }
         Self::from_wire(wire)
     }
 
@@ -225,32 +250,31 @@ impl Message {
                 Ok(e) => Err(e),
                 Err(e) => {
                     return Err(DecodeError::invalid(
-                        id,
-                        false,
+                        None,
+                        true,
                         format!("bad error object: {e}"),
                     ));
                 }
             },
             (Some(_), Some(_)) => {
                 return Err(DecodeError::invalid(
-                    id,
-                    false,
+                    None,
+                    true,
                     "response has both result and error",
                 ));
             }
             (None, None) => {
-                // Neither a request nor a response. With an id it is a response missing its
-                // outcome; without one it is garbage that is not answerable on stdio but gets an
-                // error elsewhere.
+                // Neither a request nor a response: Invalid Request with `"id": null` (an
+                // id here may be one of ours, from a broken response, so it is not echoed).
                 return Err(DecodeError::invalid(
-                    id.clone(),
-                    id.is_none(),
+                    None,
+                    true,
                     "message has neither method nor result/error",
                 ));
             }
         };
         if id.is_none() && outcome.is_ok() {
-            return Err(DecodeError::invalid(None, false, "response without id"));
+            return Err(DecodeError::invalid(None, true, "response without id"));
         }
         Ok(Message::Response(Response { id, outcome }))
     }
@@ -508,7 +532,8 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#,
         )
         .unwrap_err();
-        assert!(!e.answerable, "a broken response is never answered");
+        assert!(e.answerable);
+        assert_eq!(e.id, None, "a broken response's id is ours: never echoed");
     }
 
     #[test]

@@ -127,6 +127,9 @@ impl Default for ServerConfig {
             page_size: 100,
             engine: EngineConfig {
                 max_in_flight: 64,
+                // JSON-RPC answers unparseable input with `"id": null`; a client never
+                // answers a response, so this cannot start an error storm.
+                answer_unidentified: true,
                 ..EngineConfig::default()
             },
             max_line: 4 * 1024 * 1024,

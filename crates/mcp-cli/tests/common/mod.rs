@@ -41,6 +41,12 @@ impl Raw {
         self.stdin.flush().await.unwrap();
     }
 
+    /// Writes bytes with no newline after them.
+    pub async fn send_partial(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
     pub async fn send(&mut self, v: Value) {
         self.send_bytes(v.to_string().as_bytes()).await;
     }
