@@ -279,6 +279,8 @@ pub struct Client {
     safe_tools: std::sync::Mutex<std::collections::HashSet<String>>,
     child: Mutex<Option<ChildProcess>>,
     engine: Option<JoinHandle<()>>,
+    /// Cancelled when the connection's message loop has ended (the server went away).
+    ended: tokio_util::sync::CancellationToken,
 }
 
 /// A `subscriptions/listen` stream: typed notifications until dropped.
@@ -434,12 +436,15 @@ impl Client {
             subscriptions: subscriptions.clone(),
             list_cache: list_cache.clone(),
         });
-        let engine = tokio::spawn(mcp_engine::run(
-            peer.clone(),
-            incoming,
-            service,
-            config.engine.clone(),
-        ));
+        let ended = tokio_util::sync::CancellationToken::new();
+        let engine = {
+            let ended = ended.clone();
+            let run = mcp_engine::run(peer.clone(), incoming, service, config.engine.clone());
+            tokio::spawn(async move {
+                run.await;
+                ended.cancel();
+            })
+        };
         if config.era != EraChoice::Legacy {
             let mut meta = JsonObject::new();
             meta.insert(
@@ -499,6 +504,7 @@ impl Client {
                         safe_tools: Default::default(),
                         child: Mutex::new(None),
                         engine: Some(engine),
+                        ended,
                     });
                 }
                 // A modern server that does not speak our version, or a modern-only client.
@@ -541,6 +547,7 @@ impl Client {
             safe_tools: Default::default(),
             child: Mutex::new(None),
             engine: Some(engine),
+            ended,
         })
     }
 
@@ -1072,6 +1079,46 @@ impl Client {
         self.peer
             .notify::<methods::RootsListChanged>(&EmptyParams::default())
             .await
+    }
+
+    /// Resolves when the connection has ended: the server process exited or closed its
+    /// output, or the transport gave up. Outstanding requests have failed with
+    /// [`CallError::Closed`] by then.
+    pub async fn closed(&self) {
+        self.ended.cancelled().await;
+    }
+
+    /// Whether the connection has ended (see [`Client::closed`]).
+    pub fn is_closed(&self) -> bool {
+        self.ended.is_cancelled()
+    }
+
+    /// Shuts down a child server (close stdin, SIGTERM, SIGKILL, as [`Client::close`]) without
+    /// consuming the client, for callers that share it. Returns how the child ended; `None`
+    /// when there is no child or it was already shut down.
+    pub async fn shutdown_child(&self) -> Option<Exit> {
+        let child = self.child.lock().await.take();
+        match child {
+            Some(mut c) => c.shutdown().await.ok(),
+            None => None,
+        }
+    }
+
+    /// Graceful shutdown: no new requests (they fail with [`CallError::ShuttingDown`]),
+    /// in-flight requests get up to `deadline` to be answered, then the connection closes
+    /// as in [`Client::close`]. Returns how a child server ended.
+    pub async fn shutdown(self, deadline: std::time::Duration) -> Option<Exit> {
+        self.peer.drain();
+        if tokio::time::timeout(deadline, self.peer.wait_idle())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                pending = self.peer.pending_count(),
+                "shutdown deadline passed with requests in flight; closing"
+            );
+        }
+        self.close().await
     }
 
     /// Closes the connection. A child server is shut down as the spec says (close stdin,

@@ -9,8 +9,10 @@
 mod client;
 mod handler;
 pub mod retry;
+pub mod supervisor;
 
 pub use client::{Client, ClientConfig, ConnectError, EraChoice, Subscription};
 pub use handler::{ClientHandlers, ElicitationFn, RootsFn, SamplingFn, ServerEvent};
 pub use mcp_engine::{CallError, RequestOptions};
 pub use retry::{RetryChoice, RetryPolicy};
+pub use supervisor::{Heartbeat, Status, Supervised, SupervisorConfig, SupervisorError};

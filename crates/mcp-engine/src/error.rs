@@ -20,6 +20,9 @@ pub enum CallError {
     /// The connection closed before a response arrived.
     #[error("connection closed")]
     Closed,
+    /// The connection is shutting down and takes no new requests.
+    #[error("the connection is shutting down; no new requests are sent")]
+    ShuttingDown,
     /// The result could not be decoded into the expected type.
     #[error("could not decode result: {0}")]
     Decode(#[from] serde_json::Error),

@@ -31,6 +31,8 @@ pub(crate) struct Inner {
     next_id: AtomicI64,
     pending: Mutex<HashMap<i64, Pending>>,
     closed: AtomicBool,
+    /// Set by [`Peer::drain`]: no new requests.
+    draining: AtomicBool,
 }
 
 /// A handle to one connection: send requests and notifications to the other side.
@@ -86,6 +88,7 @@ impl Peer {
                 next_id: AtomicI64::new(1),
                 pending: Mutex::new(HashMap::new()),
                 closed: AtomicBool::new(false),
+                draining: AtomicBool::new(false),
             }),
             related: None,
         }
@@ -140,6 +143,29 @@ impl Peer {
     /// Resolves when nobody reads this connection's output any more (the client went away).
     pub async fn output_closed(&self) {
         self.inner.out.closed().await;
+    }
+
+    /// Stops sending new requests (they fail with [`CallError::ShuttingDown`]); requests
+    /// already sent still get their responses. See [`Peer::wait_idle`].
+    pub fn drain(&self) {
+        self.inner.draining.store(true, Ordering::Release);
+    }
+
+    /// Resolves once no outgoing request awaits a response (or the connection closed).
+    pub async fn wait_idle(&self) {
+        while self.pending_count() > 0 && !self.is_closed() {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
+
+    fn refuse_new(&self) -> Option<CallError> {
+        if self.is_closed() {
+            Some(CallError::Closed)
+        } else if self.inner.draining.load(Ordering::Acquire) {
+            Some(CallError::ShuttingDown)
+        } else {
+            None
+        }
     }
 
     /// Number of outgoing requests awaiting a response.
@@ -274,8 +300,8 @@ impl Peer {
         mut params: Value,
         options: &RequestOptions,
     ) -> Result<RawJson, CallError> {
-        if self.is_closed() {
-            return Err(CallError::Closed);
+        if let Some(e) = self.refuse_new() {
+            return Err(e);
         }
         if options.on_progress.is_some() {
             if !params.is_object() {
@@ -308,8 +334,8 @@ impl Peer {
         params: Option<RawJson>,
         options: &RequestOptions,
     ) -> Result<RawJson, CallError> {
-        if self.is_closed() {
-            return Err(CallError::Closed);
+        if let Some(e) = self.refuse_new() {
+            return Err(e);
         }
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         self.send_with_id(id, method, params, options).await

@@ -39,8 +39,13 @@ pub struct HttpClientConfig {
     pub max_message: usize,
     /// Reconnection delay when the server gave no `retry`.
     pub default_retry: Duration,
-    /// Reconnection attempts for one stream before giving up.
+    /// Reconnection attempts for one stream before giving up (reset whenever the stream
+    /// delivers an event).
     pub max_reconnects: u32,
+    /// Largest reconnection delay. Delays grow ×1.5 per attempt from the server's `retry`
+    /// (or `default_retry`), with full jitter on top of the server's `retry`, which is
+    /// always waited at least.
+    pub max_reconnect_delay: Duration,
     /// Open the standalone GET stream after the handshake.
     pub standalone_stream: bool,
     /// Keep idle connections open for reuse (off: one connection per request).
@@ -54,6 +59,7 @@ impl Default for HttpClientConfig {
             max_message: 4 * 1024 * 1024,
             default_retry: Duration::from_secs(1),
             max_reconnects: 5,
+            max_reconnect_delay: Duration::from_secs(30),
             standalone_stream: true,
             reuse_connections: true,
         }
@@ -669,6 +675,7 @@ impl State {
                     };
                     let Some(Ok(chunk)) = chunk else { break };
                     for ev in parser.push(&chunk) {
+                        attempts = 0; // progress: the next failure starts the backoff over
                         if let Some(id) = ev.id {
                             last_id = Some(id);
                         }
@@ -690,7 +697,6 @@ impl State {
                         return;
                     }
                 }
-                attempts = 0;
             }
             if done {
                 return;
@@ -706,13 +712,19 @@ impl State {
             if attempts > self.config.max_reconnects {
                 let e = ErrorObject::new(
                     ErrorCode::INTERNAL_ERROR,
-                    "the SSE stream could not be resumed",
-                );
+                    format!(
+                        "the SSE stream broke and could not be resumed after {} attempts",
+                        self.config.max_reconnects
+                    ),
+                )
+                .with_data(serde_json::json!({ "transport": true }));
                 return self.fail(waiting, e).await;
             }
+            let delay = reconnect_delay(retry, attempts, self.config.max_reconnect_delay);
+            tracing::debug!(attempt = attempts, ?delay, "resuming an SSE answer");
             tokio::select! {
                 () = self.closed.cancelled() => return,
-                () = tokio::time::sleep(retry) => {}
+                () = tokio::time::sleep(delay) => {}
             }
             match self.get(Some(&last)).await {
                 Some(r) => resp = Some(r),
@@ -766,6 +778,7 @@ impl State {
                     };
                     let Some(Ok(chunk)) = chunk else { break };
                     for ev in parser.push(&chunk) {
+                        failures = 0;
                         if let Some(id) = ev.id {
                             last_id = Some(id);
                         }
@@ -778,15 +791,35 @@ impl State {
             }
             failures += 1;
             if failures > self.config.max_reconnects {
+                tracing::warn!(
+                    "the standalone SSE stream could not be reopened after {} attempts",
+                    self.config.max_reconnects
+                );
                 return;
             }
+            let delay = reconnect_delay(retry, failures, self.config.max_reconnect_delay);
             tokio::select! {
                 () = self.closed.cancelled() => return,
-                () = tokio::time::sleep(retry) => {}
+                () = tokio::time::sleep(delay) => {}
             }
             resp = self.get(last_id.as_deref()).await;
         }
     }
+}
+
+/// Delay before reconnection attempt `attempt` (1-based): the server's `retry` at least, plus
+/// full jitter over the ×1.5 growth beyond it, capped at `cap`.
+fn reconnect_delay(retry: Duration, attempt: u32, cap: Duration) -> Duration {
+    let grown = retry.mul_f64(1.5f64.powi(i32::try_from(attempt.saturating_sub(1)).unwrap_or(30)));
+    let ceiling = grown.min(cap.max(retry));
+    let extra = ceiling.saturating_sub(retry);
+    let mut b = [0u8; 8];
+    let unit = if getrandom::fill(&mut b).is_ok() {
+        (u64::from_le_bytes(b) >> 11) as f64 / (1u64 << 53) as f64
+    } else {
+        0.5
+    };
+    retry + extra.mul_f64(unit)
 }
 
 async fn read_limited(resp: reqwest::Response, max: usize) -> Result<String, String> {
@@ -867,6 +900,31 @@ fn resolve_endpoint(base: &str, endpoint: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reconnect_delays_honour_retry_grow_and_cap() {
+        let retry = Duration::from_millis(100);
+        let cap = Duration::from_millis(400);
+        for attempt in 1..=10 {
+            let d = reconnect_delay(retry, attempt, cap);
+            assert!(d >= retry, "the server's retry is always waited");
+            assert!(d <= cap, "capped: {d:?}");
+        }
+        assert_eq!(
+            reconnect_delay(retry, 1, cap),
+            retry,
+            "the first retry is exact"
+        );
+        // Growth: the 5th attempt may wait up to 100 * 1.5^4 ≈ 506 ms (capped at 400).
+        let late: Vec<Duration> = (0..50).map(|_| reconnect_delay(retry, 5, cap)).collect();
+        assert!(late.iter().any(|d| *d > Duration::from_millis(200)));
+        assert!(late.windows(2).any(|w| w[0] != w[1]), "jittered");
+        // A server retry above the cap is still honoured.
+        assert_eq!(
+            reconnect_delay(Duration::from_secs(2), 3, cap),
+            Duration::from_secs(2)
+        );
+    }
 
     #[test]
     fn endpoints_stay_on_origin() {

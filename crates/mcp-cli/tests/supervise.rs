@@ -1,0 +1,349 @@
+//! Supervised stdio servers (restart with backoff, lost requests, crash loops, heartbeats),
+//! graceful client shutdown, and 1,000 spawn/kill cycles leaving no zombie or orphan, all with
+//! real child processes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use mcp_client::{
+    CallError, Client, ClientConfig, ClientHandlers, Heartbeat, RequestOptions, RetryPolicy,
+    Status, Supervised, SupervisorConfig, SupervisorError,
+};
+use mcp_transport::{ChildConfig, ChildProcess, Exit};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde_json::json;
+
+const MCP: &str = env!("CARGO_BIN_EXE_mcp");
+
+fn quick_child() -> ClientConfig {
+    ClientConfig {
+        child: ChildConfig {
+            stdin_grace: Duration::from_millis(100),
+            term_grace: Duration::from_millis(100),
+            inherit_stderr: false,
+            ..ChildConfig::default()
+        },
+        ..ClientConfig::default()
+    }
+}
+
+fn fast_backoff() -> RetryPolicy {
+    RetryPolicy {
+        base_delay: Duration::from_millis(20),
+        max_delay: Duration::from_millis(200),
+        ..RetryPolicy::default()
+    }
+}
+
+async fn wait_for(sup: &Supervised, pred: impl Fn(&Status) -> bool) -> Status {
+    let mut rx = sup.watch();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let s = rx.borrow_and_update().clone();
+        if pred(&s) {
+            return s;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        tokio::time::timeout(left, rx.changed())
+            .await
+            .unwrap_or_else(|_| panic!("status never matched; last {s:?}"))
+            .unwrap();
+    }
+}
+
+fn generation(s: &Status) -> u64 {
+    match s {
+        Status::Up { generation, .. } => *generation,
+        _ => 0,
+    }
+}
+
+#[tokio::test]
+async fn a_crashed_server_is_restarted_and_lost_requests_are_reported() {
+    let sup = Supervised::spawn(
+        MCP,
+        vec!["serve".into(), "--stdio".into()],
+        ClientHandlers::new(),
+        quick_child(),
+        SupervisorConfig {
+            backoff: fast_backoff(),
+            ..SupervisorConfig::default()
+        },
+    );
+    let client = sup.client().await.unwrap();
+    let pid = client.child_pid().await.unwrap();
+    // A slow call is in flight when the server dies.
+    let s2 = sup.clone();
+    let slow = tokio::spawn(async move {
+        s2.call(|c| async move {
+            c.call_tool(
+                "slow",
+                serde_json::from_value(json!({"steps": 50, "delay_ms": 100})).unwrap(),
+            )
+            .await
+        })
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    kill(Pid::from_raw(i32::try_from(pid).unwrap()), Signal::SIGKILL).unwrap();
+    let lost = tokio::time::timeout(Duration::from_secs(10), slow)
+        .await
+        .expect("a lost request fails, it does not hang")
+        .unwrap();
+    assert!(
+        matches!(lost, Err(SupervisorError::Lost(_))),
+        "got {lost:?}"
+    );
+    assert!(lost.unwrap_err().to_string().contains("lost"));
+    // It comes back: a new process, the handshake redone, calls work.
+    let up = wait_for(&sup, |s| generation(s) == 2).await;
+    let Status::Up { client, .. } = up else {
+        unreachable!()
+    };
+    assert_ne!(client.child_pid().await.unwrap(), pid);
+    let r = sup
+        .call(|c| async move { c.list_tools().await })
+        .await
+        .unwrap();
+    assert!(r.iter().any(|t| t.name == "echo"));
+    sup.stop().await;
+    assert!(matches!(sup.client().await, Err(SupervisorError::Stopped)));
+}
+
+#[tokio::test]
+async fn a_crash_loop_is_detected_instead_of_spinning() {
+    // Starts, then dies before answering initialize: every connection attempt fails.
+    let attempts = Arc::new(AtomicU32::new(0));
+    let a = attempts.clone();
+    let connector: mcp_client::supervisor::Connector = Arc::new(move || {
+        a.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async move {
+            Client::spawn(
+                "sh",
+                &["-c", "exit 3"],
+                ClientHandlers::new(),
+                quick_child(),
+            )
+            .await
+        })
+    });
+    let sup = Supervised::start(
+        connector,
+        SupervisorConfig {
+            backoff: fast_backoff(),
+            max_restarts: 3,
+            restart_window: Duration::from_secs(30),
+            crash_loop_cooldown: Duration::from_secs(30),
+            ..SupervisorConfig::default()
+        },
+    );
+    let s = wait_for(&sup, |s| matches!(s, Status::CrashLoop { .. })).await;
+    let Status::CrashLoop {
+        restarts, reason, ..
+    } = s
+    else {
+        unreachable!()
+    };
+    assert_eq!(restarts, 4);
+    assert!(reason.contains("connecting failed"), "{reason}");
+    let e = sup.client().await.unwrap_err();
+    assert!(matches!(e, SupervisorError::CrashLoop { .. }), "{e:?}");
+    assert!(e.to_string().contains("crash loop"), "{e}");
+    // No spinning during the cooldown.
+    let before = attempts.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(attempts.load(Ordering::SeqCst), before);
+    assert_eq!(before, 4);
+    sup.stop().await;
+}
+
+#[tokio::test]
+async fn missed_heartbeats_restart_a_hung_server() {
+    let sup = Supervised::spawn(
+        MCP,
+        vec!["serve".into(), "--stdio".into()],
+        ClientHandlers::new(),
+        quick_child(),
+        SupervisorConfig {
+            backoff: fast_backoff(),
+            heartbeat: Some(Heartbeat {
+                interval: Duration::from_millis(100),
+                timeout: Duration::from_millis(200),
+                misses: 2,
+            }),
+            ..SupervisorConfig::default()
+        },
+    );
+    let client = sup.client().await.unwrap();
+    let pid = i32::try_from(client.child_pid().await.unwrap()).unwrap();
+    // Alive and answering: heartbeats keep it up.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(generation(&sup.status()), 1);
+    // Hung (stopped, not dead): only the heartbeat can tell.
+    kill(Pid::from_raw(pid), Signal::SIGSTOP).unwrap();
+    let up = wait_for(&sup, |s| generation(s) == 2).await;
+    let Status::Up { client, .. } = up else {
+        unreachable!()
+    };
+    assert_ne!(
+        client.child_pid().await.unwrap(),
+        u32::try_from(pid).unwrap()
+    );
+    // The hung process was killed and reaped.
+    assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
+    sup.call(|c| async move { c.ping().await }).await.unwrap();
+    sup.stop().await;
+}
+
+#[tokio::test]
+async fn graceful_client_shutdown_drains_in_flight_requests() {
+    let client = Client::spawn(
+        MCP,
+        &["serve", "--stdio"],
+        ClientHandlers::new(),
+        quick_child(),
+    )
+    .await
+    .unwrap();
+    let peer = client.peer().clone();
+    let slow = tokio::spawn(async move {
+        peer.request_raw(
+            "tools/call",
+            json!({"name":"slow","arguments":{"steps":3,"delay_ms":100}}),
+            &RequestOptions::default(),
+        )
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let late_peer = client.peer().clone();
+    let exit = client.shutdown(Duration::from_secs(5)).await;
+    let r = slow
+        .await
+        .unwrap()
+        .expect("the in-flight call was answered");
+    assert!(r.get().contains("done after 3 steps"));
+    assert_eq!(exit, Some(Exit::Closed), "closed politely after the drain");
+    let e = late_peer
+        .request_raw("ping", json!({}), &RequestOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, CallError::ShuttingDown | CallError::Closed),
+        "{e:?}"
+    );
+}
+
+fn zombies_of(parent: u32) -> Vec<u32> {
+    let mut z = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid ...": comm may hold spaces, so split after the last ')'.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let mut f = rest.split_whitespace();
+        let state = f.next().unwrap_or("");
+        let ppid: u32 = f.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+        if ppid == parent && state == "Z" {
+            z.push(pid);
+        }
+    }
+    z
+}
+
+fn processes_with(marker: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) {
+            if String::from_utf8_lossy(&cmd).contains(marker) {
+                found.push(pid);
+            }
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_spawn_kill_cycles_leave_nothing_behind() {
+    // Three kinds of child, each with a grandchild in its process group:
+    // exits on EOF; ignores EOF but not SIGTERM; ignores both.
+    // Every process of the test carries the marker in its command line.
+    let marker = format!("29.{}", std::process::id());
+    let scripts = [
+        format!("sleep {marker} & echo $!; exec cat"),
+        format!("sleep {marker} & echo $!; while :; do sleep 0.05; done"),
+        format!(
+            "trap '' TERM; (trap '' TERM; while :; do sleep 0.05; done) & echo $!; while :; do sleep 0.05; done; : {marker}"
+        ),
+    ];
+    // Generous for a loaded CI machine: the polite child must exit within the stdin grace.
+    let config = ChildConfig {
+        stdin_grace: Duration::from_millis(300),
+        term_grace: Duration::from_millis(100),
+        inherit_stderr: false,
+        ..ChildConfig::default()
+    };
+    let start = Instant::now();
+    let counts = Arc::new(std::sync::Mutex::new([0u32; 3]));
+    let next = Arc::new(AtomicU32::new(0));
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..16 {
+        let scripts = scripts.clone();
+        let config = config.clone();
+        let counts = counts.clone();
+        let next = next.clone();
+        tasks.spawn(async move {
+            loop {
+                let n = next.fetch_add(1, Ordering::SeqCst);
+                if n >= 1000 {
+                    break;
+                }
+                let kind = (n % 3) as usize;
+                let (mut child, mut io) =
+                    ChildProcess::spawn("sh", ["-c", scripts[kind].as_str()], config.clone())
+                        .unwrap();
+                // The grandchild is running (and traps are set) once its pid is printed.
+                let line = tokio::time::timeout(Duration::from_secs(10), io.incoming.recv())
+                    .await
+                    .expect("child started")
+                    .expect("child printed its grandchild");
+                assert!(!line.is_empty());
+                let exit = child.shutdown().await.unwrap();
+                let want = [Exit::Closed, Exit::Terminated, Exit::Killed][kind];
+                assert_eq!(exit, want, "kind {kind}");
+                counts.lock().unwrap()[kind] += 1;
+            }
+        });
+    }
+    while let Some(r) = tasks.join_next().await {
+        r.unwrap();
+    }
+    let counts = *counts.lock().unwrap();
+    assert_eq!(counts.iter().sum::<u32>(), 1000);
+    // Every child was reaped; grandchildren were killed with their group (init reaps them).
+    assert!(zombies_of(std::process::id()).is_empty(), "zombies left");
+    let mut left = processes_with(&marker);
+    for _ in 0..100 {
+        if left.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        left = processes_with(&marker);
+    }
+    assert!(left.is_empty(), "processes left behind: {left:?}");
+    eprintln!(
+        "1000 spawn/kill cycles ({counts:?} closed/terminated/killed) in {:?}",
+        start.elapsed()
+    );
+}
