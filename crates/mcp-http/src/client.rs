@@ -706,7 +706,8 @@ impl State {
                 let e = ErrorObject::new(
                     ErrorCode::INTERNAL_ERROR,
                     "the SSE stream ended before the response and cannot be resumed (no event id)",
-                );
+                )
+                .with_data(serde_json::json!({ "transport": true }));
                 return self.fail(waiting, e).await;
             };
             if attempts > self.config.max_reconnects {
