@@ -41,14 +41,23 @@ impl SseParser {
         let mut out = Vec::new();
         self.buf.extend_from_slice(bytes);
         let mut start = 0;
-        while let Some(pos) = self.buf[start..].iter().position(|&b| b == b'\n') {
+        // Lines end with CRLF, LF or a lone CR. A CR at the very end of the buffer waits for
+        // the next chunk, which may start with its LF.
+        while let Some(pos) = self.buf[start..]
+            .iter()
+            .position(|&b| b == b'\n' || b == b'\r')
+        {
             let end = start + pos;
-            let mut line = &self.buf[start..end];
-            if line.last() == Some(&b'\r') {
-                line = &line[..line.len() - 1];
-            }
-            let line = String::from_utf8_lossy(line).into_owned();
-            start = end + 1;
+            let next = match self.buf[end] {
+                b'\r' => match self.buf.get(end + 1) {
+                    Some(b'\n') => end + 2,
+                    Some(_) => end + 1,
+                    None => break,
+                },
+                _ => end + 1,
+            };
+            let line = String::from_utf8_lossy(&self.buf[start..end]).into_owned();
+            start = next;
             self.line(&line, &mut out);
         }
         self.buf.drain(..start);
@@ -128,6 +137,23 @@ mod tests {
                 .map(|e| e.data.clone())
                 .eq(["ok".to_owned()])
         );
+    }
+
+    #[test]
+    fn cr_lf_and_crlf_line_endings_in_any_chunking() {
+        let text = b"data: a\r\rdata: b\n\ndata: c\r\n\r\n";
+        let whole: Vec<String> = SseParser::new(64)
+            .push(text)
+            .into_iter()
+            .map(|e| e.data)
+            .collect();
+        assert_eq!(whole, ["a", "b", "c"]);
+        for split in 0..text.len() {
+            let mut p = SseParser::new(64);
+            let mut got: Vec<String> = p.push(&text[..split]).into_iter().map(|e| e.data).collect();
+            got.extend(p.push(&text[split..]).into_iter().map(|e| e.data));
+            assert_eq!(got, whole, "split at {split}");
+        }
     }
 
     #[test]

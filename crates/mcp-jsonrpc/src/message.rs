@@ -130,6 +130,11 @@ impl Message {
     /// message (wrong `jsonrpc`, null or non-scalar id, non-string method, scalar params,
     /// a response with both or neither of `result` and `error`).
     pub fn decode(bytes: &[u8]) -> Result<Message, DecodeError> {
+        // Members we skip are not decoded, so their bytes would go unchecked: JSON text is
+        // UTF-8 as a whole (found by fuzzing: invalid UTF-8 inside an unknown member).
+        if let Err(e) = std::str::from_utf8(bytes) {
+            return Err(DecodeError::parse(format!("invalid UTF-8: {e}")));
+        }
         let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
         if first != Some(b'{') {
             // Valid JSON that is not an object is an invalid request; invalid JSON a parse error.
@@ -415,6 +420,9 @@ pub enum Frame {
 impl Frame {
     /// Decodes a frame. An empty array is a single -32600 error.
     pub fn decode(bytes: &[u8]) -> Frame {
+        if let Err(e) = std::str::from_utf8(bytes) {
+            return Frame::Single(Err(DecodeError::parse(format!("invalid UTF-8: {e}"))));
+        }
         let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
         if first != Some(b'[') {
             return Frame::Single(Message::decode(bytes));

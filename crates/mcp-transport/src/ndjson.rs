@@ -13,6 +13,8 @@ pub enum LineRead {
     Line(Vec<u8>),
     /// A line longer than the limit; its bytes were skipped up to the next newline.
     TooLong(usize),
+    /// Bytes after the last newline when the input ended: an incomplete message, discarded.
+    Partial(usize),
     /// End of input.
     Eof,
 }
@@ -50,8 +52,10 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
                 if self.buf.is_empty() {
                     return Ok(LineRead::Eof);
                 }
-                // A last line without a newline still counts.
-                return Ok(LineRead::Line(std::mem::take(&mut self.buf)));
+                // Messages end with a newline: what is left is an incomplete message.
+                let n = self.buf.len();
+                self.buf.clear();
+                return Ok(LineRead::Partial(n));
             }
             let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
                 Some(i) => (&available[..i], Some(i + 1)),
@@ -101,6 +105,9 @@ pub async fn read_frames<R: AsyncBufRead + Unpin>(
             }
             Ok(LineRead::TooLong(n)) => {
                 tracing::warn!(bytes = n, limit = max_line, "dropped an oversized line");
+            }
+            Ok(LineRead::Partial(n)) => {
+                tracing::warn!(bytes = n, "input ended inside a line; discarded it");
             }
             Ok(LineRead::Eof) => return,
             Err(e) => {
@@ -159,10 +166,7 @@ mod tests {
         );
         assert_eq!(r.next_line().await.unwrap(), LineRead::TooLong(17));
         assert_eq!(r.next_line().await.unwrap(), LineRead::Line(b"ok".to_vec()));
-        assert_eq!(
-            r.next_line().await.unwrap(),
-            LineRead::Line(b"last".to_vec())
-        );
+        assert_eq!(r.next_line().await.unwrap(), LineRead::Partial(4));
         assert_eq!(r.next_line().await.unwrap(), LineRead::Eof);
     }
 }
