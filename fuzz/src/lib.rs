@@ -77,7 +77,9 @@ pub fn stdio_framing(data: &[u8]) {
 
 /// The SSE parser: no event larger than its cap, and the same events whatever the chunking.
 pub fn sse_parser(data: &[u8]) {
-    let [cap, split, rest @ ..] = data else { return };
+    let [cap, split, rest @ ..] = data else {
+        return;
+    };
     let cap = usize::from(*cap) + 1;
     let mut whole = mcp_http::sse::SseParser::new(cap);
     let all = whole.push(rest);
@@ -148,12 +150,14 @@ pub fn http_service(data: &[u8]) {
         return;
     };
     let router = ROUTER.with(Clone::clone);
-    let status = runtime().block_on(async move {
-        router.oneshot(req).await.map(|r| r.status().as_u16())
-    });
+    let status =
+        runtime().block_on(async move { router.oneshot(req).await.map(|r| r.status().as_u16()) });
     let Ok(status) = status;
     assert!(
-        [200, 202, 400, 403, 404, 405, 406, 408, 409, 413, 415, 429, 503].contains(&status),
+        [
+            200, 202, 400, 403, 404, 405, 406, 408, 409, 413, 415, 429, 503
+        ]
+        .contains(&status),
         "unexpected status {status}"
     );
 }

@@ -321,6 +321,12 @@ impl StreamableHttp {
         self.inner.sessions().len()
     }
 
+    /// SSE streams with a client attached, over all sessions.
+    pub fn stream_count(&self) -> usize {
+        let sessions: Vec<Arc<Session>> = self.inner.sessions().values().cloned().collect();
+        sessions.iter().map(|s| s.attached_streams()).sum()
+    }
+
     /// The axum router serving the endpoint at `config.path`. Must be called inside a tokio
     /// runtime (it starts the idle-session reaper).
     pub fn router(&self) -> axum::Router {
