@@ -26,11 +26,13 @@ cargo fuzz build --dev -s "$sanitizer"
 for t in $targets; do
   work="$(mktemp -d)"
   echo "== fuzzing $t for ${secs}s"
+  status=0
   cargo fuzz run --dev -s "$sanitizer" "$t" "$work" "fuzz/corpus/$t" -- \
-    -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 2>&1 |
-    grep -E "^(stat::number_of_executed_runs|stat::peak_rss_mb|INFO: Running|==[0-9]+== ERROR|SUMMARY|Failing input|thread .* panicked)|panicked at" || true
-  status="${PIPESTATUS[0]}"
-  rm -rf "$work"
+    -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    > "$work.log" 2>&1 || status=$?
+  grep -E "^stat::(number_of_executed_runs|average_exec_per_sec|new_units_added)|ERROR|SUMMARY|panicked at|Failing input" "$work.log" || true
+  if [ "$status" != 0 ]; then tail -40 "$work.log" >&2; fi
+  rm -rf "$work" "$work.log"
   if [ "$status" != 0 ]; then
     echo "fuzz target $t failed; the input is in fuzz/artifacts/$t/" >&2
     exit 1

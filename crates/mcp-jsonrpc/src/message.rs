@@ -187,6 +187,11 @@ impl Message {
     fn from_wire(w: Wire<'_>) -> Result<Message, DecodeError> {
         let id = match w.id.map(raw_value) {
             None => None,
+            // An error response to input whose id could not be read (found by fuzzing: we
+            // wrote this form but did not read it back).
+            Some(Value::Null) if w.method.is_none() && w.error.is_some() && w.result.is_none() => {
+                None
+            }
             Some(v) => match RequestId::from_value(&v) {
                 Some(id) => Some(id),
                 None => {
