@@ -2,6 +2,7 @@
 
 mod bench;
 mod demo;
+mod inspect;
 mod target;
 
 use std::time::Duration;
@@ -60,6 +61,9 @@ enum Command {
         /// Extra HTTP header, `Name: value` (repeatable).
         #[arg(long = "header", short = 'H')]
         headers: Vec<String>,
+        /// Bearer token, sent as `Authorization: Bearer TOKEN` (HTTP targets).
+        #[arg(long)]
+        bearer: Option<String>,
         /// The server command and its arguments.
         #[arg(last = true)]
         server: Vec<String>,
@@ -75,6 +79,9 @@ enum Command {
         /// Extra HTTP header, `Name: value` (repeatable).
         #[arg(long = "header", short = 'H')]
         headers: Vec<String>,
+        /// Bearer token, sent as `Authorization: Bearer TOKEN` (HTTP targets).
+        #[arg(long)]
+        bearer: Option<String>,
         /// One argument as key=value (value parsed as JSON if it can be, else a string).
         #[arg(short = 'a', long = "arg")]
         arg: Vec<String>,
@@ -87,6 +94,69 @@ enum Command {
         /// The server command and its arguments.
         #[arg(last = true)]
         server: Vec<String>,
+    },
+    /// List the resources and resource templates of a server.
+    #[command(
+        after_help = "Examples:\n  mcp resources http://127.0.0.1:8080/mcp\n  mcp resources --json -- mcp serve --stdio"
+    )]
+    Resources {
+        /// Streamable HTTP endpoint URL.
+        url: Option<String>,
+        #[command(flatten)]
+        reach: inspect::Reach,
+    },
+    /// Read a resource: `mcp read [URL] URI` or `mcp read URI -- CMD`.
+    #[command(
+        after_help = "Examples:\n  mcp read http://127.0.0.1:8080/mcp demo://readme\n  mcp read demo://readme -- mcp serve --stdio"
+    )]
+    Read {
+        /// [URL] URI.
+        #[arg(num_args = 1..=2, required = true)]
+        words: Vec<String>,
+        #[command(flatten)]
+        reach: inspect::Reach,
+    },
+    /// List the prompts of a server (required arguments plain, optional ones in brackets).
+    #[command(
+        after_help = "Examples:\n  mcp prompts http://127.0.0.1:8080/mcp\n  mcp prompts -- mcp serve --stdio"
+    )]
+    Prompts {
+        /// Streamable HTTP endpoint URL.
+        url: Option<String>,
+        #[command(flatten)]
+        reach: inspect::Reach,
+    },
+    /// Get a prompt: `mcp prompt [URL] NAME -a key=value ...`.
+    #[command(
+        after_help = "Examples:\n  mcp prompt http://127.0.0.1:8080/mcp greet -a name=Ada\n  mcp prompt greet -a name=Ada -- mcp serve --stdio"
+    )]
+    Prompt {
+        /// [URL] NAME.
+        #[arg(num_args = 1..=2, required = true)]
+        words: Vec<String>,
+        /// One argument as key=value (repeatable).
+        #[arg(short = 'a', long = "arg")]
+        arg: Vec<String>,
+        #[command(flatten)]
+        reach: inspect::Reach,
+    },
+    /// Check that a server answers: connect, `ping`, report the round trip.
+    #[command(
+        after_help = "Examples:\n  mcp ping http://127.0.0.1:8080/mcp\n  mcp ping --bearer TOKEN https://example.com/mcp\n  mcp ping -- mcp serve --stdio"
+    )]
+    Ping {
+        /// Streamable HTTP endpoint URL.
+        url: Option<String>,
+        #[command(flatten)]
+        reach: inspect::Reach,
+    },
+    /// Print a shell completion script.
+    #[command(
+        after_help = "Examples:\n  mcp completions bash > ~/.local/share/bash-completion/completions/mcp\n  mcp completions zsh > ~/.zfunc/_mcp\n  mcp completions fish > ~/.config/fish/completions/mcp.fish"
+    )]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
     },
     /// Benchmark a server with a tool call: sequential and pipelined on one connection, or
     /// `--clients N` connections calling at once (with latency percentiles).
@@ -133,7 +203,7 @@ enum Command {
     },
 }
 
-fn parse_headers(headers: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+pub(crate) fn parse_headers(headers: &[String]) -> anyhow::Result<Vec<(String, String)>> {
     headers
         .iter()
         .map(|h| {
@@ -282,10 +352,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             url,
             json,
             headers,
+            bearer,
             server,
         } => {
             let target = target::Target::from_parts(url, server)?;
-            let conn = target::connect(&target, &parse_headers(&headers)?).await?;
+            let conn = target::connect(&target, &with_bearer(&headers, bearer)?).await?;
             let tools = conn.client.list_tools().await.map_err(call_error);
             let tools = match tools {
                 Ok(t) => t,
@@ -312,6 +383,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Call {
             words,
             headers,
+            bearer,
             arg,
             json,
             timeout,
@@ -329,7 +401,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             let arguments = parse_args(rest.get(1).map(String::as_str), &arg)?;
             let target = target::Target::from_parts(url, server)?;
-            let conn = target::connect(&target, &parse_headers(&headers)?).await?;
+            let conn = target::connect(&target, &with_bearer(&headers, bearer)?).await?;
             let client = &conn.client;
             let options = RequestOptions::default()
                 .timeout(Duration::from_secs(timeout))
@@ -362,6 +434,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Resources { url, reach } => inspect::resources(url, reach).await,
+        Command::Read { words, reach } => inspect::read(words, reach).await,
+        Command::Prompts { url, reach } => inspect::prompts(url, reach).await,
+        Command::Prompt { words, arg, reach } => inspect::prompt(words, arg, reach).await,
+        Command::Ping { url, reach } => inspect::ping(url, reach).await,
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(shell, &mut Cli::command(), "mcp", &mut std::io::stdout());
+            Ok(())
+        }
         Command::Bench {
             url,
             clients,
@@ -392,6 +474,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             bench::run(plan).await
         }
     }
+}
+
+/// `--header` values plus `--bearer`.
+pub(crate) fn with_bearer(
+    headers: &[String],
+    bearer: Option<String>,
+) -> anyhow::Result<Vec<(String, String)>> {
+    let mut h = parse_headers(headers)?;
+    if let Some(token) = bearer {
+        h.push(("Authorization".to_owned(), format!("Bearer {token}")));
+    }
+    Ok(h)
 }
 
 pub(crate) fn call_error(e: CallError) -> anyhow::Error {

@@ -96,3 +96,139 @@ fn call_outputs_and_errors() {
     );
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+#[test]
+fn resources_read_prompts_prompt_ping() {
+    let (ok, out, _) = mcp(&["resources", "--", MCP, "serve", "--stdio"]);
+    assert!(ok);
+    let uris: Vec<&str> = out
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(
+        uris,
+        [
+            "demo://config.json",
+            "demo://hello.md",
+            "demo://readme",
+            "demo://greeting/{name}"
+        ]
+    );
+    assert!(out.contains("(template)"));
+    let (ok, out, _) = mcp(&["resources", "--json", "--", MCP, "serve", "--stdio"]);
+    assert!(ok);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["resources"][2]["uri"], "demo://readme");
+    assert_eq!(
+        v["resourceTemplates"][0]["uriTemplate"],
+        "demo://greeting/{name}"
+    );
+
+    let (ok, out, _) = mcp(&["read", "demo://readme", "--", MCP, "serve", "--stdio"]);
+    assert!(ok);
+    assert!(out.starts_with("This is the mcp demo server."), "{out}");
+    let (ok, out, _) = mcp(&[
+        "read",
+        "--json",
+        "demo://greeting/Ada",
+        "--",
+        MCP,
+        "serve",
+        "--stdio",
+    ]);
+    assert!(ok);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["contents"][0]["uri"], "demo://greeting/Ada");
+    let (ok, out, err) = mcp(&["read", "demo://nope", "--", MCP, "serve", "--stdio"]);
+    assert!(!ok && out.is_empty());
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(
+        err.starts_with("error: server error -32002: Resource not found"),
+        "{err}"
+    );
+
+    let (ok, out, _) = mcp(&["prompts", "--", MCP, "serve", "--stdio"]);
+    assert!(ok);
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("greet") && l.contains("name"))
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("summarize") && l.contains("[style]"))
+    );
+    let (ok, out, _) = mcp(&[
+        "prompt", "greet", "-a", "name=Ada", "--", MCP, "serve", "--stdio",
+    ]);
+    assert!(ok);
+    assert!(out.contains("user: Please greet Ada"), "{out}");
+    let (ok, out, _) = mcp(&[
+        "prompt", "--json", "greet", "-a", "name=Ada", "--", MCP, "serve", "--stdio",
+    ]);
+    assert!(ok);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["messages"][0]["role"], "user");
+
+    let (ok, out, _) = mcp(&["ping", "--", MCP, "serve", "--stdio"]);
+    assert!(ok);
+    assert!(out.starts_with("pong from mcp-demo"), "{out}");
+    let (ok, out, _) = mcp(&["ping", "--json", "--", MCP, "serve", "--stdio"]);
+    assert!(ok);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["ok"], true);
+    assert!(v["ms"].as_f64().unwrap() >= 0.0);
+    // Unreachable URL: one clear line.
+    let (ok, _, err) = mcp(&["ping", "--bearer", "t0ken", "http://127.0.0.1:1/mcp"]);
+    assert!(!ok);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: cannot connect to `http://127.0.0.1:1/mcp`"),
+        "{err}"
+    );
+    assert!(!err.contains("t0ken"), "the token is never printed");
+}
+
+#[test]
+fn shell_completions() {
+    for shell in ["bash", "zsh", "fish"] {
+        let (ok, out, _) = mcp(&["completions", shell]);
+        assert!(ok, "{shell}");
+        for cmd in [
+            "serve",
+            "tools",
+            "call",
+            "resources",
+            "read",
+            "prompts",
+            "prompt",
+            "ping",
+            "bench",
+        ] {
+            assert!(out.contains(cmd), "{shell} completes {cmd}");
+        }
+    }
+    let (ok, _, err) = mcp(&["completions", "tcsh"]);
+    assert!(!ok && err.contains("invalid value"));
+}
+
+#[test]
+fn bearer_and_headers_are_sent() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let seen = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut buf = vec![0u8; 8192];
+        let n = s.read(&mut buf).unwrap();
+        let _ = s.write_all(
+            b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        );
+        String::from_utf8_lossy(&buf[..n]).to_lowercase()
+    });
+    let (ok, _, err) = mcp(&["ping", "--bearer", "t0ken", "-H", "X-Trace: abc", &url]);
+    assert!(!ok);
+    assert!(err.contains("503"), "{err}");
+    let head = seen.join().unwrap();
+    assert!(head.contains("authorization: bearer t0ken"), "{head}");
+    assert!(head.contains("x-trace: abc"), "{head}");
+}
