@@ -3,6 +3,7 @@
 mod bench;
 mod demo;
 mod inspect;
+mod progress;
 mod target;
 
 use std::time::Duration;
@@ -403,17 +404,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let target = target::Target::from_parts(url, server)?;
             let conn = target::connect(&target, &with_bearer(&headers, bearer)?).await?;
             let client = &conn.client;
+            let bar = progress::Bar::new();
+            let on_progress = bar.clone();
             let options = RequestOptions::default()
                 .timeout(Duration::from_secs(timeout))
-                .on_progress(|p| {
-                    let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
-                    let msg = p.message.map(|m| format!(" {m}")).unwrap_or_default();
-                    eprintln!("progress {}{total}{msg}", p.progress);
-                });
+                .on_progress(move |p| on_progress.update(&p));
             let result = client
                 .call_tool_with(&tool, arguments, &options)
                 .await
                 .map_err(call_error);
+            bar.finish();
             conn.close().await;
             let result = result?;
             if json {
