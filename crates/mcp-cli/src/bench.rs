@@ -2,6 +2,7 @@
 //! the memory an idle session costs.
 
 use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -19,6 +20,8 @@ pub(crate) struct Plan {
     pub(crate) tool: String,
     pub(crate) arguments: JsonObject,
     pub(crate) requests: usize,
+    /// Run each phase this long instead of `requests` calls.
+    pub(crate) duration: Option<Duration>,
     pub(crate) window: usize,
     pub(crate) mode: BenchMode,
     pub(crate) clients: usize,
@@ -38,28 +41,105 @@ async fn call_ok(client: &Client, plan: &Plan) -> bool {
     matches!(client.call_tool(&plan.tool, plan.arguments.clone()).await, Ok(r) if !r.failed())
 }
 
+/// Calls made so far in the running phase (for the progress display).
+static DONE: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether another call should start: `calls` not reached, or the phase's time not over.
+fn more(limit: usize, started: usize, deadline: Option<Instant>) -> bool {
+    match deadline {
+        Some(d) => Instant::now() < d,
+        None => started < limit,
+    }
+}
+
 /// Calls one at a time; returns per-call latencies and the error count.
-async fn sequential(client: &Client, plan: &Plan, calls: usize) -> (Vec<Duration>, usize) {
-    let mut lat = Vec::with_capacity(calls);
+async fn sequential(
+    client: &Client,
+    plan: &Plan,
+    calls: usize,
+    deadline: Option<Instant>,
+) -> (Vec<Duration>, usize) {
+    let mut lat = Vec::with_capacity(calls.min(1 << 20));
     let mut errors = 0;
-    for _ in 0..calls {
+    while more(calls, lat.len(), deadline) {
         let t = Instant::now();
         if !call_ok(client, plan).await {
             errors += 1;
         }
         lat.push(t.elapsed());
+        DONE.fetch_add(1, Ordering::Relaxed);
     }
     (lat, errors)
 }
 
-async fn pipelined(client: &Client, plan: &Plan) -> (Duration, usize) {
+/// Up to `window` calls in flight; returns the calls made, the time and the error count.
+async fn pipelined(
+    client: &Client,
+    plan: &Plan,
+    deadline: Option<Instant>,
+) -> (usize, Duration, usize) {
     let start = Instant::now();
-    let errors = futures::stream::iter(0..plan.requests)
-        .map(|_| async { usize::from(!call_ok(client, plan).await) })
-        .buffer_unordered(plan.window.max(1))
-        .fold(0, |acc, e| async move { acc + e })
-        .await;
-    (start.elapsed(), errors)
+    let started = AtomicUsize::new(0);
+    let (calls, errors) = futures::stream::iter(std::iter::from_fn(|| {
+        let n = started.fetch_add(1, Ordering::Relaxed);
+        more(plan.requests, n, deadline).then_some(())
+    }))
+    .map(|()| async {
+        let ok = call_ok(client, plan).await;
+        DONE.fetch_add(1, Ordering::Relaxed);
+        usize::from(!ok)
+    })
+    .buffer_unordered(plan.window.max(1))
+    .fold((0, 0), |(n, e), err| async move { (n + 1, e + err) })
+    .await;
+    (calls, start.elapsed(), errors)
+}
+
+/// A spinner on stderr (terminals only) showing calls done and the rate, until dropped.
+struct Ticker(
+    Option<tokio::task::JoinHandle<()>>,
+    Option<indicatif::ProgressBar>,
+);
+
+impl Ticker {
+    fn start(phase: &str) -> Self {
+        DONE.store(0, Ordering::Relaxed);
+        if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            return Ticker(None, None);
+        }
+        let bar = indicatif::ProgressBar::new_spinner();
+        if let Ok(style) =
+            indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
+        {
+            bar.set_style(style);
+        }
+        let b = bar.clone();
+        let phase = phase.to_owned();
+        let start = Instant::now();
+        let task = tokio::spawn(async move {
+            loop {
+                let n = DONE.load(Ordering::Relaxed);
+                b.set_message(format!(
+                    "{phase}: {n} calls, {:.0}/s",
+                    rate(n, start.elapsed())
+                ));
+                b.tick();
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+        Ticker(Some(task), Some(bar))
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        if let Some(t) = self.0.take() {
+            t.abort();
+        }
+        if let Some(b) = self.1.take() {
+            b.finish_and_clear();
+        }
+    }
 }
 
 fn rate(n: usize, d: Duration) -> f64 {
@@ -141,7 +221,10 @@ async fn throughput(plan: &Plan) -> anyhow::Result<Value> {
             .await
             .map_err(call_error)?;
     }
-    let mut report = json!({"requests": plan.requests, "clients": plan.clients});
+    let mut report = match plan.duration {
+        Some(d) => json!({"duration_s": d.as_secs_f64(), "clients": plan.clients}),
+        None => json!({"requests": plan.requests, "clients": plan.clients}),
+    };
     let mut errors = 0;
     if plan.clients > 1 {
         let mut conns = vec![first];
@@ -156,33 +239,45 @@ async fn throughput(plan: &Plan) -> anyhow::Result<Value> {
             );
         }
         let per_client = plan.requests.div_ceil(plan.clients);
+        let ticker = Ticker::start(&format!("{} clients", plan.clients));
         let start = Instant::now();
+        let deadline = plan.duration.map(|d| start + d);
         let results = futures::future::join_all(
             conns
                 .iter()
-                .map(|c| sequential(&c.client, plan, per_client)),
+                .map(|c| sequential(&c.client, plan, per_client, deadline)),
         )
         .await;
+        drop(ticker);
         let elapsed = start.elapsed();
         let mut lat = Vec::new();
         for (l, e) in results {
             lat.extend(l);
             errors += e;
         }
+        report["calls"] = json!(lat.len());
         report["calls_per_sec"] = json!(rate(lat.len(), elapsed));
         report["latency"] = percentiles(lat);
         close_all(conns).await;
     } else {
         if plan.mode != BenchMode::Pipelined {
+            let ticker = Ticker::start("sequential");
             let start = Instant::now();
-            let (lat, e) = sequential(&first.client, plan, plan.requests).await;
-            report["sequential_calls_per_sec"] = json!(rate(plan.requests, start.elapsed()));
+            let deadline = plan.duration.map(|d| start + d);
+            let (lat, e) = sequential(&first.client, plan, plan.requests, deadline).await;
+            drop(ticker);
+            report["sequential_calls"] = json!(lat.len());
+            report["sequential_calls_per_sec"] = json!(rate(lat.len(), start.elapsed()));
             report["latency"] = percentiles(lat);
             errors += e;
         }
         if plan.mode != BenchMode::Sequential {
-            let (d, e) = pipelined(&first.client, plan).await;
-            report["pipelined_calls_per_sec"] = json!(rate(plan.requests, d));
+            let ticker = Ticker::start("pipelined");
+            let deadline = plan.duration.map(|d| Instant::now() + d);
+            let (n, d, e) = pipelined(&first.client, plan, deadline).await;
+            drop(ticker);
+            report["pipelined_calls"] = json!(n);
+            report["pipelined_calls_per_sec"] = json!(rate(n, d));
             report["window"] = json!(plan.window);
             errors += e;
         }
@@ -208,6 +303,7 @@ pub(crate) async fn run(plan: Plan) -> anyhow::Result<()> {
         if let Value::Object(m) = &report {
             for (k, v) in m {
                 let v = match v {
+                    Value::Number(n) if n.is_u64() || n.is_i64() => n.to_string(),
                     Value::Number(n) => n
                         .as_f64()
                         .map_or_else(|| n.to_string(), |f| format!("{f:.1}")),

@@ -162,14 +162,17 @@ enum Command {
     /// Benchmark a server with a tool call: sequential and pipelined on one connection, or
     /// `--clients N` connections calling at once (with latency percentiles).
     #[command(
-        after_help = "Examples:\n  mcp bench --requests 50000 -- mcp serve --stdio\n  mcp bench http://127.0.0.1:8080/mcp --clients 64 --requests 100000\n  mcp bench http://127.0.0.1:8080/mcp --idle-sessions 1000 --server-pid 1234"
+        after_help = "Examples:\n  mcp bench --requests 50000 -- mcp serve --stdio\n  mcp bench http://127.0.0.1:8080/mcp --clients 64 --requests 100000\n  mcp bench http://127.0.0.1:8080/mcp --idle-sessions 1000 --server-pid 1234\n  mcp bench http://127.0.0.1:8080/mcp --concurrency 16 --duration 10s --json"
     )]
     Bench {
         /// Streamable HTTP endpoint URL.
         url: Option<String>,
         /// Connections calling at once (each one call at a time).
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, visible_alias = "concurrency", default_value_t = 1)]
         clients: usize,
+        /// Run each phase for this long instead of a number of requests (`10s`, `500ms`, `2m`).
+        #[arg(long, value_parser = parse_duration)]
+        duration: Option<Duration>,
         /// Open this many sessions, leave them idle, and report the server's RSS per session
         /// (needs --server-pid).
         #[arg(long)]
@@ -447,6 +450,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench {
             url,
             clients,
+            duration,
             idle_sessions,
             server_pid,
             era,
@@ -463,6 +467,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 arguments: parse_args(Some(&args), &[])?,
                 tool,
                 requests,
+                duration,
                 window,
                 mode,
                 clients,
@@ -486,6 +491,24 @@ pub(crate) fn with_bearer(
         h.push(("Authorization".to_owned(), format!("Bearer {token}")));
     }
     Ok(h)
+}
+
+/// `10s`, `500ms`, `2m` or plain seconds.
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .map_or((s, "s"), |i| (&s[..i], &s[i..]));
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration like 10s, 500ms or 2m"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        _ => return Err(format!("unknown unit {unit:?} (use ms, s or m)")),
+    };
+    Duration::try_from_secs_f64(secs).map_err(|e| e.to_string())
 }
 
 pub(crate) fn call_error(e: CallError) -> anyhow::Error {

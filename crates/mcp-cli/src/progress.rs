@@ -35,7 +35,9 @@ impl Bar {
             eprintln!("progress {}{total}{msg}", p.progress);
             return;
         };
-        let mut slot = slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut slot = slot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let bar = slot.get_or_insert_with(|| {
             let bar = match p.total {
                 Some(_) => ProgressBar::new(0),

@@ -232,3 +232,36 @@ fn bearer_and_headers_are_sent() {
     assert!(head.contains("authorization: bearer t0ken"), "{head}");
     assert!(head.contains("x-trace: abc"), "{head}");
 }
+
+#[test]
+fn bench_by_duration_with_json() {
+    let (ok, out, err) = mcp(&[
+        "bench",
+        "--duration",
+        "300ms",
+        "--json",
+        "--",
+        MCP,
+        "serve",
+        "--stdio",
+    ]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["errors"], 0);
+    assert!(v["sequential_calls"].as_u64().unwrap() > 10, "{v}");
+    assert!(v["pipelined_calls"].as_u64().unwrap() > 10, "{v}");
+    for p in ["p50_ms", "p90_ms", "p99_ms", "max_ms"] {
+        assert!(v["latency"][p].as_f64().unwrap() > 0.0, "{p}: {v}");
+    }
+    assert!(v["server_peak_rss_kib"].as_u64().unwrap() > 0);
+    let (ok, _, err) = mcp(&[
+        "bench",
+        "--duration",
+        "3 parsecs",
+        "--",
+        MCP,
+        "serve",
+        "--stdio",
+    ]);
+    assert!(!ok && err.contains("unknown unit"), "{err}");
+}
