@@ -2,6 +2,7 @@
 
 mod bench;
 mod demo;
+mod gateway;
 mod inspect;
 mod progress;
 mod target;
@@ -29,12 +30,16 @@ struct Cli {
 enum Command {
     /// Serve the built-in demo server over Streamable HTTP (default 127.0.0.1:8080/mcp) or stdio.
     #[command(
-        after_help = "Examples:\n  mcp serve\n  mcp serve --listen 127.0.0.1:9000\n  mcp serve --stdio"
+        after_help = "Examples:\n  mcp serve\n  mcp serve --listen 127.0.0.1:9000\n  mcp serve --stdio\n  mcp serve --config mcp.toml"
     )]
     Serve {
         /// Serve over stdin/stdout instead of HTTP.
         #[arg(long)]
         stdio: bool,
+        /// Be a gateway for the upstream servers in this TOML file (see `mcp.example.toml`)
+        /// instead of serving the demo server.
+        #[arg(long)]
+        config: Option<std::path::PathBuf>,
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: std::net::SocketAddr,
@@ -298,12 +303,17 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve {
             stdio,
+            config,
             listen,
             allow_remote,
             allowed_hosts,
             response_mode,
         } => {
-            let server = demo::server()?;
+            let gateway_mode = config.is_some();
+            let (server, _upstreams) = match &config {
+                Some(path) => gateway::start(gateway::load(path)?).await?,
+                None => (demo::server()?, Vec::new()),
+            };
             if stdio {
                 let (io, writer) = mcp_transport::stdio(server.config().max_line);
                 server.serve(io.incoming, io.outgoing).await;
@@ -341,7 +351,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 .await
                 .with_context(|| format!("cannot listen on {listen}"))?;
             let addr = listener.local_addr()?;
-            eprintln!("mcp: serving the demo server at http://{addr}/mcp (and HTTP+SSE at /sse)");
+            let what = if gateway_mode {
+                "the gateway"
+            } else {
+                "the demo server"
+            };
+            eprintln!("mcp: serving {what} at http://{addr}/mcp (and HTTP+SSE at /sse)");
             mcp_http::serve_router_with(
                 listener,
                 app,
