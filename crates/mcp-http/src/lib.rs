@@ -18,6 +18,7 @@
 // Handlers return `Result<_, Response>`, the axum idiom; the Err size does not matter there.
 #![allow(clippy::result_large_err)]
 
+#[cfg(feature = "client")]
 pub mod client;
 mod config;
 pub mod event_store;
@@ -29,6 +30,7 @@ mod session;
 pub mod sse;
 mod stateless;
 
+#[cfg(feature = "client")]
 pub use client::{HttpClientConfig, HttpClientError, HttpClientHandle, HttpClientTransport};
 pub use config::{HttpConfig, ResponseMode};
 pub use event_store::{EventStore, MemoryEventStore};
