@@ -556,6 +556,12 @@ impl State {
             self.learn_tools(&body);
         }
         match Message::decode(body.as_bytes()) {
+            // An error the server could not tie to an id (`"id": null`) answers this POST's
+            // request: over HTTP we know which one it carried.
+            Ok(Message::Response(mcp_jsonrpc::Response {
+                id: None,
+                outcome: Err(e),
+            })) if request.is_some() => self.fail(request, e).await,
             Ok(Message::Response(_)) => self.deliver(body).await,
             _ if status.is_success() && request.is_none() => {}
             _ => {
