@@ -146,6 +146,31 @@ pub(crate) async fn read_body(
     }
 }
 
+/// 503 once shutdown has begun.
+fn accepting(config: &HttpConfig) -> Result<(), Response> {
+    if config.shutdown.is_cancelled() {
+        return Err(retry_later(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Duration::from_secs(1),
+            "Server is shutting down",
+        ));
+    }
+    Ok(())
+}
+
+/// 429 when the session already has its most SSE streams attached.
+fn stream_slot(config: &HttpConfig, session: &Session) -> Result<(), Response> {
+    if session.attached_streams() >= config.max_streams_per_session {
+        return Err(rpc_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            None,
+            ErrorCode::SERVER_BUSY,
+            "Too many open streams on this session",
+        ));
+    }
+    Ok(())
+}
+
 /// A session id header that could be ours: visible ASCII, at most 128 bytes.
 fn plausible_session_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| (0x21..=0x7e).contains(&b))
@@ -423,12 +448,8 @@ fn decode_error_response(e: DecodeError) -> Response {
 }
 
 async fn handle_post(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Body) -> Response {
-    if inner.config.shutdown.is_cancelled() {
-        return retry_later(
-            StatusCode::SERVICE_UNAVAILABLE,
-            Duration::from_secs(1),
-            "Server is shutting down",
-        );
+    if let Err(r) = accepting(&inner.config) {
+        return r;
     }
     let mut body = match read_body(&inner.config, &headers, body).await {
         Ok(b) => b,
@@ -596,13 +617,8 @@ async fn handle_post(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: 
         }
         return StatusCode::ACCEPTED.into_response();
     }
-    if session.attached_streams() >= inner.config.max_streams_per_session {
-        return rpc_error(
-            StatusCode::TOO_MANY_REQUESTS,
-            None,
-            ErrorCode::SERVER_BUSY,
-            "Too many open streams on this session",
-        );
+    if let Err(r) = stream_slot(&inner.config, &session) {
+        return r;
     }
     // An id still in flight must not be reused: answering it here keeps the first request's
     // response on its own stream.
@@ -722,20 +738,11 @@ async fn handle_get(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Resp
         Err(r) => return r,
     };
     session.touch();
-    if inner.config.shutdown.is_cancelled() {
-        return retry_later(
-            StatusCode::SERVICE_UNAVAILABLE,
-            Duration::from_secs(1),
-            "Server is shutting down",
-        );
+    if let Err(r) = accepting(&inner.config) {
+        return r;
     }
-    if session.attached_streams() >= inner.config.max_streams_per_session {
-        return rpc_error(
-            StatusCode::TOO_MANY_REQUESTS,
-            None,
-            ErrorCode::SERVER_BUSY,
-            "Too many open streams on this session",
-        );
+    if let Err(r) = stream_slot(&inner.config, &session) {
+        return r;
     }
     let keep_alive = inner.config.keep_alive;
     if let Some(last) = header_str(&headers, "last-event-id") {

@@ -87,12 +87,18 @@ impl DecodeError {
 
 /// Whether the text holds a `\uD800`..`\uDFFF` escape (any case).
 fn has_surrogate_escape(bytes: &[u8]) -> bool {
-    bytes.windows(4).any(|w| {
-        w[0] == b'\\'
-            && w[1] == b'u'
-            && (w[2] | 0x20) == b'd'
-            && matches!(w[3] | 0x20, b'8' | b'9' | b'a'..=b'f')
-    })
+    // Most messages have no backslash at all: one fast pass finds none.
+    let mut rest = bytes;
+    while let Some(i) = rest.iter().position(|&b| b == b'\\') {
+        if let [_, b'u', d, x, ..] = rest[i..] {
+            if d | 0x20 == b'd' && matches!(x | 0x20, b'8' | b'9' | b'a'..=b'f') {
+                return true;
+            }
+        }
+        // Skip the escaped character too, so `\\u` is not read as an escape.
+        rest = rest.get(i + 2..).unwrap_or_default();
+    }
+    false
 }
 
 fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
@@ -533,6 +539,19 @@ mod tests {
         assert_eq!(code(Message::decode(deep.as_bytes())), -32700);
         let deep_obj = format!("{{\"a\":{}", "[".repeat(10_000));
         assert_eq!(code(Message::decode(deep_obj.as_bytes())), -32700);
+    }
+
+    #[test]
+    fn lone_surrogates_in_raw_params_are_parse_errors() {
+        let lone = br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"s":"\ud800"}}"#;
+        assert_eq!(code(Message::decode(lone)), -32700);
+        let pair = br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"s":"\ud83d\ude00"}}"#;
+        assert!(Message::decode(pair).is_ok());
+        let escaped = br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"s":"\\ud800"}}"#;
+        assert!(
+            Message::decode(escaped).is_ok(),
+            "an escaped backslash, not an escape"
+        );
     }
 
     #[test]
