@@ -5,12 +5,10 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 /// What a case must produce.
 #[derive(Debug, Clone, Copy)]
@@ -467,31 +465,10 @@ struct HttpServer {
 }
 
 async fn http_server() -> HttpServer {
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp"))
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .env("MCP_LOG", "off")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let base = loop {
-        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
-            .await
-            .expect("the server prints its address")
-            .unwrap()
-            .expect("stderr open");
-        if let Some(rest) = line.split("http://").nth(1) {
-            let addr = rest.split('/').next().unwrap();
-            break format!("http://{addr}");
-        }
-    };
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let (child, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
     HttpServer {
         _child: child,
-        base,
+        base: url.trim_end_matches("/mcp").to_owned(),
     }
 }
 

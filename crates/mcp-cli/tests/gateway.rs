@@ -3,6 +3,8 @@
 //! through, and the HTTP upstream is killed and restarted during the test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -12,8 +14,6 @@ use mcp_client::{Client, ClientConfig, ClientHandlers, EraChoice, RequestOptions
 use mcp_http::HttpClientConfig;
 use mcp_types::JsonObject;
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
 
 const MCP: &str = env!("CARGO_BIN_EXE_mcp");
 
@@ -23,33 +23,6 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-/// Starts `mcp serve ARGS` and returns it with the URL it printed.
-async fn serve(args: &[&str]) -> (Child, String) {
-    let mut child = Command::new(MCP)
-        .arg("serve")
-        .args(args)
-        .env("MCP_LOG", "off")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
-            .await
-            .expect("the server prints its address")
-            .unwrap()
-            .expect("server running");
-        if let Some(rest) = line.split("http://").nth(1) {
-            break format!("http://{}", rest.split_whitespace().next().unwrap());
-        }
-    };
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, url)
 }
 
 async fn client(url: &str, era: EraChoice) -> Client {
@@ -96,7 +69,7 @@ async fn until(c: &Client, what: &str, pred: impl Fn(&[String]) -> bool) -> Vec<
 async fn gateway_over_a_stdio_and_an_http_upstream() {
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
-    let (upstream, upstream_url) = serve(&["--listen", &listen]).await;
+    let (upstream, upstream_url) = common::serve_http(&["--listen", &listen]).await;
     let dir = std::env::temp_dir().join(format!("mcp-gateway-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let config = dir.join("mcp.toml");
@@ -118,7 +91,7 @@ allow_tools = ["echo", "slow"]
         ),
     )
     .unwrap();
-    let (_gateway, url) = serve(&[
+    let (_gateway, url) = common::serve_http(&[
         "--config",
         config.to_str().unwrap(),
         "--listen",
@@ -191,7 +164,7 @@ allow_tools = ["echo", "slow"]
         .unwrap();
     assert_eq!(r.content[0].as_text(), Some("still here"));
     // It comes back on the same address: so do its tools.
-    let (_upstream, _) = serve(&["--listen", &listen]).await;
+    let (_upstream, _) = common::serve_http(&["--listen", &listen]).await;
     until(&legacy, "remote tools back", |n| n.len() == 6).await;
     let r = legacy
         .call_tool("remote__echo", args(json!({"message": "back"})))

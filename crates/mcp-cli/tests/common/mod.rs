@@ -104,3 +104,30 @@ pub fn code(v: &Value) -> i64 {
         .as_i64()
         .unwrap_or_else(|| panic!("expected an error, got {v}"))
 }
+
+/// Starts `mcp serve ARGS` and returns it with the URL it printed.
+pub async fn serve_http(args: &[&str]) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp"))
+        .arg("serve")
+        .args(args)
+        .env("MCP_LOG", "off")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("the server prints its address")
+            .unwrap()
+            .expect("server running");
+        if let Some(rest) = line.split("http://").nth(1) {
+            break format!("http://{}", rest.split_whitespace().next().unwrap());
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url)
+}
