@@ -66,6 +66,57 @@ struct FailArgs {
     reason: Option<String>,
 }
 
+#[derive(Deserialize, JsonSchema)]
+struct SampleArgs {
+    /// What to ask the client's model.
+    prompt: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct TouchArgs {
+    /// The resource that changed (subscribers get `notifications/resources/updated`).
+    uri: String,
+}
+
+/// The text of a sampling answer (`content` is one block or a list of them).
+fn sampled_text(result: &serde_json::Value) -> String {
+    let content = &result["content"];
+    let blocks = content
+        .as_array()
+        .cloned()
+        .unwrap_or_else(|| vec![content.clone()]);
+    blocks
+        .iter()
+        .filter_map(|b| b["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+/// Logs "slow: cancelled after step N" if `slow` is dropped before it is done.
+struct CancelNote {
+    ctx: Ctx,
+    step: u32,
+    done: bool,
+}
+
+impl Drop for CancelNote {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let (ctx, note) = (
+            self.ctx.clone(),
+            format!("slow: cancelled after step {}", self.step),
+        );
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                ctx.log(LoggingLevel::Warning, Some("demo"), json!(note))
+                    .await
+            });
+        }
+    }
+}
+
 const NAMES: &[&str] = &["Ada", "Alan", "Barbara", "Grace", "Linus", "Margaret"];
 
 /// Builds the demo server.
@@ -86,7 +137,7 @@ pub(crate) fn server() -> anyhow::Result<Server> {
         ..Tool::default()
     };
     let server = Server::builder("mcp-demo", env!("CARGO_PKG_VERSION"))
-        .instructions("A demo server: echo, add, slow (progress), log, fail; resources under demo://; prompts greet and summarize.")
+        .instructions("A demo server: echo, add, slow (progress), log, fail, ask (elicitation), sample (sampling), touch (resource updates); resources under demo://; prompts greet and summarize.")
         .tool("echo", "Echoes the message back", |_ctx: Ctx, a: EchoArgs| async move {
             Ok::<_, String>(a.message)
         })
@@ -96,10 +147,14 @@ pub(crate) fn server() -> anyhow::Result<Server> {
         .tool("slow", "Works for steps*delay_ms, reporting progress after each step", |ctx: Ctx, a: SlowArgs| async move {
             let steps = a.steps.min(100);
             let delay = Duration::from_millis(a.delay_ms.min(10_000));
+            // A cancelled request's handler is dropped; the guard says so in a log message.
+            let mut guard = CancelNote { ctx: ctx.clone(), step: 0, done: false };
             for i in 1..=steps {
                 tokio::time::sleep(delay).await;
+                guard.step = i;
                 ctx.progress(f64::from(i), Some(f64::from(steps)), Some(format!("step {i} of {steps}"))).await;
             }
+            guard.done = true;
             Ok::<_, String>(format!("done after {steps} steps"))
         })
         .tool("log", "Sends the message as a log notification", |ctx: Ctx, a: LogArgs| async move {
@@ -109,6 +164,29 @@ pub(crate) fn server() -> anyhow::Result<Server> {
         })
         .tool("fail", "Always fails (a result with isError: true)", |_ctx: Ctx, a: FailArgs| async move {
             Err::<String, _>(a.reason.unwrap_or_else(|| "this tool always fails".into()))
+        })
+        .tool("ask", "Asks the user for their name (elicitation) and greets them", |ctx: Ctx, _: serde_json::Value| async move {
+            let form = json!({
+                "message": "What is your name?",
+                "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+            });
+            let answer: serde_json::Value = ctx.input("ask", "elicitation/create", form).await?;
+            Ok::<_, mcp_engine::CallError>(match (answer["action"].as_str(), answer["content"]["name"].as_str()) {
+                (Some("accept"), Some(name)) => format!("Hello, {name}!"),
+                (action, _) => format!("no name given ({})", action.unwrap_or("no answer")),
+            })
+        })
+        .tool("sample", "Asks the client's model (sampling) and returns its answer", |ctx: Ctx, a: SampleArgs| async move {
+            let request = json!({
+                "messages": [{"role": "user", "content": {"type": "text", "text": a.prompt}}],
+                "maxTokens": 200
+            });
+            let answer: serde_json::Value = ctx.input("sample", "sampling/createMessage", request).await?;
+            Ok::<_, mcp_engine::CallError>(sampled_text(&answer))
+        })
+        .tool("touch", "Announces that a resource changed (to its subscribers)", |ctx: Ctx, a: TouchArgs| async move {
+            ctx.server().notify_resource_updated(&a.uri).await;
+            Ok::<_, String>(format!("{} updated", a.uri))
         })
         .text_resource("demo://readme", "readme", "text/plain", "This is the mcp demo server.\n")
         .text_resource("demo://config.json", "config", "application/json", "{\"debug\":false,\"level\":\"info\"}")

@@ -26,14 +26,19 @@ fn tools_human_and_json() {
         .lines()
         .map(|l| l.split_whitespace().next().unwrap())
         .collect();
-    assert_eq!(first, ["add", "echo", "fail", "log", "slow"]);
+    assert_eq!(
+        first,
+        [
+            "add", "ask", "echo", "fail", "log", "sample", "slow", "touch"
+        ]
+    );
     assert!(out.contains("Echoes the message back"));
     let (ok, out, _) = mcp(&["tools", "--json", "--", MCP, "serve", "--stdio"]);
     assert!(ok);
     let tools: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(tools[1]["name"], "echo");
+    assert_eq!(tools[2]["name"], "echo");
     assert_eq!(
-        tools[1]["inputSchema"]["required"],
+        tools[2]["inputSchema"]["required"],
         serde_json::json!(["message"])
     );
 }

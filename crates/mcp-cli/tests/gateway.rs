@@ -1,6 +1,8 @@
 //! `mcp serve --config`: a gateway over a stdio upstream and an HTTP upstream, all real
 //! processes and sockets; a legacy and a modern client call tools of both, progress passes
-//! through, and the HTTP upstream is killed and restarted during the test.
+//! through, and the HTTP upstream is killed and restarted during the test. Then prompts,
+//! resources, templates, completion, logs, resource updates, cancellation, sampling and
+//! elicitation through the gateway, for both client eras and both upstream eras.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -10,9 +12,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use mcp_client::{Client, ClientConfig, ClientHandlers, EraChoice, RequestOptions};
+use mcp_client::{Client, ClientConfig, ClientHandlers, EraChoice, RequestOptions, ServerEvent};
 use mcp_http::HttpClientConfig;
-use mcp_types::JsonObject;
+use mcp_types::{
+    CompleteParams, CompletionArgument, CompletionReference, Content, CreateMessageResult,
+    ElicitAction, ElicitResult, JsonObject, LoggingLevel, OneOrMany, Role,
+};
 use serde_json::json;
 
 const MCP: &str = env!("CARGO_BIN_EXE_mcp");
@@ -107,9 +112,12 @@ allow_tools = ["echo", "slow"]
         all,
         [
             "local__add",
+            "local__ask",
             "local__echo",
             "local__log",
+            "local__sample",
             "local__slow",
+            "local__touch",
             "remote__echo",
             "remote__slow"
         ],
@@ -157,7 +165,7 @@ allow_tools = ["echo", "slow"]
         !n.iter().any(|t| t.starts_with("remote__"))
     })
     .await;
-    assert_eq!(left.len(), 4);
+    assert_eq!(left.len(), 7);
     let r = modern
         .call_tool("local__echo", args(json!({"message": "still here"})))
         .await
@@ -165,7 +173,7 @@ allow_tools = ["echo", "slow"]
     assert_eq!(r.content[0].as_text(), Some("still here"));
     // It comes back on the same address: so do its tools.
     let (_upstream, _) = common::serve_http(&["--listen", &listen]).await;
-    until(&legacy, "remote tools back", |n| n.len() == 6).await;
+    until(&legacy, "remote tools back", |n| n.len() == 9).await;
     let r = legacy
         .call_tool("remote__echo", args(json!({"message": "back"})))
         .await
@@ -205,5 +213,256 @@ fn bad_configs_are_refused_with_a_clear_message() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(want), "{want}: {err}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A client that answers sampling and elicitation and records notifications.
+async fn answering_client(
+    url: &str,
+    era: EraChoice,
+) -> (Client, Arc<std::sync::Mutex<Vec<ServerEvent>>>) {
+    let events = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let handlers = ClientHandlers::new()
+        .sampling(|p| async move {
+            let asked = serde_json::to_value(&p.messages[0].content).unwrap();
+            let text = asked["text"].as_str().unwrap_or_default().to_owned();
+            Ok(CreateMessageResult {
+                result_type: None,
+                role: Role::Assistant,
+                content: OneOrMany::One(Content::text(format!("model says: {text}"))),
+                model: "test-model".into(),
+                stop_reason: None,
+                meta: None,
+                extra: JsonObject::new(),
+            })
+        })
+        .elicitation(|p| async move {
+            assert_eq!(p.message, "What is your name?");
+            Ok(ElicitResult {
+                result_type: None,
+                action: ElicitAction::Accept,
+                content: Some(args(json!({"name": "Grace"}))),
+                meta: None,
+                extra: JsonObject::new(),
+            })
+        })
+        .on_event(move |e| sink.lock().unwrap().push(e));
+    let t = mcp_http::client::connect(url, HttpClientConfig::default()).unwrap();
+    let config = ClientConfig {
+        era,
+        ..ClientConfig::default()
+    };
+    let c = Client::connect(t.incoming, t.outgoing, handlers, config)
+        .await
+        .unwrap();
+    (c, events)
+}
+
+/// Waits until `pred` holds for the recorded events.
+async fn seen(
+    events: &std::sync::Mutex<Vec<ServerEvent>>,
+    what: &str,
+    pred: impl Fn(&ServerEvent) -> bool,
+) -> ServerEvent {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(e) = events.lock().unwrap().iter().find(|e| pred(e)) {
+            return e.clone();
+        }
+        assert!(Instant::now() < deadline, "never saw {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gateway_passes_everything_else_through() {
+    let (_upstream, upstream_url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    let dir = std::env::temp_dir().join(format!("mcp-gateway-all-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("mcp.toml");
+    // `local` speaks the handshake era (its requests to us are server-to-client requests),
+    // `remote` 2026-07-28 (its requests come as input_required results).
+    std::fs::write(
+        &config,
+        format!(
+            r#"[[upstream]]
+name = "local"
+command = ["{MCP}", "serve", "--stdio"]
+era = "legacy"
+
+[[upstream]]
+name = "remote"
+url = "{upstream_url}"
+era = "modern"
+"#
+        ),
+    )
+    .unwrap();
+    let (_gateway, url) = common::serve_http(&[
+        "--config",
+        config.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+    ])
+    .await;
+    let (legacy, legacy_events) = answering_client(&url, EraChoice::Legacy).await;
+    let (modern, _) = answering_client(&url, EraChoice::Modern).await;
+    assert!(modern.is_modern() && !legacy.is_modern());
+
+    for c in [&legacy, &modern] {
+        // Prompts: listed under UPSTREAM__NAME, got from their upstream.
+        let prompts = c.list_prompts(None).await.unwrap().prompts;
+        let mut names: Vec<_> = prompts.iter().map(|p| p.name.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(
+            names,
+            [
+                "local__greet",
+                "local__summarize",
+                "remote__greet",
+                "remote__summarize"
+            ]
+        );
+        let p = c
+            .get_prompt(
+                "remote__greet",
+                [("name".to_owned(), "Ada".to_owned())].into(),
+            )
+            .await
+            .unwrap();
+        let text = serde_json::to_value(&p.messages[0].content).unwrap();
+        assert_eq!(text["text"], "Please greet Ada warmly.");
+        // Resources and templates: under gateway://UPSTREAM/, read from their upstream.
+        let resources = c.list_resources(None).await.unwrap().resources;
+        let uris: Vec<_> = resources.iter().map(|r| r.uri.as_str()).collect();
+        assert!(uris.contains(&"gateway://local/demo://readme"), "{uris:?}");
+        assert!(uris.contains(&"gateway://remote/demo://readme"), "{uris:?}");
+        assert_eq!(uris.len(), 6, "{uris:?}");
+        let r = c
+            .read_resource("gateway://local/demo://readme")
+            .await
+            .unwrap();
+        assert_eq!(r.contents[0].uri, "gateway://local/demo://readme");
+        assert_eq!(
+            r.contents[0].text.as_deref(),
+            Some("This is the mcp demo server.\n")
+        );
+        let templates = c
+            .list_resource_templates(None)
+            .await
+            .unwrap()
+            .resource_templates;
+        let t: Vec<_> = templates.iter().map(|t| t.uri_template.as_str()).collect();
+        assert!(
+            t.contains(&"gateway://remote/demo://greeting/{name}"),
+            "{t:?}"
+        );
+        let r = c
+            .read_resource("gateway://remote/demo://greeting/Ada")
+            .await
+            .unwrap();
+        assert_eq!(r.contents[0].text.as_deref(), Some("Hello, Ada!"));
+        // Completion is asked of the upstream.
+        let done = c
+            .complete(&CompleteParams {
+                reference: CompletionReference::Prompt {
+                    name: "local__greet".into(),
+                },
+                argument: CompletionArgument {
+                    name: "name".into(),
+                    value: "A".into(),
+                },
+                context: None,
+                meta: None,
+                extra: JsonObject::new(),
+            })
+            .await
+            .unwrap();
+        assert_eq!(done.completion.values, ["Ada", "Alan"]);
+        // Sampling and elicitation from both upstreams reach this client.
+        for upstream in ["local", "remote"] {
+            let r = c
+                .call_tool(
+                    &format!("{upstream}__sample"),
+                    args(json!({"prompt": "hi"})),
+                )
+                .await
+                .unwrap();
+            assert_eq!(
+                r.content[0].as_text(),
+                Some("model says: hi"),
+                "sampling from {upstream}, modern client: {}",
+                c.is_modern()
+            );
+            let r = c
+                .call_tool(&format!("{upstream}__ask"), JsonObject::new())
+                .await
+                .unwrap();
+            assert_eq!(r.content[0].as_text(), Some("Hello, Grace!"), "{upstream}");
+        }
+    }
+
+    // Log messages from an upstream tool reach the client, named after the upstream.
+    legacy.set_log_level(LoggingLevel::Debug).await.unwrap();
+    legacy
+        .call_tool(
+            "local__log",
+            args(json!({"message": "via gateway", "level": "debug"})),
+        )
+        .await
+        .unwrap();
+    let log = seen(
+        &legacy_events,
+        "the log message",
+        |e| matches!(e, ServerEvent::Log(p) if p.data == json!("via gateway")),
+    )
+    .await;
+    let ServerEvent::Log(log) = log else {
+        unreachable!()
+    };
+    assert_eq!(log.logger.as_deref(), Some("local/demo"));
+    assert_eq!(log.level, LoggingLevel::Debug);
+
+    // Resource updates: a subscription through the gateway is made upstream too.
+    legacy
+        .subscribe("gateway://local/demo://readme")
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        legacy
+            .call_tool("local__touch", args(json!({"uri": "demo://readme"})))
+            .await
+            .unwrap();
+        let updated = legacy_events.lock().unwrap().iter().any(|e| {
+            matches!(e, ServerEvent::ResourceUpdated(u) if u == "gateway://local/demo://readme")
+        });
+        if updated {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no resources/updated came through"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Cancellation: dropping the call cancels it at the gateway, which cancels it upstream;
+    // the upstream tool notices and says so in a log message.
+    let call = legacy.call_tool("local__slow", args(json!({"steps": 100, "delay_ms": 50})));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(400), call)
+            .await
+            .is_err()
+    );
+    let log = seen(&legacy_events, "the upstream's cancellation", |e| {
+        matches!(e, ServerEvent::Log(p) if p.data.as_str().is_some_and(|s| s.starts_with("slow: cancelled after step")))
+    })
+    .await;
+    let ServerEvent::Log(log) = log else {
+        unreachable!()
+    };
+    assert_eq!(log.logger.as_deref(), Some("local/demo"));
     let _ = std::fs::remove_dir_all(&dir);
 }

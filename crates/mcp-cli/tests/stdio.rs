@@ -42,7 +42,12 @@ async fn lifecycle_and_negotiation() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["add", "echo", "fail", "log", "slow"]);
+    assert_eq!(
+        names,
+        [
+            "add", "ask", "echo", "fail", "log", "sample", "slow", "touch"
+        ]
+    );
     s.close().await;
 }
 

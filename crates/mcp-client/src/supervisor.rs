@@ -299,16 +299,16 @@ async fn until_dead(client: &Client, heartbeat: Option<&Heartbeat>) -> String {
         return "the connection closed".to_owned();
     };
     let mut missed = 0u32;
-    let options = mcp_engine::RequestOptions::default().timeout(hb.timeout);
     loop {
         tokio::select! {
             () = client.closed() => return "the connection closed".to_owned(),
             () = tokio::time::sleep(hb.interval) => {}
         }
-        let ping = client
-            .peer()
-            .request_raw("ping", serde_json::json!({}), &options)
-            .await;
+        // `Client::ping` speaks the client's era (2026-07-28 has no ping: server/discover).
+        let ping = match tokio::time::timeout(hb.timeout, client.ping()).await {
+            Ok(r) => r,
+            Err(_) => Err(CallError::Timeout(hb.timeout)),
+        };
         match ping {
             Ok(_) => missed = 0,
             Err(CallError::Closed) => return "the connection closed".to_owned(),

@@ -36,4 +36,4 @@ pub use handler::{
 };
 pub use modern::unsupported_version_error;
 pub use mrtr::RequestStateKey;
-pub use server::{BuildError, CacheConfig, Server, ServerBuilder, ServerConfig};
+pub use server::{BuildError, CacheConfig, Edit, Server, ServerBuilder, ServerConfig, SubscribeFn};

@@ -30,6 +30,11 @@ pub(crate) async fn run(
     rc: RequestContext,
 ) -> HandlerResult {
     let mut changes = server.changes.subscribe();
+    if let (Some(hook), Some(uris)) = (&server.on_subscribe, &filter.resource_subscriptions) {
+        for uri in uris {
+            hook(uri);
+        }
+    }
     // The subscription is named by the listen request's own id (a number stays a number).
     let tag = json!({ meta_keys::SUBSCRIPTION_ID: rc.id.to_value() });
     let ack = json!({ "notifications": filter, "_meta": tag });

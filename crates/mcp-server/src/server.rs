@@ -148,7 +148,13 @@ pub(crate) struct Inner {
     pub(crate) sessions: Mutex<Vec<(Weak<Session>, Peer)>>,
     /// Changes announced to `subscriptions/listen` streams (2026-07-28).
     pub(crate) changes: tokio::sync::broadcast::Sender<Change>,
+    /// Told of every resource a client subscribes to.
+    pub(crate) on_subscribe: Option<SubscribeFn>,
 }
+
+/// Called with the URI of each resource a client subscribes to (`resources/subscribe`, or a
+/// 2026-07-28 `subscriptions/listen` naming resources).
+pub type SubscribeFn = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// A change a `subscriptions/listen` stream may want to hear about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -227,6 +233,7 @@ pub struct ServerBuilder {
     declare: Declared,
     config: ServerConfig,
     errors: Vec<BuildError>,
+    on_subscribe: Option<SubscribeFn>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -249,6 +256,7 @@ impl ServerBuilder {
             declare: Declared::default(),
             config: ServerConfig::default(),
             errors: Vec::new(),
+            on_subscribe: None,
         }
     }
 
@@ -285,6 +293,13 @@ impl ServerBuilder {
     /// Declares the prompts capability even with no prompt registered yet.
     pub fn declare_prompts(mut self) -> Self {
         self.declare.prompts = true;
+        self
+    }
+
+    /// Calls `f` with the URI of each resource a client subscribes to (a gateway subscribes
+    /// upstream then). Subscriptions are recorded and updates delivered either way.
+    pub fn on_subscribe(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.on_subscribe = Some(Arc::new(f));
         self
     }
 
@@ -432,6 +447,7 @@ impl ServerBuilder {
                 config: self.config,
                 sessions: Mutex::new(Vec::new()),
                 changes: tokio::sync::broadcast::channel(256).0,
+                on_subscribe: self.on_subscribe,
             }),
         })
     }
@@ -594,51 +610,73 @@ impl Server {
         }
     }
 
+    /// Changes what is registered in one step, then tells every client once per kind that
+    /// changed (`notifications/*/list_changed`), however many items `f` added or removed.
+    pub async fn edit<R>(&self, f: impl FnOnce(&mut Edit<'_>) -> R) -> R {
+        let (out, changed) = {
+            let mut reg = self.inner.write();
+            let mut edit = Edit {
+                reg: &mut reg,
+                changed: Declared::default(),
+            };
+            let out = f(&mut edit);
+            (out, edit.changed)
+        };
+        if changed.tools {
+            self.broadcast("notifications/tools/list_changed").await;
+        }
+        if changed.prompts {
+            self.broadcast("notifications/prompts/list_changed").await;
+        }
+        if changed.resources {
+            self.broadcast("notifications/resources/list_changed").await;
+        }
+        out
+    }
+
     /// Adds or replaces a tool at run time and tells every client (`list_changed`).
     ///
     /// # Errors
     /// If its schema is unusable.
     pub async fn add_tool(&self, tool: Tool, handler: ToolFn) -> Result<(), BuildError> {
-        let entry = make_tool_entry(tool, handler)?;
-        self.inner
-            .write()
-            .tools
-            .insert(entry.tool.name.clone(), Arc::new(entry));
-        self.broadcast("notifications/tools/list_changed").await;
-        Ok(())
+        self.edit(|e| e.add_tool(tool, handler)).await
     }
 
     /// Removes a tool and tells every client. Returns whether it existed.
     pub async fn remove_tool(&self, name: &str) -> bool {
-        let removed = self.inner.write().tools.remove(name).is_some();
-        if removed {
-            self.broadcast("notifications/tools/list_changed").await;
-        }
-        removed
+        self.edit(|e| e.remove_tool(name)).await
     }
 
     /// Adds or replaces a prompt at run time and tells every client (`list_changed`).
     pub async fn add_prompt(&self, prompt: Prompt, handler: PromptFn) {
-        let name = prompt.name.clone();
-        self.inner
-            .write()
-            .prompts
-            .insert(name, Arc::new(PromptEntry { prompt, handler }));
-        self.broadcast("notifications/prompts/list_changed").await;
+        self.edit(|e| e.add_prompt(prompt, handler)).await;
     }
 
     /// Removes a prompt and tells every client. Returns whether it existed.
     pub async fn remove_prompt(&self, name: &str) -> bool {
-        let removed = self.inner.write().prompts.remove(name).is_some();
-        if removed {
-            self.broadcast("notifications/prompts/list_changed").await;
-        }
-        removed
+        self.edit(|e| e.remove_prompt(name)).await
     }
 
     /// Tells every client that the resource list changed.
     pub async fn notify_resource_list_changed(&self) {
         self.broadcast("notifications/resources/list_changed").await;
+    }
+
+    /// Sends a log message to every legacy session whose level lets it through (2026-07-28
+    /// requests get log messages only from their own handlers, through [`Ctx::log`]).
+    pub async fn log(&self, level: mcp_types::LoggingLevel, logger: Option<&str>, data: Value) {
+        let params = mcp_types::LoggingMessageParams {
+            level,
+            logger: logger.map(str::to_owned),
+            data,
+            meta: None,
+            extra: JsonObject::new(),
+        };
+        for (session, peer) in self.live_sessions() {
+            if session.is_ready() && session.log_enabled(level) {
+                let _ = peer.notify_raw("notifications/message", &params).await;
+            }
+        }
     }
 
     /// Tells the clients subscribed to `uri` that it changed.
@@ -678,5 +716,102 @@ impl Server {
     /// Registered tool names, in `tools/list` order.
     pub fn tool_names(&self) -> Vec<String> {
         self.inner.read().tools.keys().cloned().collect()
+    }
+}
+
+/// The registry while [`Server::edit`] changes it.
+pub struct Edit<'a> {
+    reg: &'a mut Registry,
+    changed: Declared,
+}
+
+impl std::fmt::Debug for Edit<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Edit").finish_non_exhaustive()
+    }
+}
+
+impl Edit<'_> {
+    /// Adds or replaces a tool.
+    ///
+    /// # Errors
+    /// If its schema is unusable (nothing changes then).
+    pub fn add_tool(&mut self, tool: Tool, handler: ToolFn) -> Result<(), BuildError> {
+        let entry = make_tool_entry(tool, handler)?;
+        self.reg
+            .tools
+            .insert(entry.tool.name.clone(), Arc::new(entry));
+        self.changed.tools = true;
+        Ok(())
+    }
+
+    /// Removes a tool; whether it existed.
+    pub fn remove_tool(&mut self, name: &str) -> bool {
+        let removed = self.reg.tools.remove(name).is_some();
+        self.changed.tools |= removed;
+        removed
+    }
+
+    /// Adds or replaces a prompt.
+    pub fn add_prompt(&mut self, prompt: Prompt, handler: PromptFn) {
+        let name = prompt.name.clone();
+        self.reg
+            .prompts
+            .insert(name, Arc::new(PromptEntry { prompt, handler }));
+        self.changed.prompts = true;
+    }
+
+    /// Removes a prompt; whether it existed.
+    pub fn remove_prompt(&mut self, name: &str) -> bool {
+        let removed = self.reg.prompts.remove(name).is_some();
+        self.changed.prompts |= removed;
+        removed
+    }
+
+    /// Adds or replaces a resource (by URI).
+    pub fn add_resource(&mut self, resource: Resource, handler: ResourceFn) {
+        let uri = resource.uri.clone();
+        self.reg
+            .resources
+            .insert(uri, Arc::new(ResourceEntry { resource, handler }));
+        self.changed.resources = true;
+    }
+
+    /// Removes a resource; whether it existed.
+    pub fn remove_resource(&mut self, uri: &str) -> bool {
+        let removed = self.reg.resources.remove(uri).is_some();
+        self.changed.resources |= removed;
+        removed
+    }
+
+    /// Adds or replaces a resource template (by its `uriTemplate`).
+    ///
+    /// # Errors
+    /// If the template does not parse (nothing changes then).
+    pub fn add_resource_template(
+        &mut self,
+        template: ResourceTemplate,
+        handler: TemplateFn,
+    ) -> Result<(), BuildError> {
+        let parsed = UriTemplate::parse(&template.uri_template)?;
+        self.remove_resource_template(&template.uri_template);
+        self.reg.templates.push(Arc::new(TemplateEntry {
+            template,
+            parsed,
+            handler,
+        }));
+        self.changed.resources = true;
+        Ok(())
+    }
+
+    /// Removes a resource template by its `uriTemplate`; whether it existed.
+    pub fn remove_resource_template(&mut self, uri_template: &str) -> bool {
+        let before = self.reg.templates.len();
+        self.reg
+            .templates
+            .retain(|t| t.template.uri_template != uri_template);
+        let removed = self.reg.templates.len() != before;
+        self.changed.resources |= removed;
+        removed
     }
 }

@@ -335,6 +335,11 @@ impl Session {
                     Ok(p) => p,
                     Err(e) => return fail(e),
                 };
+                if req.method == "resources/subscribe" {
+                    if let Some(hook) = &self.server.on_subscribe {
+                        hook(&p.uri);
+                    }
+                }
                 let mut st = self.lock();
                 if req.method == "resources/subscribe" {
                     st.subscriptions.insert(p.uri);

@@ -110,7 +110,10 @@ pub async fn serve_http(args: &[&str]) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mcp"))
         .arg("serve")
         .args(args)
-        .env("MCP_LOG", "off")
+        .env(
+            "MCP_LOG",
+            std::env::var("MCP_TEST_LOG").unwrap_or_else(|_| "off".into()),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -128,6 +131,14 @@ pub async fn serve_http(args: &[&str]) -> (Child, String) {
             break format!("http://{}", rest.split_whitespace().next().unwrap());
         }
     };
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    // MCP_TEST_LOG=debug (an MCP_LOG filter) shows what the server logs.
+    let show = std::env::var_os("MCP_TEST_LOG").is_some();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if show {
+                eprintln!("[mcp serve] {line}");
+            }
+        }
+    });
     (child, url)
 }

@@ -1,0 +1,114 @@
+//! The configuration file of the gateway (`mcp.toml`).
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+
+use super::*;
+
+/// The configuration file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Config {
+    /// Interval of the heartbeat `ping` to each upstream, in milliseconds (default 5000); two
+    /// missed in a row mark it down and start a reconnection (or restart).
+    #[serde(default = "default_heartbeat_ms")]
+    pub(crate) heartbeat_ms: u64,
+    /// The upstream servers (`[[upstream]]` tables).
+    #[serde(default)]
+    pub(crate) upstream: Vec<Upstream>,
+}
+
+pub(super) fn default_heartbeat_ms() -> u64 {
+    5000
+}
+
+/// One upstream server.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Upstream {
+    /// Prefix of its tools: letters, digits, `-` and `_`, without `__`.
+    pub(crate) name: String,
+    /// A stdio server: program and arguments (fixed here; nothing else is ever spawned).
+    #[serde(default)]
+    pub(crate) command: Vec<String>,
+    /// A Streamable HTTP (or legacy HTTP+SSE) server.
+    pub(crate) url: Option<String>,
+    /// Protocol era to speak with it: `auto` (default: 2026-07-28 if it can, else the
+    /// handshake), `legacy` or `modern`.
+    #[serde(default)]
+    pub(crate) era: UpstreamEra,
+    /// Extra HTTP headers for `url`.
+    #[serde(default)]
+    pub(crate) headers: BTreeMap<String, String>,
+    /// Only these tools (all when empty).
+    #[serde(default)]
+    pub(crate) allow_tools: Vec<String>,
+    /// Never these tools.
+    #[serde(default)]
+    pub(crate) deny_tools: Vec<String>,
+}
+
+/// The `era` of an upstream.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum UpstreamEra {
+    /// 2026-07-28 when the server speaks it, else the handshake.
+    #[default]
+    Auto,
+    /// The `initialize` handshake.
+    Legacy,
+    /// 2026-07-28 only.
+    Modern,
+}
+
+impl Upstream {
+    pub(super) fn allows(&self, tool: &str) -> bool {
+        (self.allow_tools.is_empty() || self.allow_tools.iter().any(|t| t == tool))
+            && !self.deny_tools.iter().any(|t| t == tool)
+    }
+}
+
+/// Reads and checks a configuration file.
+pub(crate) fn load(path: &std::path::Path) -> anyhow::Result<Config> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let config: Config =
+        toml::from_str(&text).with_context(|| format!("invalid config {}", path.display()))?;
+    let mut seen = std::collections::HashSet::new();
+    for u in &config.upstream {
+        let ok_chars = u
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if u.name.is_empty() || !ok_chars || u.name.contains(SEPARATOR) {
+            bail!(
+                "upstream name {:?}: use letters, digits, - and _ (not {SEPARATOR})",
+                u.name
+            );
+        }
+        if !seen.insert(u.name.clone()) {
+            bail!("upstream name {:?} is used twice", u.name);
+        }
+        match (u.command.is_empty(), &u.url) {
+            (false, None) | (true, Some(_)) => {}
+            _ => bail!(
+                "upstream {:?}: give exactly one of `command` and `url`",
+                u.name
+            ),
+        }
+    }
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_example_config_is_valid() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../mcp.example.toml");
+        let config = super::load(std::path::Path::new(path)).expect("mcp.example.toml loads");
+        assert_eq!(config.upstream.len(), 2);
+        assert_eq!(config.heartbeat_ms, 5000);
+    }
+}

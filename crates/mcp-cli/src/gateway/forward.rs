@@ -1,0 +1,102 @@
+//! Gateway tools, prompts, resources and completions: each forwards to its upstream.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use mcp_client::{RequestOptions, Supervised};
+use mcp_jsonrpc::ErrorObject;
+use mcp_server::{Ctx, PromptFn, ResourceFn, TemplateFn, ToolFn};
+use mcp_types::{
+    CompleteParams, CompleteResult, CompletionReference, JsonObject, ReadResourceResult,
+};
+
+use super::*;
+
+/// A gateway tool: calls `tool` on the upstream, passing progress back.
+pub(super) fn tool_fn(sup: Supervised, link: Arc<Link>, tool: String) -> ToolFn {
+    Arc::new(move |ctx: Ctx, args: JsonObject| {
+        let (sup, link, tool) = (sup.clone(), link.clone(), tool.clone());
+        Box::pin(async move {
+            let (progress_link, progress_ctx) = (link.clone(), ctx.clone());
+            let options = RequestOptions::default().on_progress(move |p| {
+                progress_link.send(Event::Progress(progress_ctx.clone(), p));
+            });
+            let call = sup
+                .call(|client| async move { client.call_tool_with(&tool, args, &options).await });
+            relay(&link, &ctx, call).await
+        })
+    })
+}
+
+/// A gateway prompt: gets `prompt` from the upstream.
+pub(super) fn prompt_fn(sup: Supervised, link: Arc<Link>, prompt: String) -> PromptFn {
+    Arc::new(move |ctx: Ctx, args: BTreeMap<String, String>| {
+        let (sup, link, prompt) = (sup.clone(), link.clone(), prompt.clone());
+        Box::pin(async move {
+            let call = sup.call(|client| async move { client.get_prompt(&prompt, args).await });
+            relay(&link, &ctx, call).await
+        })
+    })
+}
+
+/// Reads an exposed URI from its upstream; the contents carry exposed URIs too.
+pub(super) async fn read(
+    sup: Supervised,
+    link: Arc<Link>,
+    ctx: Ctx,
+    uri: String,
+) -> Result<ReadResourceResult, ErrorObject> {
+    let prefix = link.exposed_uri("");
+    let Some(original) = uri.strip_prefix(&prefix).map(str::to_owned) else {
+        return Err(ErrorObject::invalid_params(format!(
+            "not a {prefix} URI: {uri}"
+        )));
+    };
+    let call = sup.call(|client| async move { client.read_resource(&original).await });
+    let mut result = relay(&link, &ctx, call).await?;
+    for c in &mut result.contents {
+        c.uri = link.exposed_uri(&c.uri);
+    }
+    Ok(result)
+}
+
+pub(super) fn resource_fn(sup: Supervised, link: Arc<Link>) -> ResourceFn {
+    Arc::new(move |ctx, uri| Box::pin(read(sup.clone(), link.clone(), ctx, uri)))
+}
+
+pub(super) fn template_fn(sup: Supervised, link: Arc<Link>) -> TemplateFn {
+    Arc::new(move |ctx, uri, _vars| Box::pin(read(sup.clone(), link.clone(), ctx, uri)))
+}
+
+/// `completion/complete` for a gateway prompt or template: asked of its upstream.
+pub(super) async fn complete(
+    links: &BTreeMap<String, Arc<Link>>,
+    sups: Option<&BTreeMap<String, Supervised>>,
+    ctx: &Ctx,
+    mut params: CompleteParams,
+) -> Result<CompleteResult, ErrorObject> {
+    let unknown = || ErrorObject::invalid_params("Invalid params: unknown completion reference");
+    let (link, original) = match &params.reference {
+        CompletionReference::Prompt { name } => {
+            let (upstream, prompt) = name.split_once(SEPARATOR).ok_or_else(unknown)?;
+            let link = links.get(upstream).ok_or_else(unknown)?.clone();
+            (link, prompt.to_owned())
+        }
+        CompletionReference::Resource { uri } => {
+            let (link, original) = route_uri(links, uri).ok_or_else(unknown)?;
+            (link, original.to_owned())
+        }
+    };
+    let sup = sups.and_then(|s| s.get(&link.name)).ok_or_else(unknown)?;
+    match &mut params.reference {
+        CompletionReference::Prompt { name } => *name = original,
+        CompletionReference::Resource { uri } => *uri = original,
+    }
+    let call = sup.call(|client| async move {
+        if client.server_capabilities().completions.is_none() {
+            return Ok(CompleteResult::default());
+        }
+        client.complete(&params).await
+    });
+    relay(&link, ctx, call).await
+}

@@ -1,0 +1,271 @@
+//! The gateway's copy of an upstream's lists, kept in step with it.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use mcp_client::{CallError, Client, Status, Supervised};
+use mcp_server::{Edit, Server};
+use mcp_types::LoggingLevel;
+use tokio::sync::{mpsc, oneshot};
+
+use super::*;
+
+/// The names an upstream's items are registered under in the gateway.
+#[derive(Default)]
+pub(super) struct Registered {
+    pub(super) tools: Vec<String>,
+    pub(super) prompts: Vec<String>,
+    pub(super) resources: Vec<String>,
+    pub(super) templates: Vec<String>,
+}
+
+/// Keeps the gateway's copy of an upstream's tools, prompts, resources and templates in step.
+pub(super) async fn mirror(
+    server: Server,
+    upstream: Upstream,
+    link: Arc<Link>,
+    sup: Supervised,
+    mut changed: mpsc::Receiver<Kind>,
+    ready: oneshot::Sender<()>,
+) {
+    let mut status = sup.watch();
+    let mut ours = Registered::default();
+    let mut ready = Some(ready);
+    let mut kind = Kind::All;
+    loop {
+        let current = status.borrow_and_update().clone();
+        // The first connection attempt is over once the status is anything but "connecting".
+        let settled = !matches!(&current, Status::Restarting { attempt: 0, .. });
+        match current {
+            Status::Up { client, .. } => {
+                if kind == Kind::All {
+                    prepare(&client, &link).await;
+                }
+                refresh(&server, &upstream, &link, &sup, &client, kind, &mut ours).await;
+            }
+            Status::Stopped => return,
+            Status::Restarting { attempt: 0, .. } => {}
+            other => {
+                if !ours.tools.is_empty() || !ours.resources.is_empty() {
+                    tracing::warn!(upstream = %upstream.name, "upstream down: {other:?}");
+                }
+                let gone = std::mem::take(&mut ours);
+                server.edit(|e| unregister(e, &gone)).await;
+            }
+        }
+        if settled {
+            if let Some(r) = ready.take() {
+                let _ = r.send(());
+            }
+        }
+        tokio::select! {
+            r = status.changed() => {
+                if r.is_err() { return }
+                kind = Kind::All;
+            }
+            Some(k) = changed.recv() => kind = k,
+        }
+    }
+}
+
+/// On each (re)connection: ask for every log message (clients filter by their own level) and
+/// renew the subscriptions clients hold.
+pub(super) async fn prepare(client: &Client, link: &Link) {
+    if client.server_capabilities().logging.is_some() {
+        if let Err(e) = client.set_log_level(LoggingLevel::Debug).await {
+            tracing::debug!(upstream = %link.name, "logging/setLevel: {e}");
+        }
+    }
+    let uris: Vec<String> = link
+        .subscribed
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .cloned()
+        .collect();
+    for uri in uris {
+        subscribe(client, &uri).await;
+    }
+}
+
+pub(super) fn unregister(e: &mut Edit<'_>, gone: &Registered) {
+    for n in &gone.tools {
+        e.remove_tool(n);
+    }
+    for n in &gone.prompts {
+        e.remove_prompt(n);
+    }
+    for u in &gone.resources {
+        e.remove_resource(u);
+    }
+    for t in &gone.templates {
+        e.remove_resource_template(t);
+    }
+}
+
+/// Every page of a list, up to [`MAX_PAGES`].
+pub(super) async fn all_pages<T, F, Fut>(mut page: F) -> Result<Vec<T>, CallError>
+where
+    F: FnMut(Option<String>) -> Fut,
+    Fut: Future<Output = Result<(Vec<T>, Option<String>), CallError>>,
+{
+    let mut items = Vec::new();
+    let mut cursor = None;
+    for _ in 0..MAX_PAGES {
+        let (mut more, next) = page(cursor).await?;
+        items.append(&mut more);
+        cursor = next;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    Ok(items)
+}
+
+/// Reads the upstream's lists (those `kind` covers) and registers them under gateway names.
+pub(super) async fn refresh(
+    server: &Server,
+    upstream: &Upstream,
+    link: &Arc<Link>,
+    sup: &Supervised,
+    client: &Client,
+    kind: Kind,
+    ours: &mut Registered,
+) {
+    let caps = client.server_capabilities().clone();
+    let want = |k: Kind| kind == Kind::All || kind == k;
+    let warn = |what: &str, e: CallError| {
+        tracing::warn!(upstream = %upstream.name, "listing {what} failed: {e}");
+    };
+    let tools = match (want(Kind::Tools), caps.tools.is_some()) {
+        (false, _) => None,
+        (true, false) => Some(Vec::new()),
+        (true, true) => client.list_tools().await.map_err(|e| warn("tools", e)).ok(),
+    };
+    let prompts = match (want(Kind::Prompts), caps.prompts.is_some()) {
+        (false, _) => None,
+        (true, false) => Some(Vec::new()),
+        (true, true) => all_pages(|c| async move {
+            client
+                .list_prompts(c)
+                .await
+                .map(|p| (p.prompts, p.next_cursor))
+        })
+        .await
+        .map_err(|e| warn("prompts", e))
+        .ok(),
+    };
+    let resources = match (want(Kind::Resources), caps.resources.is_some()) {
+        (false, _) => None,
+        (true, false) => Some((Vec::new(), Vec::new())),
+        (true, true) => {
+            let r = all_pages(|c| async move {
+                client
+                    .list_resources(c)
+                    .await
+                    .map(|p| (p.resources, p.next_cursor))
+            })
+            .await;
+            let t = all_pages(|c| async move {
+                client
+                    .list_resource_templates(c)
+                    .await
+                    .map(|p| (p.resource_templates, p.next_cursor))
+            })
+            .await;
+            match (r, t) {
+                (Ok(r), Ok(t)) => Some((r, t)),
+                (Err(e), _) | (_, Err(e)) => {
+                    warn("resources", e);
+                    None
+                }
+            }
+        }
+    };
+    let name = &upstream.name;
+    server
+        .edit(|e| {
+            if let Some(tools) = tools {
+                let mut next = Vec::new();
+                for tool in tools.into_iter().filter(|t| upstream.allows(&t.name)) {
+                    let exposed = format!("{name}{SEPARATOR}{}", tool.name);
+                    let handler = tool_fn(sup.clone(), link.clone(), tool.name.clone());
+                    let tool = mcp_types::Tool {
+                        name: exposed.clone(),
+                        ..tool
+                    };
+                    match e.add_tool(tool, handler) {
+                        Ok(()) => next.push(exposed),
+                        Err(err) => tracing::warn!("skipping upstream tool {exposed}: {err}"),
+                    }
+                }
+                replace(&mut ours.tools, next, |n| {
+                    e.remove_tool(n);
+                });
+            }
+            if let Some(prompts) = prompts {
+                let mut next = Vec::new();
+                for prompt in prompts {
+                    let exposed = format!("{name}{SEPARATOR}{}", prompt.name);
+                    let handler = prompt_fn(sup.clone(), link.clone(), prompt.name.clone());
+                    let prompt = mcp_types::Prompt {
+                        name: exposed.clone(),
+                        ..prompt
+                    };
+                    e.add_prompt(prompt, handler);
+                    next.push(exposed);
+                }
+                replace(&mut ours.prompts, next, |n| {
+                    e.remove_prompt(n);
+                });
+            }
+            if let Some((resources, templates)) = resources {
+                let mut next = Vec::new();
+                for resource in resources {
+                    let exposed = link.exposed_uri(&resource.uri);
+                    let resource = mcp_types::Resource {
+                        uri: exposed.clone(),
+                        ..resource
+                    };
+                    e.add_resource(resource, resource_fn(sup.clone(), link.clone()));
+                    next.push(exposed);
+                }
+                replace(&mut ours.resources, next, |u| {
+                    e.remove_resource(u);
+                });
+                let mut next = Vec::new();
+                for template in templates {
+                    let exposed = link.exposed_uri(&template.uri_template);
+                    let template = mcp_types::ResourceTemplate {
+                        uri_template: exposed.clone(),
+                        ..template
+                    };
+                    match e.add_resource_template(template, template_fn(sup.clone(), link.clone()))
+                    {
+                        Ok(()) => next.push(exposed),
+                        Err(err) => tracing::warn!("skipping upstream template {exposed}: {err}"),
+                    }
+                }
+                replace(&mut ours.templates, next, |t| {
+                    e.remove_resource_template(t);
+                });
+            }
+        })
+        .await;
+    tracing::info!(
+        upstream = %upstream.name,
+        tools = ours.tools.len(),
+        prompts = ours.prompts.len(),
+        resources = ours.resources.len(),
+        templates = ours.templates.len(),
+        "upstream up"
+    );
+}
+
+/// Makes `next` the registered set, removing what is no longer there.
+pub(super) fn replace(ours: &mut Vec<String>, next: Vec<String>, mut remove: impl FnMut(&str)) {
+    for gone in ours.iter().filter(|n| !next.contains(n)) {
+        remove(gone);
+    }
+    *ours = next;
+}

@@ -1,0 +1,128 @@
+//! `mcp serve --config mcp.toml`: one MCP server in front of several upstream servers (stdio
+//! commands and URLs), each supervised.
+//!
+//! Naming: tools and prompts of upstream `NAME` appear as `NAME__TOOL` and `NAME__PROMPT`;
+//! its resources and resource templates as `gateway://NAME/ORIGINAL-URI`. Calls, reads and
+//! completions are routed by that prefix. Progress, log messages, cancellation, list changes
+//! and resource updates pass through, and so do the upstream's sampling and elicitation
+//! requests: a legacy client gets them as server-to-client requests, a 2026-07-28 client as
+//! `input_required` rounds (the upstream call runs again on the retry, with the answers).
+//! An upstream that goes down takes its items out of the lists (clients get `list_changed`)
+//! until it is back.
+
+mod config;
+mod forward;
+mod link;
+mod mirror;
+mod upstream;
+
+use config::*;
+pub(crate) use config::{Config, load};
+use forward::*;
+use link::*;
+use mirror::*;
+use upstream::*;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_client::{Heartbeat, Supervised, SupervisorConfig};
+use mcp_server::Server;
+use tokio::sync::{mpsc, oneshot};
+
+/// Separates an upstream's name from its tool's or prompt's name in the gateway's lists.
+pub(crate) const SEPARATOR: &str = "__";
+/// Resources and templates of upstream `NAME` are exposed as `gateway://NAME/ORIGINAL-URI`.
+pub(crate) const URI_PREFIX: &str = "gateway://";
+/// Notifications from one upstream waiting to be passed on; more are dropped (and logged).
+const EVENT_QUEUE: usize = 1024;
+/// Pages read from an upstream per list (at its page size, plenty).
+const MAX_PAGES: usize = 100;
+
+/// The gateway server with its upstreams started (their items arrive as they connect).
+pub(crate) async fn start(config: Config) -> anyhow::Result<(Server, Vec<Supervised>)> {
+    let mut links = BTreeMap::new();
+    let mut queues = Vec::new();
+    for upstream in &config.upstream {
+        let (events, rx) = mpsc::channel(EVENT_QUEUE);
+        let link = Arc::new(Link {
+            name: upstream.name.clone(),
+            events,
+            calls: Calls::default(),
+            subscribed: Mutex::new(BTreeSet::new()),
+        });
+        links.insert(upstream.name.clone(), link.clone());
+        queues.push((link, rx));
+    }
+    let links = Arc::new(links);
+    let (hook_links, completion_links) = (links.clone(), links.clone());
+    let supervisors: Arc<std::sync::OnceLock<BTreeMap<String, Supervised>>> = Arc::default();
+    let complete_sups = supervisors.clone();
+    let server = Server::builder("mcp-gateway", env!("CARGO_PKG_VERSION"))
+        .instructions(format!(
+            "A gateway: tools and prompts of each upstream server appear as UPSTREAM{SEPARATOR}NAME, \
+             its resources as {URI_PREFIX}UPSTREAM/URI."
+        ))
+        .declare_tools()
+        .declare_prompts()
+        .declare_resources()
+        .on_subscribe(move |uri| {
+            if let Some((link, original)) = route_uri(&hook_links, uri) {
+                link.send(Event::Subscribe(original.to_owned()));
+            }
+        })
+        .completion(move |ctx, params| {
+            let links = completion_links.clone();
+            let sups = complete_sups.clone();
+            async move { complete(&links, sups.get(), &ctx, params).await }
+        })
+        .build()?;
+    let mut supervised = BTreeMap::new();
+    let mut ready = Vec::new();
+    let beat = Duration::from_millis(config.heartbeat_ms.max(10));
+    for (upstream, (link, events)) in config.upstream.into_iter().zip(queues) {
+        let (changed_tx, changed_rx) = mpsc::channel::<Kind>(16);
+        let sup = Supervised::start(
+            connector(upstream.clone(), link.clone()),
+            SupervisorConfig {
+                heartbeat: Some(Heartbeat {
+                    interval: beat,
+                    timeout: beat.min(Duration::from_secs(5)),
+                    misses: 2,
+                }),
+                ..SupervisorConfig::default()
+            },
+        );
+        tokio::spawn(pass_on(
+            server.clone(),
+            link.clone(),
+            sup.clone(),
+            events,
+            changed_tx,
+        ));
+        let (ready_tx, ready_rx) = oneshot::channel();
+        ready.push(ready_rx);
+        tokio::spawn(mirror(
+            server.clone(),
+            upstream.clone(),
+            link,
+            sup.clone(),
+            changed_rx,
+            ready_tx,
+        ));
+        supervised.insert(upstream.name, sup);
+    }
+    let list = supervised.values().cloned().collect();
+    let _ = supervisors.set(supervised);
+    // Serve once every upstream has connected (or failed) once, so the first lists are
+    // complete; a slow upstream delays the start by at most 10 s.
+    let all = futures::future::join_all(ready);
+    if tokio::time::timeout(Duration::from_secs(10), all)
+        .await
+        .is_err()
+    {
+        tracing::warn!("some upstreams are still connecting; serving without them for now");
+    }
+    Ok((server, list))
+}
