@@ -16,6 +16,8 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::json;
 
+mod common;
+
 const MCP: &str = env!("CARGO_BIN_EXE_mcp");
 
 fn quick_child() -> ClientConfig {
@@ -157,6 +159,41 @@ async fn a_crash_loop_is_detected_instead_of_spinning() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(attempts.load(Ordering::SeqCst), before);
     assert_eq!(before, 4);
+    sup.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeats_keep_a_2026_http_server_up() {
+    let (_server, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    let connector: mcp_client::supervisor::Connector = Arc::new(move || {
+        let url = url.clone();
+        Box::pin(async move {
+            let t = mcp_http::client::connect(&url, mcp_http::HttpClientConfig::default())
+                .map_err(|e| {
+                    mcp_client::ConnectError::Initialize(CallError::Protocol(e.to_string()))
+                })?;
+            let config = ClientConfig {
+                era: mcp_client::EraChoice::Modern,
+                ..ClientConfig::default()
+            };
+            Client::connect(t.incoming, t.outgoing, ClientHandlers::new(), config).await
+        })
+    });
+    let sup = Supervised::start(
+        connector,
+        SupervisorConfig {
+            heartbeat: Some(Heartbeat {
+                interval: Duration::from_millis(50),
+                timeout: Duration::from_millis(500),
+                misses: 2,
+            }),
+            ..SupervisorConfig::default()
+        },
+    );
+    assert!(sup.client().await.unwrap().is_modern());
+    // Ten heartbeats: every one must be answered (a 2026-07-28 server has no `ping`).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(generation(&sup.status()), 1, "{:?}", sup.status());
     sup.stop().await;
 }
 
