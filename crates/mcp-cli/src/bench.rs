@@ -258,6 +258,9 @@ async fn throughput(plan: &Plan) -> anyhow::Result<Value> {
         report["calls"] = json!(lat.len());
         report["calls_per_sec"] = json!(rate(lat.len(), elapsed));
         report["latency"] = percentiles(lat);
+        if let Some(pid) = pid {
+            report["server_peak_rss_kib"] = json!(status_kib(pid, "VmHWM:"));
+        }
         close_all(conns).await;
     } else {
         if plan.mode != BenchMode::Pipelined {

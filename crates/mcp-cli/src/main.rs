@@ -167,7 +167,7 @@ enum Command {
     /// Benchmark a server with a tool call: sequential and pipelined on one connection, or
     /// `--clients N` connections calling at once (with latency percentiles).
     #[command(
-        after_help = "Examples:\n  mcp bench --requests 50000 -- mcp serve --stdio\n  mcp bench http://127.0.0.1:8080/mcp --clients 64 --requests 100000\n  mcp bench http://127.0.0.1:8080/mcp --idle-sessions 1000 --server-pid 1234\n  mcp bench http://127.0.0.1:8080/mcp --concurrency 16 --duration 10s --json"
+        after_help = "Examples:\n  mcp bench --requests 50000 -- mcp serve --stdio\n  mcp bench http://127.0.0.1:8080/mcp --clients 64 --requests 100000\n  mcp bench http://127.0.0.1:8080/mcp --idle-sessions 1000 --server-pid 1234\n  mcp bench http://127.0.0.1:8080/mcp --concurrency 16 --duration 10s --json\n  mcp bench --pipeline --window 256 --requests 100000 -- mcp serve --stdio"
     )]
     Bench {
         /// Streamable HTTP endpoint URL.
@@ -203,6 +203,9 @@ enum Command {
         /// Which phases to run.
         #[arg(long, value_enum, default_value_t = BenchMode::Both)]
         mode: BenchMode,
+        /// Only the pipelined phase (`--mode pipelined`): up to `--window` calls in flight.
+        #[arg(long, conflicts_with = "mode")]
+        pipeline: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -474,9 +477,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             requests,
             window,
             mode,
+            pipeline,
             json,
             server,
         } => {
+            let mode = if pipeline { BenchMode::Pipelined } else { mode };
             let plan = bench::Plan {
                 target: target::Target::from_parts(url, server)?,
                 arguments: parse_args(Some(&args), &[])?,

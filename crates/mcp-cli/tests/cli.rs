@@ -270,3 +270,43 @@ fn bench_by_duration_with_json() {
     ]);
     assert!(!ok && err.contains("unknown unit"), "{err}");
 }
+
+#[test]
+fn bench_pipeline_only_and_errors_counted() {
+    let (ok, out, err) = mcp(&[
+        "bench",
+        "--pipeline",
+        "--requests",
+        "500",
+        "--json",
+        "--",
+        MCP,
+        "serve",
+        "--stdio",
+    ]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["pipelined_calls"], 500, "{v}");
+    assert!(v.get("sequential_calls").is_none(), "{v}");
+    // A tool that fails: every call is counted, the figures still printed, the exit code 1.
+    let (ok, out, err) = mcp(&[
+        "bench",
+        "--tool",
+        "fail",
+        "--args",
+        "{}",
+        "--mode",
+        "sequential",
+        "--requests",
+        "300",
+        "--",
+        MCP,
+        "serve",
+        "--stdio",
+    ]);
+    assert!(!ok);
+    assert!(out.contains("errors"), "human output: {out}");
+    assert_eq!(err.trim(), "error: 300 calls failed", "{err}");
+    let (ok, _, err) = mcp(&["bench", "--pipeline", "--mode", "sequential", "--", MCP]);
+    assert!(!ok && err.contains("cannot be used with"), "{err}");
+}

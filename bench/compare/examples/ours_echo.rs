@@ -1,0 +1,37 @@
+//! The echo server written with our SDK (`mcp` + `mcp-http`).
+
+mod common;
+
+use mcp::server::{Ctx, Server};
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Echo {
+    /// The text to echo back.
+    message: String,
+}
+
+fn main() {
+    let mode = common::mode();
+    common::runtime(&mode).block_on(async {
+        let server = Server::builder("ours-echo", "1.0.0")
+            .tool(
+                "echo",
+                "Echoes the message back",
+                |_ctx: Ctx, a: Echo| async move { Ok::<_, String>(a.message) },
+            )
+            .build()
+            .expect("server");
+        match mode {
+            common::Mode::Stdio => {
+                let (io, writer) = mcp::transport::stdio(server.config().max_line);
+                server.serve(io.incoming, io.outgoing).await;
+                let _ = writer.await;
+            }
+            common::Mode::Http(addr) => {
+                let listener = common::listen(&addr).await;
+                let http = mcp_http::StreamableHttp::new(server, mcp_http::HttpConfig::default());
+                axum::serve(listener, http.router()).await.expect("serve");
+            }
+        }
+    });
+}
