@@ -466,3 +466,42 @@ era = "modern"
     assert_eq!(log.logger.as_deref(), Some("local/demo"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gateway_over_stdio() {
+    let dir = std::env::temp_dir().join(format!("mcp-gateway-stdio-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("mcp.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"[[upstream]]
+name = "local"
+command = ["{MCP}", "serve", "--stdio"]
+allow_tools = ["echo"]
+"#
+        ),
+    )
+    .unwrap();
+    for era in [EraChoice::Legacy, EraChoice::Modern] {
+        let c = Client::spawn(
+            MCP,
+            &["serve", "--config", config.to_str().unwrap(), "--stdio"],
+            ClientHandlers::new(),
+            ClientConfig {
+                era,
+                ..ClientConfig::default()
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!(names(&c).await, ["local__echo"]);
+        let r = c
+            .call_tool("local__echo", args(json!({"message": "over stdio"})))
+            .await
+            .unwrap();
+        assert_eq!(r.content[0].as_text(), Some("over stdio"));
+        c.close().await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

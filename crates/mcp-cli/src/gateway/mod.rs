@@ -39,6 +39,8 @@ pub(crate) const URI_PREFIX: &str = "gateway://";
 const EVENT_QUEUE: usize = 1024;
 /// Pages read from an upstream per list (at its page size, plenty).
 const MAX_PAGES: usize = 100;
+/// Distinct resources the gateway subscribes to per upstream (clients may name any URI).
+const MAX_SUBSCRIPTIONS: usize = 10_000;
 
 /// The gateway server with its upstreams started (their items arrive as they connect).
 pub(crate) async fn start(config: Config) -> anyhow::Result<(Server, Vec<Supervised>)> {

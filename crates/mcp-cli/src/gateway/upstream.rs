@@ -107,11 +107,17 @@ pub(super) async fn pass_on(
                     .await
             }
             Event::Subscribe(uri) => {
-                let fresh = link
-                    .subscribed
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .insert(uri.clone());
+                let fresh = {
+                    let mut subscribed = link
+                        .subscribed
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    if subscribed.len() >= MAX_SUBSCRIPTIONS && !subscribed.contains(&uri) {
+                        tracing::warn!(upstream = %link.name, "{MAX_SUBSCRIPTIONS} subscriptions held; not subscribing to {uri} upstream");
+                        continue;
+                    }
+                    subscribed.insert(uri.clone())
+                };
                 let up = match &*sup.watch().borrow() {
                     Status::Up { client, .. } => Some(client.clone()),
                     _ => None,
