@@ -41,6 +41,15 @@ async fn client(url: &str, era: EraChoice) -> Client {
         .unwrap()
 }
 
+/// Writes a gateway config into a fresh temporary folder: (folder, file).
+fn config_file(tag: &str, toml: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("mcp.toml");
+    std::fs::write(&config, toml).unwrap();
+    (dir, config)
+}
+
 fn args(v: serde_json::Value) -> JsonObject {
     serde_json::from_value(v).unwrap()
 }
@@ -75,12 +84,9 @@ async fn gateway_over_a_stdio_and_an_http_upstream() {
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
     let (upstream, upstream_url) = common::serve_http(&["--listen", &listen]).await;
-    let dir = std::env::temp_dir().join(format!("mcp-gateway-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = dir.join("mcp.toml");
-    std::fs::write(
-        &config,
-        format!(
+    let (dir, config) = config_file(
+        "mcp-gateway",
+        &format!(
             r#"heartbeat_ms = 200
 
 [[upstream]]
@@ -94,8 +100,7 @@ url = "{upstream_url}"
 allow_tools = ["echo", "slow"]
 "#
         ),
-    )
-    .unwrap();
+    );
     let (_gateway, url) = common::serve_http(&[
         "--config",
         config.to_str().unwrap(),
@@ -278,14 +283,11 @@ async fn seen(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gateway_passes_everything_else_through() {
     let (_upstream, upstream_url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
-    let dir = std::env::temp_dir().join(format!("mcp-gateway-all-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = dir.join("mcp.toml");
     // `local` speaks the handshake era (its requests to us are server-to-client requests),
     // `remote` 2026-07-28 (its requests come as input_required results).
-    std::fs::write(
-        &config,
-        format!(
+    let (dir, config) = config_file(
+        "mcp-gateway-all",
+        &format!(
             r#"[[upstream]]
 name = "local"
 command = ["{MCP}", "serve", "--stdio"]
@@ -297,8 +299,7 @@ url = "{upstream_url}"
 era = "modern"
 "#
         ),
-    )
-    .unwrap();
+    );
     let (_gateway, url) = common::serve_http(&[
         "--config",
         config.to_str().unwrap(),
@@ -469,20 +470,16 @@ era = "modern"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gateway_over_stdio() {
-    let dir = std::env::temp_dir().join(format!("mcp-gateway-stdio-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = dir.join("mcp.toml");
-    std::fs::write(
-        &config,
-        format!(
+    let (dir, config) = config_file(
+        "mcp-gateway-stdio",
+        &format!(
             r#"[[upstream]]
 name = "local"
 command = ["{MCP}", "serve", "--stdio"]
 allow_tools = ["echo"]
 "#
         ),
-    )
-    .unwrap();
+    );
     for era in [EraChoice::Legacy, EraChoice::Modern] {
         let c = Client::spawn(
             MCP,
