@@ -50,6 +50,17 @@ fn config_file(tag: &str, toml: &str) -> (std::path::PathBuf, std::path::PathBuf
     (dir, config)
 }
 
+/// `mcp serve --config CONFIG` on a free port: the process and its URL.
+async fn serve_gateway(config: &std::path::Path) -> (tokio::process::Child, String) {
+    common::serve_http(&[
+        "--config",
+        config.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+    ])
+    .await
+}
+
 fn args(v: serde_json::Value) -> JsonObject {
     serde_json::from_value(v).unwrap()
 }
@@ -101,13 +112,7 @@ allow_tools = ["echo", "slow"]
 "#
         ),
     );
-    let (_gateway, url) = common::serve_http(&[
-        "--config",
-        config.to_str().unwrap(),
-        "--listen",
-        "127.0.0.1:0",
-    ])
-    .await;
+    let (_gateway, url) = serve_gateway(&config).await;
 
     let legacy = client(&url, EraChoice::Legacy).await;
     let modern = client(&url, EraChoice::Modern).await;
@@ -300,13 +305,7 @@ era = "modern"
 "#
         ),
     );
-    let (_gateway, url) = common::serve_http(&[
-        "--config",
-        config.to_str().unwrap(),
-        "--listen",
-        "127.0.0.1:0",
-    ])
-    .await;
+    let (_gateway, url) = serve_gateway(&config).await;
     let (legacy, legacy_events) = answering_client(&url, EraChoice::Legacy).await;
     let (modern, _) = answering_client(&url, EraChoice::Modern).await;
     assert!(modern.is_modern() && !legacy.is_modern());
