@@ -53,6 +53,7 @@ pub async fn run(
     let mut input_open = true;
     let closing = CancellationToken::new();
     let max_queued = config.max_queued.max(1);
+    let killed = peer.killed().clone();
 
     loop {
         if !input_open && queue.is_empty() {
@@ -60,6 +61,15 @@ pub async fn run(
         }
         tokio::select! {
             biased;
+            () = killed.cancelled(), if input_open || !queue.is_empty() => {
+                // The other side stopped reading: nothing more is read, and nothing it
+                // asked for runs on.
+                input_open = false;
+                closing.cancel();
+                queue.clear();
+                tasks.abort_all();
+                lock(&in_flight).clear();
+            }
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
             Ok(permit) = sem.clone().acquire_owned(), if !queue.is_empty() => {
                 let Some(q) = queue.pop_front() else { continue };
@@ -201,7 +211,10 @@ fn on_message(
                 match parse_params::<CancelledParams>(n.params.as_deref()) {
                     Ok(p) => {
                         if let Some(id) = p.request_id.as_ref().and_then(RequestId::from_value) {
-                            cancel(&id, in_flight, queue);
+                            if cancel(&id, in_flight, queue) {
+                                // No response will come: the transport may end its stream.
+                                peer.scoped(id).try_send_ended();
+                            }
                         }
                     }
                     Err(e) => tracing::warn!("bad cancellation: {}", e.message),
@@ -257,15 +270,16 @@ fn on_message(
     }
 }
 
-fn cancel(id: &RequestId, in_flight: &InFlightMap, queue: &mut VecDeque<Queued>) {
+/// Cancels request `id`; whether it was in flight (and so will get no response).
+fn cancel(id: &RequestId, in_flight: &InFlightMap, queue: &mut VecDeque<Queued>) -> bool {
     let mut map = lock(in_flight);
     let Some(entry) = map.get(id) else {
         tracing::debug!(%id, "cancellation for an unknown or finished request; ignored");
-        return;
+        return false;
     };
     if !entry.cancellable {
         tracing::warn!(%id, "this request cannot be cancelled; ignored");
-        return;
+        return false;
     }
     if let Some(entry) = map.remove(id) {
         entry.cancel.cancel();
@@ -275,6 +289,7 @@ fn cancel(id: &RequestId, in_flight: &InFlightMap, queue: &mut VecDeque<Queued>)
     }
     drop(map);
     queue.retain(|q| &q.id != id);
+    true
 }
 
 fn on_batch(

@@ -20,6 +20,10 @@ pub enum CallError {
     /// The connection closed before a response arrived.
     #[error("connection closed")]
     Closed,
+    /// The connection's outgoing queue is full: the other side is not reading. Only from the
+    /// non-waiting sends ([`crate::Peer::try_notify_raw`]).
+    #[error("the connection's outgoing queue is full (the peer is not reading)")]
+    QueueFull,
     /// The connection is shutting down and takes no new requests.
     #[error("the connection is shutting down; no new requests are sent")]
     ShuttingDown,

@@ -12,6 +12,7 @@
 mod connection;
 mod error;
 mod options;
+mod outbox;
 mod peer;
 mod service;
 

@@ -80,6 +80,15 @@ pub struct EngineConfig {
     pub busy_after: Option<usize>,
     /// Most entries in one JSON-RPC batch (2025-03-26 only); a longer batch gets one error.
     pub max_batch: usize,
+    /// A send that waits this long for room in the transport's queue means the other side
+    /// stopped reading: the connection is closed (its requests are aborted, and nothing waits
+    /// for it any more). `None`: wait as long as it takes (stdio, where the one client's
+    /// pace is the pace).
+    pub stall_timeout: Option<Duration>,
+    /// Messages for many connections at once (server-wide notifications) never wait; when a
+    /// connection's queue is full they wait in an overflow queue of this many. Past it, the
+    /// connection is closed (with a stall timeout) or the message is dropped (without).
+    pub max_overflow: usize,
 }
 
 impl Default for EngineConfig {
@@ -90,6 +99,8 @@ impl Default for EngineConfig {
             answer_unidentified: false,
             busy_after: None,
             max_batch: 50,
+            stall_timeout: None,
+            max_overflow: 1024,
         }
     }
 }

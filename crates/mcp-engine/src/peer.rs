@@ -15,7 +15,8 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::error::CallError;
-use crate::options::{ProgressCallback, RequestOptions};
+use crate::options::{EngineConfig, ProgressCallback, RequestOptions};
+use crate::outbox::{Outbox, Refused};
 
 type Outcome = Result<RawJson, ErrorObject>;
 
@@ -27,7 +28,7 @@ struct Pending {
 }
 
 pub(crate) struct Inner {
-    out: mpsc::Sender<Outbound>,
+    out: Arc<Outbox>,
     next_id: AtomicI64,
     pending: Mutex<HashMap<i64, Pending>>,
     closed: AtomicBool,
@@ -80,11 +81,18 @@ impl Drop for PendingGuard<'_> {
 }
 
 impl Peer {
-    /// A peer writing encoded messages to `out`.
+    /// A peer writing encoded messages to `out`, waiting as long as it takes when `out` is
+    /// full (no stall timeout).
     pub fn new(out: mpsc::Sender<Outbound>) -> Self {
+        Self::with_config(out, &EngineConfig::default())
+    }
+
+    /// A peer writing to `out` with the outgoing-queue settings of `config`
+    /// ([`EngineConfig::stall_timeout`], [`EngineConfig::max_overflow`]).
+    pub fn with_config(out: mpsc::Sender<Outbound>, config: &EngineConfig) -> Self {
         Self {
             inner: Arc::new(Inner {
-                out,
+                out: Outbox::new(out, config.stall_timeout, config.max_overflow),
                 next_id: AtomicI64::new(1),
                 pending: Mutex::new(HashMap::new()),
                 closed: AtomicBool::new(false),
@@ -124,6 +132,11 @@ impl Peer {
         let _ = self.inner.out.send(out).await;
     }
 
+    /// Cancelled when the connection is killed because the other side stopped reading.
+    pub(crate) fn killed(&self) -> &tokio_util::sync::CancellationToken {
+        self.inner.out.killed()
+    }
+
     /// Queues an error response without waiting; drops it (with a log) if the queue is full.
     pub(crate) fn try_send_response(&self, line: String) {
         let out = Outbound {
@@ -132,6 +145,14 @@ impl Peer {
         };
         if let Err(e) = self.inner.out.try_send(out) {
             tracing::warn!("outgoing queue full or closed; dropped a response: {e}");
+        }
+    }
+
+    /// Tells the transport that the request this peer is scoped to ended without a response
+    /// (it was cancelled), so that its stream can end. Never waits; dropped if the queue is full.
+    pub(crate) fn try_send_ended(&self) {
+        if let Some(id) = self.related.clone() {
+            let _ = self.inner.out.try_send(Outbound::ended(id));
         }
     }
 
@@ -234,6 +255,29 @@ impl Peer {
     ) -> Result<(), CallError> {
         let msg = Message::notification(method, &params)?;
         self.send(&msg).await
+    }
+
+    /// Sends a notification without waiting, for messages that go to many connections at once
+    /// (a broadcast must never wait for one slow client). When the connection's queue is
+    /// full the message waits in a bounded overflow queue, in order; a client whose queue
+    /// stays full past [`EngineConfig::stall_timeout`] is disconnected.
+    ///
+    /// # Errors
+    /// [`CallError::QueueFull`] if the overflow queue is full too (the message is dropped;
+    /// only without a stall timeout), [`CallError::Closed`] if the connection is gone.
+    pub fn notify_queued<P: Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Result<(), CallError> {
+        let msg = Message::notification(method, &params)?;
+        self.inner
+            .out
+            .queue(self.outbound(msg.encode()))
+            .map_err(|e| match e {
+                Refused::Full => CallError::QueueFull,
+                Refused::Gone => CallError::Closed,
+            })
     }
 
     /// Sends a typed request and waits for its typed result.

@@ -600,8 +600,10 @@ mod tests {
 /// An encoded message on its way out, with the id of the incoming request it belongs to (its
 /// response, or a notification or request sent while handling it). Stream transports only
 /// write `line`; HTTP uses `related` to pick the stream the message goes on. An empty `line`
-/// is not a message but a request to end the related request's stream (see
-/// `Peer::close_stream`); stream transports skip it.
+/// is not a message but a marker, which stream transports skip: with `response: false` a
+/// request to end the related request's stream (see `Peer::close_stream`), with
+/// `response: true` the news that the related request ended without a response (it was
+/// cancelled), so its stream can end ([`Outbound::ended`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outbound {
     /// The encoded message (one line of JSON).
@@ -613,6 +615,15 @@ pub struct Outbound {
 }
 
 impl Outbound {
+    /// The marker saying that request `id` ended without a response (it was cancelled).
+    pub fn ended(id: RequestId) -> Self {
+        Self {
+            line: String::new(),
+            related: Some(id),
+            response: true,
+        }
+    }
+
     /// A message that belongs to no particular request.
     pub fn unrelated(line: String) -> Self {
         Self {

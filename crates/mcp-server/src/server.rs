@@ -553,7 +553,7 @@ impl Server {
         outgoing: mpsc::Sender<mcp_jsonrpc::Outbound>,
         engine: EngineConfig,
     ) {
-        let peer = Peer::new(outgoing);
+        let peer = Peer::with_config(outgoing, &engine);
         let session = Arc::new(Session::new(self.inner.clone()));
         {
             let mut sessions = self.lock_sessions();
@@ -605,7 +605,7 @@ impl Server {
         }
         for (session, peer) in self.live_sessions() {
             if session.is_ready() {
-                let _ = peer.notify_raw(method, &serde_json::json!({})).await;
+                deliver(&peer, method, &serde_json::json!({}));
             }
         }
     }
@@ -674,7 +674,7 @@ impl Server {
         };
         for (session, peer) in self.live_sessions() {
             if session.is_ready() && session.log_enabled(level) {
-                let _ = peer.notify_raw("notifications/message", &params).await;
+                deliver(&peer, "notifications/message", &params);
             }
         }
     }
@@ -684,12 +684,11 @@ impl Server {
         self.announce(Change::ResourceUpdated(uri.to_owned()));
         for (session, peer) in self.live_sessions() {
             if session.is_subscribed(uri) {
-                let _ = peer
-                    .notify_raw(
-                        "notifications/resources/updated",
-                        &serde_json::json!({ "uri": uri }),
-                    )
-                    .await;
+                deliver(
+                    &peer,
+                    "notifications/resources/updated",
+                    &serde_json::json!({ "uri": uri }),
+                );
             }
         }
     }
@@ -716,6 +715,16 @@ impl Server {
     /// Registered tool names, in `tools/list` order.
     pub fn tool_names(&self) -> Vec<String> {
         self.inner.read().tools.keys().cloned().collect()
+    }
+}
+
+/// Sends one connection its copy of a server-wide notification without waiting: a client
+/// whose queue stays full (it stopped reading) is disconnected by its stall timeout, and
+/// nobody else ever waits for it.
+fn deliver<P: serde::Serialize + ?Sized>(peer: &Peer, method: &str, params: &P) {
+    match peer.notify_queued(method, params) {
+        Ok(()) | Err(mcp_engine::CallError::Closed) => {}
+        Err(e) => tracing::warn!("a client missed {method}: {e}"),
     }
 }
 
