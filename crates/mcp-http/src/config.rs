@@ -42,22 +42,42 @@ pub struct HttpConfig {
     pub keep_alive: Duration,
     /// Events kept per stream for resumption.
     pub event_log_limit: usize,
+    /// Bytes of stored events kept per session (its oldest events go first).
+    pub event_log_session_bytes: usize,
+    /// Bytes of stored events kept over all sessions; past it, new events are sent but not
+    /// kept for resumption.
+    pub event_log_total_bytes: usize,
     /// Requests of one session being handled at once; one more is answered with -32000
     /// "server busy" (marked transient) at once.
     pub max_requests_per_session: usize,
-    /// Sessions one principal may hold at once (429 above it). The principal of a request is
-    /// what [`HttpConfig::principal`] says; requests without one are not counted.
-    pub max_sessions_per_principal: usize,
-    /// Who a request is from, for per-principal limits. By default, the `Authorization`
-    /// header (a bearer token names its user); an authorization layer can put the verified
-    /// user here instead.
-    pub principal: fn(&axum::http::HeaderMap) -> Option<String>,
-    /// SSE streams attached to one session at once (POST answers, the GET stream and
-    /// resumptions); 429 above it.
+    /// SSE streams attached to one session at once (POSTs answered as SSE, the GET stream and
+    /// resumptions; a POST answered with JSON is not a stream); 429 above it.
     pub max_streams_per_session: usize,
-    /// New sessions per second across the endpoint (a token bucket holding as many); 429
-    /// with `Retry-After` above it.
-    pub initialize_rate: u32,
+    /// Sessions one verified principal ([`crate::Principal`]) may hold at once (429 above it).
+    pub max_sessions_per_principal: usize,
+    /// Sessions one remote address (IPv6: one /64) without a principal may hold at once
+    /// (429 above it).
+    pub max_sessions_per_address: usize,
+    /// New sessions per second one client (principal or address) may open, on average.
+    pub client_session_rate: u32,
+    /// New sessions one client may open in a burst (its token bucket's size); 429 with
+    /// `Retry-After` past it.
+    pub client_session_burst: u32,
+    /// Apply the per-address limits to loopback clients too (off: a local server's clients
+    /// all share one address, so the limit would throttle everyone at once).
+    pub limit_loopback: bool,
+    /// A session whose client has not sent `notifications/initialized` (nor any request
+    /// after `initialize`) within this time is closed.
+    pub session_init_timeout: Duration,
+    /// 2026-07-28 requests being handled at once over the whole endpoint (each has no
+    /// session); more get 503 with `Retry-After`.
+    pub max_stateless_requests: usize,
+    /// Of those, `subscriptions/listen` streams open at once.
+    pub max_listen_streams: usize,
+    /// A client whose messages wait this long for it to read (a legacy HTTP+SSE stream, or a
+    /// streamed 2026-07-28 answer) is disconnected, so that nothing else waits for it. (A
+    /// Streamable HTTP session never waits: a slow stream is detached and resumed later.)
+    pub stall_timeout: Duration,
     /// A request body must arrive within this time (slow bodies get 408).
     pub body_read_timeout: Duration,
     /// Cancelled to shut down: new POSTs get 503, standalone and legacy SSE streams end once
@@ -65,12 +85,15 @@ pub struct HttpConfig {
     pub shutdown: tokio_util::sync::CancellationToken,
 }
 
-/// The default [`HttpConfig::principal`]: the `Authorization` header's value.
-pub fn principal_from_authorization(headers: &axum::http::HeaderMap) -> Option<String> {
-    headers
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
+impl HttpConfig {
+    /// The message-loop settings of one connection of `server` under these settings.
+    pub(crate) fn engine(&self, server: &mcp_server::Server) -> mcp_engine::EngineConfig {
+        mcp_engine::EngineConfig {
+            busy_after: Some(self.max_requests_per_session.max(1)),
+            stall_timeout: Some(self.stall_timeout),
+            ..server.config().engine.clone()
+        }
+    }
 }
 
 impl Default for HttpConfig {
@@ -87,11 +110,19 @@ impl Default for HttpConfig {
             sse_retry: Duration::from_secs(1),
             keep_alive: Duration::from_secs(15),
             event_log_limit: 1024,
-            max_requests_per_session: 64,
+            event_log_session_bytes: crate::event_store::DEFAULT_SESSION_BYTES,
+            event_log_total_bytes: crate::event_store::DEFAULT_TOTAL_BYTES,
+            max_requests_per_session: 256,
+            max_streams_per_session: 512,
             max_sessions_per_principal: 100,
-            principal: principal_from_authorization,
-            max_streams_per_session: 32,
-            initialize_rate: 200,
+            max_sessions_per_address: 1000,
+            client_session_rate: 100,
+            client_session_burst: 1000,
+            limit_loopback: false,
+            session_init_timeout: Duration::from_secs(60),
+            max_stateless_requests: 4096,
+            max_listen_streams: 1024,
+            stall_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
             shutdown: tokio_util::sync::CancellationToken::new(),
         }

@@ -6,11 +6,12 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Query, State};
+use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -18,18 +19,27 @@ use mcp_jsonrpc::{ErrorCode, ErrorObject, Message, Outbound};
 use mcp_server::Server;
 use tokio::sync::mpsc;
 
+use crate::clients::{Client, ClientTable};
 use crate::config::HttpConfig;
 use crate::guard;
 use crate::session::random_hex;
 
+/// One legacy session: the engine's input, and whether the handshake finished.
+#[derive(Clone)]
+struct Legacy {
+    input: mpsc::Sender<Vec<u8>>,
+    initialized: Arc<AtomicBool>,
+}
+
 struct Inner {
     server: Server,
     config: HttpConfig,
-    sessions: Mutex<HashMap<String, mpsc::Sender<Vec<u8>>>>,
+    sessions: Mutex<HashMap<String, Legacy>>,
+    clients: ClientTable,
 }
 
 impl Inner {
-    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, mpsc::Sender<Vec<u8>>>> {
+    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Legacy>> {
         self.sessions
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -48,7 +58,8 @@ impl std::fmt::Debug for LegacySse {
     }
 }
 
-/// Removes the session when the stream's body is dropped (the client went away).
+/// Removes the session when the stream's body is dropped (the client went away): its engine's
+/// input closes, and the engine ends.
 struct SessionGuard {
     inner: Arc<Inner>,
     id: String,
@@ -74,6 +85,7 @@ impl LegacySse {
                 server,
                 config,
                 sessions: Mutex::new(HashMap::new()),
+                clients: ClientTable::default(),
             }),
         }
     }
@@ -102,8 +114,9 @@ impl LegacySse {
     }
 }
 
-async fn open_stream(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Response {
-    if guard::check(&inner.config, &headers).is_err() {
+async fn open_stream(State(inner): State<Arc<Inner>>, request: Request) -> Response {
+    let (parts, _) = request.into_parts();
+    if guard::check(&inner.config, &parts.headers).is_err() {
         return error(
             StatusCode::FORBIDDEN,
             "Forbidden: Host or Origin not allowed",
@@ -115,40 +128,79 @@ async fn open_stream(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Res
     if inner.sessions().len() >= inner.config.max_sessions {
         return error(StatusCode::SERVICE_UNAVAILABLE, "Too many sessions");
     }
-    let id = random_hex(16);
-    let (in_tx, in_rx) = mpsc::channel(64);
-    let (out_tx, out_rx) = mpsc::channel::<Outbound>(1024);
-    inner.sessions().insert(id.clone(), in_tx);
-    let server = inner.server.clone();
-    let engine = mcp_engine::EngineConfig {
-        busy_after: Some(inner.config.max_requests_per_session.max(1)),
-        ..server.config().engine.clone()
+    let client = Client::of(&inner.config, &parts.extensions);
+    if inner.clients.admit(&inner.config, &client).is_err() {
+        return error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many sessions from this client; slow down",
+        );
+    }
+    let Some(id) = random_hex(16) else {
+        if let Some(key) = client.key() {
+            inner.clients.release(&key);
+        }
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Cannot make a secure session id right now",
+        );
     };
-    tokio::spawn(async move { server.serve_with(in_rx, out_tx, engine).await });
-    let first = format!("event: endpoint\ndata: /message?sessionId={id}\n\n");
     let guard = SessionGuard {
         inner: inner.clone(),
         id,
     };
+    let (in_tx, in_rx) = mpsc::channel(64);
+    let (out_tx, out_rx) = mpsc::channel::<Outbound>(1024);
+    let initialized = Arc::new(AtomicBool::new(false));
+    let legacy = Legacy {
+        input: in_tx,
+        initialized: initialized.clone(),
+    };
+    inner.sessions().insert(guard.id.clone(), legacy);
+    let server = inner.server.clone();
+    let engine = inner.config.engine(&server);
+    let (ended, id, key) = (inner.clone(), guard.id.clone(), client.key());
+    tokio::spawn(async move {
+        server.serve_with(in_rx, out_tx, engine).await;
+        // Input closed (the client went away) or the client stopped reading: gone either way.
+        ended.sessions().remove(&id);
+        if let Some(key) = key {
+            ended.clients.release(&key);
+        }
+    });
+    let first = format!("event: endpoint\ndata: /message?sessionId={}\n\n", guard.id);
+    // A client that stops reading fills `out_rx`; its engine then closes the connection
+    // after the stall timeout (ending this stream), so that nothing waits for it for longer.
+    let deadline = tokio::time::Instant::now() + inner.config.session_init_timeout;
     let keep_alive = inner.config.keep_alive;
     let state = (Some(first), out_rx, guard);
-    let stream = futures::stream::unfold(state, move |(first, mut rx, guard)| async move {
-        if let Some(f) = first {
-            return Some((Ok::<_, Infallible>(Bytes::from(f)), (None, rx, guard)));
-        }
-        loop {
-            match tokio::time::timeout(keep_alive, rx.recv()).await {
-                Ok(Some(out)) if out.line.is_empty() => continue, // stream control: one stream only
-                Ok(Some(out)) => {
-                    let chunk = format!("event: message\ndata: {}\n\n", out.line);
-                    return Some((Ok(Bytes::from(chunk)), (None, rx, guard)));
-                }
-                Ok(None) => return None,
-                Err(_) => {
-                    return Some((
-                        Ok(Bytes::from_static(b": keep-alive\n\n")),
-                        (None, rx, guard),
-                    ));
+    let stream = futures::stream::unfold(state, move |(first, mut rx, guard)| {
+        let initialized = initialized.clone();
+        async move {
+            if let Some(f) = first {
+                return Some((Ok::<_, Infallible>(Bytes::from(f)), (None, rx, guard)));
+            }
+            loop {
+                let handshake_due = !initialized.load(Ordering::Relaxed);
+                let next = tokio::select! {
+                    () = tokio::time::sleep_until(deadline), if handshake_due => {
+                        tracing::debug!("legacy session did not initialize in time; closed");
+                        return None;
+                    }
+                    m = tokio::time::timeout(keep_alive, rx.recv()) => m,
+                };
+                match next {
+                    Ok(Some(out)) if out.line.is_empty() => continue, // stream control: one stream only
+                    Ok(Some(out)) => {
+                        let chunk = format!("event: message\ndata: {}\n\n", out.line);
+                        return Some((Ok(Bytes::from(chunk)), (None, rx, guard)));
+                    }
+                    Ok(None) => return None,
+                    Err(_) => {
+                        return Some((
+                            Ok(Bytes::from_static(b": keep-alive\n\n")),
+                            (None, rx, guard),
+                        ));
+                    }
                 }
             }
         }
@@ -190,25 +242,41 @@ async fn receive(
     if inner.config.shutdown.is_cancelled() {
         return error(StatusCode::SERVICE_UNAVAILABLE, "Server is shutting down");
     }
-    let body = match crate::server::read_body(&inner.config, &headers, body).await {
+    let Some(legacy) = inner.sessions().get(&id).cloned() else {
+        return error(StatusCode::NOT_FOUND, "Session not found");
+    };
+    let body = match crate::respond::read_body(&inner.config, &headers, body).await {
         Ok(b) => b,
         Err(r) => return r,
     };
-    let Some(tx) = inner.sessions().get(&id).cloned() else {
-        return error(StatusCode::NOT_FOUND, "Session not found");
-    };
-    if let mcp_jsonrpc::Frame::Single(Err(e)) = mcp_jsonrpc::Frame::decode(&body) {
-        let body = Message::error(e.id, e.error).encode();
-        return (
-            StatusCode::BAD_REQUEST,
-            [(header::CONTENT_TYPE, "application/json")],
-            body,
-        )
-            .into_response();
+    match mcp_jsonrpc::Frame::decode(&body) {
+        mcp_jsonrpc::Frame::Single(Err(e)) => {
+            let body = Message::error(e.id, e.error).encode();
+            return (
+                StatusCode::BAD_REQUEST,
+                [(header::CONTENT_TYPE, "application/json")],
+                body,
+            )
+                .into_response();
+        }
+        mcp_jsonrpc::Frame::Single(Ok(m)) if handshake_done(&m) => {
+            legacy.initialized.store(true, Ordering::Relaxed);
+        }
+        _ => {}
     }
+    let tx = legacy.input;
     match tokio::time::timeout(Duration::from_secs(30), tx.send(body.to_vec())).await {
         Ok(Ok(())) => StatusCode::ACCEPTED.into_response(),
         Ok(Err(_)) => error(StatusCode::NOT_FOUND, "Session not found"),
         Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "Session is overloaded"),
+    }
+}
+
+/// Whether a message shows the client finished the handshake.
+fn handshake_done(m: &Message) -> bool {
+    match m {
+        Message::Notification(n) => n.method == "notifications/initialized",
+        Message::Request(r) => r.method != "initialize" && r.method != "ping",
+        Message::Response(_) => false,
     }
 }

@@ -20,10 +20,13 @@
 
 #[cfg(feature = "client")]
 pub mod client;
+mod clients;
 mod config;
 pub mod event_store;
 mod guard;
 mod legacy;
+mod post;
+mod respond;
 mod serve;
 mod server;
 mod session;
@@ -32,8 +35,18 @@ mod stateless;
 
 #[cfg(feature = "client")]
 pub use client::{HttpClientConfig, HttpClientError, HttpClientHandle, HttpClientTransport};
+pub use clients::Principal;
 pub use config::{HttpConfig, ResponseMode};
 pub use event_store::{EventStore, MemoryEventStore};
 pub use legacy::LegacySse;
 pub use serve::{ServeOptions, serve_router, serve_router_with, shutdown_on_signal};
 pub use server::StreamableHttp;
+
+/// Client-supplied text for a log line: at most 200 characters, printed with `{:?}` so that
+/// control characters and line breaks are escaped and cannot forge log lines.
+pub(crate) fn loggable(text: &str) -> &str {
+    match text.char_indices().nth(200) {
+        Some((i, _)) => &text[..i],
+        None => text,
+    }
+}

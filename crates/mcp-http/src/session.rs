@@ -22,10 +22,18 @@ use crate::event_store::EventStore;
 pub(crate) struct Event {
     /// `id:` field.
     pub(crate) id: String,
-    /// One JSON-RPC message.
+    /// One JSON-RPC message; empty for the end of a stream whose request ended without a
+    /// response (cancelled), which is not sent as an event.
     pub(crate) data: String,
     /// The stream has nothing more to send after this event.
     pub(crate) last: bool,
+}
+
+impl Event {
+    /// The end of a stream whose request was cancelled: nothing to send.
+    pub(crate) fn is_end_marker(&self) -> bool {
+        self.last && self.data.is_empty()
+    }
 }
 
 /// Events queued per attached response before the client counts as too slow (it can resume).
@@ -41,6 +49,26 @@ struct Stream {
     /// Responses still owed on this stream.
     pending: usize,
     finished: bool,
+    /// Answered as an SSE stream (a POST answered with JSON is not an open stream).
+    sse: bool,
+}
+
+impl Stream {
+    fn new(pending: usize, live: mpsc::Sender<Event>, sse: bool) -> Self {
+        Self {
+            next_seq: 1,
+            live: Some(live),
+            live_from: 1,
+            pending,
+            finished: false,
+            sse,
+        }
+    }
+
+    /// An SSE response is attached and its client is still there.
+    fn sse_attached(&self) -> bool {
+        self.sse && self.live.as_ref().is_some_and(|l| !l.is_closed())
+    }
 }
 
 #[derive(Default)]
@@ -51,15 +79,23 @@ struct Streams {
     finished: VecDeque<String>,
 }
 
-/// Random hex string of `bytes` bytes from the OS CSPRNG.
-pub(crate) fn random_hex(bytes: usize) -> String {
+/// Random hex string of `bytes` bytes from the OS CSPRNG; `None` when the OS has no
+/// randomness to give (session ids must then not be made at all: fail closed).
+pub(crate) fn random_hex(bytes: usize) -> Option<String> {
+    random_hex_from(bytes, |buf| getrandom::fill(buf).is_ok())
+}
+
+/// [`random_hex`] over any source of random bytes (`fill` says whether it succeeded).
+pub(crate) fn random_hex_from(
+    bytes: usize,
+    fill: impl FnOnce(&mut [u8]) -> bool,
+) -> Option<String> {
     let mut buf = vec![0u8; bytes];
-    if getrandom::fill(&mut buf).is_err() {
-        // No OS randomness is not recoverable for session ids: refuse to make predictable ones.
-        tracing::error!("the OS random number generator failed");
-        buf.iter_mut().for_each(|b| *b = 0);
+    if !fill(&mut buf) {
+        tracing::error!("the OS random number generator failed; no session id is made");
+        return None;
     }
-    buf.iter().map(|b| format!("{b:02x}")).collect()
+    Some(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// An HTTP session.
@@ -76,8 +112,12 @@ pub(crate) struct Session {
     store: Arc<dyn EventStore>,
     /// Serialises routing and resumption, so a resume neither misses nor repeats an event.
     order: tokio::sync::Mutex<()>,
-    /// Who opened the session (per-principal limits).
-    pub(crate) principal: Option<String>,
+    /// Who opened the session: the key its per-client limits count under.
+    pub(crate) client: Option<String>,
+    /// When the session was made.
+    pub(crate) created: Instant,
+    /// `notifications/initialized` (or a first request after `initialize`) has been seen.
+    initialized: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Session {
@@ -97,13 +137,14 @@ pub(crate) struct Resumed {
 
 impl Session {
     pub(crate) fn new(
+        id: String,
         incoming: mpsc::Sender<Vec<u8>>,
         version: ProtocolVersion,
         store: Arc<dyn EventStore>,
-        principal: Option<String>,
+        client: Option<String>,
     ) -> Arc<Self> {
         Arc::new(Self {
-            id: random_hex(16),
+            id,
             incoming: Mutex::new(Some(incoming)),
             version: Mutex::new(version),
             streams: Mutex::new(Streams::default()),
@@ -111,8 +152,21 @@ impl Session {
             last_seen: Mutex::new(Instant::now()),
             store,
             order: tokio::sync::Mutex::new(()),
-            principal,
+            client,
+            created: Instant::now(),
+            initialized: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Marks the handshake done (the session no longer expires by the initialize timeout).
+    pub(crate) fn mark_initialized(&self) {
+        self.initialized
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the handshake is done.
+    pub(crate) fn is_initialized(&self) -> bool {
+        self.initialized.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn new_token(&self) -> String {
@@ -142,13 +196,26 @@ impl Session {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Instant::now();
     }
 
-    /// SSE streams with a client attached.
+    /// SSE streams with a client attached (POSTs answered with JSON do not count).
     pub(crate) fn attached_streams(&self) -> usize {
         self.lock()
             .by_token
             .values()
-            .filter(|s| s.live.as_ref().is_some_and(|l| !l.is_closed()))
+            .filter(|s| s.sse_attached())
             .count()
+    }
+
+    /// Streams the session keeps (attached, waiting for their answers, or finished and kept
+    /// for a late resumption).
+    pub(crate) fn tracked_streams(&self) -> usize {
+        self.lock().by_token.len()
+    }
+
+    /// The POST stream `token` is answered as SSE from now on.
+    pub(crate) fn mark_sse(&self, token: &str) {
+        if let Some(s) = self.lock().by_token.get_mut(token) {
+            s.sse = true;
+        }
     }
 
     /// Ends the standalone GET stream (shutdown): nothing else is routed to it.
@@ -162,10 +229,7 @@ impl Session {
     /// Idle: no recent request and no attached stream.
     pub(crate) fn idle_since(&self) -> Option<Instant> {
         let streams = self.lock();
-        let attached = streams
-            .by_token
-            .values()
-            .any(|s| s.live.as_ref().is_some_and(|l| !l.is_closed()));
+        let attached = streams.by_token.values().any(Stream::sse_attached);
         if attached {
             return None;
         }
@@ -208,11 +272,13 @@ impl Session {
     }
 
     /// Opens the stream for a POST carrying requests `ids`; `answers` is how many responses
-    /// will come (one per request, or one for a whole batch).
+    /// will come (one per request, or one for a whole batch). `sse`: answered as SSE from the
+    /// start.
     pub(crate) fn open_post_stream(
         &self,
         ids: &[RequestId],
         answers: usize,
+        sse: bool,
     ) -> (String, mpsc::Receiver<Event>) {
         let token = self.new_token();
         let (tx, rx) = mpsc::channel(LIVE_DEPTH);
@@ -220,16 +286,9 @@ impl Session {
         for id in ids {
             streams.routes.insert(id.clone(), token.clone());
         }
-        streams.by_token.insert(
-            token.clone(),
-            Stream {
-                next_seq: 1,
-                live: Some(tx),
-                live_from: 1,
-                pending: answers,
-                finished: false,
-            },
-        );
+        streams
+            .by_token
+            .insert(token.clone(), Stream::new(answers, tx, sse));
         (token, rx)
     }
 
@@ -249,30 +308,34 @@ impl Session {
         }
     }
 
-    /// Opens the standalone GET stream; `None` if one is already attached.
-    pub(crate) fn open_standalone(&self) -> Option<(String, mpsc::Receiver<Event>)> {
-        let mut streams = self.lock();
-        if let Some(token) = streams.standalone.clone() {
-            if let Some(s) = streams.by_token.get(&token) {
-                if s.live.as_ref().is_some_and(|l| !l.is_closed()) {
+    /// Opens the standalone GET stream; `None` if one is already attached. A detached old
+    /// one is dropped with its stored events (a client that wanted them resumes instead).
+    pub(crate) async fn open_standalone(&self) -> Option<(String, mpsc::Receiver<Event>)> {
+        let (token, rx, old) = {
+            let mut streams = self.lock();
+            let mut old = None;
+            if let Some(token) = streams.standalone.clone() {
+                if streams
+                    .by_token
+                    .get(&token)
+                    .is_some_and(Stream::sse_attached)
+                {
                     return None;
                 }
+                streams.by_token.remove(&token);
+                old = Some(token);
             }
-            streams.by_token.remove(&token);
+            let token = self.new_token();
+            let (tx, rx) = mpsc::channel(LIVE_DEPTH);
+            streams
+                .by_token
+                .insert(token.clone(), Stream::new(0, tx, true));
+            streams.standalone = Some(token.clone());
+            (token, rx, old)
+        };
+        if let Some(old) = old {
+            self.store.forget_stream(&self.id, &old).await;
         }
-        let token = self.new_token();
-        let (tx, rx) = mpsc::channel(LIVE_DEPTH);
-        streams.by_token.insert(
-            token.clone(),
-            Stream {
-                next_seq: 1,
-                live: Some(tx),
-                live_from: 1,
-                pending: 0,
-                finished: false,
-            },
-        );
-        streams.standalone = Some(token.clone());
         Some((token, rx))
     }
 
@@ -292,6 +355,7 @@ impl Session {
                 let (tx, rx) = mpsc::channel(LIVE_DEPTH);
                 stream.live = Some(tx);
                 stream.live_from = before;
+                stream.sse = true;
                 Some(rx)
             };
             (live, before)
@@ -322,13 +386,15 @@ impl Session {
     /// response, if any.
     pub(crate) async fn route(&self, out: Outbound) {
         let _order = self.order.lock().await;
+        // A response with no text: the request ended without one (cancelled).
+        let end_marker = out.line.is_empty() && out.response;
         let (token, seq, last) = {
             let mut streams = self.lock();
             let on_request_stream = out
                 .related
                 .as_ref()
                 .and_then(|id| streams.routes.get(id).cloned().map(|t| (id.clone(), t)));
-            if out.line.is_empty() {
+            if out.line.is_empty() && !out.response {
                 // A handler asked to close its request's stream (polling): detach the response.
                 if let Some((_, token)) = on_request_stream {
                     Self::detach(&mut streams, &token);
@@ -341,10 +407,14 @@ impl Session {
                     token.clone()
                 }
                 (Some((_, token)), false) => token.clone(),
+                (None, _) if end_marker => return,
                 (None, _) => match streams.standalone.clone() {
                     Some(t) => t,
                     None => {
-                        tracing::debug!("no stream for a message; dropped: {}", out.line);
+                        tracing::debug!(
+                            "no stream for a message; dropped: {:?}",
+                            crate::loggable(&out.line)
+                        );
                         return;
                     }
                 },
@@ -356,14 +426,22 @@ impl Session {
                 stream.pending -= 1;
             }
             let last = out.response && stream.pending == 0;
+            if end_marker && !last {
+                // A batch still owes other answers: nothing to send for this one.
+                return;
+            }
             let seq = stream.next_seq;
-            stream.next_seq += 1;
+            if !end_marker {
+                stream.next_seq += 1;
+            }
             if last {
                 stream.finished = true;
             }
             (token, seq, last)
         };
-        self.store.append(&self.id, &token, seq, &out.line).await;
+        if !end_marker {
+            self.store.append(&self.id, &token, seq, &out.line).await;
+        }
         let mut forget = Vec::new();
         {
             let mut streams = self.lock();
@@ -411,7 +489,7 @@ mod tests {
         let (tx, rx) = mpsc::channel(8);
         let store = Arc::new(MemoryEventStore::new(64));
         (
-            Session::new(tx, ProtocolVersion::V2025_11_25, store, None),
+            Session::new("t".into(), tx, ProtocolVersion::V2025_11_25, store, None),
             rx,
         )
     }
@@ -427,7 +505,7 @@ mod tests {
     #[tokio::test]
     async fn routes_and_resumes() {
         let (s, _rx) = session();
-        let (tok, mut live) = s.open_post_stream(&[RequestId::Number(1)], 1);
+        let (tok, mut live) = s.open_post_stream(&[RequestId::Number(1)], 1, true);
         s.route(out(
             r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#,
             Some(1),
@@ -462,7 +540,7 @@ mod tests {
     #[tokio::test]
     async fn resume_mid_stream_neither_misses_nor_repeats() {
         let (s, _rx) = session();
-        let (tok, live) = s.open_post_stream(&[RequestId::Number(1)], 1);
+        let (tok, live) = s.open_post_stream(&[RequestId::Number(1)], 1, true);
         drop(live);
         for i in 0..3 {
             s.route(out(
@@ -488,9 +566,9 @@ mod tests {
     #[tokio::test]
     async fn standalone_gets_unrelated() {
         let (s, _rx) = session();
-        let (_tok, mut get) = s.open_standalone().unwrap();
+        let (_tok, mut get) = s.open_standalone().await.unwrap();
         assert!(
-            s.open_standalone().is_none(),
+            s.open_standalone().await.is_none(),
             "one standalone stream at a time"
         );
         s.route(out(
@@ -508,7 +586,7 @@ mod tests {
         assert!(get.try_recv().is_ok());
         drop(get);
         assert!(
-            s.open_standalone().is_some(),
+            s.open_standalone().await.is_some(),
             "a closed standalone stream can be reopened"
         );
     }

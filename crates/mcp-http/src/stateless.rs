@@ -8,18 +8,22 @@
 //! (progress, log messages) before it. There are no event ids: 2026-07-28 has no resumption.
 
 use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
-use mcp_jsonrpc::{ErrorCode, ErrorObject, Message, Outbound, Request};
+use mcp_jsonrpc::{ErrorCode, ErrorObject, Message, Outbound, RawValue, Request};
 use mcp_server::Server;
 use mcp_types::{ProtocolVersion, meta_keys};
+use serde::Deserialize;
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
-use crate::config::{HttpConfig, ResponseMode};
+use crate::config::ResponseMode;
+use crate::server::Inner;
 
 fn error(status: StatusCode, id: Option<mcp_jsonrpc::RequestId>, e: ErrorObject) -> Response {
     let body = Message::error(id, e).encode();
@@ -56,7 +60,9 @@ fn decode_header(value: &str) -> Option<String> {
     }
 }
 
-/// Whether a request is a 2026-07-28 one: by its version header, or by its `_meta`.
+/// Whether a request is a 2026-07-28 one: by its version header, or by the
+/// `io.modelcontextprotocol/protocolVersion` member of its `params._meta` (the key elsewhere,
+/// say inside a tool argument, does not count).
 pub(crate) fn is_modern(headers: &HeaderMap, body: &[u8]) -> bool {
     let header_modern = headers.get_all("mcp-protocol-version").iter().any(|v| {
         v.to_str()
@@ -64,11 +70,43 @@ pub(crate) fn is_modern(headers: &HeaderMap, body: &[u8]) -> bool {
             .and_then(ProtocolVersion::parse)
             .is_some_and(|v| !v.is_legacy())
     });
-    header_modern || memfind(body, meta_keys::PROTOCOL_VERSION.as_bytes())
+    header_modern || (memfind(body, meta_keys::PROTOCOL_VERSION.as_bytes()) && meta_version(body))
 }
 
 fn memfind(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Whether the body is one message whose `params._meta` carries the protocol version.
+fn meta_version(body: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    struct Msg<'a> {
+        #[serde(borrow)]
+        params: Option<&'a RawValue>,
+    }
+    #[derive(Deserialize)]
+    struct Params<'a> {
+        #[serde(rename = "_meta", borrow)]
+        meta: Option<&'a RawValue>,
+    }
+    #[derive(Deserialize)]
+    struct Meta {
+        #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+        version: Option<serde::de::IgnoredAny>,
+    }
+    let Ok(Msg {
+        params: Some(params),
+    }) = serde_json::from_slice(body)
+    else {
+        return false;
+    };
+    let Ok(Params { meta: Some(meta) }) = serde_json::from_str(params.get()) else {
+        return false;
+    };
+    matches!(
+        serde_json::from_str::<Meta>(meta.get()),
+        Ok(Meta { version: Some(_) })
+    )
 }
 
 /// Header-safe: printable ASCII, space and tab only.
@@ -239,28 +277,63 @@ fn check_headers(headers: &HeaderMap, req: &Request) -> Result<(), Response> {
     Ok(())
 }
 
+/// The HTTP status of an answer: errors that say the request is unknown or malformed get
+/// 404 or 400 (read from the decoded error, not from the text).
 fn status_for(line: &str) -> StatusCode {
-    if !line.contains(r#""error""#) {
+    let Ok(Message::Response(mcp_jsonrpc::Response {
+        outcome: Err(e), ..
+    })) = Message::decode_str(line)
+    else {
         return StatusCode::OK;
-    }
-    let code = serde_json::from_str::<Value>(line)
-        .ok()
-        .and_then(|v| v["error"]["code"].as_i64());
-    match code {
-        Some(-32601) => StatusCode::NOT_FOUND,
-        Some(-32022..=-32020) => StatusCode::BAD_REQUEST,
+    };
+    match e.code.0 {
+        -32601 => StatusCode::NOT_FOUND,
+        -32022..=-32020 => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
     }
 }
 
+/// The permits a modern request holds while it is answered: 503 when the endpoint already
+/// answers its most (or, for `subscriptions/listen`, has its most streams open).
+fn admit(inner: &Inner, req: &Request) -> Result<Vec<OwnedSemaphorePermit>, Response> {
+    let busy = |what: &str| {
+        crate::respond::retry_later(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Some(req.id.clone()),
+            Duration::from_secs(1),
+            what,
+        )
+    };
+    let mut permits = Vec::with_capacity(2);
+    match inner.stateless.clone().try_acquire_owned() {
+        Ok(p) => permits.push(p),
+        Err(_) => {
+            return Err(busy(
+                "Server busy: too many requests in flight; retry later",
+            ));
+        }
+    }
+    if req.method == "subscriptions/listen" {
+        match inner.listens.clone().try_acquire_owned() {
+            Ok(p) => permits.push(p),
+            Err(_) => {
+                return Err(busy(
+                    "Server busy: too many open subscriptions; retry later",
+                ));
+            }
+        }
+    }
+    Ok(permits)
+}
+
 /// Answers one modern POST.
 pub(crate) async fn handle(
-    server: &Server,
-    config: &HttpConfig,
+    inner: &Arc<Inner>,
     headers: &HeaderMap,
     message: Message,
     body: Bytes,
 ) -> Response {
+    let server = &inner.server;
     let req = match message {
         Message::Request(r) => r,
         // No session, so nothing to route a notification or response to.
@@ -284,10 +357,15 @@ pub(crate) async fn handle(
     if let Err(r) = check_param_headers(server, headers, &req, &params) {
         return r;
     }
+    let permits = match admit(inner, &req) {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
     let (in_tx, in_rx) = mpsc::channel(1);
     let (out_tx, mut out_rx) = mpsc::channel::<Outbound>(64);
-    let server = server.clone();
-    tokio::spawn(async move { server.serve(in_rx, out_tx).await });
+    let served = server.clone();
+    let engine = inner.config.engine(server);
+    tokio::spawn(async move { served.serve_with(in_rx, out_tx, engine).await });
     if in_tx.send(body.to_vec()).await.is_err() {
         return error(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -307,7 +385,7 @@ pub(crate) async fn handle(
     // An error answer is always JSON, so its HTTP status can say what went wrong.
     let failed = first.response && status_for(&first.line) != StatusCode::OK;
     let json = failed
-        || match config.response_mode {
+        || match inner.config.response_mode {
             ResponseMode::Json => true,
             ResponseMode::Sse => false,
             ResponseMode::Auto => first.response,
@@ -320,7 +398,7 @@ pub(crate) async fn handle(
                 None => break,
             }
         }
-        drop(in_tx);
+        drop((in_tx, permits));
         let status = status_for(&last.line);
         return (
             status,
@@ -329,9 +407,20 @@ pub(crate) async fn handle(
         )
             .into_response();
     }
-    let keep_alive = config.keep_alive;
-    let state = (Some(first), out_rx, false, in_tx);
-    let stream = futures::stream::unfold(state, move |(pending, mut rx, done, input)| async move {
+    stream_answer(first, out_rx, in_tx, permits, inner.config.keep_alive)
+}
+
+/// An SSE answer: the first message, then the rest as the handler sends them. (A client that
+/// stops reading is disconnected by the engine's stall timeout.)
+fn stream_answer(
+    first: Outbound,
+    rx: mpsc::Receiver<Outbound>,
+    input: mpsc::Sender<Vec<u8>>,
+    permits: Vec<OwnedSemaphorePermit>,
+    keep_alive: Duration,
+) -> Response {
+    let state = (Some(first), rx, false, (input, permits));
+    let stream = futures::stream::unfold(state, move |(pending, mut rx, done, held)| async move {
         if done {
             return None;
         }
@@ -342,14 +431,14 @@ pub(crate) async fn handle(
                 Err(_) => {
                     return Some((
                         Ok::<_, Infallible>(Bytes::from_static(b": keep-alive\n\n")),
-                        (None, rx, false, input),
+                        (None, rx, false, held),
                     ));
                 }
             },
         };
         let m = next?;
         let chunk = format!("event: message\ndata: {}\n\n", m.line);
-        Some((Ok(Bytes::from(chunk)), (None, rx, m.response, input)))
+        Some((Ok(Bytes::from(chunk)), (None, rx, m.response, held)))
     });
     let mut resp = Response::new(Body::from_stream(stream));
     resp.headers_mut().insert(
@@ -374,6 +463,31 @@ async fn next_message(rx: &mut mpsc::Receiver<Outbound>) -> Option<Outbound> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_meta_member_makes_a_request_modern() {
+        let none = HeaderMap::new();
+        let modern = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        assert!(is_modern(&none, modern));
+        let mention = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"io.modelcontextprotocol/protocolVersion"}}}"#;
+        assert!(!is_modern(&none, mention));
+        let nested = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"_meta":{"io.modelcontextprotocol/protocolVersion":"x"}}}}"#;
+        assert!(!is_modern(&none, nested));
+    }
+
+    #[test]
+    fn statuses_come_from_the_decoded_error() {
+        assert_eq!(
+            status_for(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"m"}}"#),
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            status_for(
+                r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"\"error\":{\"code\":-32601}"}]}}"#
+            ),
+            StatusCode::OK
+        );
+    }
 
     #[test]
     fn sentinel_decoding() {

@@ -4,146 +4,13 @@
 
 use std::time::{Duration, Instant};
 
-use mcp_http::{HttpConfig, ResponseMode, ServeOptions, StreamableHttp};
-use mcp_server::{Ctx, Server};
+use mcp_http::{HttpConfig, ResponseMode, ServeOptions};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio_util::sync::CancellationToken;
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Sleep {
-    ms: u64,
-}
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Nothing {}
-
-fn server() -> Server {
-    Server::builder("limits", "1")
-        .tool("sleep", "sleeps", |_c: Ctx, a: Sleep| async move {
-            tokio::time::sleep(Duration::from_millis(a.ms)).await;
-            Ok::<_, String>(format!("slept {}", a.ms))
-        })
-        .tool("boom", "panics", |_c: Ctx, _a: Nothing| async move {
-            if true {
-                panic!("boom on purpose");
-            }
-            Ok::<_, String>("unreachable")
-        })
-        .build()
-        .unwrap()
-}
-
-struct Running {
-    url: String,
-    addr: std::net::SocketAddr,
-    http: StreamableHttp,
-    shutdown: CancellationToken,
-    done: tokio::task::JoinHandle<std::io::Result<()>>,
-}
-
-async fn start(config: HttpConfig, options: ServeOptions) -> Running {
-    let shutdown = CancellationToken::new();
-    let config = HttpConfig {
-        shutdown: shutdown.clone(),
-        ..config
-    };
-    let http = StreamableHttp::new(server(), config);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let router = http.router();
-    let token = shutdown.clone();
-    let done = tokio::spawn(async move {
-        mcp_http::serve_router_with(listener, router, options, token.cancelled_owned()).await
-    });
-    Running {
-        url: format!("http://{addr}/mcp"),
-        addr,
-        http,
-        shutdown,
-        done,
-    }
-}
-
-const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-
-fn post(
-    url: &str,
-    session: Option<&str>,
-    body: impl Into<reqwest::Body>,
-) -> reqwest::RequestBuilder {
-    let mut r = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body);
-    if let Some(s) = session {
-        r = r.header("mcp-session-id", s);
-    }
-    r
-}
-
-async fn init(url: &str, auth: Option<&str>) -> reqwest::Response {
-    let mut r = post(url, None, INIT);
-    if let Some(a) = auth {
-        r = r.header("authorization", a);
-    }
-    r.send().await.unwrap()
-}
-
-async fn session(url: &str) -> String {
-    let r = init(url, None).await;
-    assert_eq!(r.status(), StatusCode::OK);
-    let id = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-    let r = post(
-        url,
-        Some(&id),
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    )
-    .send()
-    .await
-    .unwrap();
-    assert_eq!(r.status(), StatusCode::ACCEPTED);
-    id
-}
-
-/// The JSON-RPC message of a JSON or SSE answer.
-async fn answer(r: reqwest::Response) -> Value {
-    let sse = r
-        .headers()
-        .get("content-type")
-        .is_some_and(|v| v.to_str().unwrap().starts_with("text/event-stream"));
-    let text = r.text().await.unwrap();
-    if !sse {
-        return serde_json::from_str(&text).unwrap();
-    }
-    let mut p = mcp_http::sse::SseParser::new(1 << 20);
-    p.push(text.as_bytes())
-        .into_iter()
-        .filter(|e| !e.data.is_empty())
-        .map(|e| serde_json::from_str::<Value>(&e.data).unwrap())
-        .find(|m| m.get("id").is_some())
-        .unwrap()
-}
-
-fn call(id: u64, tool: &str, args: Value) -> String {
-    json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}})
-        .to_string()
-}
-
-async fn ping_ok(url: &str, session: &str) {
-    let r = post(
-        url,
-        Some(session),
-        r#"{"jsonrpc":"2.0","id":77,"method":"ping"}"#,
-    )
-    .send()
-    .await
-    .unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
-    assert_eq!(answer(r).await["result"], json!({}));
-}
+mod common;
+use common::*;
 
 #[tokio::test]
 async fn body_size_is_limited_while_streaming() {
@@ -180,35 +47,87 @@ async fn body_size_is_limited_while_streaming() {
     ping_ok(&s.url, &id).await;
 }
 
-#[tokio::test]
-async fn sessions_per_principal_and_initialize_rate() {
-    let s = start(
+/// Serves with a stand-in for an authentication layer: the `x-test-user` header becomes the
+/// request's verified [`Principal`].
+async fn start_with_principals(config: HttpConfig) -> Running {
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let http = mcp_http::StreamableHttp::new(
+        server(),
         HttpConfig {
-            max_sessions_per_principal: 2,
-            initialize_rate: 1000,
-            ..HttpConfig::default()
+            shutdown: shutdown.clone(),
+            ..config
         },
-        ServeOptions::default(),
-    )
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let router = http.router().layer(axum::middleware::from_fn(
+        |mut req: axum::extract::Request, next: axum::middleware::Next| async move {
+            let user = req
+                .headers()
+                .get("x-test-user")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            if let Some(u) = user {
+                req.extensions_mut().insert(mcp_http::Principal(u));
+            }
+            next.run(req).await
+        },
+    ));
+    let token = shutdown.clone();
+    let done = tokio::spawn(async move {
+        mcp_http::serve_router_with(
+            listener,
+            router,
+            ServeOptions::default(),
+            token.cancelled_owned(),
+        )
+        .await
+    });
+    Running {
+        url: format!("http://{addr}/mcp"),
+        addr,
+        http,
+        shutdown,
+        done,
+    }
+}
+
+async fn init_as(url: &str, user: &str) -> reqwest::Response {
+    post(url, None, INIT)
+        .header("x-test-user", user)
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn sessions_per_principal() {
+    let s = start_with_principals(HttpConfig {
+        max_sessions_per_principal: 2,
+        ..HttpConfig::default()
+    })
     .await;
-    let a1 = init(&s.url, Some("Bearer alice")).await;
+    let a1 = init_as(&s.url, "alice").await;
     assert_eq!(a1.status(), StatusCode::OK);
     let a1 = a1.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-    assert_eq!(
-        init(&s.url, Some("Bearer alice")).await.status(),
-        StatusCode::OK
-    );
-    let over = init(&s.url, Some("Bearer alice")).await;
+    assert_eq!(init_as(&s.url, "alice").await.status(), StatusCode::OK);
+    let over = init_as(&s.url, "alice").await;
     assert_eq!(over.status(), StatusCode::TOO_MANY_REQUESTS);
     assert!(over.headers().get("mcp-session-id").is_none());
-    // Another user is not affected.
-    assert_eq!(
-        init(&s.url, Some("Bearer bob")).await.status(),
-        StatusCode::OK
-    );
+    // A raw Authorization header is not an identity: it neither counts nor escapes the count.
+    let r = post(&s.url, None, INIT)
+        .header("x-test-user", "alice")
+        .header("authorization", "Bearer someone-else")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    // Another user is not affected; neither are unauthenticated loopback clients.
+    assert_eq!(init_as(&s.url, "bob").await.status(), StatusCode::OK);
+    assert_eq!(init(&s.url, None).await.status(), StatusCode::OK);
     assert_eq!(
         s.http.session_count(),
-        3,
+        4,
         "a refused initialize allocates nothing"
     );
     // Ending a session frees a slot.
@@ -219,14 +138,39 @@ async fn sessions_per_principal_and_initialize_rate() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(init_as(&s.url, "alice").await.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn sessions_and_new_session_rate_per_address() {
+    // Loopback is exempt by default (a local server's clients share its address); this test
+    // counts it like a remote address.
+    let s = start(
+        HttpConfig {
+            limit_loopback: true,
+            max_sessions_per_address: 3,
+            client_session_rate: 1000,
+            ..HttpConfig::default()
+        },
+        ServeOptions::default(),
+    )
+    .await;
+    for _ in 0..3 {
+        assert_eq!(init(&s.url, None).await.status(), StatusCode::OK);
+    }
+    let over = init(&s.url, Some("Bearer whoever")).await;
     assert_eq!(
-        init(&s.url, Some("Bearer alice")).await.status(),
-        StatusCode::OK
+        over.status(),
+        StatusCode::TOO_MANY_REQUESTS,
+        "requests without a principal count by address, whatever their headers"
     );
+    assert_eq!(s.http.session_count(), 3);
 
     let s = start(
         HttpConfig {
-            initialize_rate: 2,
+            limit_loopback: true,
+            client_session_rate: 2,
+            client_session_burst: 2,
             ..HttpConfig::default()
         },
         ServeOptions::default(),
@@ -242,7 +186,7 @@ async fn sessions_per_principal_and_initialize_rate() {
         .iter()
         .filter(|r| r.status() == StatusCode::TOO_MANY_REQUESTS)
         .collect();
-    assert!((2..=5).contains(&ok), "{ok} of 10 admitted");
+    assert!((2..=4).contains(&ok), "{ok} of 10 admitted");
     assert_eq!(ok + refused.len(), 10);
     assert!(
         refused
@@ -257,6 +201,68 @@ async fn sessions_per_principal_and_initialize_rate() {
         StatusCode::OK,
         "the bucket refills"
     );
+}
+
+#[tokio::test]
+async fn a_burst_of_2000_new_sessions_is_served_by_default() {
+    let s = start(HttpConfig::default(), ServeOptions::default()).await;
+    let http = reqwest::Client::new();
+    let burst = futures::future::join_all((0..2000).map(|_| {
+        http.post(&s.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(INIT)
+            .send()
+    }))
+    .await;
+    let refused: Vec<String> = burst
+        .into_iter()
+        .map(Result::unwrap)
+        .filter(|r| r.status() != StatusCode::OK)
+        .map(|r| r.status().to_string())
+        .collect();
+    assert!(
+        refused.is_empty(),
+        "{} of 2000 refused: {:?}",
+        refused.len(),
+        refused.first()
+    );
+    assert_eq!(s.http.session_count(), 2000);
+}
+
+#[tokio::test]
+async fn sessions_that_never_initialize_expire() {
+    let s = start(
+        HttpConfig {
+            session_init_timeout: Duration::from_millis(300),
+            ..HttpConfig::default()
+        },
+        ServeOptions::default(),
+    )
+    .await;
+    let stalled = init(&s.url, None).await;
+    assert_eq!(stalled.status(), StatusCode::OK);
+    let stalled = stalled.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let done = session(&s.url).await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let r = post(
+        &s.url,
+        Some(&stalled),
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(
+        r.status(),
+        StatusCode::NOT_FOUND,
+        "the stalled session is gone"
+    );
+    ping_ok(&s.url, &done).await;
+    assert_eq!(s.http.session_count(), 1);
 }
 
 #[tokio::test]

@@ -75,8 +75,6 @@ fn soak_server() {
             HttpConfig {
                 response_mode: ResponseMode::Sse,
                 session_idle_timeout: Duration::from_secs(2),
-                initialize_rate: 100_000,
-                max_sessions_per_principal: 100_000,
                 keep_alive: Duration::from_secs(1),
                 ..HttpConfig::default()
             },

@@ -1,0 +1,239 @@
+//! Per-client limits on new sessions: how many a client holds and how fast it may open them.
+//!
+//! A client is the verified principal of a request when an authentication layer put one in
+//! the request's extensions ([`Principal`]), otherwise its remote address (IPv6 addresses by
+//! their /64 prefix, which one host usually owns whole). Loopback clients without a principal
+//! are the server's own machine and are not limited unless [`HttpConfig::limit_loopback`]
+//! says so: a local server's clients all share one address, so an address limit there would
+//! be a global throttle. Nothing here is global: one client at its limit never slows another.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use axum::extract::ConnectInfo;
+use axum::http::Extensions;
+
+use crate::config::HttpConfig;
+
+/// The verified identity of a request's sender, put in the request's extensions by an
+/// authentication layer. Per-client limits count sessions under it, and a session remembers
+/// the principal that opened it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Principal(pub String);
+
+/// Who a request counts against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Client {
+    /// A verified principal.
+    Principal(String),
+    /// A remote address (or IPv6 /64 prefix).
+    Address(String),
+    /// Not limited per client (loopback, or no address known).
+    Unlimited,
+}
+
+impl Client {
+    /// The client of a request, from its extensions.
+    pub(crate) fn of(config: &HttpConfig, ext: &Extensions) -> Client {
+        if let Some(Principal(p)) = ext.get::<Principal>() {
+            return Client::Principal(p.clone());
+        }
+        let Some(ConnectInfo(addr)) = ext.get::<ConnectInfo<SocketAddr>>() else {
+            return Client::Unlimited;
+        };
+        let ip = match addr.ip() {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+            v4 => v4,
+        };
+        if ip.is_loopback() && !config.limit_loopback {
+            return Client::Unlimited;
+        }
+        Client::Address(match ip {
+            IpAddr::V4(v4) => v4.to_string(),
+            IpAddr::V6(v6) => {
+                let s = v6.segments();
+                format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+            }
+        })
+    }
+
+    /// The key its counters are kept under, if it is limited.
+    pub(crate) fn key(&self) -> Option<String> {
+        match self {
+            Client::Principal(p) => Some(format!("p:{p}")),
+            Client::Address(a) => Some(format!("a:{a}")),
+            Client::Unlimited => None,
+        }
+    }
+
+    fn max_sessions(&self, config: &HttpConfig) -> usize {
+        match self {
+            Client::Principal(_) => config.max_sessions_per_principal,
+            _ => config.max_sessions_per_address,
+        }
+    }
+}
+
+/// Why a new session was refused.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Refused {
+    /// The client holds its most sessions.
+    TooMany,
+    /// The client opens sessions too fast; come back after this long.
+    TooFast(Duration),
+}
+
+struct Counters {
+    sessions: usize,
+    /// Token bucket of new sessions: tokens and last refill.
+    tokens: f64,
+    refilled: Instant,
+}
+
+/// Session counts and new-session buckets per client key.
+#[derive(Default)]
+pub(crate) struct ClientTable {
+    table: Mutex<HashMap<String, Counters>>,
+}
+
+/// Most clients tracked at once; idle ones are dropped first (their state is "nothing held,
+/// bucket full", so forgetting them changes nothing).
+const MAX_TRACKED: usize = 100_000;
+
+impl ClientTable {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Counters>> {
+        self.table
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Admits one new session for `client` (counting it), or says why not.
+    pub(crate) fn admit(&self, config: &HttpConfig, client: &Client) -> Result<(), Refused> {
+        let Some(key) = client.key() else {
+            return Ok(());
+        };
+        let rate = f64::from(config.client_session_rate.max(1));
+        let burst = f64::from(config.client_session_burst.max(1));
+        let now = Instant::now();
+        let mut table = self.lock();
+        if table.len() >= MAX_TRACKED && !table.contains_key(&key) {
+            prune(&mut table, rate, burst, now);
+        }
+        let c = table.entry(key).or_insert(Counters {
+            sessions: 0,
+            tokens: burst,
+            refilled: now,
+        });
+        c.tokens = (c.tokens + now.duration_since(c.refilled).as_secs_f64() * rate).min(burst);
+        c.refilled = now;
+        if c.sessions >= client.max_sessions(config) {
+            return Err(Refused::TooMany);
+        }
+        if c.tokens < 1.0 {
+            return Err(Refused::TooFast(Duration::from_secs_f64(
+                (1.0 - c.tokens) / rate,
+            )));
+        }
+        c.tokens -= 1.0;
+        c.sessions += 1;
+        Ok(())
+    }
+
+    /// A session of `key` ended.
+    pub(crate) fn release(&self, key: &str) {
+        let mut table = self.lock();
+        if let Some(c) = table.get_mut(key) {
+            c.sessions = c.sessions.saturating_sub(1);
+        }
+    }
+
+    /// Sessions held by `key`.
+    #[cfg(test)]
+    pub(crate) fn held(&self, key: &str) -> usize {
+        self.lock().get(key).map_or(0, |c| c.sessions)
+    }
+
+    /// Drops clients that hold nothing and whose bucket is full again.
+    pub(crate) fn prune_idle(&self, config: &HttpConfig) {
+        let rate = f64::from(config.client_session_rate.max(1));
+        let burst = f64::from(config.client_session_burst.max(1));
+        prune(&mut self.lock(), rate, burst, Instant::now());
+    }
+}
+
+fn prune(table: &mut HashMap<String, Counters>, rate: f64, burst: f64, now: Instant) {
+    table.retain(|_, c| {
+        let tokens = c.tokens + now.duration_since(c.refilled).as_secs_f64() * rate;
+        c.sessions > 0 || tokens < burst
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ext(addr: &str, principal: Option<&str>) -> Extensions {
+        let mut e = Extensions::new();
+        e.insert(ConnectInfo(addr.parse::<SocketAddr>().unwrap()));
+        if let Some(p) = principal {
+            e.insert(Principal(p.to_owned()));
+        }
+        e
+    }
+
+    #[test]
+    fn who_counts() {
+        let c = HttpConfig::default();
+        assert_eq!(Client::of(&c, &ext("127.0.0.1:1", None)), Client::Unlimited);
+        assert_eq!(Client::of(&c, &ext("[::1]:1", None)), Client::Unlimited);
+        assert_eq!(
+            Client::of(&c, &ext("[::ffff:127.0.0.1]:1", None)),
+            Client::Unlimited
+        );
+        assert_eq!(
+            Client::of(&c, &ext("127.0.0.1:1", Some("alice"))),
+            Client::Principal("alice".into())
+        );
+        assert_eq!(
+            Client::of(&c, &ext("192.0.2.7:1", None)),
+            Client::Address("192.0.2.7".into())
+        );
+        assert_eq!(
+            Client::of(&c, &ext("[2001:db8:1:2:3:4:5:6]:1", None)),
+            Client::of(&c, &ext("[2001:db8:1:2:ffff::9]:1", None)),
+            "one /64 is one client"
+        );
+        let strict = HttpConfig {
+            limit_loopback: true,
+            ..HttpConfig::default()
+        };
+        assert_eq!(
+            Client::of(&strict, &ext("127.0.0.1:1", None)),
+            Client::Address("127.0.0.1".into())
+        );
+        assert_eq!(Client::of(&c, &Extensions::new()), Client::Unlimited);
+    }
+
+    #[test]
+    fn counts_and_buckets_are_per_client() {
+        let c = HttpConfig {
+            max_sessions_per_address: 3,
+            client_session_rate: 1,
+            client_session_burst: 2,
+            ..HttpConfig::default()
+        };
+        let t = ClientTable::default();
+        let a = Client::Address("192.0.2.1".into());
+        let b = Client::Address("192.0.2.2".into());
+        assert_eq!(t.admit(&c, &a), Ok(()));
+        assert_eq!(t.admit(&c, &a), Ok(()));
+        assert!(matches!(t.admit(&c, &a), Err(Refused::TooFast(_))));
+        assert_eq!(t.admit(&c, &b), Ok(()), "another client is not slowed");
+        assert_eq!(t.held("a:192.0.2.1"), 2);
+        t.release("a:192.0.2.1");
+        assert_eq!(t.held("a:192.0.2.1"), 1);
+        assert_eq!(t.admit(&c, &Client::Unlimited), Ok(()));
+    }
+}

@@ -1,0 +1,400 @@
+//! POST on the Streamable HTTP endpoint: a 2026-07-28 request (stateless), or messages of a
+//! session (which an `initialize` creates).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use mcp_jsonrpc::{ErrorCode, ErrorObject, Frame, Message, RequestId};
+use mcp_types::{Feature, InitializeParams, ProtocolVersion};
+
+use crate::clients::{Client, Refused};
+use crate::config::ResponseMode;
+use crate::respond::*;
+use crate::server::{
+    Inner, accepting, host_checks, plausible_session_id, stream_slot, version_checks,
+};
+use crate::session::{Session, random_hex};
+
+/// What one POST body holds.
+struct Posted {
+    messages: Vec<Message>,
+    batch: bool,
+    /// Answers for invalid batch entries, merged into the batch's answer.
+    entry_errors: Vec<Message>,
+    /// The body the engine gets (the valid entries only, when some were invalid).
+    body: Bytes,
+}
+
+/// Decodes a POST body; invalid entries of a batch are answered here, each with its own
+/// error, and the engine gets the valid rest.
+fn decode(inner: &Inner, body: Bytes) -> Result<Posted, Response> {
+    match Frame::decode(&body) {
+        Frame::Single(Ok(m)) => Ok(Posted {
+            messages: vec![m],
+            batch: false,
+            entry_errors: Vec::new(),
+            body,
+        }),
+        Frame::Single(Err(e)) => Err(decode_error_response(e)),
+        Frame::Batch(items) => {
+            let max = inner.server.config().engine.max_batch;
+            if items.len() > max {
+                return Err(bad_request(&format!(
+                    "batch of {} entries is over the limit of {max}",
+                    items.len()
+                )));
+            }
+            let mut ok = Vec::with_capacity(items.len());
+            let mut entry_errors = Vec::new();
+            for item in items {
+                match item {
+                    Ok(m) => ok.push(m),
+                    Err(e) => entry_errors.push(Message::error(e.id, e.error)),
+                }
+            }
+            let body = if entry_errors.is_empty() {
+                body
+            } else {
+                Bytes::from(mcp_jsonrpc::encode_batch(&ok))
+            };
+            Ok(Posted {
+                messages: ok,
+                batch: true,
+                entry_errors,
+                body,
+            })
+        }
+    }
+}
+
+/// Header checks that need no body: Host/Origin first (nothing is read for a refused
+/// request), then `Content-Type` and `Accept`.
+fn header_checks(inner: &Inner, headers: &HeaderMap) -> Result<(), Response> {
+    accepting(&inner.config)?;
+    host_checks(&inner.config, headers)
+}
+
+fn media_checks(headers: &HeaderMap) -> Result<(), Response> {
+    let ct = header_str(headers, header::CONTENT_TYPE.as_str()).unwrap_or("");
+    if !ct
+        .split(';')
+        .next()
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+    {
+        return Err(rpc_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            None,
+            ErrorCode::INVALID_REQUEST,
+            "Content-Type must be application/json",
+        ));
+    }
+    if !(accepts(headers, "application/json") && accepts(headers, "text/event-stream")) {
+        return Err(rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            ErrorCode::INVALID_REQUEST,
+            "Accept must list application/json and text/event-stream",
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) async fn handle_post(State(inner): State<Arc<Inner>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let headers = &parts.headers;
+    if let Err(r) = header_checks(&inner, headers) {
+        return r;
+    }
+    let body = match read_body(&inner.config, headers, body).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    // A modern request's version header is checked where its id is known (in `stateless`).
+    let modern = crate::stateless::is_modern(headers, &body);
+    if !modern {
+        if let Err(r) = version_checks(headers) {
+            return r;
+        }
+    }
+    if let Err(r) = media_checks(headers) {
+        return r;
+    }
+    let posted = match decode(&inner, body) {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    let client = Client::of(&inner.config, &parts.extensions);
+    if modern {
+        if posted.batch {
+            return bad_request("JSON-RPC batches are not part of protocol 2026-07-28");
+        }
+        return match posted.messages.into_iter().next() {
+            Some(m) => crate::stateless::handle(&inner, headers, m, posted.body).await,
+            None => bad_request("empty request"),
+        };
+    }
+    let (session, new_session) = match find_or_start(&inner, headers, &posted, &client) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    session.touch();
+    if !new_session && handshake_done(&posted.messages) {
+        session.mark_initialized();
+    }
+    if posted.batch && !session.version().has(Feature::Batching) {
+        return bad_request(
+            "JSON-RPC batches are not supported by the negotiated protocol version",
+        );
+    }
+    answer(&inner, session, new_session, posted).await
+}
+
+/// Whether these messages show the client finished the handshake: `initialized`, or any
+/// request but `initialize` and `ping`.
+fn handshake_done(messages: &[Message]) -> bool {
+    messages.iter().any(|m| match m {
+        Message::Notification(n) => n.method == "notifications/initialized",
+        Message::Request(r) => r.method != "initialize" && r.method != "ping",
+        Message::Response(_) => false,
+    })
+}
+
+/// The session a POST belongs to, or a new one for an `initialize` without a session id.
+fn find_or_start(
+    inner: &Arc<Inner>,
+    headers: &HeaderMap,
+    posted: &Posted,
+    client: &Client,
+) -> Result<(Arc<Session>, bool), Response> {
+    match header_str(headers, SESSION_HEADER) {
+        Some(id) if !plausible_session_id(id) => {
+            Err(bad_request("Bad Request: malformed Mcp-Session-Id"))
+        }
+        Some(id) => match inner.sessions().get(id).cloned() {
+            Some(s) => Ok((s, false)),
+            None => Err(session_not_found()),
+        },
+        None => {
+            let init = posted.messages.iter().find_map(|m| match m {
+                Message::Request(r) if r.method == "initialize" => Some(r),
+                _ => None,
+            });
+            let Some(init) = init.filter(|_| !posted.batch) else {
+                return Err(bad_request(
+                    "Bad Request: Mcp-Session-Id header is required",
+                ));
+            };
+            let requested = mcp_jsonrpc::parse_params::<InitializeParams>(init.params.as_deref())
+                .map(|p| ProtocolVersion::negotiate_legacy(&p.protocol_version))
+                .unwrap_or(ProtocolVersion::LATEST_LEGACY);
+            Ok((new_session(inner, requested, client)?, true))
+        }
+    }
+}
+
+/// A new session, within the session caps of the endpoint and of the client.
+fn new_session(
+    inner: &Arc<Inner>,
+    version: ProtocolVersion,
+    client: &Client,
+) -> Result<Arc<Session>, Response> {
+    if inner.sessions().len() >= inner.config.max_sessions {
+        return Err(retry_later(
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            Duration::from_secs(1),
+            "Too many sessions",
+        ));
+    }
+    match inner.clients.admit(&inner.config, client) {
+        Ok(()) => {}
+        Err(Refused::TooMany) => {
+            return Err(retry_later(
+                StatusCode::TOO_MANY_REQUESTS,
+                None,
+                Duration::from_secs(1),
+                "Too many sessions for this client; end one (DELETE) first",
+            ));
+        }
+        Err(Refused::TooFast(wait)) => {
+            return Err(retry_later(
+                StatusCode::TOO_MANY_REQUESTS,
+                None,
+                wait,
+                "Too many new sessions from this client; slow down",
+            ));
+        }
+    }
+    let Some(id) = random_hex(16) else {
+        // Without OS randomness a session id would be guessable: make none.
+        if let Some(key) = client.key() {
+            inner.clients.release(&key);
+        }
+        return Err(retry_later(
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            Duration::from_secs(1),
+            "Cannot make a secure session id right now",
+        ));
+    };
+    Ok(inner.start_session(id, version, client))
+}
+
+/// Whether an answer is a JSON-RPC error response (typed, not by its text).
+fn is_error_response(data: &str) -> bool {
+    matches!(
+        Message::decode_str(data),
+        Ok(Message::Response(mcp_jsonrpc::Response {
+            outcome: Err(_),
+            ..
+        }))
+    )
+}
+
+/// Hands the messages to the session's engine and answers the POST: 202 for notifications
+/// and responses only, else the requests' answers as JSON or an SSE stream.
+async fn answer(
+    inner: &Arc<Inner>,
+    session: Arc<Session>,
+    new_session: bool,
+    posted: Posted,
+) -> Response {
+    let Posted {
+        messages,
+        batch,
+        entry_errors,
+        body,
+    } = posted;
+    let ids: Vec<RequestId> = messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Request(r) => Some(r.id.clone()),
+            _ => None,
+        })
+        .collect();
+    if ids.is_empty() {
+        // Only notifications or responses (or nothing) besides invalid batch entries.
+        if !messages.is_empty() && !session.feed(body.to_vec()).await {
+            return session_not_found();
+        }
+        if !entry_errors.is_empty() {
+            return json_response(mcp_jsonrpc::encode_batch(&entry_errors), None);
+        }
+        return StatusCode::ACCEPTED.into_response();
+    }
+    let mode = inner.config.response_mode;
+    if mode == ResponseMode::Sse {
+        if let Err(r) = stream_slot(&inner.config, &session) {
+            return r;
+        }
+    }
+    // An id still in flight must not be reused: answering it here keeps the first request's
+    // response on its own stream.
+    if let Some(dup) = ids.iter().find(|id| session.in_flight(id)) {
+        let e = ErrorObject::invalid_request(format!("request id {dup} is already in use"));
+        return json_response(Message::error(Some(dup.clone()), e).encode(), None);
+    }
+    // A batch gets one answer (an array), related to its first request.
+    let (routed, answers) = if batch {
+        (vec![ids[0].clone()], 1)
+    } else {
+        (ids.clone(), ids.len())
+    };
+    let (token, mut rx) = session.open_post_stream(&routed, answers, mode == ResponseMode::Sse);
+    if !session.feed(body.to_vec()).await {
+        return session_not_found();
+    }
+    let session_header = new_session.then_some(session.id.as_str());
+    let Some(first) = rx.recv().await else {
+        // The stream was detached before anything was sent (polling mode).
+        session.mark_sse(&token);
+        return sse_response(
+            vec![priming(&token, inner.config.sse_retry)],
+            None,
+            inner.config.keep_alive,
+            session_header,
+        );
+    };
+    if first.is_end_marker() {
+        // Cancelled before anything was sent: an SSE stream with nothing on it.
+        session.forget_stream(&token).await;
+        return sse_response(Vec::new(), None, inner.config.keep_alive, session_header);
+    }
+    if new_session && first.last && is_error_response(&first.data) {
+        // A failed initialize leaves no session behind.
+        inner.remove(&session.id);
+        return json_response(first.data, None);
+    }
+    let json = match mode {
+        ResponseMode::Json => true,
+        ResponseMode::Sse => false,
+        ResponseMode::Auto => first.last,
+    } || !entry_errors.is_empty();
+    if json {
+        let mut last = first;
+        while !last.last {
+            match rx.recv().await {
+                Some(e) => last = e,
+                None => break,
+            }
+        }
+        session.forget_stream(&token).await;
+        if last.is_end_marker() {
+            return sse_response(Vec::new(), None, inner.config.keep_alive, session_header);
+        }
+        if !entry_errors.is_empty() {
+            return json_response(merge_batch(&last.data, &entry_errors), session_header);
+        }
+        return json_response(last.data, session_header);
+    }
+    session.mark_sse(&token);
+    let mut chunks = Vec::new();
+    if session.version() >= ProtocolVersion::V2025_11_25 {
+        chunks.push(priming(&token, inner.config.sse_retry));
+    }
+    let done = first.last;
+    chunks.push(sse_event(&first));
+    let rx = (!done).then_some(rx);
+    sse_response(chunks, rx, inner.config.keep_alive, session_header)
+}
+
+/// The engine's batch answer (a JSON array) with `extra` answers appended.
+fn merge_batch(answer: &str, extra: &[Message]) -> String {
+    let mut all: Vec<Box<serde_json::value::RawValue>> =
+        serde_json::from_str(answer).unwrap_or_default();
+    for m in extra {
+        if let Ok(raw) = serde_json::value::RawValue::from_string(m.encode()) {
+            all.push(raw);
+        }
+    }
+    serde_json::to_string(&all).unwrap_or_else(|_| answer.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_responses_are_recognised_by_type() {
+        assert!(is_error_response(
+            r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"bad"}}"#
+        ));
+        assert!(!is_error_response(
+            r#"{"jsonrpc":"2.0","id":0,"result":{"serverInfo":{"name":"error"},"x":"\"error\""}}"#
+        ));
+    }
+
+    #[test]
+    fn no_session_id_without_randomness() {
+        assert_eq!(crate::session::random_hex_from(16, |_| false), None);
+        let id = crate::session::random_hex_from(16, |b| {
+            b.fill(7);
+            true
+        });
+        assert_eq!(id.as_deref(), Some("07".repeat(16).as_str()));
+    }
+}
