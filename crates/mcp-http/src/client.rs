@@ -132,13 +132,19 @@ pub struct HttpClientTransport {
 
 /// Starts a client transport for the MCP endpoint at `url`.
 ///
+/// Requests go to `url`'s origin only: redirects are followed only when they are 307 or 308
+/// and stay on the origin (at most 10 hops); any other redirect fails the request it answered
+/// with a JSON-RPC error carrying the status (`data.httpStatus`) and `data.location`.
+///
 /// # Errors
 /// [`HttpClientError`] if the HTTP client cannot be built.
 pub fn connect(
     url: &str,
     config: HttpClientConfig,
 ) -> Result<HttpClientTransport, HttpClientError> {
-    let mut builder = reqwest::Client::builder().tcp_nodelay(true);
+    let mut builder = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .redirect(crate::origin::redirect_policy());
     if !config.reuse_connections {
         builder = builder.pool_max_idle_per_host(0);
     }
@@ -183,6 +189,14 @@ pub fn connect(
         outgoing,
         handle: HttpClientHandle { state },
     })
+}
+
+/// Why the HTTP+SSE fallback was not taken.
+enum Fallback {
+    /// The server does not speak HTTP+SSE either; the probe's own failure stands.
+    NotLegacy(String),
+    /// It answered in a way the client refuses: this error answers the `initialize`.
+    Refused(ErrorObject),
 }
 
 /// What a POSTed body holds.
@@ -341,7 +355,10 @@ impl State {
                     Ok(endpoint) => {
                         return self.legacy_post(&endpoint, &line, posted.request).await;
                     }
-                    Err(why) => tracing::debug!("not a legacy HTTP+SSE server either: {why}"),
+                    Err(Fallback::Refused(error)) => return self.fail(posted.request, error).await,
+                    Err(Fallback::NotLegacy(why)) => {
+                        tracing::debug!("not a legacy HTTP+SSE server either: {why}");
+                    }
                 }
             }
             if status == reqwest::StatusCode::NOT_FOUND
@@ -363,13 +380,13 @@ impl State {
                 *lock(&self.session) = Some(id.to_owned());
             }
             if !status.is_success() {
-                let retry_after = retry_after_ms(resp.headers());
+                let failure = Failure::of(&resp);
                 let body = resp.text().await.unwrap_or_default();
                 let error = match Message::decode(body.as_bytes()) {
                     Ok(Message::Response(mcp_jsonrpc::Response {
                         outcome: Err(e), ..
                     })) => e,
-                    _ => http_error(status, retry_after, &body),
+                    _ => failure.error(&body),
                 };
                 if posted.request.is_none() {
                     tracing::warn!(%status, "the server refused a notification or response: {}", error.message);
@@ -409,20 +426,26 @@ impl State {
 
     /// GETs the URL as an HTTP+SSE stream, waits for its `endpoint` event and keeps reading
     /// the stream's messages in the background. Refuses an endpoint on another origin.
-    async fn fall_back_to_legacy(self: &Arc<Self>) -> Result<String, String> {
+    async fn fall_back_to_legacy(self: &Arc<Self>) -> Result<String, Fallback> {
         let resp = self
             .request(reqwest::Method::GET)
             .header("accept", "text/event-stream")
             .send()
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| Fallback::NotLegacy(e.to_string()))?;
+        if resp.status().is_redirection() {
+            return Err(Fallback::Refused(Failure::of(&resp).error("")));
+        }
         let is_sse = resp
             .headers()
             .get("content-type")
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
         if !resp.status().is_success() || !is_sse {
-            return Err(format!("GET answered {}", resp.status()));
+            return Err(Fallback::NotLegacy(format!(
+                "GET answered {}",
+                resp.status()
+            )));
         }
         let mut parser = SseParser::new(self.config.max_message);
         let mut body = resp.bytes_stream();
@@ -430,9 +453,10 @@ impl State {
         let endpoint = loop {
             let chunk = tokio::time::timeout(Duration::from_secs(10), body.next())
                 .await
-                .map_err(|_| "no endpoint event within 10 s".to_owned())?;
+                .map_err(|_| Fallback::NotLegacy("no endpoint event within 10 s".to_owned()))?;
             let Some(Ok(chunk)) = chunk else {
-                return Err("the stream ended before the endpoint event".into());
+                let why = "the stream ended before the endpoint event";
+                return Err(Fallback::NotLegacy(why.to_owned()));
             };
             let mut found = None;
             for ev in parser.push(&chunk) {
@@ -443,7 +467,7 @@ impl State {
                 }
             }
             if let Some(e) = found {
-                break resolve_endpoint(&self.url, &e)?;
+                break resolve_endpoint(&self.url, &e).map_err(Fallback::NotLegacy)?;
             }
         };
         *lock(&self.legacy_endpoint) = Some(endpoint.clone());
@@ -484,10 +508,9 @@ impl State {
         match req.send().await {
             Ok(r) if r.status().is_success() => {}
             Ok(r) => {
-                let (status, retry_after) = (r.status(), retry_after_ms(r.headers()));
+                let failure = Failure::of(&r);
                 let body = r.text().await.unwrap_or_default();
-                self.fail(request, http_error(status, retry_after, &body))
-                    .await;
+                self.fail(request, failure.error(&body)).await;
             }
             Err(e) => {
                 let e = transport_error(&e);
@@ -537,8 +560,7 @@ impl State {
                 return self.fail(request, err).await;
             }
         };
-        let status = resp.status();
-        let retry_after = retry_after_ms(resp.headers());
+        let failure = Failure::of(&resp);
         let is_sse = resp
             .headers()
             .get("content-type")
@@ -563,11 +585,8 @@ impl State {
                 outcome: Err(e),
             })) if request.is_some() => self.fail(request, e).await,
             Ok(Message::Response(_)) => self.deliver(body).await,
-            _ if status.is_success() && request.is_none() => {}
-            _ => {
-                self.fail(request, http_error(status, retry_after, &body))
-                    .await
-            }
+            _ if failure.status.is_success() && request.is_none() => {}
+            _ => self.fail(request, failure.error(&body)).await,
         }
     }
 
@@ -851,17 +870,50 @@ fn transport_error(e: &impl std::fmt::Display) -> ErrorObject {
     .with_data(serde_json::json!({ "transport": true }))
 }
 
-/// An HTTP failure without a JSON-RPC body: the status (and `Retry-After`) travel in `data`,
-/// so retry policies can tell a 503 from a 400.
-fn http_error(status: reqwest::StatusCode, retry_after_ms: Option<u64>, body: &str) -> ErrorObject {
-    let body: String = body.chars().take(2000).collect();
-    ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("HTTP {status}")).with_data(
-        serde_json::json!({
-            "httpStatus": status.as_u16(),
-            "retryAfterMs": retry_after_ms,
+/// What an HTTP answer's status and headers say about a failure, taken before its body is
+/// read.
+struct Failure {
+    status: reqwest::StatusCode,
+    retry_after_ms: Option<u64>,
+    /// A redirect that was not followed: the message and the `Location`.
+    redirect: Option<(String, Option<String>)>,
+}
+
+impl Failure {
+    fn of(resp: &reqwest::Response) -> Self {
+        let (status, headers) = (resp.status(), resp.headers());
+        Self {
+            status,
+            retry_after_ms: retry_after_ms(headers),
+            redirect: crate::origin::redirect_message(status, headers).map(|m| {
+                let location = headers
+                    .get(reqwest::header::LOCATION)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                (m, location)
+            }),
+        }
+    }
+
+    /// An HTTP failure without a JSON-RPC body: the status (and `Retry-After`, or the
+    /// `Location` of a redirect not followed) travel in `data`, so retry policies can tell a
+    /// 503 from a 400.
+    fn error(&self, body: &str) -> ErrorObject {
+        let body: String = body.chars().take(2000).collect();
+        let mut data = serde_json::json!({
+            "httpStatus": self.status.as_u16(),
+            "retryAfterMs": self.retry_after_ms,
             "body": body,
-        }),
-    )
+        });
+        let message = match &self.redirect {
+            Some((message, location)) => {
+                data["location"] = serde_json::json!(location);
+                message.clone()
+            }
+            None => format!("HTTP {}", self.status),
+        };
+        ErrorObject::new(ErrorCode::INTERNAL_ERROR, message).with_data(data)
+    }
 }
 
 /// `Retry-After` in milliseconds (the delay-seconds form).

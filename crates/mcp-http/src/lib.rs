@@ -24,6 +24,8 @@ mod config;
 pub mod event_store;
 mod guard;
 mod legacy;
+#[cfg(feature = "client")]
+mod origin;
 mod serve;
 mod server;
 mod session;
