@@ -425,7 +425,8 @@ impl State {
     }
 
     /// GETs the URL as an HTTP+SSE stream, waits for its `endpoint` event and keeps reading
-    /// the stream's messages in the background. Refuses an endpoint on another origin.
+    /// the stream's messages in the background. Refuses (with an error for the `initialize`)
+    /// a redirected stream and an endpoint on another origin.
     async fn fall_back_to_legacy(self: &Arc<Self>) -> Result<String, Fallback> {
         let resp = self
             .request(reqwest::Method::GET)
@@ -467,7 +468,12 @@ impl State {
                 }
             }
             if let Some(e) = found {
-                break resolve_endpoint(&self.url, &e).map_err(Fallback::NotLegacy)?;
+                let endpoint = crate::origin::resolve_endpoint(&self.url, &e).map_err(|why| {
+                    let data = serde_json::json!({ "endpoint": e });
+                    let error = ErrorObject::new(ErrorCode::INTERNAL_ERROR, why.to_string());
+                    Fallback::Refused(error.with_data(data))
+                })?;
+                break endpoint.to_string();
             }
         };
         *lock(&self.legacy_endpoint) = Some(endpoint.clone());
@@ -928,34 +934,6 @@ fn retry_after_ms(headers: &reqwest::header::HeaderMap) -> Option<u64> {
     Some(secs.saturating_mul(1000))
 }
 
-/// `scheme://authority` of a URL.
-fn origin(url: &str) -> Option<&str> {
-    let (scheme, rest) = url.split_once("://")?;
-    let end = rest.find('/').map_or(url.len(), |i| scheme.len() + 3 + i);
-    Some(&url[..end])
-}
-
-/// Resolves an `endpoint` event against the stream's URL; only the same origin is accepted.
-fn resolve_endpoint(base: &str, endpoint: &str) -> Result<String, String> {
-    let base_origin = origin(base).ok_or("bad base URL")?;
-    if endpoint.contains("://") {
-        return match origin(endpoint) {
-            Some(o) if o.eq_ignore_ascii_case(base_origin) => Ok(endpoint.to_owned()),
-            _ => Err(format!(
-                "refusing an endpoint on another origin: {endpoint}"
-            )),
-        };
-    }
-    if endpoint.starts_with("//") {
-        return Err(format!("refusing a scheme-relative endpoint: {endpoint}"));
-    }
-    if endpoint.starts_with('/') {
-        return Ok(format!("{base_origin}{endpoint}"));
-    }
-    let dir = base.rsplit_once('/').map_or(base, |(d, _)| d);
-    Ok(format!("{dir}/{endpoint}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -983,25 +961,5 @@ mod tests {
             reconnect_delay(Duration::from_secs(2), 3, cap),
             Duration::from_secs(2)
         );
-    }
-
-    #[test]
-    fn endpoints_stay_on_origin() {
-        let base = "http://127.0.0.1:8080/sse";
-        assert_eq!(
-            resolve_endpoint(base, "/message?sessionId=1").unwrap(),
-            "http://127.0.0.1:8080/message?sessionId=1"
-        );
-        assert_eq!(
-            resolve_endpoint(base, "message?x=1").unwrap(),
-            "http://127.0.0.1:8080/message?x=1"
-        );
-        assert_eq!(
-            resolve_endpoint(base, "http://127.0.0.1:8080/m").unwrap(),
-            "http://127.0.0.1:8080/m"
-        );
-        assert!(resolve_endpoint(base, "http://evil.example.com/m").is_err());
-        assert!(resolve_endpoint(base, "http://127.0.0.1:9999/m").is_err());
-        assert!(resolve_endpoint(base, "//evil.example.com/m").is_err());
     }
 }

@@ -7,6 +7,9 @@
 //!   `Mcp-Session-Id` and the body there), and a 301, 302 or 303, which would turn a POST into
 //!   a GET without its body. The 3xx response then reaches the transport, which fails that
 //!   request with the status in `data` ([`redirect_message`]).
+//! - **The HTTP+SSE `endpoint` event** (2024-11-05) is resolved against the stream's URL as a
+//!   browser resolves a link, and refused unless it lands on the same origin
+//!   ([`resolve_endpoint`]).
 
 use reqwest::StatusCode;
 use reqwest::Url;
@@ -63,6 +66,49 @@ pub(crate) fn redirect_message(status: StatusCode, headers: &HeaderMap) -> Optio
     ))
 }
 
+/// Why an HTTP+SSE `endpoint` event was refused.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum EndpointError {
+    /// The URL the stream was opened at does not parse (it was requested, so unlikely).
+    #[error("the MCP URL {0:?} is not a valid URL")]
+    Base(String),
+    /// The event's data is not a URL reference.
+    #[error("refusing the HTTP+SSE endpoint {0:?}: not a valid URL")]
+    Invalid(String),
+    /// The endpoint resolves to another origin.
+    #[error(
+        "refusing the HTTP+SSE endpoint {endpoint:?}: it resolves to {resolved}, on another \
+         origin than {base}"
+    )]
+    OtherOrigin {
+        /// The event's data.
+        endpoint: String,
+        /// Where it resolves to.
+        resolved: String,
+        /// The stream's URL.
+        base: String,
+    },
+}
+
+/// Resolves an `endpoint` event against the URL of its stream (WHATWG URL parsing, so
+/// backslashes, scheme-relative references, userinfo and percent-encoded hosts mean what a
+/// browser takes them to mean), and accepts it only on the same origin.
+pub(crate) fn resolve_endpoint(base: &str, endpoint: &str) -> Result<Url, EndpointError> {
+    let base_url = Url::parse(base).map_err(|_| EndpointError::Base(base.to_owned()))?;
+    let resolved = base_url
+        .join(endpoint)
+        .map_err(|_| EndpointError::Invalid(endpoint.to_owned()))?;
+    if same_origin(&base_url, &resolved) {
+        Ok(resolved)
+    } else {
+        Err(EndpointError::OtherOrigin {
+            endpoint: endpoint.to_owned(),
+            resolved: resolved.to_string(),
+            base: base.to_owned(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,5 +150,75 @@ mod tests {
             "{m}"
         );
         assert!(redirect_message(StatusCode::BAD_REQUEST, &h).is_none());
+    }
+
+    fn resolved(base: &str, endpoint: &str) -> Result<String, String> {
+        resolve_endpoint(base, endpoint)
+            .map(String::from)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn endpoints_stay_on_origin() {
+        let base = "http://127.0.0.1:8080/sse";
+        for (endpoint, expected) in [
+            (
+                "/message?sessionId=1",
+                "http://127.0.0.1:8080/message?sessionId=1",
+            ),
+            ("message?x=1", "http://127.0.0.1:8080/message?x=1"),
+            ("http://127.0.0.1:8080/m", "http://127.0.0.1:8080/m"),
+            ("HTTP://127.0.0.1:8080/m", "http://127.0.0.1:8080/m"),
+            // A URL in the query does not make the reference absolute.
+            (
+                "/m?next=http://evil.example/",
+                "http://127.0.0.1:8080/m?next=http://evil.example/",
+            ),
+            // The same scheme without `//` is a relative path, as browsers read it.
+            (
+                "http:evil.example/m",
+                "http://127.0.0.1:8080/evil.example/m",
+            ),
+            // Percent-encoded and hex hosts that are the same host.
+            ("http://%31%32%37.0.0.1:8080/m", "http://127.0.0.1:8080/m"),
+            ("http://0x7f.0.0.1:8080/m", "http://127.0.0.1:8080/m"),
+            // Leading spaces, and tabs anywhere, are dropped by the URL parser.
+            ("  /m", "http://127.0.0.1:8080/m"),
+            ("/m\tx", "http://127.0.0.1:8080/mx"),
+        ] {
+            assert_eq!(
+                resolved(base, endpoint).as_deref(),
+                Ok(expected),
+                "{endpoint:?}"
+            );
+        }
+        for endpoint in [
+            "http://evil.example.com/m",
+            "http://127.0.0.1:9999/m",
+            "https://127.0.0.1:8080/m",
+            "http://localhost:8080/m",
+            "//evil.example.com/m",
+            " //evil.example.com/m",
+            r"/\evil.example/m",
+            r"\\evil.example\m",
+            "/\t/evil.example/m",
+            "http://127.0.0.1:8080@evil.example/",
+            "http://127.0.0.1:8080%40evil.example/",
+            "http://evil%2Eexample/m",
+            "https:evil.example/m",
+            "evil.example:80/m",
+            "javascript:alert(1)",
+            "data:text/plain,x",
+        ] {
+            let r = resolved(base, endpoint);
+            assert!(r.is_err(), "{endpoint:?} resolved to {r:?}");
+        }
+        // A URL without a path: a relative endpoint stays under it.
+        assert_eq!(
+            resolved("http://127.0.0.1:8080", "127.0.0.1:9999/m").as_deref(),
+            Ok("http://127.0.0.1:8080/127.0.0.1:9999/m")
+        );
+        let e = resolved(base, "http://127.0.0.1:9999/m").unwrap_err();
+        assert!(e.contains("another origin"), "{e}");
     }
 }

@@ -319,3 +319,56 @@ async fn redirects_within_the_origin_keep_headers_and_body() {
         }
     }
 }
+
+/// A legacy HTTP+SSE server: 405 to every POST, and an SSE stream announcing `endpoint`.
+async fn legacy_announcing(endpoint: String) -> String {
+    let (base, _log) = fake(move |seen| match seen.method.as_str() {
+        "GET" => {
+            let event = format!("event: endpoint\ndata: {endpoint}\n\n");
+            let first = futures::stream::once(async { Ok::<_, std::convert::Infallible>(event) });
+            let body = axum::body::Body::from_stream(futures::StreamExt::chain(
+                first,
+                futures::stream::pending(),
+            ));
+            ([("content-type", "text/event-stream")], body).into_response()
+        }
+        _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+    })
+    .await;
+    base
+}
+
+#[tokio::test]
+async fn a_legacy_endpoint_on_another_origin_is_refused() {
+    let other = Recorder::start().await;
+    let b = other.addr;
+    // Endpoints naming the other listener; the client must refuse them with a clear error.
+    for endpoint in [
+        format!("http://{b}/message"),
+        format!("//{b}/message"),
+        format!("/\\{b}/message"),
+        format!("\\\\{b}\\message"),
+        format!("http://{}@{b}/message", "127.0.0.1:1"),
+        format!(" http://{b}/message"),
+    ] {
+        let base = legacy_announcing(endpoint.clone()).await;
+        let client = connect(&format!("{base}/sse"), secrets()).await;
+        let Some(Err(ConnectError::Initialize(CallError::Rpc(e)))) = client else {
+            panic!("{endpoint:?}: connected, or hung")
+        };
+        assert!(
+            e.message.contains("another origin"),
+            "{endpoint:?}: {}",
+            e.message
+        );
+    }
+    // A relative endpoint resolves against the URL, as a browser would: against a URL without
+    // a path, `127.0.0.1:PORT/message` is the path `/127.0.0.1:PORT/message` on the same server.
+    let base = legacy_announcing(format!("{b}/message")).await;
+    let client = connect(&base, secrets()).await;
+    other.assert_untouched().await;
+    assert!(
+        matches!(client, Some(Err(_))),
+        "the fake server has no such path"
+    );
+}
