@@ -3,10 +3,12 @@
 //!
 //! Every outgoing message is POSTed (concurrently); JSON and SSE answers are both read. An SSE
 //! answer that ends before the response arrived is resumed with GET + `Last-Event-ID` after
-//! the server's `retry` delay. After `notifications/initialized` a standalone GET stream is
-//! opened; its failure (405 and the like) is not fatal. A 404 on a known session starts a new
-//! session by replaying the handshake without the old id. Transport failures of a request
-//! become a JSON-RPC error response to that request, so no caller hangs.
+//! the server's `retry` delay (never less than [`HttpClientConfig::min_reconnect_delay`]).
+//! After `notifications/initialized` a standalone GET stream is opened; its failure (405 and
+//! the like) is not fatal. A 404 on a known session starts a new session by replaying the
+//! handshake without the old id. Transport failures of a request become a JSON-RPC error
+//! response to that request, so no caller hangs. Requests stay on the URL's origin: see
+//! [`connect`] for redirects.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -39,6 +41,9 @@ pub struct HttpClientConfig {
     pub max_message: usize,
     /// Reconnection delay when the server gave no `retry`.
     pub default_retry: Duration,
+    /// Shortest reconnection delay, whatever the server's `retry` (a `retry: 0` would
+    /// otherwise reopen a stream that keeps ending in a tight loop). Default 100 ms.
+    pub min_reconnect_delay: Duration,
     /// Reconnection attempts for one stream before giving up (reset whenever the stream
     /// delivers an event).
     pub max_reconnects: u32,
@@ -58,6 +63,7 @@ impl Default for HttpClientConfig {
             headers: Vec::new(),
             max_message: 4 * 1024 * 1024,
             default_retry: Duration::from_secs(1),
+            min_reconnect_delay: Duration::from_millis(100),
             max_reconnects: 5,
             max_reconnect_delay: Duration::from_secs(30),
             standalone_stream: true,
@@ -752,7 +758,7 @@ impl State {
                 .with_data(serde_json::json!({ "transport": true }));
                 return self.fail(waiting, e).await;
             }
-            let delay = reconnect_delay(retry, attempts, self.config.max_reconnect_delay);
+            let delay = self.reconnect_delay(retry, attempts);
             tracing::debug!(attempt = attempts, ?delay, "resuming an SSE answer");
             tokio::select! {
                 () = self.closed.cancelled() => return,
@@ -787,6 +793,12 @@ impl State {
                 None
             }
         }
+    }
+
+    /// [`reconnect_delay`] with this client's floor and cap.
+    fn reconnect_delay(&self, retry: Duration, attempt: u32) -> Duration {
+        let retry = retry.max(self.config.min_reconnect_delay);
+        reconnect_delay(retry, attempt, self.config.max_reconnect_delay)
     }
 
     /// The standalone GET stream: server notifications and requests not tied to a POST.
@@ -829,7 +841,7 @@ impl State {
                 );
                 return;
             }
-            let delay = reconnect_delay(retry, failures, self.config.max_reconnect_delay);
+            let delay = self.reconnect_delay(retry, failures);
             tokio::select! {
                 () = self.closed.cancelled() => return,
                 () = tokio::time::sleep(delay) => {}

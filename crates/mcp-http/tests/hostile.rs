@@ -372,3 +372,69 @@ async fn a_legacy_endpoint_on_another_origin_is_refused() {
         "the fake server has no such path"
     );
 }
+
+/// A server whose SSE streams say `retry: 0` and end at once: the POST answer to `tools/list`
+/// (without the response) and every GET.
+async fn retry_zero_server() -> (String, Log) {
+    let stream = || {
+        let body = "id: 1\nretry: 0\n\n";
+        ([("content-type", "text/event-stream")], body).into_response()
+    };
+    fake(
+        move |seen| match (seen.method.as_str(), seen.rpc().0.as_deref()) {
+            ("GET", _) => stream(),
+            (_, Some("initialize")) => initialize_ok(seen),
+            (_, Some("tools/list")) => stream(),
+            _ => StatusCode::ACCEPTED.into_response(),
+        },
+    )
+    .await
+}
+
+/// GETs the server receives in one second once the first one has arrived.
+async fn gets_in_a_second(log: &Log) -> usize {
+    let gets = || {
+        log.lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s.method == "GET")
+            .count()
+    };
+    assert!(wait_for(log, |s| s.method == "GET").await, "no GET");
+    let before = gets();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    gets() - before
+}
+
+#[tokio::test]
+async fn retry_zero_does_not_make_the_standalone_stream_spin() {
+    let (base, log) = retry_zero_server().await;
+    let _client = connect(&format!("{base}/mcp"), HttpClientConfig::default())
+        .await
+        .unwrap()
+        .unwrap();
+    let floor = HttpClientConfig::default().min_reconnect_delay;
+    assert_eq!(floor, Duration::from_millis(100));
+    let n = gets_in_a_second(&log).await;
+    assert!(n <= 12, "{n} GETs in 1 s with a {floor:?} floor");
+    assert!(n >= 2, "the stream is still reopened: {n}");
+}
+
+#[tokio::test]
+async fn retry_zero_does_not_make_resumption_spin() {
+    let (base, log) = retry_zero_server().await;
+    let http = HttpClientConfig {
+        standalone_stream: false,
+        ..HttpClientConfig::default()
+    };
+    let client = connect(&format!("{base}/mcp"), http)
+        .await
+        .unwrap()
+        .unwrap();
+    // The answer never comes: the call keeps resuming its stream until it is dropped.
+    let call = tokio::spawn(async move { client.list_tools().await });
+    let n = gets_in_a_second(&log).await;
+    call.abort();
+    assert!(n <= 12, "{n} resumption GETs in 1 s with a 100 ms floor");
+    assert!(n >= 2, "the answer is still resumed: {n}");
+}
