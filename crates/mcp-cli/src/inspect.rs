@@ -78,29 +78,8 @@ pub(crate) async fn resources(url: Option<String>, reach: Reach) -> anyhow::Resu
         if c.server_capabilities().resources.is_none() {
             bail!("the server has no resources");
         }
-        let mut resources = Vec::new();
-        let mut cursor = None;
-        loop {
-            let page = c.list_resources(cursor).await.map_err(call_error)?;
-            resources.extend(page.resources);
-            cursor = page.next_cursor;
-            if cursor.is_none() {
-                break;
-            }
-        }
-        let mut templates = Vec::new();
-        let mut cursor = None;
-        loop {
-            let page = c
-                .list_resource_templates(cursor)
-                .await
-                .map_err(call_error)?;
-            templates.extend(page.resource_templates);
-            cursor = page.next_cursor;
-            if cursor.is_none() {
-                break;
-            }
-        }
+        let resources = c.list_all_resources().await.map_err(call_error)?;
+        let templates = c.list_all_resource_templates().await.map_err(call_error)?;
         Ok((resources, templates))
     })
     .await?;
@@ -163,16 +142,7 @@ pub(crate) async fn prompts(url: Option<String>, reach: Reach) -> anyhow::Result
         if c.server_capabilities().prompts.is_none() {
             bail!("the server has no prompts");
         }
-        let mut all = Vec::new();
-        let mut cursor = None;
-        loop {
-            let page = c.list_prompts(cursor).await.map_err(call_error)?;
-            all.extend(page.prompts);
-            cursor = page.next_cursor;
-            if cursor.is_none() {
-                return Ok(all);
-            }
-        }
+        c.list_all_prompts().await.map_err(call_error)
     })
     .await?;
     if reach.json {

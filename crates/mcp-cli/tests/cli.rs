@@ -310,3 +310,85 @@ fn bench_pipeline_only_and_errors_counted() {
     let (ok, _, err) = mcp(&["bench", "--pipeline", "--mode", "sequential", "--", MCP]);
     assert!(!ok && err.contains("cannot be used with"), "{err}");
 }
+
+/// An MCP server over HTTP (on its own thread) whose lists never end: every page of
+/// `prompts/list`, `resources/list` and `resources/templates/list` is empty, with the cursor
+/// "again".
+fn endless_lists() -> String {
+    use serde_json::{Value, json};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let answer = |body: String| async move {
+        use axum::response::IntoResponse;
+        let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        let result = match v["method"].as_str().unwrap_or("") {
+            "initialize" => json!({
+                "protocolVersion": v["params"]["protocolVersion"],
+                "capabilities": {"prompts": {}, "resources": {}},
+                "serverInfo": {"name": "endless", "version": "1"}
+            }),
+            "prompts/list" => json!({"prompts": [], "nextCursor": "again"}),
+            "resources/list" => json!({"resources": [], "nextCursor": "again"}),
+            "resources/templates/list" => json!({"resourceTemplates": [], "nextCursor": "again"}),
+            _ => return axum::http::StatusCode::ACCEPTED.into_response(),
+        };
+        let body = json!({"jsonrpc": "2.0", "id": v["id"], "result": result});
+        (
+            [
+                ("content-type", "application/json"),
+                ("mcp-session-id", "s"),
+            ],
+            body.to_string(),
+        )
+            .into_response()
+    };
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let app = axum::Router::new().fallback(answer);
+            mcp_http::serve_router(listener, app).await
+        })
+    });
+    url
+}
+
+/// `mcp args...`, killed after `secs` seconds (`None` then).
+fn mcp_within(args: &[&str], secs: u64) -> Option<(bool, String)> {
+    let mut child = Command::new(MCP)
+        .args(args)
+        .env("MCP_LOG", "off")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < deadline {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+            return Some((status.success(), err));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+#[test]
+fn endless_list_pages_end_with_an_error() {
+    let url = endless_lists();
+    for command in ["prompts", "resources"] {
+        let outcome = mcp_within(&[command, &url], 20);
+        let Some((ok, err)) = outcome else {
+            panic!("mcp {command} never ended")
+        };
+        assert!(!ok);
+        assert!(err.contains("repeated the cursor \"again\""), "{err}");
+    }
+}

@@ -438,3 +438,67 @@ async fn retry_zero_does_not_make_resumption_spin() {
     assert!(n <= 12, "{n} resumption GETs in 1 s with a 100 ms floor");
     assert!(n >= 2, "the answer is still resumed: {n}");
 }
+
+/// A server whose `tools/list` pages are all empty, each with a `nextCursor` from `cursor`.
+async fn endless_pages(
+    cursor: impl Fn(usize) -> String + Clone + Send + Sync + 'static,
+) -> (String, Log) {
+    let pages = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    fake(move |seen| match seen.rpc() {
+        (Some(m), _) if m == "initialize" => initialize_ok(seen),
+        (Some(m), id) if m == "tools/list" => {
+            let n = pages.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let result = json!({"tools": [], "nextCursor": cursor(n)});
+            let body = json!({"jsonrpc": "2.0", "id": id, "result": result});
+            ([("content-type", "application/json")], body.to_string()).into_response()
+        }
+        _ => StatusCode::ACCEPTED.into_response(),
+    })
+    .await
+}
+
+fn pages_asked(log: &Log) -> usize {
+    let log = log.lock().unwrap();
+    log.iter()
+        .filter(|s| s.rpc().0.as_deref() == Some("tools/list"))
+        .count()
+}
+
+#[tokio::test]
+async fn list_tools_stops_on_a_repeated_cursor() {
+    let (base, log) = endless_pages(|_| "again".to_owned()).await;
+    let client = connect(&format!("{base}/mcp"), HttpClientConfig::default())
+        .await
+        .unwrap()
+        .unwrap();
+    let listed = tokio::time::timeout(Duration::from_secs(20), client.list_tools())
+        .await
+        .expect("list_tools never ended");
+    let Err(CallError::Protocol(why)) = listed else {
+        panic!("{listed:?}")
+    };
+    assert!(why.contains("\"again\"") && why.contains("repeat"), "{why}");
+    assert_eq!(pages_asked(&log), 2);
+}
+
+#[tokio::test]
+async fn list_tools_stops_after_max_pages() {
+    assert_eq!(ClientConfig::default().max_pages, 1000);
+    let (base, log) = endless_pages(|n| format!("page-{n}")).await;
+    let t = mcp_http::client::connect(&format!("{base}/mcp"), HttpClientConfig::default()).unwrap();
+    let config = ClientConfig {
+        max_pages: 20,
+        ..ClientConfig::default()
+    };
+    let client = Client::connect(t.incoming, t.outgoing, ClientHandlers::new(), config)
+        .await
+        .unwrap();
+    let listed = tokio::time::timeout(Duration::from_secs(20), client.list_tools())
+        .await
+        .expect("list_tools never ended");
+    let Err(CallError::Protocol(why)) = listed else {
+        panic!("{listed:?}")
+    };
+    assert!(why.contains("20 pages"), "{why}");
+    assert_eq!(pages_asked(&log), 20);
+}
