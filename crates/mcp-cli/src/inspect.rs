@@ -13,12 +13,8 @@ use crate::target::{self, Connection, Target};
 /// What every client command shares: the target and how to reach it.
 #[derive(clap::Args, Debug)]
 pub(crate) struct Reach {
-    /// Extra HTTP header, `Name: value` (repeatable).
-    #[arg(long = "header", short = 'H')]
-    pub(crate) headers: Vec<String>,
-    /// Bearer token, sent as `Authorization: Bearer TOKEN` (HTTP targets).
-    #[arg(long)]
-    pub(crate) bearer: Option<String>,
+    #[command(flatten)]
+    pub(crate) auth: crate::auth::Auth,
     /// Print JSON instead of text.
     #[arg(long)]
     pub(crate) json: bool,
@@ -28,9 +24,9 @@ pub(crate) struct Reach {
 }
 
 impl Reach {
-    /// The HTTP headers: `--header` values plus `--bearer`.
+    /// The HTTP headers: `--header` values plus the bearer token (see [`crate::auth`]).
     pub(crate) fn headers(&self) -> anyhow::Result<Vec<(String, String)>> {
-        crate::with_bearer(&self.headers, self.bearer.clone())
+        self.auth.headers()
     }
 
     async fn connect(&self, url: Option<String>) -> anyhow::Result<Connection> {
