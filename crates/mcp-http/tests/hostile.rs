@@ -224,6 +224,27 @@ async fn no_request_follows_a_redirect_to_another_origin() {
 }
 
 #[tokio::test]
+async fn modern_requests_follow_no_redirect_to_another_origin() {
+    let other = Recorder::start().await;
+    let target = other.url("/mcp");
+    let (base, log) = fake(move |_| redirect_to(target.clone())).await;
+    let t = mcp_http::client::connect(&format!("{base}/mcp"), secrets()).unwrap();
+    let config = ClientConfig {
+        era: mcp_client::EraChoice::Modern,
+        ..ClientConfig::default()
+    };
+    let handshake = Client::connect(t.incoming, t.outgoing, ClientHandlers::new(), config);
+    let client = tokio::time::timeout(Duration::from_secs(20), handshake).await;
+    other.assert_untouched().await;
+    let seen = log.lock().unwrap().clone();
+    assert_eq!(seen[0].headers["mcp-method"], "server/discover", "{seen:?}");
+    let Ok(Err(ConnectError::Initialize(CallError::Rpc(e)))) = client else {
+        panic!("connected through a redirect, or hung")
+    };
+    assert_eq!(e.data.unwrap()["httpStatus"], 307);
+}
+
+#[tokio::test]
 async fn the_legacy_stream_follows_no_redirect_to_another_origin() {
     let other = Recorder::start().await;
     let target = other.url("/sse");
