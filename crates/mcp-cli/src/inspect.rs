@@ -13,12 +13,8 @@ use crate::target::{self, Connection, Target};
 /// What every client command shares: the target and how to reach it.
 #[derive(clap::Args, Debug)]
 pub(crate) struct Reach {
-    /// Extra HTTP header, `Name: value` (repeatable).
-    #[arg(long = "header", short = 'H')]
-    pub(crate) headers: Vec<String>,
-    /// Bearer token, sent as `Authorization: Bearer TOKEN` (HTTP targets).
-    #[arg(long)]
-    pub(crate) bearer: Option<String>,
+    #[command(flatten)]
+    pub(crate) auth: crate::auth::Auth,
     /// Print JSON instead of text.
     #[arg(long)]
     pub(crate) json: bool,
@@ -28,9 +24,9 @@ pub(crate) struct Reach {
 }
 
 impl Reach {
-    /// The HTTP headers: `--header` values plus `--bearer`.
+    /// The HTTP headers: `--header` values plus the bearer token (see [`crate::auth`]).
     pub(crate) fn headers(&self) -> anyhow::Result<Vec<(String, String)>> {
-        crate::with_bearer(&self.headers, self.bearer.clone())
+        self.auth.headers()
     }
 
     async fn connect(&self, url: Option<String>) -> anyhow::Result<Connection> {
@@ -78,29 +74,8 @@ pub(crate) async fn resources(url: Option<String>, reach: Reach) -> anyhow::Resu
         if c.server_capabilities().resources.is_none() {
             bail!("the server has no resources");
         }
-        let mut resources = Vec::new();
-        let mut cursor = None;
-        loop {
-            let page = c.list_resources(cursor).await.map_err(call_error)?;
-            resources.extend(page.resources);
-            cursor = page.next_cursor;
-            if cursor.is_none() {
-                break;
-            }
-        }
-        let mut templates = Vec::new();
-        let mut cursor = None;
-        loop {
-            let page = c
-                .list_resource_templates(cursor)
-                .await
-                .map_err(call_error)?;
-            templates.extend(page.resource_templates);
-            cursor = page.next_cursor;
-            if cursor.is_none() {
-                break;
-            }
-        }
+        let resources = c.list_all_resources().await.map_err(call_error)?;
+        let templates = c.list_all_resource_templates().await.map_err(call_error)?;
         Ok((resources, templates))
     })
     .await?;
@@ -163,16 +138,7 @@ pub(crate) async fn prompts(url: Option<String>, reach: Reach) -> anyhow::Result
         if c.server_capabilities().prompts.is_none() {
             bail!("the server has no prompts");
         }
-        let mut all = Vec::new();
-        let mut cursor = None;
-        loop {
-            let page = c.list_prompts(cursor).await.map_err(call_error)?;
-            all.extend(page.prompts);
-            cursor = page.next_cursor;
-            if cursor.is_none() {
-                return Ok(all);
-            }
-        }
+        c.list_all_prompts().await.map_err(call_error)
     })
     .await?;
     if reach.json {

@@ -1,5 +1,6 @@
 //! `mcp`: serve the demo server, list and call tools on any stdio server, bench servers.
 
+mod auth;
 mod bench;
 mod demo;
 mod gateway;
@@ -64,12 +65,8 @@ enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
-        /// Extra HTTP header, `Name: value` (repeatable).
-        #[arg(long = "header", short = 'H')]
-        headers: Vec<String>,
-        /// Bearer token, sent as `Authorization: Bearer TOKEN` (HTTP targets).
-        #[arg(long)]
-        bearer: Option<String>,
+        #[command(flatten)]
+        auth: auth::Auth,
         /// The server command and its arguments.
         #[arg(last = true)]
         server: Vec<String>,
@@ -82,12 +79,8 @@ enum Command {
         /// [URL] TOOL [JSON arguments].
         #[arg(num_args = 1..=3, required = true)]
         words: Vec<String>,
-        /// Extra HTTP header, `Name: value` (repeatable).
-        #[arg(long = "header", short = 'H')]
-        headers: Vec<String>,
-        /// Bearer token, sent as `Authorization: Bearer TOKEN` (HTTP targets).
-        #[arg(long)]
-        bearer: Option<String>,
+        #[command(flatten)]
+        auth: auth::Auth,
         /// One argument as key=value (value parsed as JSON if it can be, else a string).
         #[arg(short = 'a', long = "arg")]
         arg: Vec<String>,
@@ -148,7 +141,7 @@ enum Command {
     },
     /// Check that a server answers: connect, `ping`, report the round trip.
     #[command(
-        after_help = "Examples:\n  mcp ping http://127.0.0.1:8080/mcp\n  mcp ping --bearer TOKEN https://example.com/mcp\n  mcp ping -- mcp serve --stdio"
+        after_help = "Examples:\n  mcp ping http://127.0.0.1:8080/mcp\n  MCP_BEARER=TOKEN mcp ping https://example.com/mcp\n  mcp ping --bearer-file ~/.config/mcp/token https://example.com/mcp\n  mcp ping -- mcp serve --stdio"
     )]
     Ping {
         /// Streamable HTTP endpoint URL.
@@ -213,18 +206,6 @@ enum Command {
         #[arg(last = true)]
         server: Vec<String>,
     },
-}
-
-pub(crate) fn parse_headers(headers: &[String]) -> anyhow::Result<Vec<(String, String)>> {
-    headers
-        .iter()
-        .map(|h| {
-            let (k, v) = h
-                .split_once(':')
-                .with_context(|| format!("header {h:?} is not `Name: value`"))?;
-            Ok((k.trim().to_owned(), v.trim().to_owned()))
-        })
-        .collect()
 }
 
 /// `--era` of `mcp bench`.
@@ -373,12 +354,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Tools {
             url,
             json,
-            headers,
-            bearer,
+            auth,
             server,
         } => {
             let target = target::Target::from_parts(url, server)?;
-            let conn = target::connect(&target, &with_bearer(&headers, bearer)?).await?;
+            let conn = target::connect(&target, &auth.headers()?).await?;
             let tools = conn.client.list_tools().await.map_err(call_error);
             let tools = match tools {
                 Ok(t) => t,
@@ -404,8 +384,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Call {
             words,
-            headers,
-            bearer,
+            auth,
             arg,
             json,
             timeout,
@@ -423,7 +402,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             let arguments = parse_args(rest.get(1).map(String::as_str), &arg)?;
             let target = target::Target::from_parts(url, server)?;
-            let conn = target::connect(&target, &with_bearer(&headers, bearer)?).await?;
+            let conn = target::connect(&target, &auth.headers()?).await?;
             let client = &conn.client;
             let bar = progress::Bar::new();
             let on_progress = bar.clone();
@@ -499,18 +478,6 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             bench::run(plan).await
         }
     }
-}
-
-/// `--header` values plus `--bearer`.
-pub(crate) fn with_bearer(
-    headers: &[String],
-    bearer: Option<String>,
-) -> anyhow::Result<Vec<(String, String)>> {
-    let mut h = parse_headers(headers)?;
-    if let Some(token) = bearer {
-        h.push(("Authorization".to_owned(), format!("Bearer {token}")));
-    }
-    Ok(h)
 }
 
 /// `10s`, `500ms`, `2m` or plain seconds.

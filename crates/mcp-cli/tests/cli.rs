@@ -9,6 +9,7 @@ fn mcp(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(MCP)
         .args(args)
         .env("MCP_LOG", "off")
+        .env_remove("MCP_BEARER")
         .output()
         .unwrap();
     (
@@ -216,8 +217,10 @@ fn shell_completions() {
     assert!(!ok && err.contains("invalid value"));
 }
 
-#[test]
-fn bearer_and_headers_are_sent() {
+/// Runs `mcp args...` with `env` against a listener that answers 503 (its URL replaces the
+/// word `URL`, or comes last); the exit status, stderr, and the head of the first request
+/// (lower-cased).
+fn first_request(args: &[&str], env: &[(&str, &str)]) -> (bool, String, String) {
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
@@ -230,12 +233,102 @@ fn bearer_and_headers_are_sent() {
         );
         String::from_utf8_lossy(&buf[..n]).to_lowercase()
     });
-    let (ok, _, err) = mcp(&["ping", "--bearer", "t0ken", "-H", "X-Trace: abc", &url]);
+    let mut args: Vec<&str> = args.to_vec();
+    match args.iter_mut().find(|a| **a == "URL") {
+        Some(a) => *a = &url,
+        None => args.push(&url),
+    }
+    let out = Command::new(MCP)
+        .args(args)
+        .env("MCP_LOG", "off")
+        .env_remove("MCP_BEARER")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    (out.status.success(), err, seen.join().unwrap())
+}
+
+#[test]
+fn bearer_and_headers_are_sent() {
+    let (ok, err, head) = first_request(&["ping", "--bearer", "t0ken", "-H", "X-Trace: abc"], &[]);
     assert!(!ok);
     assert!(err.contains("503"), "{err}");
-    let head = seen.join().unwrap();
     assert!(head.contains("authorization: bearer t0ken"), "{head}");
     assert!(head.contains("x-trace: abc"), "{head}");
+}
+
+#[test]
+fn bearer_from_the_environment_or_a_file() {
+    // MCP_BEARER, when neither --bearer nor --bearer-file is given.
+    let env = [("MCP_BEARER", "env-t0ken")];
+    let (ok, err, head) = first_request(&["tools"], &env);
+    assert!(!ok && err.contains("503"), "{err}");
+    assert!(head.contains("authorization: bearer env-t0ken"), "{head}");
+    assert!(!err.contains("t0ken"), "the token is never printed: {err}");
+    // --bearer-file (whitespace around the token ignored) wins over MCP_BEARER.
+    let dir = std::env::temp_dir().join(format!("mcp-cli-bearer-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("token");
+    std::fs::write(&file, "file-t0ken\n").unwrap();
+    let path = file.to_str().unwrap();
+    let (ok, err, head) = first_request(&["tools", "--bearer-file", path], &env);
+    assert!(!ok && err.contains("503"), "{err}");
+    assert!(
+        head.contains("authorization: bearer file-t0ken\r\n"),
+        "{head}"
+    );
+    assert!(!head.contains("env-t0ken"), "{head}");
+    // So does --bearer; and the other client commands take the same options.
+    let (_, _, head) = first_request(&["ping", "--bearer", "flag-t0ken"], &env);
+    assert!(
+        head.contains("authorization: bearer flag-t0ken\r\n"),
+        "{head}"
+    );
+    let (_, _, head) = first_request(&["call", "--bearer-file", path, "URL", "echo"], &[]);
+    assert!(
+        head.contains("authorization: bearer file-t0ken\r\n"),
+        "{head}"
+    );
+    // An Authorization given with -H is not doubled by MCP_BEARER.
+    let (_, _, head) = first_request(&["tools", "-H", "Authorization: Basic eA=="], &env);
+    assert!(head.contains("authorization: basic ea=="), "{head}");
+    assert!(!head.contains("env-t0ken"), "{head}");
+    // Mistakes are reported without the token.
+    let (ok, _, err) = mcp(&[
+        "tools",
+        "--bearer",
+        "x",
+        "--bearer-file",
+        path,
+        "http://127.0.0.1:1/",
+    ]);
+    assert!(!ok && err.contains("cannot be used with"), "{err}");
+    std::fs::write(&file, "  \n").unwrap();
+    let (ok, _, err) = mcp(&["tools", "--bearer-file", path, "http://127.0.0.1:1/"]);
+    assert!(!ok && err.contains("is empty"), "{err}");
+    let (ok, _, err) = mcp(&[
+        "tools",
+        "--bearer-file",
+        "/nonexistent/token",
+        "http://127.0.0.1:1/",
+    ]);
+    assert!(!ok && err.contains("/nonexistent/token"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    // --help names the variable but never shows its value.
+    for command in ["tools", "call", "ping", "resources"] {
+        let out = Command::new(MCP)
+            .args([command, "--help"])
+            .env("MCP_BEARER", "env-t0ken")
+            .output()
+            .unwrap();
+        let help = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            help.contains("--bearer-file") && help.contains("MCP_BEARER"),
+            "{help}"
+        );
+        assert!(!help.contains("env-t0ken"), "{help}");
+    }
 }
 
 #[test]
@@ -309,4 +402,86 @@ fn bench_pipeline_only_and_errors_counted() {
     assert_eq!(err.trim(), "error: 300 calls failed", "{err}");
     let (ok, _, err) = mcp(&["bench", "--pipeline", "--mode", "sequential", "--", MCP]);
     assert!(!ok && err.contains("cannot be used with"), "{err}");
+}
+
+/// An MCP server over HTTP (on its own thread) whose lists never end: every page of
+/// `prompts/list`, `resources/list` and `resources/templates/list` is empty, with the cursor
+/// "again".
+fn endless_lists() -> String {
+    use serde_json::{Value, json};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let answer = |body: String| async move {
+        use axum::response::IntoResponse;
+        let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+        let result = match v["method"].as_str().unwrap_or("") {
+            "initialize" => json!({
+                "protocolVersion": v["params"]["protocolVersion"],
+                "capabilities": {"prompts": {}, "resources": {}},
+                "serverInfo": {"name": "endless", "version": "1"}
+            }),
+            "prompts/list" => json!({"prompts": [], "nextCursor": "again"}),
+            "resources/list" => json!({"resources": [], "nextCursor": "again"}),
+            "resources/templates/list" => json!({"resourceTemplates": [], "nextCursor": "again"}),
+            _ => return axum::http::StatusCode::ACCEPTED.into_response(),
+        };
+        let body = json!({"jsonrpc": "2.0", "id": v["id"], "result": result});
+        (
+            [
+                ("content-type", "application/json"),
+                ("mcp-session-id", "s"),
+            ],
+            body.to_string(),
+        )
+            .into_response()
+    };
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let app = axum::Router::new().fallback(answer);
+            mcp_http::serve_router(listener, app).await
+        })
+    });
+    url
+}
+
+/// `mcp args...`, killed after `secs` seconds (`None` then).
+fn mcp_within(args: &[&str], secs: u64) -> Option<(bool, String)> {
+    let mut child = Command::new(MCP)
+        .args(args)
+        .env("MCP_LOG", "off")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < deadline {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+            return Some((status.success(), err));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
+}
+
+#[test]
+fn endless_list_pages_end_with_an_error() {
+    let url = endless_lists();
+    for command in ["prompts", "resources"] {
+        let outcome = mcp_within(&[command, &url], 20);
+        let Some((ok, err)) = outcome else {
+            panic!("mcp {command} never ended")
+        };
+        assert!(!ok);
+        assert!(err.contains("repeated the cursor \"again\""), "{err}");
+    }
 }

@@ -57,6 +57,10 @@ pub struct ClientConfig {
     pub engine: EngineConfig,
     /// Child process settings (stdio).
     pub child: ChildConfig,
+    /// Most pages [`Client::list_tools`] and the other `list_all_*` methods request before
+    /// they give up with [`CallError::Protocol`] (they also stop when the server repeats a
+    /// cursor). Default 1,000.
+    pub max_pages: usize,
 }
 
 /// Most `input_required` rounds a single call goes through before it fails.
@@ -97,6 +101,7 @@ impl Default for ClientConfig {
             request: RequestOptions::default(),
             engine: EngineConfig::default(),
             child: ChildConfig::default(),
+            max_pages: 1000,
         }
     }
 }
@@ -275,6 +280,8 @@ pub struct Client {
     active: Active,
     options: RequestOptions,
     retry: crate::retry::RetryPolicy,
+    /// [`ClientConfig::max_pages`].
+    pub(crate) max_pages: usize,
     /// Tools known to be safe to repeat (read-only or idempotent), from `list_tools`.
     safe_tools: std::sync::Mutex<std::collections::HashSet<String>>,
     child: Mutex<Option<ChildProcess>>,
@@ -501,6 +508,7 @@ impl Client {
                         },
                         options: config.request,
                         retry: config.retry,
+                        max_pages: config.max_pages,
                         safe_tools: Default::default(),
                         child: Mutex::new(None),
                         engine: Some(engine),
@@ -544,6 +552,7 @@ impl Client {
             active: Active::Legacy,
             options: config.request,
             retry: config.retry,
+            max_pages: config.max_pages,
             safe_tools: Default::default(),
             child: Mutex::new(None),
             engine: Some(engine),
@@ -853,42 +862,43 @@ impl Client {
             .await
     }
 
-    /// Every tool, following cursors. Tools whose `x-mcp-header` annotations are invalid
-    /// (2026-07-28: not a non-empty header token, duplicated case-insensitively, or on a
-    /// non-primitive property) are left out, with a warning: they cannot be called correctly.
+    /// Every tool, following cursors (at most [`ClientConfig::max_pages`] pages). Tools whose
+    /// `x-mcp-header` annotations are invalid (2026-07-28: not a non-empty header token,
+    /// duplicated case-insensitively, or on a non-primitive property) are left out, with a
+    /// warning: they cannot be called correctly.
     ///
     /// # Errors
-    /// See [`CallError`].
+    /// See [`CallError`]; [`CallError::Protocol`] if the server repeats a cursor or the list
+    /// does not end within the page limit.
     pub async fn list_tools(&self) -> Result<Vec<Tool>, CallError> {
-        let mut all = Vec::new();
-        let mut cursor = None;
-        loop {
-            let page = self.list_tools_page(cursor).await?;
-            {
-                let mut safe = self
-                    .safe_tools
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                for t in &page.tools {
-                    if crate::retry::safe_tool(t) {
-                        safe.insert(t.name.clone());
-                    } else {
-                        safe.remove(&t.name);
-                    }
+        let all = crate::pages::all_pages("tools/list", self.max_pages, |c| async move {
+            let page = self.list_tools_page(c).await?;
+            Ok((page.tools, page.next_cursor))
+        })
+        .await?;
+        {
+            let mut safe = self
+                .safe_tools
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for t in &all {
+                if crate::retry::safe_tool(t) {
+                    safe.insert(t.name.clone());
+                } else {
+                    safe.remove(&t.name);
                 }
             }
-            all.extend(page.tools.into_iter().filter(|t| match invalid_header_annotation(t) {
+        }
+        Ok(all
+            .into_iter()
+            .filter(|t| match invalid_header_annotation(t) {
                 Some(why) => {
                     tracing::warn!(tool = %t.name, "ignoring a tool with an invalid x-mcp-header: {why}");
                     false
                 }
                 None => true,
-            }));
-            match page.next_cursor {
-                Some(c) if all.len() < 1_000_000 => cursor = Some(c),
-                _ => return Ok(all),
-            }
-        }
+            })
+            .collect())
     }
 
     /// Forgets every cached list page (the next list call asks the server).

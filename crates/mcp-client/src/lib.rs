@@ -8,6 +8,7 @@
 
 mod client;
 mod handler;
+mod pages;
 pub mod retry;
 pub mod supervisor;
 

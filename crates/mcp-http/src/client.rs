@@ -3,10 +3,12 @@
 //!
 //! Every outgoing message is POSTed (concurrently); JSON and SSE answers are both read. An SSE
 //! answer that ends before the response arrived is resumed with GET + `Last-Event-ID` after
-//! the server's `retry` delay. After `notifications/initialized` a standalone GET stream is
-//! opened; its failure (405 and the like) is not fatal. A 404 on a known session starts a new
-//! session by replaying the handshake without the old id. Transport failures of a request
-//! become a JSON-RPC error response to that request, so no caller hangs.
+//! the server's `retry` delay (never less than [`HttpClientConfig::min_reconnect_delay`]).
+//! After `notifications/initialized` a standalone GET stream is opened; its failure (405 and
+//! the like) is not fatal. A 404 on a known session starts a new session by replaying the
+//! handshake without the old id. Transport failures of a request become a JSON-RPC error
+//! response to that request, so no caller hangs. Requests stay on the URL's origin: see
+//! [`connect`] for redirects.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -39,6 +41,9 @@ pub struct HttpClientConfig {
     pub max_message: usize,
     /// Reconnection delay when the server gave no `retry`.
     pub default_retry: Duration,
+    /// Shortest reconnection delay, whatever the server's `retry` (a `retry: 0` would
+    /// otherwise reopen a stream that keeps ending in a tight loop). Default 100 ms.
+    pub min_reconnect_delay: Duration,
     /// Reconnection attempts for one stream before giving up (reset whenever the stream
     /// delivers an event).
     pub max_reconnects: u32,
@@ -58,6 +63,7 @@ impl Default for HttpClientConfig {
             headers: Vec::new(),
             max_message: 4 * 1024 * 1024,
             default_retry: Duration::from_secs(1),
+            min_reconnect_delay: Duration::from_millis(100),
             max_reconnects: 5,
             max_reconnect_delay: Duration::from_secs(30),
             standalone_stream: true,
@@ -132,13 +138,19 @@ pub struct HttpClientTransport {
 
 /// Starts a client transport for the MCP endpoint at `url`.
 ///
+/// Requests go to `url`'s origin only: redirects are followed only when they are 307 or 308
+/// and stay on the origin (at most 10 hops); any other redirect fails the request it answered
+/// with a JSON-RPC error carrying the status (`data.httpStatus`) and `data.location`.
+///
 /// # Errors
 /// [`HttpClientError`] if the HTTP client cannot be built.
 pub fn connect(
     url: &str,
     config: HttpClientConfig,
 ) -> Result<HttpClientTransport, HttpClientError> {
-    let mut builder = reqwest::Client::builder().tcp_nodelay(true);
+    let mut builder = reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .redirect(crate::origin::redirect_policy());
     if !config.reuse_connections {
         builder = builder.pool_max_idle_per_host(0);
     }
@@ -183,6 +195,14 @@ pub fn connect(
         outgoing,
         handle: HttpClientHandle { state },
     })
+}
+
+/// Why the HTTP+SSE fallback was not taken.
+enum Fallback {
+    /// The server does not speak HTTP+SSE either; the probe's own failure stands.
+    NotLegacy(String),
+    /// It answered in a way the client refuses: this error answers the `initialize`.
+    Refused(ErrorObject),
 }
 
 /// What a POSTed body holds.
@@ -341,7 +361,10 @@ impl State {
                     Ok(endpoint) => {
                         return self.legacy_post(&endpoint, &line, posted.request).await;
                     }
-                    Err(why) => tracing::debug!("not a legacy HTTP+SSE server either: {why}"),
+                    Err(Fallback::Refused(error)) => return self.fail(posted.request, error).await,
+                    Err(Fallback::NotLegacy(why)) => {
+                        tracing::debug!("not a legacy HTTP+SSE server either: {why}");
+                    }
                 }
             }
             if status == reqwest::StatusCode::NOT_FOUND
@@ -363,13 +386,13 @@ impl State {
                 *lock(&self.session) = Some(id.to_owned());
             }
             if !status.is_success() {
-                let retry_after = retry_after_ms(resp.headers());
+                let failure = Failure::of(&resp);
                 let body = resp.text().await.unwrap_or_default();
                 let error = match Message::decode(body.as_bytes()) {
                     Ok(Message::Response(mcp_jsonrpc::Response {
                         outcome: Err(e), ..
                     })) => e,
-                    _ => http_error(status, retry_after, &body),
+                    _ => failure.error(&body),
                 };
                 if posted.request.is_none() {
                     tracing::warn!(%status, "the server refused a notification or response: {}", error.message);
@@ -408,21 +431,28 @@ impl State {
     }
 
     /// GETs the URL as an HTTP+SSE stream, waits for its `endpoint` event and keeps reading
-    /// the stream's messages in the background. Refuses an endpoint on another origin.
-    async fn fall_back_to_legacy(self: &Arc<Self>) -> Result<String, String> {
+    /// the stream's messages in the background. Refuses (with an error for the `initialize`)
+    /// a redirected stream and an endpoint on another origin.
+    async fn fall_back_to_legacy(self: &Arc<Self>) -> Result<String, Fallback> {
         let resp = self
             .request(reqwest::Method::GET)
             .header("accept", "text/event-stream")
             .send()
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| Fallback::NotLegacy(e.to_string()))?;
+        if resp.status().is_redirection() {
+            return Err(Fallback::Refused(Failure::of(&resp).error("")));
+        }
         let is_sse = resp
             .headers()
             .get("content-type")
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
         if !resp.status().is_success() || !is_sse {
-            return Err(format!("GET answered {}", resp.status()));
+            return Err(Fallback::NotLegacy(format!(
+                "GET answered {}",
+                resp.status()
+            )));
         }
         let mut parser = SseParser::new(self.config.max_message);
         let mut body = resp.bytes_stream();
@@ -430,9 +460,10 @@ impl State {
         let endpoint = loop {
             let chunk = tokio::time::timeout(Duration::from_secs(10), body.next())
                 .await
-                .map_err(|_| "no endpoint event within 10 s".to_owned())?;
+                .map_err(|_| Fallback::NotLegacy("no endpoint event within 10 s".to_owned()))?;
             let Some(Ok(chunk)) = chunk else {
-                return Err("the stream ended before the endpoint event".into());
+                let why = "the stream ended before the endpoint event";
+                return Err(Fallback::NotLegacy(why.to_owned()));
             };
             let mut found = None;
             for ev in parser.push(&chunk) {
@@ -443,7 +474,12 @@ impl State {
                 }
             }
             if let Some(e) = found {
-                break resolve_endpoint(&self.url, &e)?;
+                let endpoint = crate::origin::resolve_endpoint(&self.url, &e).map_err(|why| {
+                    let data = serde_json::json!({ "endpoint": e });
+                    let error = ErrorObject::new(ErrorCode::INTERNAL_ERROR, why.to_string());
+                    Fallback::Refused(error.with_data(data))
+                })?;
+                break endpoint.to_string();
             }
         };
         *lock(&self.legacy_endpoint) = Some(endpoint.clone());
@@ -484,10 +520,9 @@ impl State {
         match req.send().await {
             Ok(r) if r.status().is_success() => {}
             Ok(r) => {
-                let (status, retry_after) = (r.status(), retry_after_ms(r.headers()));
+                let failure = Failure::of(&r);
                 let body = r.text().await.unwrap_or_default();
-                self.fail(request, http_error(status, retry_after, &body))
-                    .await;
+                self.fail(request, failure.error(&body)).await;
             }
             Err(e) => {
                 let e = transport_error(&e);
@@ -537,8 +572,7 @@ impl State {
                 return self.fail(request, err).await;
             }
         };
-        let status = resp.status();
-        let retry_after = retry_after_ms(resp.headers());
+        let failure = Failure::of(&resp);
         let is_sse = resp
             .headers()
             .get("content-type")
@@ -563,11 +597,8 @@ impl State {
                 outcome: Err(e),
             })) if request.is_some() => self.fail(request, e).await,
             Ok(Message::Response(_)) => self.deliver(body).await,
-            _ if status.is_success() && request.is_none() => {}
-            _ => {
-                self.fail(request, http_error(status, retry_after, &body))
-                    .await
-            }
+            _ if failure.status.is_success() && request.is_none() => {}
+            _ => self.fail(request, failure.error(&body)).await,
         }
     }
 
@@ -727,7 +758,7 @@ impl State {
                 .with_data(serde_json::json!({ "transport": true }));
                 return self.fail(waiting, e).await;
             }
-            let delay = reconnect_delay(retry, attempts, self.config.max_reconnect_delay);
+            let delay = self.reconnect_delay(retry, attempts);
             tracing::debug!(attempt = attempts, ?delay, "resuming an SSE answer");
             tokio::select! {
                 () = self.closed.cancelled() => return,
@@ -762,6 +793,12 @@ impl State {
                 None
             }
         }
+    }
+
+    /// [`reconnect_delay`] with this client's floor and cap.
+    fn reconnect_delay(&self, retry: Duration, attempt: u32) -> Duration {
+        let retry = retry.max(self.config.min_reconnect_delay);
+        reconnect_delay(retry, attempt, self.config.max_reconnect_delay)
     }
 
     /// The standalone GET stream: server notifications and requests not tied to a POST.
@@ -804,7 +841,7 @@ impl State {
                 );
                 return;
             }
-            let delay = reconnect_delay(retry, failures, self.config.max_reconnect_delay);
+            let delay = self.reconnect_delay(retry, failures);
             tokio::select! {
                 () = self.closed.cancelled() => return,
                 () = tokio::time::sleep(delay) => {}
@@ -851,17 +888,50 @@ fn transport_error(e: &impl std::fmt::Display) -> ErrorObject {
     .with_data(serde_json::json!({ "transport": true }))
 }
 
-/// An HTTP failure without a JSON-RPC body: the status (and `Retry-After`) travel in `data`,
-/// so retry policies can tell a 503 from a 400.
-fn http_error(status: reqwest::StatusCode, retry_after_ms: Option<u64>, body: &str) -> ErrorObject {
-    let body: String = body.chars().take(2000).collect();
-    ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("HTTP {status}")).with_data(
-        serde_json::json!({
-            "httpStatus": status.as_u16(),
-            "retryAfterMs": retry_after_ms,
+/// What an HTTP answer's status and headers say about a failure, taken before its body is
+/// read.
+struct Failure {
+    status: reqwest::StatusCode,
+    retry_after_ms: Option<u64>,
+    /// A redirect that was not followed: the message and the `Location`.
+    redirect: Option<(String, Option<String>)>,
+}
+
+impl Failure {
+    fn of(resp: &reqwest::Response) -> Self {
+        let (status, headers) = (resp.status(), resp.headers());
+        Self {
+            status,
+            retry_after_ms: retry_after_ms(headers),
+            redirect: crate::origin::redirect_message(status, headers).map(|m| {
+                let location = headers
+                    .get(reqwest::header::LOCATION)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                (m, location)
+            }),
+        }
+    }
+
+    /// An HTTP failure without a JSON-RPC body: the status (and `Retry-After`, or the
+    /// `Location` of a redirect not followed) travel in `data`, so retry policies can tell a
+    /// 503 from a 400.
+    fn error(&self, body: &str) -> ErrorObject {
+        let body: String = body.chars().take(2000).collect();
+        let mut data = serde_json::json!({
+            "httpStatus": self.status.as_u16(),
+            "retryAfterMs": self.retry_after_ms,
             "body": body,
-        }),
-    )
+        });
+        let message = match &self.redirect {
+            Some((message, location)) => {
+                data["location"] = serde_json::json!(location);
+                message.clone()
+            }
+            None => format!("HTTP {}", self.status),
+        };
+        ErrorObject::new(ErrorCode::INTERNAL_ERROR, message).with_data(data)
+    }
 }
 
 /// `Retry-After` in milliseconds (the delay-seconds form).
@@ -874,34 +944,6 @@ fn retry_after_ms(headers: &reqwest::header::HeaderMap) -> Option<u64> {
         .parse()
         .ok()?;
     Some(secs.saturating_mul(1000))
-}
-
-/// `scheme://authority` of a URL.
-fn origin(url: &str) -> Option<&str> {
-    let (scheme, rest) = url.split_once("://")?;
-    let end = rest.find('/').map_or(url.len(), |i| scheme.len() + 3 + i);
-    Some(&url[..end])
-}
-
-/// Resolves an `endpoint` event against the stream's URL; only the same origin is accepted.
-fn resolve_endpoint(base: &str, endpoint: &str) -> Result<String, String> {
-    let base_origin = origin(base).ok_or("bad base URL")?;
-    if endpoint.contains("://") {
-        return match origin(endpoint) {
-            Some(o) if o.eq_ignore_ascii_case(base_origin) => Ok(endpoint.to_owned()),
-            _ => Err(format!(
-                "refusing an endpoint on another origin: {endpoint}"
-            )),
-        };
-    }
-    if endpoint.starts_with("//") {
-        return Err(format!("refusing a scheme-relative endpoint: {endpoint}"));
-    }
-    if endpoint.starts_with('/') {
-        return Ok(format!("{base_origin}{endpoint}"));
-    }
-    let dir = base.rsplit_once('/').map_or(base, |(d, _)| d);
-    Ok(format!("{dir}/{endpoint}"))
 }
 
 #[cfg(test)]
@@ -931,25 +973,5 @@ mod tests {
             reconnect_delay(Duration::from_secs(2), 3, cap),
             Duration::from_secs(2)
         );
-    }
-
-    #[test]
-    fn endpoints_stay_on_origin() {
-        let base = "http://127.0.0.1:8080/sse";
-        assert_eq!(
-            resolve_endpoint(base, "/message?sessionId=1").unwrap(),
-            "http://127.0.0.1:8080/message?sessionId=1"
-        );
-        assert_eq!(
-            resolve_endpoint(base, "message?x=1").unwrap(),
-            "http://127.0.0.1:8080/message?x=1"
-        );
-        assert_eq!(
-            resolve_endpoint(base, "http://127.0.0.1:8080/m").unwrap(),
-            "http://127.0.0.1:8080/m"
-        );
-        assert!(resolve_endpoint(base, "http://evil.example.com/m").is_err());
-        assert!(resolve_endpoint(base, "http://127.0.0.1:9999/m").is_err());
-        assert!(resolve_endpoint(base, "//evil.example.com/m").is_err());
     }
 }

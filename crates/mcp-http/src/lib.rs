@@ -25,6 +25,8 @@ mod config;
 pub mod event_store;
 mod guard;
 mod legacy;
+#[cfg(feature = "client")]
+mod origin;
 mod post;
 mod respond;
 mod serve;

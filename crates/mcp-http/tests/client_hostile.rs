@@ -1,0 +1,525 @@
+//! The client transport against hostile or broken servers, over real sockets on 127.0.0.1:
+//! redirects to another origin, and what the client must never send there.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::Request;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use mcp_client::{CallError, Client, ClientConfig, ClientHandlers, ConnectError};
+use mcp_http::HttpClientConfig;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// What a fake server saw of one request.
+#[derive(Debug, Clone)]
+struct Seen {
+    method: String,
+    path: String,
+    headers: HeaderMap,
+    body: String,
+}
+
+impl Seen {
+    /// The JSON-RPC method and id of the body, if it is a single message.
+    fn rpc(&self) -> (Option<String>, Value) {
+        let v: Value = serde_json::from_str(&self.body).unwrap_or(Value::Null);
+        (v["method"].as_str().map(str::to_owned), v["id"].clone())
+    }
+}
+
+type Log = Arc<Mutex<Vec<Seen>>>;
+
+/// An axum server answering every request with `answer`; its base URL and what it saw.
+async fn fake<F>(answer: F) -> (String, Log)
+where
+    F: Fn(&Seen) -> Response + Clone + Send + Sync + 'static,
+{
+    let log: Log = Arc::default();
+    let l = log.clone();
+    let app = axum::Router::new().fallback(move |req: Request| {
+        let (answer, log) = (answer.clone(), l.clone());
+        async move {
+            let (parts, body) = req.into_parts();
+            let body = axum::body::to_bytes(body, 1 << 20)
+                .await
+                .unwrap_or_default();
+            let seen = Seen {
+                method: parts.method.to_string(),
+                path: parts.uri.to_string(),
+                headers: parts.headers,
+                body: String::from_utf8_lossy(&body).into_owned(),
+            };
+            log.lock().unwrap().push(seen.clone());
+            answer(&seen)
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { mcp_http::serve_router(listener, app).await });
+    (base, log)
+}
+
+/// The answer to `initialize`: tools declared, a session id, the version asked for.
+fn initialize_ok(seen: &Seen) -> Response {
+    let v: Value = serde_json::from_str(&seen.body).unwrap();
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": v["id"],
+        "result": {
+            "protocolVersion": v["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "fake", "version": "1"}
+        }
+    });
+    (
+        [
+            ("content-type", "application/json"),
+            ("mcp-session-id", "session-1"),
+        ],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn redirect_to(location: String) -> Response {
+    (
+        StatusCode::TEMPORARY_REDIRECT,
+        [("location", location)],
+        "moved",
+    )
+        .into_response()
+}
+
+/// A raw TCP listener that records every connection made to it and the bytes it received.
+struct Recorder {
+    addr: SocketAddr,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl Recorder {
+    async fn start() -> Recorder {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+        let s = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                let slot = {
+                    let mut s = s.lock().unwrap();
+                    s.push("<connected>".to_owned());
+                    s.len() - 1
+                };
+                let s = s.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 1 << 16];
+                    let read =
+                        tokio::time::timeout(Duration::from_millis(500), sock.read(&mut buf));
+                    let n = read.await.ok().and_then(Result::ok).unwrap_or(0);
+                    s.lock().unwrap()[slot] = String::from_utf8_lossy(&buf[..n]).into_owned();
+                    let _ = sock
+                        .write_all(
+                            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                              content-length: 0\r\nconnection: close\r\n\r\n",
+                        )
+                        .await;
+                });
+            }
+        });
+        Recorder { addr, seen }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Waits a little for stragglers, then asserts that nothing at all arrived.
+    async fn assert_untouched(&self) {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let seen = self.seen.lock().unwrap().clone();
+        assert!(
+            seen.is_empty(),
+            "the other origin was contacted {} time(s): {seen:#?}",
+            seen.len()
+        );
+    }
+}
+
+fn secrets() -> HttpClientConfig {
+    HttpClientConfig {
+        headers: vec![
+            ("Authorization".into(), "Bearer s3cret".into()),
+            ("X-Api-Key".into(), "k3y".into()),
+        ],
+        ..HttpClientConfig::default()
+    }
+}
+
+/// Connects and performs the handshake; `None` if it hangs.
+async fn connect(url: &str, http: HttpClientConfig) -> Option<Result<Client, ConnectError>> {
+    let t = mcp_http::client::connect(url, http).unwrap();
+    let handshake = Client::connect(
+        t.incoming,
+        t.outgoing,
+        ClientHandlers::new(),
+        ClientConfig::default(),
+    );
+    tokio::time::timeout(Duration::from_secs(20), handshake)
+        .await
+        .ok()
+}
+
+async fn wait_for(log: &Log, what: impl Fn(&Seen) -> bool) -> bool {
+    for _ in 0..250 {
+        if log.lock().unwrap().iter().any(&what) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn no_request_follows_a_redirect_to_another_origin() {
+    let other = Recorder::start().await;
+    let target = other.url("/mcp");
+    // A session is set up normally; then every request is sent to another port.
+    let (base, log) = fake(move |seen| match seen.rpc().0.as_deref() {
+        Some("initialize") => initialize_ok(seen),
+        Some("notifications/initialized") => StatusCode::ACCEPTED.into_response(),
+        _ => redirect_to(target.clone()),
+    })
+    .await;
+    let t = mcp_http::client::connect(&format!("{base}/mcp"), secrets()).unwrap();
+    let handle = t.handle.clone();
+    let client = Client::connect(
+        t.incoming,
+        t.outgoing,
+        ClientHandlers::new(),
+        ClientConfig::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(handle.session_id().as_deref(), Some("session-1"));
+    // A request (POST with a session id and a body).
+    let listed = tokio::time::timeout(Duration::from_secs(5), client.list_tools()).await;
+    // The standalone GET stream.
+    assert!(wait_for(&log, |s| s.method == "GET").await, "no GET stream");
+    // The DELETE that ends the session.
+    handle.close().await;
+    assert!(wait_for(&log, |s| s.method == "DELETE").await, "no DELETE");
+    other.assert_untouched().await;
+    let e = listed
+        .expect("a refused redirect must not hang the call")
+        .unwrap_err();
+    let CallError::Rpc(e) = e else {
+        panic!("{e:?}")
+    };
+    let data = e.data.unwrap();
+    assert_eq!(data["httpStatus"], 307, "{data}");
+    assert!(e.message.contains("redirect"), "{}", e.message);
+}
+
+#[tokio::test]
+async fn modern_requests_follow_no_redirect_to_another_origin() {
+    let other = Recorder::start().await;
+    let target = other.url("/mcp");
+    let (base, log) = fake(move |_| redirect_to(target.clone())).await;
+    let t = mcp_http::client::connect(&format!("{base}/mcp"), secrets()).unwrap();
+    let config = ClientConfig {
+        era: mcp_client::EraChoice::Modern,
+        ..ClientConfig::default()
+    };
+    let handshake = Client::connect(t.incoming, t.outgoing, ClientHandlers::new(), config);
+    let client = tokio::time::timeout(Duration::from_secs(20), handshake).await;
+    other.assert_untouched().await;
+    let seen = log.lock().unwrap().clone();
+    assert_eq!(seen[0].headers["mcp-method"], "server/discover", "{seen:?}");
+    let Ok(Err(ConnectError::Initialize(CallError::Rpc(e)))) = client else {
+        panic!("connected through a redirect, or hung")
+    };
+    assert_eq!(e.data.unwrap()["httpStatus"], 307);
+}
+
+#[tokio::test]
+async fn the_legacy_stream_follows_no_redirect_to_another_origin() {
+    let other = Recorder::start().await;
+    let target = other.url("/sse");
+    // Not a Streamable HTTP server (405 to the POST probe); its GET is redirected away.
+    let (base, log) = fake(move |seen| match seen.method.as_str() {
+        "GET" => redirect_to(target.clone()),
+        _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+    })
+    .await;
+    let client = connect(&format!("{base}/sse"), secrets()).await;
+    assert!(log.lock().unwrap().iter().any(|s| s.method == "GET"));
+    other.assert_untouched().await;
+    let Some(Err(ConnectError::Initialize(CallError::Rpc(e)))) = client else {
+        panic!("connected through a redirect, or hung")
+    };
+    assert_eq!(e.data.unwrap()["httpStatus"], 307);
+    assert!(e.message.contains("not followed"), "{}", e.message);
+}
+
+#[tokio::test]
+async fn legacy_posts_follow_no_redirect_to_another_origin() {
+    let other = Recorder::start().await;
+    let target = other.url("/message");
+    // A legacy server whose message endpoint redirects to another port.
+    let (base, _log) = fake(
+        move |seen| match (seen.method.as_str(), seen.path.as_str()) {
+            ("GET", "/sse") => {
+                let first = futures::stream::once(async {
+                    Ok::<_, std::convert::Infallible>("event: endpoint\ndata: /message\n\n")
+                });
+                let body = axum::body::Body::from_stream(futures::StreamExt::chain(
+                    first,
+                    futures::stream::pending(),
+                ));
+                ([("content-type", "text/event-stream")], body).into_response()
+            }
+            ("POST", "/message") => redirect_to(target.clone()),
+            _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+        },
+    )
+    .await;
+    let client = connect(&format!("{base}/sse"), secrets()).await;
+    other.assert_untouched().await;
+    let Some(Err(ConnectError::Initialize(CallError::Rpc(e)))) = client else {
+        panic!("connected through a redirect, or hung")
+    };
+    assert_eq!(e.data.unwrap()["httpStatus"], 307);
+}
+
+#[tokio::test]
+async fn redirects_within_the_origin_keep_headers_and_body() {
+    // `/old` moved to `/mcp` on the same server (a trailing-slash redirect is the usual case).
+    let (base, log) = fake(
+        move |seen| match (seen.path.as_str(), seen.rpc().0.as_deref()) {
+            ("/old", _) => redirect_to("/mcp".to_owned()),
+            (_, Some("initialize")) => initialize_ok(seen),
+            (_, Some("tools/list")) => {
+                let body = json!({"jsonrpc": "2.0", "id": seen.rpc().1, "result": {"tools": []}});
+                ([("content-type", "application/json")], body.to_string()).into_response()
+            }
+            (_, Some(_)) => StatusCode::ACCEPTED.into_response(),
+            (_, None) => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+        },
+    )
+    .await;
+    let client = connect(&format!("{base}/old"), secrets())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(client.list_tools().await.unwrap().is_empty());
+    // Every POST reached `/mcp` through the redirect with its headers and body.
+    let log = log.lock().unwrap().clone();
+    let posts: Vec<&Seen> = log.iter().filter(|s| s.method == "POST").collect();
+    let methods = |path: &str| -> Vec<String> {
+        let on = posts.iter().filter(|s| s.path == path);
+        on.map(|s| s.rpc().0.unwrap_or_default()).collect()
+    };
+    for m in ["initialize", "tools/list"] {
+        assert!(
+            methods("/old").contains(&m.to_owned()),
+            "{m} sent to the URL given"
+        );
+        assert!(
+            methods("/mcp").contains(&m.to_owned()),
+            "{m} redirected with its body"
+        );
+    }
+    for s in posts.iter().filter(|s| s.path == "/mcp") {
+        assert_eq!(s.headers["authorization"], "Bearer s3cret");
+        assert_eq!(s.headers["x-api-key"], "k3y");
+        if s.rpc().0.as_deref() != Some("initialize") {
+            assert_eq!(s.headers["mcp-session-id"], "session-1");
+        }
+    }
+}
+
+/// A legacy HTTP+SSE server: 405 to every POST, and an SSE stream announcing `endpoint`.
+async fn legacy_announcing(endpoint: String) -> String {
+    let (base, _log) = fake(move |seen| match seen.method.as_str() {
+        "GET" => {
+            let event = format!("event: endpoint\ndata: {endpoint}\n\n");
+            let first = futures::stream::once(async { Ok::<_, std::convert::Infallible>(event) });
+            let body = axum::body::Body::from_stream(futures::StreamExt::chain(
+                first,
+                futures::stream::pending(),
+            ));
+            ([("content-type", "text/event-stream")], body).into_response()
+        }
+        _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+    })
+    .await;
+    base
+}
+
+#[tokio::test]
+async fn a_legacy_endpoint_on_another_origin_is_refused() {
+    let other = Recorder::start().await;
+    let b = other.addr;
+    // Endpoints naming the other listener; the client must refuse them with a clear error.
+    for endpoint in [
+        format!("http://{b}/message"),
+        format!("//{b}/message"),
+        format!("/\\{b}/message"),
+        format!("\\\\{b}\\message"),
+        format!("http://{}@{b}/message", "127.0.0.1:1"),
+        format!(" http://{b}/message"),
+    ] {
+        let base = legacy_announcing(endpoint.clone()).await;
+        let client = connect(&format!("{base}/sse"), secrets()).await;
+        let Some(Err(ConnectError::Initialize(CallError::Rpc(e)))) = client else {
+            panic!("{endpoint:?}: connected, or hung")
+        };
+        assert!(
+            e.message.contains("another origin"),
+            "{endpoint:?}: {}",
+            e.message
+        );
+    }
+    // A relative endpoint resolves against the URL, as a browser would: against a URL without
+    // a path, `127.0.0.1:PORT/message` is the path `/127.0.0.1:PORT/message` on the same server.
+    let base = legacy_announcing(format!("{b}/message")).await;
+    let client = connect(&base, secrets()).await;
+    other.assert_untouched().await;
+    assert!(
+        matches!(client, Some(Err(_))),
+        "the fake server has no such path"
+    );
+}
+
+/// A server whose SSE streams say `retry: 0` and end at once: the POST answer to `tools/list`
+/// (without the response) and every GET.
+async fn retry_zero_server() -> (String, Log) {
+    let stream = || {
+        let body = "id: 1\nretry: 0\n\n";
+        ([("content-type", "text/event-stream")], body).into_response()
+    };
+    fake(
+        move |seen| match (seen.method.as_str(), seen.rpc().0.as_deref()) {
+            ("GET", _) => stream(),
+            (_, Some("initialize")) => initialize_ok(seen),
+            (_, Some("tools/list")) => stream(),
+            _ => StatusCode::ACCEPTED.into_response(),
+        },
+    )
+    .await
+}
+
+/// GETs the server receives in one second once the first one has arrived.
+async fn gets_in_a_second(log: &Log) -> usize {
+    let gets = || {
+        log.lock()
+            .unwrap()
+            .iter()
+            .filter(|s| s.method == "GET")
+            .count()
+    };
+    assert!(wait_for(log, |s| s.method == "GET").await, "no GET");
+    let before = gets();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    gets() - before
+}
+
+#[tokio::test]
+async fn retry_zero_does_not_make_the_standalone_stream_spin() {
+    let (base, log) = retry_zero_server().await;
+    let _client = connect(&format!("{base}/mcp"), HttpClientConfig::default())
+        .await
+        .unwrap()
+        .unwrap();
+    let floor = HttpClientConfig::default().min_reconnect_delay;
+    assert_eq!(floor, Duration::from_millis(100));
+    let n = gets_in_a_second(&log).await;
+    assert!(n <= 12, "{n} GETs in 1 s with a {floor:?} floor");
+    assert!(n >= 2, "the stream is still reopened: {n}");
+}
+
+#[tokio::test]
+async fn retry_zero_does_not_make_resumption_spin() {
+    let (base, log) = retry_zero_server().await;
+    let http = HttpClientConfig {
+        standalone_stream: false,
+        ..HttpClientConfig::default()
+    };
+    let client = connect(&format!("{base}/mcp"), http)
+        .await
+        .unwrap()
+        .unwrap();
+    // The answer never comes: the call keeps resuming its stream until it is dropped.
+    let call = tokio::spawn(async move { client.list_tools().await });
+    let n = gets_in_a_second(&log).await;
+    call.abort();
+    assert!(n <= 12, "{n} resumption GETs in 1 s with a 100 ms floor");
+    assert!(n >= 2, "the answer is still resumed: {n}");
+}
+
+/// A server whose `tools/list` pages are all empty, each with a `nextCursor` from `cursor`.
+async fn endless_pages(
+    cursor: impl Fn(usize) -> String + Clone + Send + Sync + 'static,
+) -> (String, Log) {
+    let pages = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    fake(move |seen| match seen.rpc() {
+        (Some(m), _) if m == "initialize" => initialize_ok(seen),
+        (Some(m), id) if m == "tools/list" => {
+            let n = pages.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let result = json!({"tools": [], "nextCursor": cursor(n)});
+            let body = json!({"jsonrpc": "2.0", "id": id, "result": result});
+            ([("content-type", "application/json")], body.to_string()).into_response()
+        }
+        _ => StatusCode::ACCEPTED.into_response(),
+    })
+    .await
+}
+
+fn pages_asked(log: &Log) -> usize {
+    let log = log.lock().unwrap();
+    log.iter()
+        .filter(|s| s.rpc().0.as_deref() == Some("tools/list"))
+        .count()
+}
+
+#[tokio::test]
+async fn list_tools_stops_on_a_repeated_cursor() {
+    let (base, log) = endless_pages(|_| "again".to_owned()).await;
+    let client = connect(&format!("{base}/mcp"), HttpClientConfig::default())
+        .await
+        .unwrap()
+        .unwrap();
+    let listed = tokio::time::timeout(Duration::from_secs(20), client.list_tools())
+        .await
+        .expect("list_tools never ended");
+    let Err(CallError::Protocol(why)) = listed else {
+        panic!("{listed:?}")
+    };
+    assert!(why.contains("\"again\"") && why.contains("repeat"), "{why}");
+    assert_eq!(pages_asked(&log), 2);
+}
+
+#[tokio::test]
+async fn list_tools_stops_after_max_pages() {
+    assert_eq!(ClientConfig::default().max_pages, 1000);
+    let (base, log) = endless_pages(|n| format!("page-{n}")).await;
+    let t = mcp_http::client::connect(&format!("{base}/mcp"), HttpClientConfig::default()).unwrap();
+    let config = ClientConfig {
+        max_pages: 20,
+        ..ClientConfig::default()
+    };
+    let client = Client::connect(t.incoming, t.outgoing, ClientHandlers::new(), config)
+        .await
+        .unwrap();
+    let listed = tokio::time::timeout(Duration::from_secs(20), client.list_tools())
+        .await
+        .expect("list_tools never ended");
+    let Err(CallError::Protocol(why)) = listed else {
+        panic!("{listed:?}")
+    };
+    assert!(why.contains("20 pages"), "{why}");
+    assert_eq!(pages_asked(&log), 20);
+}
