@@ -28,7 +28,10 @@ pub(super) fn default_heartbeat_ms() -> u64 {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Upstream {
-    /// Prefix of its tools: letters, digits, `-` and `_`, without `__`.
+    /// Prefix of its tools: letters, digits, `-` and `_`, without `__` and not ending with `_`.
+    /// Then `NAME__TOOL` names one upstream whatever the tool names: the first `__` in it is
+    /// where NAME ends (a `__` starting inside NAME would need `__` in it, or a final `_`), so
+    /// `a` with tool `_c` and `a_` with tool `c` cannot both be `a___c`.
     pub(crate) name: String,
     /// A stdio server: program and arguments (fixed here; nothing else is ever spawned).
     #[serde(default)]
@@ -82,9 +85,10 @@ pub(crate) fn load(path: &std::path::Path) -> anyhow::Result<Config> {
             .name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        if u.name.is_empty() || !ok_chars || u.name.contains(SEPARATOR) {
+        if u.name.is_empty() || !ok_chars || u.name.contains(SEPARATOR) || u.name.ends_with('_') {
             bail!(
-                "upstream name {:?}: use letters, digits, - and _ (not {SEPARATOR})",
+                "upstream name {:?}: use letters, digits, - and _ (not {SEPARATOR}, and not _ at \
+                 the end: NAME{SEPARATOR}TOOL must say where NAME ends)",
                 u.name
             );
         }
@@ -110,5 +114,34 @@ mod tests {
         let config = super::load(std::path::Path::new(path)).expect("mcp.example.toml loads");
         assert_eq!(config.upstream.len(), 2);
         assert_eq!(config.heartbeat_ms, 5000);
+    }
+
+    /// Loads `text` as a config file.
+    fn load_text(tag: &str, text: &str) -> anyhow::Result<super::Config> {
+        let dir = std::env::temp_dir().join(format!("mcp-config-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join("mcp.toml");
+        std::fs::write(&path, text).expect("write config");
+        let loaded = super::load(&path);
+        let _ = std::fs::remove_dir_all(&dir);
+        loaded
+    }
+
+    #[test]
+    fn upstream_names_cannot_make_one_exposed_name_twice() {
+        // `a` + `__` + `_c` and `a_` + `__` + `c` are both `a___c`.
+        let pair = "[[upstream]]\nname = \"a\"\ncommand = [\"x\"]\n\
+                    [[upstream]]\nname = \"a_\"\ncommand = [\"y\"]\n";
+        let err = load_text("pair", pair).expect_err("a and a_ are ambiguous");
+        assert!(format!("{err:#}").contains("\"a_\""), "{err:#}");
+        // Alone, a name ending with `_` is refused as well (it could meet `a` later).
+        for bad in ["a_", "_", "a__b", "a-_"] {
+            let text = format!("[[upstream]]\nname = \"{bad}\"\ncommand = [\"x\"]\n");
+            assert!(load_text("bad", &text).is_err(), "{bad:?} is refused");
+        }
+        for good in ["a", "_a", "a_b", "a-b", "A1", "a_b-c_d"] {
+            let text = format!("[[upstream]]\nname = \"{good}\"\ncommand = [\"x\"]\n");
+            assert!(load_text("good", &text).is_ok(), "{good:?} is accepted");
+        }
     }
 }

@@ -3,7 +3,10 @@
 //!
 //! Naming: tools and prompts of upstream `NAME` appear as `NAME__TOOL` and `NAME__PROMPT`;
 //! its resources and resource templates as `gateway://NAME/ORIGINAL-URI`. Calls, reads and
-//! completions are routed by that prefix. Progress, log messages, cancellation, list changes
+//! completions are routed by that prefix. Upstream names contain no `__` and do not end with
+//! `_`, so the first `__` of an exposed name is where the upstream's name ends, whatever the
+//! tool is called (tool names starting with `_` included): two upstreams never expose the
+//! same name. Progress, log messages, cancellation, list changes
 //! and resource updates pass through, and so do the upstream's sampling and elicitation
 //! requests: a legacy client gets them as server-to-client requests, a 2026-07-28 client as
 //! `input_required` rounds (the upstream call runs again on the retry, with the answers).
