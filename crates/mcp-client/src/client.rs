@@ -362,8 +362,11 @@ fn falls_back(e: &CallError) -> bool {
     }
 }
 
-/// Why a tool's `x-mcp-header` annotations are invalid, if they are.
-fn invalid_header_annotation(tool: &Tool) -> Option<String> {
+/// Why a tool's `x-mcp-header` annotations are invalid, if they are (2026-07-28: each must be a
+/// non-empty header token, unique case-insensitively, on a string, integer or boolean
+/// property). [`Client::list_tools`] leaves such tools out; callers that read pages themselves
+/// can do the same.
+pub fn invalid_header_annotation(tool: &Tool) -> Option<String> {
     let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
     let mut seen = std::collections::HashSet::new();
     let props = tool

@@ -11,7 +11,9 @@ mod handler;
 pub mod retry;
 pub mod supervisor;
 
-pub use client::{Client, ClientConfig, ConnectError, EraChoice, Subscription};
+pub use client::{
+    Client, ClientConfig, ConnectError, EraChoice, Subscription, invalid_header_annotation,
+};
 pub use handler::{ClientHandlers, ElicitationFn, RootsFn, SamplingFn, ServerEvent};
 pub use mcp_engine::{CallError, RequestOptions};
 pub use retry::{RetryChoice, RetryPolicy};

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use mcp_client::{RequestOptions, Supervised};
+use mcp_client::{RequestOptions, RetryChoice, Supervised};
 use mcp_jsonrpc::ErrorObject;
 use mcp_server::{Ctx, PromptFn, ResourceFn, TemplateFn, ToolFn};
 use mcp_types::{
@@ -12,8 +12,14 @@ use mcp_types::{
 
 use super::*;
 
-/// A gateway tool: calls `tool` on the upstream, passing progress back.
-pub(super) fn tool_fn(sup: Supervised, link: Arc<Link>, tool: String) -> ToolFn {
+/// A gateway tool: calls `tool` on the upstream, passing progress back. `retry` says whether a
+/// failed call may be repeated (from the tool's annotations, as the gateway listed them).
+pub(super) fn tool_fn(
+    sup: Supervised,
+    link: Arc<Link>,
+    tool: String,
+    retry: RetryChoice,
+) -> ToolFn {
     Arc::new(move |ctx: Ctx, args: JsonObject| {
         let (sup, link, tool) = (sup.clone(), link.clone(), tool.clone());
         Box::pin(async move {
@@ -21,8 +27,9 @@ pub(super) fn tool_fn(sup: Supervised, link: Arc<Link>, tool: String) -> ToolFn 
             let options = RequestOptions::default().on_progress(move |p| {
                 progress_link.send(Event::Progress(progress_ctx.clone(), p));
             });
-            let call = sup
-                .call(|client| async move { client.call_tool_with(&tool, args, &options).await });
+            let call = sup.call(|client| async move {
+                client.call_tool_retry(&tool, args, &options, retry).await
+            });
             relay(&link, &ctx, call).await
         })
     })

@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use mcp_client::{CallError, Client, Status, Supervised};
+use mcp_client::{CallError, Client, RetryChoice, Status, Supervised};
 use mcp_server::{Edit, Server};
 use mcp_types::LoggingLevel;
 use tokio::sync::{mpsc, oneshot};
@@ -107,7 +107,8 @@ pub(super) fn unregister(e: &mut Edit<'_>, gone: &Registered) {
     }
 }
 
-/// Every page of a list, up to [`MAX_PAGES`].
+/// Every page of a list, up to [`MAX_PAGES`] (an upstream that keeps giving a cursor, even
+/// with empty pages, is cut off there with a warning).
 pub(super) async fn all_pages<T, F, Fut>(mut page: F) -> Result<Vec<T>, CallError>
 where
     F: FnMut(Option<String>) -> Fut,
@@ -120,9 +121,10 @@ where
         items.append(&mut more);
         cursor = next;
         if cursor.is_none() {
-            break;
+            return Ok(items);
         }
     }
+    tracing::warn!("a list still had more pages after {MAX_PAGES}; using the first {MAX_PAGES}");
     Ok(items)
 }
 
@@ -144,7 +146,27 @@ pub(super) async fn refresh(
     let tools = match (want(Kind::Tools), caps.tools.is_some()) {
         (false, _) => None,
         (true, false) => Some(Vec::new()),
-        (true, true) => client.list_tools().await.map_err(|e| warn("tools", e)).ok(),
+        (true, true) => all_pages(|c| async move {
+            client
+                .list_tools_page(c)
+                .await
+                .map(|p| (p.tools, p.next_cursor))
+        })
+        .await
+        .map_err(|e| warn("tools", e))
+        .ok()
+        .map(|tools| {
+            tools
+                .into_iter()
+                .filter(|t| match mcp_client::invalid_header_annotation(t) {
+                    Some(why) => {
+                        tracing::warn!(upstream = %upstream.name, tool = %t.name, "skipping a tool with an invalid x-mcp-header: {why}");
+                        false
+                    }
+                    None => true,
+                })
+                .collect()
+        }),
     };
     let prompts = match (want(Kind::Prompts), caps.prompts.is_some()) {
         (false, _) => None,
@@ -193,7 +215,17 @@ pub(super) async fn refresh(
                 let mut next = Vec::new();
                 for tool in tools.into_iter().filter(|t| upstream.allows(&t.name)) {
                     let exposed = format!("{name}{SEPARATOR}{}", tool.name);
-                    let handler = tool_fn(sup.clone(), link.clone(), tool.name.clone());
+                    // Repeated after a failure only when the upstream says it is safe to.
+                    let retry = match tool.annotations.as_ref() {
+                        Some(a)
+                            if a.read_only_hint == Some(true)
+                                || a.idempotent_hint == Some(true) =>
+                        {
+                            RetryChoice::Always
+                        }
+                        _ => RetryChoice::Never,
+                    };
+                    let handler = tool_fn(sup.clone(), link.clone(), tool.name.clone(), retry);
                     let tool = mcp_types::Tool {
                         name: exposed.clone(),
                         ..tool

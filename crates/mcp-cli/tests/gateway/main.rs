@@ -6,6 +6,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod hostile;
 mod passthrough;
 
 use std::process::Stdio;
