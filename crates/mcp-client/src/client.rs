@@ -55,7 +55,10 @@ pub struct ClientConfig {
     pub request: RequestOptions,
     /// Message loop settings.
     pub engine: EngineConfig,
-    /// Child process settings (stdio).
+    /// Child process settings (stdio). The child's environment is by default a small safe set
+    /// from ours (`PATH`, `HOME`, `LANG`, ...; see [`mcp_transport::env::SAFE_VARS`]), not all
+    /// of it: add what the server needs with `child.env.var(..)`, or use
+    /// [`mcp_transport::ChildEnv::inherit_all`].
     pub child: ChildConfig,
 }
 
@@ -554,7 +557,9 @@ impl Client {
         })
     }
 
-    /// Starts `program args...` as a child process and connects to it over stdio.
+    /// Starts `program args...` as a child process and connects to it over stdio. The child
+    /// gets the environment `config.child.env` describes: by default only the safe set (no
+    /// API keys or tokens from ours).
     ///
     /// # Errors
     /// [`ConnectError`] if it cannot be started or the handshake fails.

@@ -36,6 +36,11 @@ pub(crate) struct Upstream {
     /// A stdio server: program and arguments (fixed here; nothing else is ever spawned).
     #[serde(default)]
     pub(crate) command: Vec<String>,
+    /// Environment variables of `command`, on top of the safe set it gets from the gateway's
+    /// own environment (`PATH`, `HOME`, `USER`, `LOGNAME`, `SHELL`, `TERM`, `LANG`, `LC_*`,
+    /// `TZ`, `TMPDIR`); nothing else of the gateway's environment reaches it.
+    #[serde(default)]
+    pub(crate) env: BTreeMap<String, String>,
     /// A Streamable HTTP (or legacy HTTP+SSE) server.
     pub(crate) url: Option<String>,
     /// Protocol era to speak with it: `auto` (default: 2026-07-28 if it can, else the
@@ -101,6 +106,22 @@ pub(crate) fn load(path: &std::path::Path) -> anyhow::Result<Config> {
                 "upstream {:?}: give exactly one of `command` and `url`",
                 u.name
             ),
+        }
+        if u.url.is_some() && !u.env.is_empty() {
+            bail!(
+                "upstream {:?}: `env` is for `command` upstreams (use `headers` for a URL)",
+                u.name
+            );
+        }
+        if let Some(k) = u
+            .env
+            .keys()
+            .find(|k| k.is_empty() || k.contains(['=', '\0']))
+        {
+            bail!(
+                "upstream {:?}: {k:?} is not an environment variable name",
+                u.name
+            );
         }
     }
     Ok(config)

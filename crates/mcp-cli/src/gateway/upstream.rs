@@ -40,7 +40,15 @@ pub(super) fn connector(upstream: Upstream, link: Arc<Link>) -> mcp_client::supe
                     }
                 })
                 .url_elicitation();
+            let mut env = mcp_client::ChildEnv::safe();
+            for (k, v) in &upstream.env {
+                env = env.var(k, v);
+            }
             let config = ClientConfig {
+                child: mcp_client::ChildConfig {
+                    env,
+                    ..Default::default()
+                },
                 era: match upstream.era {
                     UpstreamEra::Auto => EraChoice::Auto,
                     UpstreamEra::Legacy => EraChoice::Legacy,

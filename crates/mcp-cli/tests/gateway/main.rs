@@ -6,6 +6,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod environment;
 mod hostile;
 mod passthrough;
 

@@ -122,6 +122,14 @@ fn bad_configs_are_refused_with_a_clear_message() {
             "[[upstream]]\nname = \"a\"\ncommand = [\"x\"]\nsurprise = 1\n",
             "unknown field",
         ),
+        (
+            "[[upstream]]\nname = \"a\"\nurl = \"http://127.0.0.1:1/mcp\"\nenv = { A = \"1\" }\n",
+            "`env` is for `command` upstreams",
+        ),
+        (
+            "[[upstream]]\nname = \"a_\"\ncommand = [\"x\"]\n",
+            "upstream name",
+        ),
     ] {
         let path = dir.join("bad.toml");
         std::fs::write(&path, text).unwrap();
