@@ -76,6 +76,7 @@ pub(crate) async fn start(config: Config) -> anyhow::Result<(Server, Vec<Supervi
             if let Some((link, original)) = route_uri(&hook_links, uri) {
                 link.send(Event::Subscribe(original.to_owned()));
             }
+            Ok(())
         })
         .completion(move |ctx, params| {
             let links = completion_links.clone();
