@@ -45,7 +45,16 @@ async fn lifecycle_and_negotiation() {
     assert_eq!(
         names,
         [
-            "add", "ask", "echo", "fail", "log", "sample", "slow", "touch"
+            "add",
+            "ask",
+            "converse",
+            "echo",
+            "fail",
+            "log",
+            "sample",
+            "slow",
+            "subscriptions",
+            "touch"
         ]
     );
     s.close().await;
