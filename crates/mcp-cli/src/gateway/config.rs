@@ -15,6 +15,11 @@ pub(crate) struct Config {
     /// missed in a row mark it down and start a reconnection (or restart).
     #[serde(default = "default_heartbeat_ms")]
     pub(crate) heartbeat_ms: u64,
+    /// Resource subscriptions one client session may hold through the gateway (default 100);
+    /// one more is refused (-32602). All clients' subscriptions to one upstream share one
+    /// upstream session, so this keeps one client from taking all of it.
+    #[serde(default = "default_max_subscriptions")]
+    pub(crate) max_subscriptions: usize,
     /// The upstream servers (`[[upstream]]` tables).
     #[serde(default)]
     pub(crate) upstream: Vec<Upstream>,
@@ -22,6 +27,10 @@ pub(crate) struct Config {
 
 pub(super) fn default_heartbeat_ms() -> u64 {
     5000
+}
+
+pub(super) fn default_max_subscriptions() -> usize {
+    100
 }
 
 /// One upstream server.

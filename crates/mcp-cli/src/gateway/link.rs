@@ -1,7 +1,7 @@
 //! What the gateway keeps per upstream, and how a downstream request is matched to the
 //! upstream messages about it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -22,8 +22,8 @@ pub(super) struct Link {
     pub(super) events: mpsc::Sender<Event>,
     /// Downstream requests being served by this upstream right now.
     pub(super) calls: Calls,
-    /// Upstream URIs some client subscribed to (subscribed again after a reconnection).
-    pub(super) subscribed: Mutex<BTreeSet<String>>,
+    /// Upstream URIs clients hold subscriptions to.
+    pub(super) subscriptions: Subscriptions,
 }
 
 impl Link {
@@ -61,7 +61,6 @@ pub(super) enum Event {
     Progress(Ctx, ProgressParams),
     Changed(Kind),
     Updated(String),
-    Subscribe(String),
     Flush(oneshot::Sender<()>),
 }
 

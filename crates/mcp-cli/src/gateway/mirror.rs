@@ -68,28 +68,14 @@ pub(super) async fn mirror(
     }
 }
 
-/// On each (re)connection: ask for every log message (clients filter by their own level) and
-/// renew the subscriptions clients hold.
+/// On each (re)connection: ask for every log message (clients filter by their own level).
+/// Subscriptions are renewed by [`keep_subscribed`].
 pub(super) async fn prepare(client: &Arc<Client>, link: &Link) {
     if client.server_capabilities().logging.is_some() {
         if let Err(e) = client.set_log_level(LoggingLevel::Debug).await {
             tracing::debug!(upstream = %link.name, "logging/setLevel: {e}");
         }
     }
-    let uris: Vec<String> = link
-        .subscribed
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .iter()
-        .cloned()
-        .collect();
-    // In the background: the lists need not wait for thousands of subscriptions.
-    let client = client.clone();
-    tokio::spawn(async move {
-        for uri in uris {
-            subscribe(&client, &uri).await;
-        }
-    });
 }
 
 pub(super) fn unregister(e: &mut Edit<'_>, gone: &Registered) {

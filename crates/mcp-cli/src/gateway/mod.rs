@@ -12,11 +12,17 @@
 //! `input_required` rounds (the upstream call runs again on the retry, with the answers).
 //! An upstream that goes down takes its items out of the lists (clients get `list_changed`)
 //! until it is back.
+//!
+//! Resource subscriptions: a client holds at most `max_subscriptions` (100 by default), the
+//! gateway at most 1,000 distinct URIs per upstream. Each URI is subscribed to upstream while
+//! at least one client holds it and unsubscribed when the last one unsubscribes or its session
+//! ends (see [`subscriptions`]), so the upstream set shrinks again.
 
 mod config;
 mod forward;
 mod link;
 mod mirror;
+mod subscriptions;
 mod upstream;
 
 use config::*;
@@ -24,10 +30,11 @@ pub(crate) use config::{Config, load};
 use forward::*;
 use link::*;
 use mirror::*;
+use subscriptions::*;
 use upstream::*;
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_client::{Heartbeat, Supervised, SupervisorConfig};
@@ -42,8 +49,9 @@ pub(crate) const URI_PREFIX: &str = "gateway://";
 const EVENT_QUEUE: usize = 1024;
 /// Pages read from an upstream per list (at its page size, plenty).
 const MAX_PAGES: usize = 100;
-/// Distinct resources the gateway subscribes to per upstream (clients may name any URI).
-const MAX_SUBSCRIPTIONS: usize = 10_000;
+/// Distinct resources the gateway subscribes to per upstream (clients may name any URI), all
+/// on its one connection there: what our own server accepts from one session by default.
+const MAX_SUBSCRIPTIONS: usize = 1_000;
 
 /// The gateway server with its upstreams started (their items arrive as they connect).
 pub(crate) async fn start(config: Config) -> anyhow::Result<(Server, Vec<Supervised>)> {
@@ -55,13 +63,14 @@ pub(crate) async fn start(config: Config) -> anyhow::Result<(Server, Vec<Supervi
             name: upstream.name.clone(),
             events,
             calls: Calls::default(),
-            subscribed: Mutex::new(BTreeSet::new()),
+            subscriptions: Subscriptions::default(),
         });
         links.insert(upstream.name.clone(), link.clone());
         queues.push((link, rx));
     }
     let links = Arc::new(links);
-    let (hook_links, completion_links) = (links.clone(), links.clone());
+    let (hold_links, release_links, completion_links) =
+        (links.clone(), links.clone(), links.clone());
     let supervisors: Arc<std::sync::OnceLock<BTreeMap<String, Supervised>>> = Arc::default();
     let complete_sups = supervisors.clone();
     let server = Server::builder("mcp-gateway", env!("CARGO_PKG_VERSION"))
@@ -72,11 +81,19 @@ pub(crate) async fn start(config: Config) -> anyhow::Result<(Server, Vec<Supervi
         .declare_tools()
         .declare_prompts()
         .declare_resources()
-        .on_subscribe(move |uri| {
-            if let Some((link, original)) = route_uri(&hook_links, uri) {
-                link.send(Event::Subscribe(original.to_owned()));
+        .config(mcp_server::ServerConfig {
+            max_subscriptions: config.max_subscriptions,
+            ..mcp_server::ServerConfig::default()
+        })
+        // Each upstream URI is held upstream while some client holds it (counted per holder).
+        .on_subscribe(move |uri| match route_uri(&hold_links, uri) {
+            Some((link, original)) => link.subscriptions.hold(&link.name, original),
+            None => Ok(()),
+        })
+        .on_unsubscribe(move |uri| {
+            if let Some((link, original)) = route_uri(&release_links, uri) {
+                link.subscriptions.release(original);
             }
-            Ok(())
         })
         .completion(move |ctx, params| {
             let links = completion_links.clone();
@@ -100,13 +117,8 @@ pub(crate) async fn start(config: Config) -> anyhow::Result<(Server, Vec<Supervi
                 ..SupervisorConfig::default()
             },
         );
-        tokio::spawn(pass_on(
-            server.clone(),
-            link.clone(),
-            sup.clone(),
-            events,
-            changed_tx,
-        ));
+        tokio::spawn(pass_on(server.clone(), link.clone(), events, changed_tx));
+        tokio::spawn(keep_subscribed(link.clone(), sup.clone()));
         let (ready_tx, ready_rx) = oneshot::channel();
         ready.push(ready_rx);
         tokio::spawn(mirror(

@@ -2,9 +2,7 @@
 
 use std::sync::Arc;
 
-use mcp_client::{
-    CallError, Client, ClientConfig, ClientHandlers, EraChoice, ServerEvent, Status, Supervised,
-};
+use mcp_client::{CallError, Client, ClientConfig, ClientHandlers, EraChoice, ServerEvent};
 use mcp_server::Server;
 use tokio::sync::mpsc;
 
@@ -87,7 +85,6 @@ pub(super) fn connector(upstream: Upstream, link: Arc<Link>) -> mcp_client::supe
 pub(super) async fn pass_on(
     server: Server,
     link: Arc<Link>,
-    sup: Supervised,
     mut events: mpsc::Receiver<Event>,
     changed: mpsc::Sender<Kind>,
 ) {
@@ -114,43 +111,9 @@ pub(super) async fn pass_on(
                     .notify_resource_updated(&link.exposed_uri(&uri))
                     .await
             }
-            Event::Subscribe(uri) => {
-                let fresh = {
-                    let mut subscribed = link
-                        .subscribed
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    if subscribed.len() >= MAX_SUBSCRIPTIONS && !subscribed.contains(&uri) {
-                        tracing::warn!(upstream = %link.name, "{MAX_SUBSCRIPTIONS} subscriptions held; not subscribing to {uri} upstream");
-                        continue;
-                    }
-                    subscribed.insert(uri.clone())
-                };
-                let up = match &*sup.watch().borrow() {
-                    Status::Up { client, .. } => Some(client.clone()),
-                    _ => None,
-                };
-                // Not up yet: `prepare` subscribes when it is.
-                if let (true, Some(client)) = (fresh, up) {
-                    tokio::spawn(async move { subscribe(&client, &uri).await });
-                }
-            }
             Event::Flush(done) => {
                 let _ = done.send(());
             }
-        }
-    }
-}
-
-pub(super) async fn subscribe(client: &Client, uri: &str) {
-    let supported = client
-        .server_capabilities()
-        .resources
-        .as_ref()
-        .is_some_and(|r| r.subscribe == Some(true));
-    if supported {
-        if let Err(e) = client.subscribe(uri).await {
-            tracing::warn!("subscribing to {uri} upstream failed: {e}");
         }
     }
 }

@@ -9,6 +9,7 @@ mod common;
 mod environment;
 mod hostile;
 mod passthrough;
+mod subscriptions;
 
 use std::process::Stdio;
 use std::sync::Arc;
