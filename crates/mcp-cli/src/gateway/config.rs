@@ -33,6 +33,13 @@ pub(super) fn default_max_subscriptions() -> usize {
     100
 }
 
+pub(super) fn default_max_connections() -> usize {
+    4
+}
+
+/// Most connections `max_connections` may ask for.
+const MAX_CONNECTIONS: usize = 64;
+
 /// One upstream server.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -59,6 +66,13 @@ pub(crate) struct Upstream {
     /// Extra HTTP headers for `url`.
     #[serde(default)]
     pub(crate) headers: BTreeMap<String, String>,
+    /// Most connections open to it at once (default 4): each request served by it holds one
+    /// alone while it runs, so what the upstream sends meanwhile is that request's; more
+    /// requests wait for a free connection. The supervised one is used first; extra ones are
+    /// opened when it is busy and closed after a minute unused. For a stdio server that keeps
+    /// state in its process, 1 serves every request with that one process, one at a time.
+    #[serde(default = "default_max_connections")]
+    pub(crate) max_connections: usize,
     /// Only these tools (all when empty).
     #[serde(default)]
     pub(crate) allow_tools: Vec<String>,
@@ -115,6 +129,12 @@ pub(crate) fn load(path: &std::path::Path) -> anyhow::Result<Config> {
                 "upstream {:?}: give exactly one of `command` and `url`",
                 u.name
             ),
+        }
+        if !(1..=MAX_CONNECTIONS).contains(&u.max_connections) {
+            bail!(
+                "upstream {:?}: max_connections is 1 to {MAX_CONNECTIONS}",
+                u.name
+            );
         }
         if u.url.is_some() && !u.env.is_empty() {
             bail!(

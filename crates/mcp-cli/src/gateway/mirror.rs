@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use mcp_client::{CallError, Client, RetryChoice, Status, Supervised};
+use mcp_client::{CallError, Client, RetryChoice, Status};
 use mcp_server::{Edit, Server};
 use mcp_types::LoggingLevel;
 use tokio::sync::{mpsc, oneshot};
@@ -23,12 +23,12 @@ pub(super) struct Registered {
 pub(super) async fn mirror(
     server: Server,
     upstream: Upstream,
-    link: Arc<Link>,
-    sup: Supervised,
+    pool: Arc<Pool>,
     mut changed: mpsc::Receiver<Kind>,
     ready: oneshot::Sender<()>,
 ) {
-    let mut status = sup.watch();
+    let link = pool.link.clone();
+    let mut status = pool.primary.watch();
     let mut ours = Registered::default();
     let mut ready = Some(ready);
     let mut kind = Kind::All;
@@ -41,7 +41,7 @@ pub(super) async fn mirror(
                 if kind == Kind::All {
                     prepare(&client, &link).await;
                 }
-                refresh(&server, &upstream, &link, &sup, &client, kind, &mut ours).await;
+                refresh(&server, &upstream, &pool, &client, kind, &mut ours).await;
             }
             Status::Stopped => return,
             Status::Restarting { attempt: 0, .. } => {}
@@ -118,8 +118,7 @@ where
 pub(super) async fn refresh(
     server: &Server,
     upstream: &Upstream,
-    link: &Arc<Link>,
-    sup: &Supervised,
+    pool: &Arc<Pool>,
     client: &Client,
     kind: Kind,
     ours: &mut Registered,
@@ -195,6 +194,7 @@ pub(super) async fn refresh(
         }
     };
     let name = &upstream.name;
+    let link = &pool.link;
     server
         .edit(|e| {
             if let Some(tools) = tools {
@@ -211,7 +211,7 @@ pub(super) async fn refresh(
                         }
                         _ => RetryChoice::Never,
                     };
-                    let handler = tool_fn(sup.clone(), link.clone(), tool.name.clone(), retry);
+                    let handler = tool_fn(pool.clone(), tool.name.clone(), retry);
                     let tool = mcp_types::Tool {
                         name: exposed.clone(),
                         ..tool
@@ -229,7 +229,7 @@ pub(super) async fn refresh(
                 let mut next = Vec::new();
                 for prompt in prompts {
                     let exposed = format!("{name}{SEPARATOR}{}", prompt.name);
-                    let handler = prompt_fn(sup.clone(), link.clone(), prompt.name.clone());
+                    let handler = prompt_fn(pool.clone(), prompt.name.clone());
                     let prompt = mcp_types::Prompt {
                         name: exposed.clone(),
                         ..prompt
@@ -249,7 +249,7 @@ pub(super) async fn refresh(
                         uri: exposed.clone(),
                         ..resource
                     };
-                    e.add_resource(resource, resource_fn(sup.clone(), link.clone()));
+                    e.add_resource(resource, resource_fn(pool.clone()));
                     next.push(exposed);
                 }
                 replace(&mut ours.resources, next, |u| {
@@ -262,8 +262,7 @@ pub(super) async fn refresh(
                         uri_template: exposed.clone(),
                         ..template
                     };
-                    match e.add_resource_template(template, template_fn(sup.clone(), link.clone()))
-                    {
+                    match e.add_resource_template(template, template_fn(pool.clone())) {
                         Ok(()) => next.push(exposed),
                         Err(err) => tracing::warn!("skipping upstream template {exposed}: {err}"),
                     }

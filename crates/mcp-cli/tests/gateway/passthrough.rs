@@ -132,6 +132,10 @@ fn bad_configs_are_refused_with_a_clear_message() {
             "[[upstream]]\nname = \"a_\"\ncommand = [\"x\"]\n",
             "upstream name",
         ),
+        (
+            "[[upstream]]\nname = \"a\"\ncommand = [\"x\"]\nmax_connections = 0\n",
+            "max_connections is 1 to 64",
+        ),
     ] {
         let path = dir.join("bad.toml");
         std::fs::write(&path, text).unwrap();
