@@ -70,7 +70,8 @@ pub(crate) struct Upstream {
     /// alone while it runs, so what the upstream sends meanwhile is that request's; more
     /// requests wait for a free connection. The supervised one is used first; extra ones are
     /// opened when it is busy and closed after a minute unused. For a stdio server that keeps
-    /// state in its process, 1 serves every request with that one process, one at a time.
+    /// state in its process or cannot run twice (or an HTTP server that allows one session),
+    /// 1 serves every request on that one connection, one at a time.
     #[serde(default = "default_max_connections")]
     pub(crate) max_connections: usize,
     /// Only these tools (all when empty).
