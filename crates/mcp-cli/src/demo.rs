@@ -73,6 +73,15 @@ struct SampleArgs {
 }
 
 #[derive(Deserialize, JsonSchema)]
+struct ConverseArgs {
+    /// What the conversation is about: in every log message, question and the result.
+    topic: String,
+    /// Milliseconds to wait before asking (at most 10000).
+    #[serde(default)]
+    delay_ms: u64,
+}
+
+#[derive(Deserialize, JsonSchema)]
 struct TouchArgs {
     /// The resource that changed (subscribers get `notifications/resources/updated`).
     uri: String,
@@ -119,8 +128,50 @@ impl Drop for CancelNote {
 
 const NAMES: &[&str] = &["Ada", "Alan", "Barbara", "Grace", "Linus", "Margaret"];
 
+/// `converse`: a log message, a wait, a sampling request, an elicitation and a log message,
+/// all about `topic` (shows whose traffic reaches whom when several clients call at once).
+async fn converse(ctx: Ctx, a: ConverseArgs) -> Result<String, mcp_engine::CallError> {
+    let topic = a.topic;
+    ctx.log(
+        LoggingLevel::Info,
+        Some("demo"),
+        json!(format!("{topic}: starting")),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(a.delay_ms.min(10_000))).await;
+    let request = json!({
+        "messages": [{"role": "user", "content": {"type": "text", "text": topic}}],
+        "maxTokens": 200
+    });
+    let sampled: serde_json::Value = ctx
+        .input("model", "sampling/createMessage", request)
+        .await?;
+    let form = json!({
+        "message": format!("{topic}: what is your name?"),
+        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    });
+    let answer: serde_json::Value = ctx.input("user", "elicitation/create", form).await?;
+    let name = answer["content"]["name"]
+        .as_str()
+        .unwrap_or("nobody")
+        .to_owned();
+    ctx.log(
+        LoggingLevel::Info,
+        Some("demo"),
+        json!(format!("{topic}: done")),
+    )
+    .await;
+    Ok(format!(
+        "{topic}: the model said {:?}; the user is {name}",
+        sampled_text(&sampled)
+    ))
+}
+
 /// Builds the demo server.
 pub(crate) fn server() -> anyhow::Result<Server> {
+    // Resource subscriptions held by this server's clients, all sessions together.
+    let held = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (up, down, count) = (held.clone(), held.clone(), held);
     let add = Tool {
         name: "add".into(),
         title: Some("Add two numbers".into()),
@@ -137,7 +188,14 @@ pub(crate) fn server() -> anyhow::Result<Server> {
         ..Tool::default()
     };
     let server = Server::builder("mcp-demo", env!("CARGO_PKG_VERSION"))
-        .instructions("A demo server: echo, add, slow (progress), log, fail, ask (elicitation), sample (sampling), touch (resource updates); resources under demo://; prompts greet and summarize.")
+        .instructions("A demo server: echo, add, slow (progress), log, fail, ask (elicitation), sample (sampling), converse (all three), touch (resource updates), subscriptions (how many are held); resources under demo://; prompts greet and summarize.")
+        .on_subscribe(move |_| {
+            up.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok(())
+        })
+        .on_unsubscribe(move |_| {
+            down.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        })
         .tool("echo", "Echoes the message back", |_ctx: Ctx, a: EchoArgs| async move {
             Ok::<_, String>(a.message)
         })
@@ -183,6 +241,11 @@ pub(crate) fn server() -> anyhow::Result<Server> {
             });
             let answer: serde_json::Value = ctx.input("sample", "sampling/createMessage", request).await?;
             Ok::<_, mcp_engine::CallError>(sampled_text(&answer))
+        })
+        .tool("converse", "Logs, waits delay_ms, asks the client's model (sampling) and the user (elicitation) about the topic, logs again, and returns both answers", |ctx: Ctx, a: ConverseArgs| converse(ctx, a))
+        .tool("subscriptions", "How many resource subscriptions this server's clients hold now (all sessions)", move |_ctx: Ctx, _: serde_json::Value| {
+            let n = count.load(std::sync::atomic::Ordering::Relaxed);
+            async move { Ok::<_, String>(n.to_string()) }
         })
         .tool("touch", "Announces that a resource changed (to its subscribers)", |ctx: Ctx, a: TouchArgs| async move {
             ctx.server().notify_resource_updated(&a.uri).await;

@@ -8,7 +8,8 @@ use mcp_client::{Client, ClientConfig, ClientHandlers};
 pub(crate) enum Target {
     /// Streamable HTTP endpoint.
     Url(String),
-    /// A command spawned as a stdio child.
+    /// A command spawned as a stdio child. It gets our whole environment, as if the user had
+    /// run it from the same shell (the gateway, which runs commands for others, does not).
     Command(Vec<String>),
 }
 
@@ -73,6 +74,10 @@ pub(crate) async fn connect_with(
     let handlers = ClientHandlers::new();
     let config = ClientConfig {
         era,
+        child: mcp_client::ChildConfig {
+            env: mcp_client::ChildEnv::inherit_all(),
+            ..Default::default()
+        },
         ..ClientConfig::default()
     };
     let result = match target {

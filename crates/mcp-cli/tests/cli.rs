@@ -30,16 +30,25 @@ fn tools_human_and_json() {
     assert_eq!(
         first,
         [
-            "add", "ask", "echo", "fail", "log", "sample", "slow", "touch"
+            "add",
+            "ask",
+            "converse",
+            "echo",
+            "fail",
+            "log",
+            "sample",
+            "slow",
+            "subscriptions",
+            "touch"
         ]
     );
     assert!(out.contains("Echoes the message back"));
     let (ok, out, _) = mcp(&["tools", "--json", "--", MCP, "serve", "--stdio"]);
     assert!(ok);
     let tools: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(tools[2]["name"], "echo");
+    assert_eq!(tools[3]["name"], "echo");
     assert_eq!(
-        tools[2]["inputSchema"]["required"],
+        tools[3]["inputSchema"]["required"],
         serde_json::json!(["message"])
     );
 }

@@ -45,7 +45,16 @@ async fn lifecycle_and_negotiation() {
     assert_eq!(
         names,
         [
-            "add", "ask", "echo", "fail", "log", "sample", "slow", "touch"
+            "add",
+            "ask",
+            "converse",
+            "echo",
+            "fail",
+            "log",
+            "sample",
+            "slow",
+            "subscriptions",
+            "touch"
         ]
     );
     s.close().await;
@@ -405,5 +414,56 @@ async fn one_process_serves_both_eras_at_once() {
         -32002,
         "legacy resource-not-found code on the legacy session"
     );
+    s.close().await;
+}
+
+/// A session holds at most 1,000 resource subscriptions (the default `max_subscriptions`); one
+/// more is refused with -32602 and not stored. A `subscriptions/listen` names at most as many.
+#[tokio::test]
+async fn subscriptions_per_session_are_capped() {
+    let mut s = Raw::spawn();
+    s.initialize("2025-06-18").await;
+    for i in 0..1000 {
+        s.send(json!({"jsonrpc":"2.0","id":i + 1,"method":"resources/subscribe","params":{"uri":format!("demo://many/{i}")}}))
+            .await;
+    }
+    for _ in 0..1000 {
+        let r = s.recv().await;
+        assert_eq!(r["result"], json!({}), "{r}");
+    }
+    let over = json!({"uri":"demo://many/1000"});
+    let r = s.request(2001, "resources/subscribe", over.clone()).await;
+    assert_eq!(code(&r), -32602, "{r}");
+    assert_eq!(r["error"]["data"]["limit"], 1000, "{r}");
+    // Held already: not one more.
+    let r = s
+        .request(2002, "resources/subscribe", json!({"uri":"demo://many/0"}))
+        .await;
+    assert_eq!(r["result"], json!({}), "{r}");
+    // One released: room for one.
+    let r = s
+        .request(
+            2003,
+            "resources/unsubscribe",
+            json!({"uri":"demo://many/0"}),
+        )
+        .await;
+    assert_eq!(r["result"], json!({}), "{r}");
+    let r = s.request(2004, "resources/subscribe", over.clone()).await;
+    assert_eq!(r["result"], json!({}), "{r}");
+    let r = s
+        .request(2005, "resources/subscribe", json!({"uri":"demo://many/0"}))
+        .await;
+    assert_eq!(code(&r), -32602, "{r}");
+
+    let uris: Vec<String> = (0..1001).map(|i| format!("demo://listen/{i}")).collect();
+    let r = s
+        .request(
+            2006,
+            "subscriptions/listen",
+            modern(json!({"notifications":{"resourceSubscriptions":uris}})),
+        )
+        .await;
+    assert_eq!(code(&r), -32602, "{r}");
     s.close().await;
 }

@@ -55,7 +55,10 @@ pub struct ClientConfig {
     pub request: RequestOptions,
     /// Message loop settings.
     pub engine: EngineConfig,
-    /// Child process settings (stdio).
+    /// Child process settings (stdio). The child's environment is by default a small safe set
+    /// from ours (`PATH`, `HOME`, `LANG`, ...; see [`mcp_transport::env::SAFE_VARS`]), not all
+    /// of it: add what the server needs with `child.env.var(..)`, or use
+    /// [`mcp_transport::ChildEnv::inherit_all`].
     pub child: ChildConfig,
     /// Most pages [`Client::list_tools`] and the other `list_all_*` methods request before
     /// they give up with [`CallError::Protocol`] (they also stop when the server repeats a
@@ -369,8 +372,11 @@ fn falls_back(e: &CallError) -> bool {
     }
 }
 
-/// Why a tool's `x-mcp-header` annotations are invalid, if they are.
-fn invalid_header_annotation(tool: &Tool) -> Option<String> {
+/// Why a tool's `x-mcp-header` annotations are invalid, if they are (2026-07-28: each must be a
+/// non-empty header token, unique case-insensitively, on a string, integer or boolean
+/// property). [`Client::list_tools`] leaves such tools out; callers that read pages themselves
+/// can do the same.
+pub fn invalid_header_annotation(tool: &Tool) -> Option<String> {
     let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
     let mut seen = std::collections::HashSet::new();
     let props = tool
@@ -560,7 +566,9 @@ impl Client {
         })
     }
 
-    /// Starts `program args...` as a child process and connects to it over stdio.
+    /// Starts `program args...` as a child process and connects to it over stdio. The child
+    /// gets the environment `config.child.env` describes: by default only the safe set (no
+    /// API keys or tokens from ours).
     ///
     /// # Errors
     /// [`ConnectError`] if it cannot be started or the handshake fails.

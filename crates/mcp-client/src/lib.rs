@@ -4,7 +4,8 @@
 //! gives typed methods for every server method; [`ClientHandlers`] answers the server's
 //! sampling, elicitation (with schema defaults filled in) and roots requests, and the
 //! capabilities declared follow from which handlers are set. Calls to a method the server
-//! did not declare fail locally with [`mcp_engine::CallError::Protocol`].
+//! did not declare fail locally with [`mcp_engine::CallError::Protocol`]. A spawned server
+//! starts with a small safe environment, not ours ([`ChildEnv`]).
 
 mod client;
 mod handler;
@@ -12,8 +13,11 @@ mod pages;
 pub mod retry;
 pub mod supervisor;
 
-pub use client::{Client, ClientConfig, ConnectError, EraChoice, Subscription};
+pub use client::{
+    Client, ClientConfig, ConnectError, EraChoice, Subscription, invalid_header_annotation,
+};
 pub use handler::{ClientHandlers, ElicitationFn, RootsFn, SamplingFn, ServerEvent};
 pub use mcp_engine::{CallError, RequestOptions};
+pub use mcp_transport::{ChildConfig, ChildEnv};
 pub use retry::{RetryChoice, RetryPolicy};
 pub use supervisor::{Heartbeat, Status, Supervised, SupervisorConfig, SupervisorError};

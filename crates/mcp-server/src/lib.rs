@@ -36,4 +36,6 @@ pub use handler::{
 };
 pub use modern::unsupported_version_error;
 pub use mrtr::RequestStateKey;
-pub use server::{BuildError, CacheConfig, Edit, Server, ServerBuilder, ServerConfig, SubscribeFn};
+pub use server::{
+    BuildError, CacheConfig, Edit, Server, ServerBuilder, ServerConfig, SubscribeFn, UnsubscribeFn,
+};

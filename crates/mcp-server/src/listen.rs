@@ -10,6 +10,7 @@ use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::server::{Change, Inner};
+use crate::session::too_many_subscriptions;
 
 fn wanted(filter: &ListenFilter, change: &Change) -> bool {
     match change {
@@ -23,6 +24,46 @@ fn wanted(filter: &ListenFilter, change: &Change) -> bool {
     }
 }
 
+/// The resources one listen request holds: `on_subscribe` accepted each, and `on_unsubscribe`
+/// hears of each when the request ends, however it ends.
+struct Held {
+    server: Arc<Inner>,
+    uris: Vec<String>,
+}
+
+impl Held {
+    /// Holds each distinct URI of `uris` (at most `max_subscriptions` of them); if the hook
+    /// refuses one, those held so far are released and the refusal is the answer.
+    fn take(server: &Arc<Inner>, uris: &[String]) -> Result<Held, ErrorObject> {
+        let limit = server.config.max_subscriptions;
+        if uris.len() > limit {
+            return Err(too_many_subscriptions(limit));
+        }
+        let mut held = Held {
+            server: server.clone(),
+            uris: Vec::new(),
+        };
+        let distinct: std::collections::BTreeSet<&String> = uris.iter().collect();
+        for uri in distinct {
+            if let Some(hook) = &server.on_subscribe {
+                hook(uri)?;
+            }
+            held.uris.push(uri.clone());
+        }
+        Ok(held)
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some(hook) = &self.server.on_unsubscribe {
+            for uri in &self.uris {
+                hook(uri);
+            }
+        }
+    }
+}
+
 /// Serves one subscription until the client cancels it or goes away.
 pub(crate) async fn run(
     server: Arc<Inner>,
@@ -30,11 +71,10 @@ pub(crate) async fn run(
     rc: RequestContext,
 ) -> HandlerResult {
     let mut changes = server.changes.subscribe();
-    if let (Some(hook), Some(uris)) = (&server.on_subscribe, &filter.resource_subscriptions) {
-        for uri in uris {
-            hook(uri);
-        }
-    }
+    let _held = Held::take(
+        &server,
+        filter.resource_subscriptions.as_deref().unwrap_or(&[]),
+    )?;
     // The subscription is named by the listen request's own id (a number stays a number).
     let tag = json!({ meta_keys::SUBSCRIPTION_ID: rc.id.to_value() });
     let ack = json!({ "notifications": filter, "_meta": tag });

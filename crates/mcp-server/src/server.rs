@@ -115,6 +115,10 @@ pub struct ServerConfig {
     pub engine: EngineConfig,
     /// Maximum line size on stdio.
     pub max_line: usize,
+    /// Resources one session may be subscribed to at once (`resources/subscribe`), and URIs
+    /// one `subscriptions/listen` may name (default 1,000). One more is refused with -32602
+    /// (`data.limit` says the limit) and nothing is stored.
+    pub max_subscriptions: usize,
 }
 
 impl Default for ServerConfig {
@@ -133,6 +137,7 @@ impl Default for ServerConfig {
                 ..EngineConfig::default()
             },
             max_line: 4 * 1024 * 1024,
+            max_subscriptions: 1_000,
         }
     }
 }
@@ -148,13 +153,23 @@ pub(crate) struct Inner {
     pub(crate) sessions: Mutex<Vec<(Weak<Session>, Peer)>>,
     /// Changes announced to `subscriptions/listen` streams (2026-07-28).
     pub(crate) changes: tokio::sync::broadcast::Sender<Change>,
-    /// Told of every resource a client subscribes to.
+    /// Told of every resource a client starts holding a subscription to; may refuse it.
     pub(crate) on_subscribe: Option<SubscribeFn>,
+    /// Told of every subscription a client stops holding.
+    pub(crate) on_unsubscribe: Option<UnsubscribeFn>,
 }
 
-/// Called with the URI of each resource a client subscribes to (`resources/subscribe`, or a
-/// 2026-07-28 `subscriptions/listen` naming resources).
-pub type SubscribeFn = Arc<dyn Fn(&str) + Send + Sync>;
+/// Called with the URI each time a client starts holding a subscription to a resource: a
+/// legacy session's `resources/subscribe` of a URI it does not hold yet, or a 2026-07-28
+/// `subscriptions/listen` naming it. An error refuses the subscription: the client gets it and
+/// nothing is stored. Called while the session's state is locked: it must not block.
+pub type SubscribeFn = Arc<dyn Fn(&str) -> Result<(), ErrorObject> + Send + Sync>;
+
+/// Called with the URI each time a client stops holding a subscription that
+/// [`SubscribeFn`] accepted: `resources/unsubscribe`, the end of the session's connection, or
+/// the end of the `subscriptions/listen` request. Exactly once per accepted subscription, so
+/// holders can be counted.
+pub type UnsubscribeFn = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// A change a `subscriptions/listen` stream may want to hear about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -234,6 +249,7 @@ pub struct ServerBuilder {
     config: ServerConfig,
     errors: Vec<BuildError>,
     on_subscribe: Option<SubscribeFn>,
+    on_unsubscribe: Option<UnsubscribeFn>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -257,6 +273,7 @@ impl ServerBuilder {
             config: ServerConfig::default(),
             errors: Vec::new(),
             on_subscribe: None,
+            on_unsubscribe: None,
         }
     }
 
@@ -296,10 +313,22 @@ impl ServerBuilder {
         self
     }
 
-    /// Calls `f` with the URI of each resource a client subscribes to (a gateway subscribes
-    /// upstream then). Subscriptions are recorded and updates delivered either way.
-    pub fn on_subscribe(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+    /// Calls `f` with the URI each time a client starts holding a subscription (a gateway
+    /// subscribes upstream then); an `Err` refuses it. See [`SubscribeFn`]. Subscriptions are
+    /// recorded and updates delivered either way.
+    pub fn on_subscribe(
+        mut self,
+        f: impl Fn(&str) -> Result<(), ErrorObject> + Send + Sync + 'static,
+    ) -> Self {
         self.on_subscribe = Some(Arc::new(f));
+        self
+    }
+
+    /// Calls `f` with the URI each time a client stops holding a subscription `on_subscribe`
+    /// accepted, including when its connection ends (a gateway unsubscribes upstream once no
+    /// client holds it). See [`UnsubscribeFn`].
+    pub fn on_unsubscribe(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.on_unsubscribe = Some(Arc::new(f));
         self
     }
 
@@ -448,6 +477,7 @@ impl ServerBuilder {
                 sessions: Mutex::new(Vec::new()),
                 changes: tokio::sync::broadcast::channel(256).0,
                 on_subscribe: self.on_subscribe,
+                on_unsubscribe: self.on_unsubscribe,
             }),
         })
     }
@@ -561,8 +591,11 @@ impl Server {
             sessions.push((Arc::downgrade(&session), peer.clone()));
         }
         let weak = Arc::downgrade(&session);
-        let service = Arc::new(SessionService(session));
+        let service = Arc::new(SessionService(session.clone()));
         mcp_engine::run(peer, incoming, service, engine).await;
+        // The connection is over: so are its subscriptions (`on_unsubscribe` hears of each).
+        session.release_subscriptions();
+        drop(session);
         // Forget the connection so its outgoing queue closes and the transport can finish.
         self.lock_sessions()
             .retain(|(s, _)| !s.ptr_eq(&weak) && s.strong_count() > 0);

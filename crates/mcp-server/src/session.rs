@@ -155,6 +155,44 @@ impl Session {
         self.lock().subscriptions.contains(uri)
     }
 
+    /// `resources/subscribe`: holds `uri` unless the session is at its limit or the
+    /// `on_subscribe` hook refuses (a URI held already is not held twice).
+    fn subscribe(&self, uri: String) -> Result<(), ErrorObject> {
+        let mut st = self.lock();
+        if st.subscriptions.contains(&uri) {
+            return Ok(());
+        }
+        let limit = self.server.config.max_subscriptions;
+        if st.subscriptions.len() >= limit {
+            return Err(too_many_subscriptions(limit));
+        }
+        if let Some(hook) = &self.server.on_subscribe {
+            hook(&uri)?;
+        }
+        st.subscriptions.insert(uri);
+        Ok(())
+    }
+
+    /// `resources/unsubscribe`.
+    fn unsubscribe(&self, uri: &str) {
+        let mut st = self.lock();
+        if st.subscriptions.remove(uri) {
+            if let Some(hook) = &self.server.on_unsubscribe {
+                hook(uri);
+            }
+        }
+    }
+
+    /// Drops every subscription the session holds, telling `on_unsubscribe` of each.
+    pub(crate) fn release_subscriptions(&self) {
+        let held = std::mem::take(&mut self.lock().subscriptions);
+        if let Some(hook) = &self.server.on_unsubscribe {
+            for uri in &held {
+                hook(uri);
+            }
+        }
+    }
+
     fn initialize(&self, req: &Request) -> BoxFuture<'static, HandlerResult> {
         let params: InitializeParams = match parse_params(req.params.as_deref()) {
             Ok(p) => p,
@@ -336,15 +374,11 @@ impl Session {
                     Err(e) => return fail(e),
                 };
                 if req.method == "resources/subscribe" {
-                    if let Some(hook) = &self.server.on_subscribe {
-                        hook(&p.uri);
+                    if let Err(e) = self.subscribe(p.uri) {
+                        return fail(e);
                     }
-                }
-                let mut st = self.lock();
-                if req.method == "resources/subscribe" {
-                    st.subscriptions.insert(p.uri);
                 } else {
-                    st.subscriptions.remove(&p.uri);
+                    self.unsubscribe(&p.uri);
                 }
                 ready(&EmptyResult::default())
             }
@@ -427,6 +461,19 @@ impl Session {
             _ => not_found(),
         }
     }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        // Normally released when the connection ends already; this covers a dropped serve.
+        self.release_subscriptions();
+    }
+}
+
+/// -32602 for one subscription too many.
+pub(crate) fn too_many_subscriptions(limit: usize) -> ErrorObject {
+    ErrorObject::invalid_params(format!("Too many subscriptions: at most {limit} at once"))
+        .with_data(serde_json::json!({ "limit": limit }))
 }
 
 /// The `Arc<Session>` wrapper the engine drives (routing needs an owned handle to the session).
@@ -553,5 +600,92 @@ impl Service for SessionService {
     fn batch_allowed(&self) -> bool {
         let st = self.0.lock();
         st.phase != Phase::New && st.version.has(Feature::Batching)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::sync::{Arc, Mutex};
+
+    use serde_json::{Value, json};
+    use tokio::sync::mpsc;
+
+    use crate::{Server, ServerConfig};
+
+    /// Serves `lines` on one connection that then ends; returns the answers by id.
+    async fn serve(server: &Server, lines: &[Value]) -> Vec<Value> {
+        let (in_tx, in_rx) = mpsc::channel(64);
+        let (out_tx, mut out_rx) = mpsc::channel(64);
+        for l in lines {
+            in_tx.send(l.to_string().into_bytes()).await.unwrap();
+        }
+        drop(in_tx);
+        server.serve(in_rx, out_tx).await;
+        let mut out = Vec::new();
+        while let Ok(o) = out_rx.try_recv() {
+            out.push(serde_json::from_str(&o.line).unwrap());
+        }
+        out
+    }
+
+    fn req(id: i64, method: &str, params: Value) -> Value {
+        json!({"jsonrpc":"2.0","id":id,"method":method,"params":params})
+    }
+
+    #[tokio::test]
+    async fn subscribe_hooks_pair_up_and_the_end_of_a_connection_releases() {
+        let log = Arc::new(Mutex::new(Vec::<String>::new()));
+        let (sub, unsub) = (log.clone(), log.clone());
+        let server = Server::builder("t", "0")
+            .declare_resources()
+            .config(ServerConfig {
+                max_subscriptions: 2,
+                ..ServerConfig::default()
+            })
+            .on_subscribe(move |uri| {
+                if uri == "x://refused" {
+                    return Err(mcp_jsonrpc::ErrorObject::invalid_params("no"));
+                }
+                sub.lock().unwrap().push(format!("+{uri}"));
+                Ok(())
+            })
+            .on_unsubscribe(move |uri| unsub.lock().unwrap().push(format!("-{uri}")))
+            .build()
+            .unwrap();
+        let uri = |u: &str| json!({ "uri": u });
+        let out = serve(
+            &server,
+            &[
+                req(0, "initialize", json!({"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}})),
+                json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+                req(1, "resources/subscribe", uri("x://a")),
+                req(2, "resources/subscribe", uri("x://a")),
+                req(3, "resources/subscribe", uri("x://refused")),
+                req(4, "resources/subscribe", uri("x://b")),
+                req(5, "resources/subscribe", uri("x://c")),
+                req(6, "resources/unsubscribe", uri("x://a")),
+                req(7, "resources/unsubscribe", uri("x://refused")),
+                req(8, "resources/subscribe", uri("x://c")),
+            ],
+        )
+        .await;
+        let answer = |id: i64| out.iter().find(|m| m["id"] == id).unwrap().clone();
+        assert_eq!(answer(2)["result"], json!({}));
+        assert_eq!(answer(3)["error"]["code"], -32602);
+        assert_eq!(answer(5)["error"]["code"], -32602, "over the limit of 2");
+        assert_eq!(answer(5)["error"]["data"]["limit"], 2);
+        assert_eq!(answer(8)["result"], json!({}));
+        // Held twice, refused, over the limit and not held: no hook; the rest once each, and
+        // what was held when the connection ended is released.
+        // Held twice, refused, over the limit or not held: no hook; the rest once each (in
+        // order: requests are routed as they come), then what was held when the connection
+        // ended is released.
+        let mut log = log.lock().unwrap().clone();
+        let mut end = log.split_off(4);
+        assert_eq!(log, ["+x://a", "+x://b", "-x://a", "+x://c"]);
+        end.sort();
+        assert_eq!(end, ["-x://b", "-x://c"]);
     }
 }

@@ -10,6 +10,7 @@ use nix::unistd::Pid;
 use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::env::ChildEnv;
 use crate::ndjson::{read_frames, write_frames};
 use crate::stdio::{Channels, QUEUE_DEPTH};
 
@@ -41,6 +42,9 @@ pub struct ChildConfig {
     pub term_grace: Duration,
     /// Whether the child's stderr is passed through (otherwise discarded).
     pub inherit_stderr: bool,
+    /// Its environment: by default only [`crate::env::SAFE_VARS`] and `LC_*` from ours (no
+    /// API keys or tokens), plus what is added here.
+    pub env: ChildEnv,
 }
 
 impl Default for ChildConfig {
@@ -50,6 +54,7 @@ impl Default for ChildConfig {
             stdin_grace: Duration::from_secs(2),
             term_grace: Duration::from_secs(2),
             inherit_stderr: true,
+            env: ChildEnv::default(),
         }
     }
 }
@@ -75,7 +80,8 @@ pub struct ChildProcess {
 }
 
 impl ChildProcess {
-    /// Starts `program args...` in a new process group with piped stdin/stdout.
+    /// Starts `program args...` in a new process group with piped stdin/stdout and the
+    /// environment `config.env` describes.
     ///
     /// # Errors
     /// [`ChildError::Spawn`] if it cannot be started.
@@ -99,6 +105,7 @@ impl ChildProcess {
             })
             .process_group(0)
             .kill_on_drop(true);
+        config.env.apply(&mut cmd);
         let mut child = cmd.spawn().map_err(|source| ChildError::Spawn {
             command: program.to_owned(),
             source,

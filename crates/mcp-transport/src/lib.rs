@@ -2,12 +2,15 @@
 //!
 //! Messages are newline-delimited JSON. Lines are limited in size (4 MiB by default); an
 //! oversized line is skipped and logged, and reading goes on with the next one. A child
-//! server runs in its own process group so that shutting it down reaches its children too.
+//! server runs in its own process group so that shutting it down reaches its children too,
+//! and starts with a small safe environment (see [`env`]) unless told otherwise.
 
 pub mod child;
+pub mod env;
 pub mod ndjson;
 pub mod stdio;
 
 pub use child::{ChildConfig, ChildError, ChildProcess, Exit};
+pub use env::{ChildEnv, Inherit};
 pub use ndjson::DEFAULT_MAX_LINE;
 pub use stdio::{Channels, from_io, stdio};

@@ -15,6 +15,11 @@ pub(crate) struct Config {
     /// missed in a row mark it down and start a reconnection (or restart).
     #[serde(default = "default_heartbeat_ms")]
     pub(crate) heartbeat_ms: u64,
+    /// Resource subscriptions one client session may hold through the gateway (default 100);
+    /// one more is refused (-32602). All clients' subscriptions to one upstream share one
+    /// upstream session, so this keeps one client from taking all of it.
+    #[serde(default = "default_max_subscriptions")]
+    pub(crate) max_subscriptions: usize,
     /// The upstream servers (`[[upstream]]` tables).
     #[serde(default)]
     pub(crate) upstream: Vec<Upstream>,
@@ -24,15 +29,34 @@ pub(super) fn default_heartbeat_ms() -> u64 {
     5000
 }
 
+pub(super) fn default_max_subscriptions() -> usize {
+    100
+}
+
+pub(super) fn default_max_connections() -> usize {
+    4
+}
+
+/// Most connections `max_connections` may ask for.
+const MAX_CONNECTIONS: usize = 64;
+
 /// One upstream server.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Upstream {
-    /// Prefix of its tools: letters, digits, `-` and `_`, without `__`.
+    /// Prefix of its tools: letters, digits, `-` and `_`, without `__` and not ending with `_`.
+    /// Then `NAME__TOOL` names one upstream whatever the tool names: the first `__` in it is
+    /// where NAME ends (a `__` starting inside NAME would need `__` in it, or a final `_`), so
+    /// `a` with tool `_c` and `a_` with tool `c` cannot both be `a___c`.
     pub(crate) name: String,
     /// A stdio server: program and arguments (fixed here; nothing else is ever spawned).
     #[serde(default)]
     pub(crate) command: Vec<String>,
+    /// Environment variables of `command`, on top of the safe set it gets from the gateway's
+    /// own environment (`PATH`, `HOME`, `USER`, `LOGNAME`, `SHELL`, `TERM`, `LANG`, `LC_*`,
+    /// `TZ`, `TMPDIR`); nothing else of the gateway's environment reaches it.
+    #[serde(default)]
+    pub(crate) env: BTreeMap<String, String>,
     /// A Streamable HTTP (or legacy HTTP+SSE) server.
     pub(crate) url: Option<String>,
     /// Protocol era to speak with it: `auto` (default: 2026-07-28 if it can, else the
@@ -42,6 +66,14 @@ pub(crate) struct Upstream {
     /// Extra HTTP headers for `url`.
     #[serde(default)]
     pub(crate) headers: BTreeMap<String, String>,
+    /// Most connections open to it at once (default 4): each request served by it holds one
+    /// alone while it runs, so what the upstream sends meanwhile is that request's; more
+    /// requests wait for a free connection. The supervised one is used first; extra ones are
+    /// opened when it is busy and closed after a minute unused. For a stdio server that keeps
+    /// state in its process or cannot run twice (or an HTTP server that allows one session),
+    /// 1 serves every request on that one connection, one at a time.
+    #[serde(default = "default_max_connections")]
+    pub(crate) max_connections: usize,
     /// Only these tools (all when empty).
     #[serde(default)]
     pub(crate) allow_tools: Vec<String>,
@@ -82,9 +114,10 @@ pub(crate) fn load(path: &std::path::Path) -> anyhow::Result<Config> {
             .name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        if u.name.is_empty() || !ok_chars || u.name.contains(SEPARATOR) {
+        if u.name.is_empty() || !ok_chars || u.name.contains(SEPARATOR) || u.name.ends_with('_') {
             bail!(
-                "upstream name {:?}: use letters, digits, - and _ (not {SEPARATOR})",
+                "upstream name {:?}: use letters, digits, - and _ (not {SEPARATOR}, and not _ at \
+                 the end: NAME{SEPARATOR}TOOL must say where NAME ends)",
                 u.name
             );
         }
@@ -98,6 +131,28 @@ pub(crate) fn load(path: &std::path::Path) -> anyhow::Result<Config> {
                 u.name
             ),
         }
+        if !(1..=MAX_CONNECTIONS).contains(&u.max_connections) {
+            bail!(
+                "upstream {:?}: max_connections is 1 to {MAX_CONNECTIONS}",
+                u.name
+            );
+        }
+        if u.url.is_some() && !u.env.is_empty() {
+            bail!(
+                "upstream {:?}: `env` is for `command` upstreams (use `headers` for a URL)",
+                u.name
+            );
+        }
+        if let Some(k) = u
+            .env
+            .keys()
+            .find(|k| k.is_empty() || k.contains(['=', '\0']))
+        {
+            bail!(
+                "upstream {:?}: {k:?} is not an environment variable name",
+                u.name
+            );
+        }
     }
     Ok(config)
 }
@@ -110,5 +165,34 @@ mod tests {
         let config = super::load(std::path::Path::new(path)).expect("mcp.example.toml loads");
         assert_eq!(config.upstream.len(), 2);
         assert_eq!(config.heartbeat_ms, 5000);
+    }
+
+    /// Loads `text` as a config file.
+    fn load_text(tag: &str, text: &str) -> anyhow::Result<super::Config> {
+        let dir = std::env::temp_dir().join(format!("mcp-config-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join("mcp.toml");
+        std::fs::write(&path, text).expect("write config");
+        let loaded = super::load(&path);
+        let _ = std::fs::remove_dir_all(&dir);
+        loaded
+    }
+
+    #[test]
+    fn upstream_names_cannot_make_one_exposed_name_twice() {
+        // `a` + `__` + `_c` and `a_` + `__` + `c` are both `a___c`.
+        let pair = "[[upstream]]\nname = \"a\"\ncommand = [\"x\"]\n\
+                    [[upstream]]\nname = \"a_\"\ncommand = [\"y\"]\n";
+        let err = load_text("pair", pair).expect_err("a and a_ are ambiguous");
+        assert!(format!("{err:#}").contains("\"a_\""), "{err:#}");
+        // Alone, a name ending with `_` is refused as well (it could meet `a` later).
+        for bad in ["a_", "_", "a__b", "a-_"] {
+            let text = format!("[[upstream]]\nname = \"{bad}\"\ncommand = [\"x\"]\n");
+            assert!(load_text("bad", &text).is_err(), "{bad:?} is refused");
+        }
+        for good in ["a", "_a", "a_b", "a-b", "A1", "a_b-c_d"] {
+            let text = format!("[[upstream]]\nname = \"{good}\"\ncommand = [\"x\"]\n");
+            assert!(load_text("good", &text).is_ok(), "{good:?} is accepted");
+        }
     }
 }

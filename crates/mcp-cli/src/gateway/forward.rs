@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use mcp_client::{RequestOptions, Supervised};
+use mcp_client::{RequestOptions, RetryChoice};
 use mcp_jsonrpc::ErrorObject;
 use mcp_server::{Ctx, PromptFn, ResourceFn, TemplateFn, ToolFn};
 use mcp_types::{
@@ -12,66 +12,72 @@ use mcp_types::{
 
 use super::*;
 
-/// A gateway tool: calls `tool` on the upstream, passing progress back.
-pub(super) fn tool_fn(sup: Supervised, link: Arc<Link>, tool: String) -> ToolFn {
+/// A gateway tool: calls `tool` on the upstream, passing progress back. `retry` says whether a
+/// failed call may be repeated (from the tool's annotations, as the gateway listed them).
+pub(super) fn tool_fn(pool: Arc<Pool>, tool: String, retry: RetryChoice) -> ToolFn {
     Arc::new(move |ctx: Ctx, args: JsonObject| {
-        let (sup, link, tool) = (sup.clone(), link.clone(), tool.clone());
+        let (pool, tool) = (pool.clone(), tool.clone());
         Box::pin(async move {
-            let (progress_link, progress_ctx) = (link.clone(), ctx.clone());
+            let (progress_link, progress_ctx) = (pool.link.clone(), ctx.clone());
             let options = RequestOptions::default().on_progress(move |p| {
                 progress_link.send(Event::Progress(progress_ctx.clone(), p));
             });
-            let call = sup
-                .call(|client| async move { client.call_tool_with(&tool, args, &options).await });
-            relay(&link, &ctx, call).await
+            relay(&pool, &ctx, |client| async move {
+                client.call_tool_retry(&tool, args, &options, retry).await
+            })
+            .await
         })
     })
 }
 
 /// A gateway prompt: gets `prompt` from the upstream.
-pub(super) fn prompt_fn(sup: Supervised, link: Arc<Link>, prompt: String) -> PromptFn {
+pub(super) fn prompt_fn(pool: Arc<Pool>, prompt: String) -> PromptFn {
     Arc::new(move |ctx: Ctx, args: BTreeMap<String, String>| {
-        let (sup, link, prompt) = (sup.clone(), link.clone(), prompt.clone());
+        let (pool, prompt) = (pool.clone(), prompt.clone());
         Box::pin(async move {
-            let call = sup.call(|client| async move { client.get_prompt(&prompt, args).await });
-            relay(&link, &ctx, call).await
+            relay(&pool, &ctx, |client| async move {
+                client.get_prompt(&prompt, args).await
+            })
+            .await
         })
     })
 }
 
 /// Reads an exposed URI from its upstream; the contents carry exposed URIs too.
 pub(super) async fn read(
-    sup: Supervised,
-    link: Arc<Link>,
+    pool: Arc<Pool>,
     ctx: Ctx,
     uri: String,
 ) -> Result<ReadResourceResult, ErrorObject> {
+    let link = pool.link.clone();
     let prefix = link.exposed_uri("");
     let Some(original) = uri.strip_prefix(&prefix).map(str::to_owned) else {
         return Err(ErrorObject::invalid_params(format!(
             "not a {prefix} URI: {uri}"
         )));
     };
-    let call = sup.call(|client| async move { client.read_resource(&original).await });
-    let mut result = relay(&link, &ctx, call).await?;
+    let mut result = relay(&pool, &ctx, |client| async move {
+        client.read_resource(&original).await
+    })
+    .await?;
     for c in &mut result.contents {
         c.uri = link.exposed_uri(&c.uri);
     }
     Ok(result)
 }
 
-pub(super) fn resource_fn(sup: Supervised, link: Arc<Link>) -> ResourceFn {
-    Arc::new(move |ctx, uri| Box::pin(read(sup.clone(), link.clone(), ctx, uri)))
+pub(super) fn resource_fn(pool: Arc<Pool>) -> ResourceFn {
+    Arc::new(move |ctx, uri| Box::pin(read(pool.clone(), ctx, uri)))
 }
 
-pub(super) fn template_fn(sup: Supervised, link: Arc<Link>) -> TemplateFn {
-    Arc::new(move |ctx, uri, _vars| Box::pin(read(sup.clone(), link.clone(), ctx, uri)))
+pub(super) fn template_fn(pool: Arc<Pool>) -> TemplateFn {
+    Arc::new(move |ctx, uri, _vars| Box::pin(read(pool.clone(), ctx, uri)))
 }
 
 /// `completion/complete` for a gateway prompt or template: asked of its upstream.
 pub(super) async fn complete(
     links: &BTreeMap<String, Arc<Link>>,
-    sups: Option<&BTreeMap<String, Supervised>>,
+    pools: Option<&BTreeMap<String, Arc<Pool>>>,
     ctx: &Ctx,
     mut params: CompleteParams,
 ) -> Result<CompleteResult, ErrorObject> {
@@ -87,16 +93,16 @@ pub(super) async fn complete(
             (link, original.to_owned())
         }
     };
-    let sup = sups.and_then(|s| s.get(&link.name)).ok_or_else(unknown)?;
+    let pool = pools.and_then(|p| p.get(&link.name)).ok_or_else(unknown)?;
     match &mut params.reference {
         CompletionReference::Prompt { name } => *name = original,
         CompletionReference::Resource { uri } => *uri = original,
     }
-    let call = sup.call(|client| async move {
+    relay(pool, ctx, |client| async move {
         if client.server_capabilities().completions.is_none() {
             return Ok(CompleteResult::default());
         }
         client.complete(&params).await
-    });
-    relay(&link, ctx, call).await
+    })
+    .await
 }

@@ -1,12 +1,11 @@
-//! What the gateway keeps per upstream, and how a downstream request is matched to the
-//! upstream messages about it.
+//! What the gateway keeps per upstream, and how a downstream request is served by it: on a
+//! connection lent to it alone, so the upstream messages about it are matched exactly.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use mcp_client::{CallError, SupervisorError};
+use mcp_client::{CallError, Client, SupervisorError};
 use mcp_jsonrpc::ErrorObject;
 use mcp_server::Ctx;
 use mcp_types::{LoggingMessageParams, ProgressParams};
@@ -20,10 +19,8 @@ pub(super) struct Link {
     pub(super) name: String,
     /// Notifications to pass on, in the order they came.
     pub(super) events: mpsc::Sender<Event>,
-    /// Downstream requests being served by this upstream right now.
-    pub(super) calls: Calls,
-    /// Upstream URIs some client subscribed to (subscribed again after a reconnection).
-    pub(super) subscribed: Mutex<BTreeSet<String>>,
+    /// Upstream URIs clients hold subscriptions to.
+    pub(super) subscriptions: Subscriptions,
 }
 
 impl Link {
@@ -57,11 +54,11 @@ pub(super) fn route_uri<'a>(
 
 /// A notification from an upstream, or a marker.
 pub(super) enum Event {
-    Log(LoggingMessageParams),
+    /// A log message, with the request whose connection it came on (none: nobody's).
+    Log(Option<Call>, LoggingMessageParams),
     Progress(Ctx, ProgressParams),
     Changed(Kind),
     Updated(String),
-    Subscribe(String),
     Flush(oneshot::Sender<()>),
 }
 
@@ -74,69 +71,13 @@ pub(super) enum Kind {
     Resources,
 }
 
-/// A downstream request being served by an upstream.
+/// A downstream request being served by an upstream: what the connection lent to it hands
+/// its upstream's requests and log messages to.
 #[derive(Clone)]
 pub(super) struct Call {
-    pub(super) id: u64,
     pub(super) ctx: Ctx,
     /// Cancelled when the downstream client must answer first (2026-07-28 `input_required`).
     pub(super) asked: CancellationToken,
-}
-
-#[derive(Default)]
-pub(super) struct Calls {
-    pub(super) next: AtomicU64,
-    pub(super) live: Mutex<Vec<Call>>,
-}
-
-impl Calls {
-    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Call>> {
-        self.live
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    pub(super) fn enter(&self, ctx: &Ctx) -> (Call, CallGuard<'_>) {
-        let call = Call {
-            id: self.next.fetch_add(1, Ordering::Relaxed),
-            ctx: ctx.clone(),
-            asked: CancellationToken::new(),
-        };
-        self.lock().push(call.clone());
-        let id = call.id;
-        (call, CallGuard { calls: self, id })
-    }
-
-    /// The request an upstream's message belongs to when the message cannot say: the most
-    /// recent one (exact whenever one request at a time is in flight on that upstream).
-    pub(super) fn newest(&self) -> Option<Call> {
-        self.lock().last().cloned()
-    }
-}
-
-pub(super) struct CallGuard<'a> {
-    pub(super) calls: &'a Calls,
-    pub(super) id: u64,
-}
-
-impl Drop for CallGuard<'_> {
-    fn drop(&mut self) {
-        self.calls.lock().retain(|c| c.id != self.id);
-    }
-}
-
-tokio::task_local! {
-    /// The downstream request whose upstream call is running in this task: a 2026-07-28
-    /// upstream's `input_required` is answered inside the call, so it is matched exactly.
-    static CURRENT: Call;
-}
-
-/// The downstream request an upstream's sampling or elicitation request is for.
-pub(super) fn owner(link: &Link) -> Option<Call> {
-    CURRENT
-        .try_with(Call::clone)
-        .ok()
-        .or_else(|| link.calls.newest())
 }
 
 /// Turns a downstream answer (or its absence) into the upstream's answer.
@@ -153,28 +94,51 @@ pub(super) fn relay_input<T>(call: &Call, answer: Result<T, CallError>) -> Resul
     })
 }
 
+/// The answer to an upstream's request that arrives while no downstream request holds its
+/// connection: there is nobody it may be asked of.
 pub(super) fn no_request() -> ErrorObject {
     ErrorObject::internal("no client request is in progress to ask")
 }
 
-/// Runs a downstream request's upstream call: notifications the upstream sends before its
-/// answer are passed on first; the client's cancellation drops (and so cancels) the call.
-pub(super) async fn relay<T>(
-    link: &Link,
-    ctx: &Ctx,
-    call: impl Future<Output = Result<T, SupervisorError>>,
-) -> Result<T, ErrorObject> {
-    let (entry, _guard) = link.calls.enter(ctx);
-    let asked = entry.asked.clone();
+/// Runs a downstream request's upstream call on a connection lent to it alone (see
+/// [`Pool`]): what the upstream sends on it meanwhile is this request's; notifications sent
+/// before its answer are passed on first; the client's cancellation drops (and so cancels)
+/// the call, also while it waits for a connection.
+pub(super) async fn relay<T, F, Fut>(pool: &Arc<Pool>, ctx: &Ctx, f: F) -> Result<T, ErrorObject>
+where
+    F: FnOnce(Arc<Client>) -> Fut,
+    Fut: Future<Output = Result<T, CallError>>,
+{
+    let link = &pool.link;
+    let call = Call {
+        ctx: ctx.clone(),
+        asked: CancellationToken::new(),
+    };
+    let asked = call.asked.clone();
+    let cancelled = || ErrorObject::internal("cancelled");
+    let lease = tokio::select! {
+        l = pool.lease(call) => l.map_err(|e| upstream_error(link, e))?,
+        () = ctx.cancellation().cancelled() => return Err(cancelled()),
+    };
+    // Returning early (or being dropped) keeps the connection lent for a grace period.
     let result = tokio::select! {
-        r = CURRENT.scope(entry, call) => r,
-        () = ctx.cancellation().cancelled() => return Err(ErrorObject::internal("cancelled")),
+        r = f(lease.client()) => r,
+        () = ctx.cancellation().cancelled() => return Err(cancelled()),
         // The answer is an input_required result; what this returns is not sent.
         () = asked.cancelled() => return Err(ErrorObject::internal("input required")),
     };
     link.flush().await;
+    lease.release();
     result.map_err(|e| match e {
-        SupervisorError::Call(CallError::Rpc(e)) => e,
-        other => ErrorObject::internal(format!("upstream {}: {other}", link.name)),
+        CallError::Rpc(e) => e,
+        CallError::Closed => upstream_error(
+            link,
+            SupervisorError::Lost("the server went away".to_owned()),
+        ),
+        other => upstream_error(link, SupervisorError::Call(other)),
     })
+}
+
+fn upstream_error(link: &Link, e: SupervisorError) -> ErrorObject {
+    ErrorObject::internal(format!("upstream {}: {e}", link.name))
 }

@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use mcp_client::{CallError, Client, Status, Supervised};
+use mcp_client::{CallError, Client, RetryChoice, Status};
 use mcp_server::{Edit, Server};
 use mcp_types::LoggingLevel;
 use tokio::sync::{mpsc, oneshot};
@@ -23,12 +23,12 @@ pub(super) struct Registered {
 pub(super) async fn mirror(
     server: Server,
     upstream: Upstream,
-    link: Arc<Link>,
-    sup: Supervised,
+    pool: Arc<Pool>,
     mut changed: mpsc::Receiver<Kind>,
     ready: oneshot::Sender<()>,
 ) {
-    let mut status = sup.watch();
+    let link = pool.link.clone();
+    let mut status = pool.primary.watch();
     let mut ours = Registered::default();
     let mut ready = Some(ready);
     let mut kind = Kind::All;
@@ -41,7 +41,7 @@ pub(super) async fn mirror(
                 if kind == Kind::All {
                     prepare(&client, &link).await;
                 }
-                refresh(&server, &upstream, &link, &sup, &client, kind, &mut ours).await;
+                refresh(&server, &upstream, &pool, &client, kind, &mut ours).await;
             }
             Status::Stopped => return,
             Status::Restarting { attempt: 0, .. } => {}
@@ -68,28 +68,14 @@ pub(super) async fn mirror(
     }
 }
 
-/// On each (re)connection: ask for every log message (clients filter by their own level) and
-/// renew the subscriptions clients hold.
+/// On each (re)connection: ask for every log message (clients filter by their own level).
+/// Subscriptions are renewed by [`keep_subscribed`].
 pub(super) async fn prepare(client: &Arc<Client>, link: &Link) {
     if client.server_capabilities().logging.is_some() {
         if let Err(e) = client.set_log_level(LoggingLevel::Debug).await {
             tracing::debug!(upstream = %link.name, "logging/setLevel: {e}");
         }
     }
-    let uris: Vec<String> = link
-        .subscribed
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .iter()
-        .cloned()
-        .collect();
-    // In the background: the lists need not wait for thousands of subscriptions.
-    let client = client.clone();
-    tokio::spawn(async move {
-        for uri in uris {
-            subscribe(&client, &uri).await;
-        }
-    });
 }
 
 pub(super) fn unregister(e: &mut Edit<'_>, gone: &Registered) {
@@ -107,7 +93,8 @@ pub(super) fn unregister(e: &mut Edit<'_>, gone: &Registered) {
     }
 }
 
-/// Every page of a list, up to [`MAX_PAGES`].
+/// Every page of a list, up to [`MAX_PAGES`] (an upstream that keeps giving a cursor, even
+/// with empty pages, is cut off there with a warning).
 pub(super) async fn all_pages<T, F, Fut>(mut page: F) -> Result<Vec<T>, CallError>
 where
     F: FnMut(Option<String>) -> Fut,
@@ -120,9 +107,10 @@ where
         items.append(&mut more);
         cursor = next;
         if cursor.is_none() {
-            break;
+            return Ok(items);
         }
     }
+    tracing::warn!("a list still had more pages after {MAX_PAGES}; using the first {MAX_PAGES}");
     Ok(items)
 }
 
@@ -130,8 +118,7 @@ where
 pub(super) async fn refresh(
     server: &Server,
     upstream: &Upstream,
-    link: &Arc<Link>,
-    sup: &Supervised,
+    pool: &Arc<Pool>,
     client: &Client,
     kind: Kind,
     ours: &mut Registered,
@@ -144,7 +131,27 @@ pub(super) async fn refresh(
     let tools = match (want(Kind::Tools), caps.tools.is_some()) {
         (false, _) => None,
         (true, false) => Some(Vec::new()),
-        (true, true) => client.list_tools().await.map_err(|e| warn("tools", e)).ok(),
+        (true, true) => all_pages(|c| async move {
+            client
+                .list_tools_page(c)
+                .await
+                .map(|p| (p.tools, p.next_cursor))
+        })
+        .await
+        .map_err(|e| warn("tools", e))
+        .ok()
+        .map(|tools| {
+            tools
+                .into_iter()
+                .filter(|t| match mcp_client::invalid_header_annotation(t) {
+                    Some(why) => {
+                        tracing::warn!(upstream = %upstream.name, tool = %t.name, "skipping a tool with an invalid x-mcp-header: {why}");
+                        false
+                    }
+                    None => true,
+                })
+                .collect()
+        }),
     };
     let prompts = match (want(Kind::Prompts), caps.prompts.is_some()) {
         (false, _) => None,
@@ -187,13 +194,24 @@ pub(super) async fn refresh(
         }
     };
     let name = &upstream.name;
+    let link = &pool.link;
     server
         .edit(|e| {
             if let Some(tools) = tools {
                 let mut next = Vec::new();
                 for tool in tools.into_iter().filter(|t| upstream.allows(&t.name)) {
                     let exposed = format!("{name}{SEPARATOR}{}", tool.name);
-                    let handler = tool_fn(sup.clone(), link.clone(), tool.name.clone());
+                    // Repeated after a failure only when the upstream says it is safe to.
+                    let retry = match tool.annotations.as_ref() {
+                        Some(a)
+                            if a.read_only_hint == Some(true)
+                                || a.idempotent_hint == Some(true) =>
+                        {
+                            RetryChoice::Always
+                        }
+                        _ => RetryChoice::Never,
+                    };
+                    let handler = tool_fn(pool.clone(), tool.name.clone(), retry);
                     let tool = mcp_types::Tool {
                         name: exposed.clone(),
                         ..tool
@@ -211,7 +229,7 @@ pub(super) async fn refresh(
                 let mut next = Vec::new();
                 for prompt in prompts {
                     let exposed = format!("{name}{SEPARATOR}{}", prompt.name);
-                    let handler = prompt_fn(sup.clone(), link.clone(), prompt.name.clone());
+                    let handler = prompt_fn(pool.clone(), prompt.name.clone());
                     let prompt = mcp_types::Prompt {
                         name: exposed.clone(),
                         ..prompt
@@ -231,7 +249,7 @@ pub(super) async fn refresh(
                         uri: exposed.clone(),
                         ..resource
                     };
-                    e.add_resource(resource, resource_fn(sup.clone(), link.clone()));
+                    e.add_resource(resource, resource_fn(pool.clone()));
                     next.push(exposed);
                 }
                 replace(&mut ours.resources, next, |u| {
@@ -244,8 +262,7 @@ pub(super) async fn refresh(
                         uri_template: exposed.clone(),
                         ..template
                     };
-                    match e.add_resource_template(template, template_fn(sup.clone(), link.clone()))
-                    {
+                    match e.add_resource_template(template, template_fn(pool.clone())) {
                         Ok(()) => next.push(exposed),
                         Err(err) => tracing::warn!("skipping upstream template {exposed}: {err}"),
                     }

@@ -1,100 +1,131 @@
-//! The connection to one upstream: connecting, and passing its notifications on.
+//! Connections to one upstream: connecting, and passing its notifications on.
 
 use std::sync::Arc;
 
-use mcp_client::{
-    CallError, Client, ClientConfig, ClientHandlers, EraChoice, ServerEvent, Status, Supervised,
-};
+use mcp_client::{CallError, Client, ClientConfig, ClientHandlers, EraChoice, ServerEvent};
+use mcp_http::HttpClientHandle;
 use mcp_server::Server;
+use mcp_types::LoggingLevel;
 use tokio::sync::mpsc;
 
 use super::*;
 
-pub(super) fn connector(upstream: Upstream, link: Arc<Link>) -> mcp_client::supervisor::Connector {
+/// Makes the supervised connection to `upstream` (its handlers read `holder`).
+pub(super) fn connector(
+    upstream: Upstream,
+    link: Arc<Link>,
+    holder: Arc<Holder>,
+) -> mcp_client::supervisor::Connector {
     Arc::new(move || {
-        let upstream = upstream.clone();
-        let link = link.clone();
-        Box::pin(async move {
-            let (events, sampling, elicitation) = (link.clone(), link.clone(), link.clone());
-            let handlers = ClientHandlers::new()
-                .on_event(move |e| match e {
-                    ServerEvent::Log(p) => events.send(Event::Log(p)),
-                    ServerEvent::ToolsChanged => events.send(Event::Changed(Kind::Tools)),
-                    ServerEvent::PromptsChanged => events.send(Event::Changed(Kind::Prompts)),
-                    ServerEvent::ResourcesChanged => events.send(Event::Changed(Kind::Resources)),
-                    ServerEvent::ResourceUpdated(uri) => events.send(Event::Updated(uri)),
-                    _ => {}
-                })
-                .sampling(move |params| {
-                    let call = owner(&sampling);
-                    async move {
-                        let call = call.ok_or_else(no_request)?;
-                        relay_input(&call, call.ctx.create_message(&params).await)
-                    }
-                })
-                .elicitation(move |params| {
-                    let call = owner(&elicitation);
-                    async move {
-                        let call = call.ok_or_else(no_request)?;
-                        relay_input(&call, call.ctx.elicit(&params).await)
-                    }
-                })
-                .url_elicitation();
-            let config = ClientConfig {
-                era: match upstream.era {
-                    UpstreamEra::Auto => EraChoice::Auto,
-                    UpstreamEra::Legacy => EraChoice::Legacy,
-                    UpstreamEra::Modern => EraChoice::Modern,
-                },
-                ..ClientConfig::default()
-            };
-            match &upstream.url {
-                Some(url) => {
-                    let t = mcp_http::client::connect(
-                        url,
-                        mcp_http::HttpClientConfig {
-                            headers: upstream.headers.clone().into_iter().collect(),
-                            ..Default::default()
-                        },
-                    )
-                    .map_err(|e| {
-                        mcp_client::ConnectError::Initialize(CallError::Protocol(e.to_string()))
-                    })?;
-                    Client::connect(t.incoming, t.outgoing, handlers, config).await
-                }
-                None => {
-                    let (program, args) = upstream
-                        .command
-                        .split_first()
-                        .map(|(p, a)| (p.clone(), a.to_vec()))
-                        .unwrap_or_default();
-                    Client::spawn(&program, &args, handlers, config).await
-                }
+        let connecting = connect(upstream.clone(), link.clone(), holder.clone(), true);
+        Box::pin(async move { connecting.await.map(|(client, _http)| client) })
+    })
+}
+
+/// Connects to `upstream`. Sampling and elicitation requests and log messages that arrive on
+/// the connection go to the request `holder` names (requests are refused, log messages kept
+/// to the gateway's own log, when none does). List changes and resource updates are taken
+/// from the `primary` (supervised) connection only. An HTTP connection comes with its handle
+/// (to end its session).
+pub(super) async fn connect(
+    upstream: Upstream,
+    link: Arc<Link>,
+    holder: Arc<Holder>,
+    primary: bool,
+) -> Result<(Client, Option<HttpClientHandle>), mcp_client::ConnectError> {
+    let (sampling, elicitation) = (holder.clone(), holder.clone());
+    let handlers = ClientHandlers::new()
+        .on_event(move |e| match e {
+            ServerEvent::Log(p) => link.send(Event::Log(holder.current(), p)),
+            ServerEvent::ToolsChanged if primary => link.send(Event::Changed(Kind::Tools)),
+            ServerEvent::PromptsChanged if primary => link.send(Event::Changed(Kind::Prompts)),
+            ServerEvent::ResourcesChanged if primary => link.send(Event::Changed(Kind::Resources)),
+            ServerEvent::ResourceUpdated(uri) if primary => link.send(Event::Updated(uri)),
+            _ => {}
+        })
+        .sampling(move |params| {
+            let call = sampling.current();
+            async move {
+                let call = call.ok_or_else(no_request)?;
+                relay_input(&call, call.ctx.create_message(&params).await)
             }
         })
-    })
+        .elicitation(move |params| {
+            let call = elicitation.current();
+            async move {
+                let call = call.ok_or_else(no_request)?;
+                relay_input(&call, call.ctx.elicit(&params).await)
+            }
+        })
+        .url_elicitation();
+    let mut env = mcp_client::ChildEnv::safe();
+    for (k, v) in &upstream.env {
+        env = env.var(k, v);
+    }
+    let config = ClientConfig {
+        child: mcp_client::ChildConfig {
+            env,
+            ..Default::default()
+        },
+        era: match upstream.era {
+            UpstreamEra::Auto => EraChoice::Auto,
+            UpstreamEra::Legacy => EraChoice::Legacy,
+            UpstreamEra::Modern => EraChoice::Modern,
+        },
+        ..ClientConfig::default()
+    };
+    match &upstream.url {
+        Some(url) => {
+            let t = mcp_http::client::connect(
+                url,
+                mcp_http::HttpClientConfig {
+                    headers: upstream.headers.clone().into_iter().collect(),
+                    ..Default::default()
+                },
+            )
+            .map_err(|e| {
+                mcp_client::ConnectError::Initialize(CallError::Protocol(e.to_string()))
+            })?;
+            let client = Client::connect(t.incoming, t.outgoing, handlers, config).await?;
+            Ok((client, Some(t.handle)))
+        }
+        None => {
+            let (program, args) = upstream
+                .command
+                .split_first()
+                .map(|(p, a)| (p.clone(), a.to_vec()))
+                .unwrap_or_default();
+            let client = Client::spawn(&program, &args, handlers, config).await?;
+            Ok((client, None))
+        }
+    }
 }
 
 /// Passes an upstream's notifications on, in order.
 pub(super) async fn pass_on(
     server: Server,
     link: Arc<Link>,
-    sup: Supervised,
     mut events: mpsc::Receiver<Event>,
     changed: mpsc::Sender<Kind>,
 ) {
     while let Some(event) = events.recv().await {
         match event {
-            Event::Log(p) => {
-                tracing::debug!(upstream = %link.name, "log message: {:?}", p.data);
+            Event::Log(call, p) => {
                 let logger = match &p.logger {
                     Some(l) => format!("{}/{l}", link.name),
                     None => link.name.clone(),
                 };
-                // A message sent while a request runs belongs to it (and its stream).
-                match link.calls.newest() {
+                match call {
+                    // Sent on a connection lent to a request: that request's (and only its).
                     Some(call) => call.ctx.log(p.level, Some(&logger), p.data).await,
-                    None => server.log(p.level, Some(&logger), p.data).await,
+                    // Nobody's: an upstream's own line, or a late one about an earlier
+                    // request. Passing it to every client could leak that request's data.
+                    None if p.level >= LoggingLevel::Warning => {
+                        tracing::warn!(upstream = %link.name, %logger, "upstream log ({:?}): {}", p.level, p.data);
+                    }
+                    None => {
+                        tracing::debug!(upstream = %link.name, %logger, "upstream log ({:?}): {}", p.level, p.data);
+                    }
                 }
             }
             Event::Progress(ctx, p) => ctx.progress(p.progress, p.total, p.message).await,
@@ -106,43 +137,9 @@ pub(super) async fn pass_on(
                     .notify_resource_updated(&link.exposed_uri(&uri))
                     .await
             }
-            Event::Subscribe(uri) => {
-                let fresh = {
-                    let mut subscribed = link
-                        .subscribed
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
-                    if subscribed.len() >= MAX_SUBSCRIPTIONS && !subscribed.contains(&uri) {
-                        tracing::warn!(upstream = %link.name, "{MAX_SUBSCRIPTIONS} subscriptions held; not subscribing to {uri} upstream");
-                        continue;
-                    }
-                    subscribed.insert(uri.clone())
-                };
-                let up = match &*sup.watch().borrow() {
-                    Status::Up { client, .. } => Some(client.clone()),
-                    _ => None,
-                };
-                // Not up yet: `prepare` subscribes when it is.
-                if let (true, Some(client)) = (fresh, up) {
-                    tokio::spawn(async move { subscribe(&client, &uri).await });
-                }
-            }
             Event::Flush(done) => {
                 let _ = done.send(());
             }
-        }
-    }
-}
-
-pub(super) async fn subscribe(client: &Client, uri: &str) {
-    let supported = client
-        .server_capabilities()
-        .resources
-        .as_ref()
-        .is_some_and(|r| r.subscribe == Some(true));
-    if supported {
-        if let Err(e) = client.subscribe(uri).await {
-            tracing::warn!("subscribing to {uri} upstream failed: {e}");
         }
     }
 }

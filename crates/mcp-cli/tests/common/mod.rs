@@ -107,9 +107,15 @@ pub fn code(v: &Value) -> i64 {
 
 /// Starts `mcp serve ARGS` and returns it with the URL it printed.
 pub async fn serve_http(args: &[&str]) -> (Child, String) {
+    serve_http_env(args, &[]).await
+}
+
+/// [`serve_http`] with extra environment variables.
+pub async fn serve_http_env(args: &[&str], env: &[(&str, &str)]) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mcp"))
         .arg("serve")
         .args(args)
+        .envs(env.iter().copied())
         .env(
             "MCP_LOG",
             std::env::var("MCP_TEST_LOG").unwrap_or_else(|_| "off".into()),

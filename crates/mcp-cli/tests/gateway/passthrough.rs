@@ -1,94 +1,6 @@
-//! `mcp serve --config`: a gateway over a stdio upstream and an HTTP upstream, all real
-//! processes and sockets; a legacy and a modern client call tools of both, progress passes
-//! through, and the HTTP upstream is killed and restarted during the test. Then prompts,
-//! resources, templates, completion, logs, resource updates, cancellation, sampling and
-//! elicitation through the gateway, for both client eras and both upstream eras.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The gateway's basic behaviour: naming, routing, failover, and everything passed through.
 
-mod common;
-
-use std::process::Stdio;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
-
-use mcp_client::{Client, ClientConfig, ClientHandlers, EraChoice, RequestOptions, ServerEvent};
-use mcp_http::HttpClientConfig;
-use mcp_types::{
-    CompleteParams, CompletionArgument, CompletionReference, Content, CreateMessageResult,
-    ElicitAction, ElicitResult, JsonObject, LoggingLevel, OneOrMany, Role,
-};
-use serde_json::json;
-
-const MCP: &str = env!("CARGO_BIN_EXE_mcp");
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-async fn client(url: &str, era: EraChoice) -> Client {
-    let t = mcp_http::client::connect(url, HttpClientConfig::default()).unwrap();
-    let config = ClientConfig {
-        era,
-        ..ClientConfig::default()
-    };
-    Client::connect(t.incoming, t.outgoing, ClientHandlers::new(), config)
-        .await
-        .unwrap()
-}
-
-/// Writes a gateway config into a fresh temporary folder: (folder, file).
-fn config_file(tag: &str, toml: &str) -> (std::path::PathBuf, std::path::PathBuf) {
-    let dir = std::env::temp_dir().join(format!("{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = dir.join("mcp.toml");
-    std::fs::write(&config, toml).unwrap();
-    (dir, config)
-}
-
-/// `mcp serve --config CONFIG` on a free port: the process and its URL.
-async fn serve_gateway(config: &std::path::Path) -> (tokio::process::Child, String) {
-    common::serve_http(&[
-        "--config",
-        config.to_str().unwrap(),
-        "--listen",
-        "127.0.0.1:0",
-    ])
-    .await
-}
-
-fn args(v: serde_json::Value) -> JsonObject {
-    serde_json::from_value(v).unwrap()
-}
-
-async fn names(c: &Client) -> Vec<String> {
-    c.invalidate_lists();
-    let mut n: Vec<String> = c
-        .list_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect();
-    n.sort();
-    n
-}
-
-async fn until(c: &Client, what: &str, pred: impl Fn(&[String]) -> bool) -> Vec<String> {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let n = names(c).await;
-        if pred(&n) {
-            return n;
-        }
-        assert!(Instant::now() < deadline, "{what}: tools are {n:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
+use super::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gateway_over_a_stdio_and_an_http_upstream() {
@@ -123,10 +35,12 @@ allow_tools = ["echo", "slow"]
         [
             "local__add",
             "local__ask",
+            "local__converse",
             "local__echo",
             "local__log",
             "local__sample",
             "local__slow",
+            "local__subscriptions",
             "local__touch",
             "remote__echo",
             "remote__slow"
@@ -175,7 +89,7 @@ allow_tools = ["echo", "slow"]
         !n.iter().any(|t| t.starts_with("remote__"))
     })
     .await;
-    assert_eq!(left.len(), 7);
+    assert_eq!(left.len(), 9);
     let r = modern
         .call_tool("local__echo", args(json!({"message": "still here"})))
         .await
@@ -183,7 +97,7 @@ allow_tools = ["echo", "slow"]
     assert_eq!(r.content[0].as_text(), Some("still here"));
     // It comes back on the same address: so do its tools.
     let (_upstream, _) = common::serve_http(&["--listen", &listen]).await;
-    until(&legacy, "remote tools back", |n| n.len() == 9).await;
+    until(&legacy, "remote tools back", |n| n.len() == 11).await;
     let r = legacy
         .call_tool("remote__echo", args(json!({"message": "back"})))
         .await
@@ -210,6 +124,18 @@ fn bad_configs_are_refused_with_a_clear_message() {
             "[[upstream]]\nname = \"a\"\ncommand = [\"x\"]\nsurprise = 1\n",
             "unknown field",
         ),
+        (
+            "[[upstream]]\nname = \"a\"\nurl = \"http://127.0.0.1:1/mcp\"\nenv = { A = \"1\" }\n",
+            "`env` is for `command` upstreams",
+        ),
+        (
+            "[[upstream]]\nname = \"a_\"\ncommand = [\"x\"]\n",
+            "upstream name",
+        ),
+        (
+            "[[upstream]]\nname = \"a\"\ncommand = [\"x\"]\nmax_connections = 0\n",
+            "max_connections is 1 to 64",
+        ),
     ] {
         let path = dir.join("bad.toml");
         std::fs::write(&path, text).unwrap();
@@ -224,65 +150,6 @@ fn bad_configs_are_refused_with_a_clear_message() {
         assert!(err.contains(want), "{want}: {err}");
     }
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// A client that answers sampling and elicitation and records notifications.
-async fn answering_client(
-    url: &str,
-    era: EraChoice,
-) -> (Client, Arc<std::sync::Mutex<Vec<ServerEvent>>>) {
-    let events = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let sink = events.clone();
-    let handlers = ClientHandlers::new()
-        .sampling(|p| async move {
-            let asked = serde_json::to_value(&p.messages[0].content).unwrap();
-            let text = asked["text"].as_str().unwrap_or_default().to_owned();
-            Ok(CreateMessageResult {
-                result_type: None,
-                role: Role::Assistant,
-                content: OneOrMany::One(Content::text(format!("model says: {text}"))),
-                model: "test-model".into(),
-                stop_reason: None,
-                meta: None,
-                extra: JsonObject::new(),
-            })
-        })
-        .elicitation(|p| async move {
-            assert_eq!(p.message, "What is your name?");
-            Ok(ElicitResult {
-                result_type: None,
-                action: ElicitAction::Accept,
-                content: Some(args(json!({"name": "Grace"}))),
-                meta: None,
-                extra: JsonObject::new(),
-            })
-        })
-        .on_event(move |e| sink.lock().unwrap().push(e));
-    let t = mcp_http::client::connect(url, HttpClientConfig::default()).unwrap();
-    let config = ClientConfig {
-        era,
-        ..ClientConfig::default()
-    };
-    let c = Client::connect(t.incoming, t.outgoing, handlers, config)
-        .await
-        .unwrap();
-    (c, events)
-}
-
-/// Waits until `pred` holds for the recorded events.
-async fn seen(
-    events: &std::sync::Mutex<Vec<ServerEvent>>,
-    what: &str,
-    pred: impl Fn(&ServerEvent) -> bool,
-) -> ServerEvent {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(e) = events.lock().unwrap().iter().find(|e| pred(e)) {
-            return e.clone();
-        }
-        assert!(Instant::now() < deadline, "never saw {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
