@@ -115,6 +115,10 @@ pub struct ServerConfig {
     pub engine: EngineConfig,
     /// Maximum line size on stdio.
     pub max_line: usize,
+    /// The longest resource URI a request may name, in bytes (`resources/read`,
+    /// `resources/subscribe`, `resources/unsubscribe`); a longer one is refused with -32602.
+    /// Default 8 KiB.
+    pub max_uri_len: usize,
 }
 
 impl Default for ServerConfig {
@@ -133,6 +137,7 @@ impl Default for ServerConfig {
                 ..EngineConfig::default()
             },
             max_line: 4 * 1024 * 1024,
+            max_uri_len: 8 * 1024,
         }
     }
 }
