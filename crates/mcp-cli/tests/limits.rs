@@ -135,3 +135,77 @@ async fn router_errors_echo_a_short_prefix() {
     assert_short_error(&r, -32602, "resource not found, 2026-07-28");
     s.close().await;
 }
+
+/// `[1,1,...,1]`: as many entries as fit in `bytes` bytes.
+fn ones_batch(bytes: usize) -> Vec<u8> {
+    let n = (bytes - 1) / 2;
+    let mut body = Vec::with_capacity(bytes);
+    body.push(b'[');
+    for i in 0..n {
+        body.extend_from_slice(if i + 1 == n { b"1]" } else { b"1," });
+    }
+    body
+}
+
+/// Just under the stdio line cap and the HTTP body cap (both 4 MiB).
+const HUGE_BATCH: usize = 4 * 1024 * 1024 - 64;
+
+/// The most a 4 MiB batch may raise the server's peak RSS (it once decoded every entry of
+/// the batch before checking its size: about 400 MB).
+const MAX_GROWTH_KIB: u64 = 20 * 1024;
+
+/// One -32600 error with `"id": null` about the batch cap.
+fn assert_over_cap(replies: &[Value]) {
+    assert_eq!(replies.len(), 1, "{replies:.300?}");
+    let r = &replies[0];
+    assert_eq!(code(r), -32600, "{r:.300}");
+    assert!(r["id"].is_null(), "{r:.300}");
+    assert!(
+        r["error"].to_string().contains("more than 50 entries"),
+        "names the limit: {r:.300}"
+    );
+}
+
+#[tokio::test]
+async fn a_huge_batch_is_refused_in_bounded_memory_over_stdio() {
+    let mut s = common::Raw::spawn();
+    s.initialize("2025-03-26").await;
+    let pid = s.child.id().unwrap();
+    // Warm up every path the huge batch takes, with a batch just over the cap.
+    s.send_bytes(&ones_batch(200)).await;
+    let (_, before) = s.recv_id(json!(null)).await;
+    assert!(before.is_empty(), "{before:?}");
+    let base = common::peak_rss_kib(pid);
+    s.send_bytes(&ones_batch(HUGE_BATCH)).await;
+    let (answer, before) = s.recv_id(json!(null)).await;
+    assert!(before.is_empty(), "{before:?}");
+    assert_over_cap(&[answer]);
+    let grown = common::peak_rss_kib(pid).saturating_sub(base);
+    assert!(
+        grown < MAX_GROWTH_KIB,
+        "peak RSS grew by {grown} KiB for a 4 MiB batch"
+    );
+    assert_eq!(s.request(1, "ping", json!({})).await["result"], json!({}));
+    s.close().await;
+}
+
+#[tokio::test]
+async fn a_huge_batch_is_refused_in_bounded_memory_over_http() {
+    let (child, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    let pid = child.id().unwrap();
+    let s = common::HttpSession::open(&url, "2025-03-26").await;
+    let (status, replies) = s.post(&ones_batch(200)).await;
+    assert_eq!(status, 400);
+    assert_over_cap(&replies);
+    let base = common::peak_rss_kib(pid);
+    let (status, replies) = s.post(&ones_batch(HUGE_BATCH)).await;
+    assert_eq!(status, 400);
+    assert_over_cap(&replies);
+    let grown = common::peak_rss_kib(pid).saturating_sub(base);
+    assert!(
+        grown < MAX_GROWTH_KIB,
+        "peak RSS grew by {grown} KiB for a 4 MiB batch"
+    );
+    let (status, replies) = s.post(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).await;
+    assert_eq!((status, &replies[0]["result"]), (200, &json!({})));
+}

@@ -136,7 +136,7 @@ fn on_frame(
     tasks: &mut JoinSet<()>,
     closing: &CancellationToken,
 ) {
-    match Frame::decode(bytes) {
+    match Frame::decode_limited(bytes, config.max_batch) {
         Frame::Single(Ok(msg)) => {
             on_message(msg, peer, service, config, in_flight, queue, closing);
         }
@@ -155,7 +155,7 @@ fn on_frame(
                 scoped.try_send_response(reply.encode());
             }
         }
-        Frame::Batch(items) => on_batch(items, peer, service, config, tasks, closing),
+        Frame::Batch(items) => on_batch(items, peer, service, tasks, closing),
     }
 }
 
@@ -281,7 +281,6 @@ fn on_batch(
     items: Vec<Result<Message, DecodeError>>,
     peer: &Peer,
     service: &Arc<dyn Service>,
-    config: &EngineConfig,
     tasks: &mut JoinSet<()>,
     closing: &CancellationToken,
 ) {
@@ -289,15 +288,6 @@ fn on_batch(
         let e = ErrorObject::invalid_request(
             "JSON-RPC batches are not supported by the negotiated protocol version",
         );
-        peer.try_send_response(Message::error(None, e).encode());
-        return;
-    }
-    if items.len() > config.max_batch {
-        let e = ErrorObject::invalid_request(format!(
-            "batch of {} entries is over the limit of {}",
-            items.len(),
-            config.max_batch
-        ));
         peer.try_send_response(Message::error(None, e).encode());
         return;
     }

@@ -78,7 +78,8 @@ pub struct EngineConfig {
     /// queued) is answered at once with -32000 "server busy" instead of waiting (HTTP, where
     /// a waiting request holds a connection). `None`: backpressure (stdio).
     pub busy_after: Option<usize>,
-    /// Most entries in one JSON-RPC batch (2025-03-26 only); a longer batch gets one error.
+    /// Most entries in one JSON-RPC batch (2025-03-26 only). A longer batch gets one -32600
+    /// error with `"id": null`, found while parsing: entries past the limit are never decoded.
     pub max_batch: usize,
 }
 

@@ -197,7 +197,9 @@ async fn receive(
     let Some(tx) = inner.sessions().get(&id).cloned() else {
         return error(StatusCode::NOT_FOUND, "Session not found");
     };
-    if let mcp_jsonrpc::Frame::Single(Err(e)) = mcp_jsonrpc::Frame::decode(&body) {
+    let max_batch = inner.server.config().engine.max_batch;
+    if let mcp_jsonrpc::Frame::Single(Err(e)) = mcp_jsonrpc::Frame::decode_limited(&body, max_batch)
+    {
         let body = Message::error(e.id, e.error).encode();
         return (
             StatusCode::BAD_REQUEST,

@@ -489,17 +489,12 @@ async fn handle_post(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: 
     // Invalid entries of a batch are answered here (each with its own error, merged into the
     // batch's answer); the engine gets the valid rest.
     let mut entry_errors: Vec<Message> = Vec::new();
-    let (messages, batch) = match Frame::decode(&body) {
+    // A batch over the limit is refused while it is parsed (-32600, 400).
+    let max_batch = inner.server.config().engine.max_batch;
+    let (messages, batch) = match Frame::decode_limited(&body, max_batch) {
         Frame::Single(Ok(m)) => (vec![m], false),
         Frame::Single(Err(e)) => return decode_error_response(e),
         Frame::Batch(items) => {
-            let max = inner.server.config().engine.max_batch;
-            if items.len() > max {
-                return bad_request(&format!(
-                    "batch of {} entries is over the limit of {max}",
-                    items.len()
-                ));
-            }
             let mut ok = Vec::with_capacity(items.len());
             for item in items {
                 match item {
