@@ -399,7 +399,11 @@ async fn corpus_over_stdio() {
         s.send_bytes(bytes.as_bytes()).await;
         s.send(json!({"jsonrpc":"2.0","id":"probe","method":"ping"}))
             .await;
-        let (_, before) = s.recv_id(json!("probe")).await;
+        let (_, mut before) = s.recv_id(json!("probe")).await;
+        if matches!(want, BatchWant::Array(_)) && before.is_empty() {
+            // The batch's requests run like any others: the probe may be answered first.
+            before.push(s.recv().await);
+        }
         check_batch(&bytes, &want, &before);
     }
     s.close().await;
