@@ -130,7 +130,8 @@ impl UriTemplate {
     ///
     /// The work is linear in the URI's length for templates whose expressions are separated
     /// by literals. Adjacent expressions can need more, so the search is bounded: a URI
-    /// needing more than 1,000,000 + 16 × its length bytes of work does not match.
+    /// needing more than 1,000,000 + 16 × its length bytes of work does not match. Memory:
+    /// one bit per template part and URI byte, plus the values found.
     pub fn matches(&self, uri: &str) -> Option<BTreeMap<String, String>> {
         self.matches_counting(uri).0
     }
@@ -150,8 +151,10 @@ impl UriTemplate {
         }
         let mut out = BTreeMap::new();
         for &(i, start, end) in &search.values {
-            if let Some(Part::Expr { op, vars }) = self.parts.get(i) {
-                bind(*op, vars, &uri[start..end], &mut out);
+            if let (Some(Part::Expr { op, vars }), Some(value)) =
+                (self.parts.get(i), uri.get(start..end))
+            {
+                bind(*op, vars, value, &mut out);
             }
         }
         (Some(out), search.work)
@@ -176,7 +179,10 @@ impl UriTemplate {
         let found = match part {
             Part::Literal(lit) => {
                 search.charge(lit.len())
-                    && search.uri[pos..].starts_with(lit.as_str())
+                    && search
+                        .uri
+                        .get(pos..)
+                        .is_some_and(|rest| rest.starts_with(lit.as_str()))
                     && self.match_from(i + 1, pos + lit.len(), search)
             }
             Part::Expr { op, vars } => self.match_expr(i, *op, vars, pos, search),
@@ -207,12 +213,15 @@ impl UriTemplate {
             Some('&') => "&",
             _ => "",
         };
-        if !uri[pos..].starts_with(prefix) {
+        let Some(rest) = uri.get(pos..) else {
+            return false;
+        };
+        if !rest.starts_with(prefix) {
             // Optional expressions (query forms) may be absent entirely.
             return matches!(op, Some('?' | '&')) && self.match_from(i + 1, pos, search);
         }
         let start = pos + prefix.len();
-        let body = &uri.as_bytes()[start..];
+        let body = &rest.as_bytes()[prefix.len()..];
         let query_follows = matches!(
             self.parts.get(i + 1),
             Some(Part::Expr {
