@@ -7,10 +7,11 @@ use std::sync::{Arc, Mutex};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use mcp_jsonrpc::{
-    DecodeError, ErrorObject, Frame, Message, RequestId, encode_batch, parse_params,
+    DecodeError, ErrorObject, Frame, Message, Notification, Request, RequestId, encode_batch,
+    parse_params,
 };
 use mcp_types::{CancelledParams, ProgressParams};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
@@ -22,13 +23,34 @@ struct InFlight {
     abort: Option<AbortHandle>,
     cancel: CancellationToken,
     cancellable: bool,
+    /// Answered on its own (not inside a batch's answer).
+    alone: bool,
 }
 
 type InFlightMap = Arc<Mutex<HashMap<RequestId, InFlight>>>;
 
+/// Where a request's response goes.
+enum Reply {
+    /// Sent on its own.
+    Alone,
+    /// Into its batch's answer. A cancelled request drops the sender: no response.
+    Batch(oneshot::Sender<Message>),
+}
+
+/// A request accepted (in the in-flight map) and waiting for a slot.
 struct Queued {
     id: RequestId,
     fut: BoxFuture<'static, HandlerResult>,
+    reply: Reply,
+}
+
+/// What the handlers of one connection's input share.
+struct Conn<'a> {
+    peer: &'a Peer,
+    service: &'a Arc<dyn Service>,
+    config: &'a EngineConfig,
+    in_flight: &'a InFlightMap,
+    closing: &'a CancellationToken,
 }
 
 fn lock(map: &InFlightMap) -> std::sync::MutexGuard<'_, HashMap<RequestId, InFlight>> {
@@ -80,9 +102,16 @@ pub async fn run(
             }
             frame = incoming.recv(), if input_open && queue.len() < max_queued => {
                 match frame {
-                    Some(bytes) => on_frame(
-                        &bytes, &peer, &service, &config, &in_flight, &mut queue, &mut tasks, &closing,
-                    ),
+                    Some(bytes) => {
+                        let cx = Conn {
+                            peer: &peer,
+                            service: &service,
+                            config: &config,
+                            in_flight: &in_flight,
+                            closing: &closing,
+                        };
+                        on_frame(&cx, &bytes, &mut queue, &mut tasks);
+                    }
                     None => {
                         input_open = false;
                         closing.cancel();
@@ -119,7 +148,12 @@ fn spawn_request(
             Ok(raw) => Message::result(q.id, raw),
             Err(e) => Message::error(Some(q.id), e),
         };
-        peer.send_response(msg.encode()).await;
+        match q.reply {
+            Reply::Alone => peer.send_response(msg.encode()).await,
+            Reply::Batch(answer) => {
+                let _ = answer.send(msg);
+            }
+        }
     });
     (id, handle)
 }
@@ -135,37 +169,25 @@ fn panicked(panic: &(dyn std::any::Any + Send)) -> ErrorObject {
     ErrorObject::internal("Internal error: the handler panicked")
 }
 
-#[allow(clippy::too_many_arguments)]
-fn on_frame(
-    bytes: &[u8],
-    peer: &Peer,
-    service: &Arc<dyn Service>,
-    config: &EngineConfig,
-    in_flight: &InFlightMap,
-    queue: &mut VecDeque<Queued>,
-    tasks: &mut JoinSet<()>,
-    closing: &CancellationToken,
-) {
-    match Frame::decode(bytes) {
-        Frame::Single(Ok(msg)) => {
-            on_message(msg, peer, service, config, in_flight, queue, closing);
-        }
+fn on_frame(cx: &Conn<'_>, bytes: &[u8], queue: &mut VecDeque<Queued>, tasks: &mut JoinSet<()>) {
+    match Frame::decode_limited(bytes, cx.config.max_batch) {
+        Frame::Single(Ok(msg)) => on_message(cx, msg, queue),
         Frame::Single(Err(e)) => {
             // An empty batch (`[]`) is always answered: it is valid JSON, never a stray log
             // line, so answering cannot start an error storm. Unparseable input is not.
             let is_batch = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
                 && e.error.code == mcp_jsonrpc::ErrorCode::INVALID_REQUEST;
-            if let Some(reply) = error_reply(e, config.answer_unidentified || is_batch) {
+            if let Some(reply) = error_reply(e, cx.config.answer_unidentified || is_batch) {
                 let scoped = match &reply {
                     Message::Response(mcp_jsonrpc::Response { id: Some(id), .. }) => {
-                        peer.scoped(id.clone())
+                        cx.peer.scoped(id.clone())
                     }
-                    _ => peer.clone(),
+                    _ => cx.peer.clone(),
                 };
                 scoped.try_send_response(reply.encode());
             }
         }
-        Frame::Batch(items) => on_batch(items, peer, service, config, tasks, closing),
+        Frame::Batch(items) => on_batch(cx, items, queue, tasks),
     }
 }
 
@@ -195,82 +217,89 @@ fn error_reply(e: DecodeError, answer_unidentified: bool) -> Option<Message> {
     Some(Message::error(e.id, e.error))
 }
 
-fn on_message(
-    msg: Message,
-    peer: &Peer,
-    service: &Arc<dyn Service>,
-    config: &EngineConfig,
-    in_flight: &InFlightMap,
-    queue: &mut VecDeque<Queued>,
-    closing: &CancellationToken,
-) {
+fn on_message(cx: &Conn<'_>, msg: Message, queue: &mut VecDeque<Queued>) {
     match msg {
-        Message::Response(r) => peer.complete(r.id, r.outcome),
-        Message::Notification(n) => match n.method.as_str() {
-            "notifications/cancelled" => {
-                match parse_params::<CancelledParams>(n.params.as_deref()) {
-                    Ok(p) => {
-                        if let Some(id) = p.request_id.as_ref().and_then(RequestId::from_value) {
-                            if cancel(&id, in_flight, queue) {
-                                // No response will come: the transport may end its stream.
-                                peer.scoped(id).try_send_ended();
-                            }
-                        }
-                    }
-                    Err(e) => tracing::warn!("bad cancellation: {}", e.message),
-                }
-            }
-            "notifications/progress" => match parse_params::<ProgressParams>(n.params.as_deref()) {
-                Ok(p) => peer.progress(p),
-                Err(e) => tracing::warn!("bad progress notification: {}", e.message),
-            },
-            _ => service.notify(n, peer),
-        },
+        Message::Response(r) => cx.peer.complete(r.id, r.outcome),
+        Message::Notification(n) => on_notification(cx, n, queue),
         Message::Request(r) => {
             let id = r.id.clone();
-            let mut map = lock(in_flight);
-            if map.contains_key(&id) {
-                drop(map);
-                let e = ErrorObject::invalid_request(format!("request id {id} is already in use"));
-                peer.scoped(id.clone())
+            if let Err(e) = accept(cx, r, Reply::Alone, queue) {
+                cx.peer
+                    .scoped(id.clone())
                     .try_send_response(Message::error(Some(id), e).encode());
-                return;
             }
-            if config.busy_after.is_some_and(|n| map.len() >= n) {
-                drop(map);
-                let e = ErrorObject::new(
-                    mcp_jsonrpc::ErrorCode::SERVER_BUSY,
-                    "Server busy: too many requests in flight on this connection; retry later",
-                )
-                .with_data(serde_json::json!({ "transient": true }));
-                peer.scoped(id.clone())
-                    .try_send_response(Message::error(Some(id), e).encode());
-                return;
-            }
-            let cancel = CancellationToken::new();
-            let cancellable = service.cancellable(&r.method);
-            map.insert(
-                id.clone(),
-                InFlight {
-                    abort: None,
-                    cancel: cancel.clone(),
-                    cancellable,
-                },
-            );
-            drop(map);
-            let ctx = RequestContext {
-                id: id.clone(),
-                peer: peer.scoped(id.clone()),
-                cancel,
-                closing: closing.clone(),
-            };
-            let fut = service.call(r, ctx);
-            queue.push_back(Queued { id, fut });
         }
     }
 }
 
-/// Cancels request `id`; whether it was in flight (and so will get no response).
+fn on_notification(cx: &Conn<'_>, n: Notification, queue: &mut VecDeque<Queued>) {
+    match n.method.as_str() {
+        "notifications/cancelled" => match parse_params::<CancelledParams>(n.params.as_deref()) {
+            Ok(p) => {
+                if let Some(id) = p.request_id.as_ref().and_then(RequestId::from_value) {
+                    if cancel(&id, cx.in_flight, queue) {
+                        // No response will come: the transport may end its stream.
+                        cx.peer.scoped(id).try_send_ended();
+                    }
+                }
+            }
+            Err(e) => tracing::warn!("bad cancellation: {}", e.message),
+        },
+        "notifications/progress" => match parse_params::<ProgressParams>(n.params.as_deref()) {
+            Ok(p) => cx.peer.progress(p),
+            Err(e) => tracing::warn!("bad progress notification: {}", e.message),
+        },
+        _ => cx.service.notify(n, cx.peer),
+    }
+}
+
+/// Takes a request in: registered in the in-flight map (where cancellation finds it) and
+/// queued for a slot. Refused with -32600 when its id is already in flight, and with
+/// -32000 "server busy" (`data.transient`) when `busy_after` requests already are.
+fn accept(
+    cx: &Conn<'_>,
+    r: Request,
+    reply: Reply,
+    queue: &mut VecDeque<Queued>,
+) -> Result<(), ErrorObject> {
+    let id = r.id.clone();
+    let mut map = lock(cx.in_flight);
+    if map.contains_key(&id) {
+        return Err(ErrorObject::invalid_request(format!(
+            "request id {id} is already in use"
+        )));
+    }
+    if cx.config.busy_after.is_some_and(|n| map.len() >= n) {
+        return Err(ErrorObject::new(
+            mcp_jsonrpc::ErrorCode::SERVER_BUSY,
+            "Server busy: too many requests in flight on this connection; retry later",
+        )
+        .with_data(serde_json::json!({ "transient": true })));
+    }
+    let cancel = CancellationToken::new();
+    map.insert(
+        id.clone(),
+        InFlight {
+            abort: None,
+            cancel: cancel.clone(),
+            cancellable: cx.service.cancellable(&r.method),
+            alone: matches!(reply, Reply::Alone),
+        },
+    );
+    drop(map);
+    let ctx = RequestContext {
+        id: id.clone(),
+        peer: cx.peer.scoped(id.clone()),
+        cancel,
+        closing: cx.closing.clone(),
+    };
+    let fut = cx.service.call(r, ctx);
+    queue.push_back(Queued { id, fut, reply });
+    Ok(())
+}
+
+/// Cancels request `id`. True when it was answered on its own and so now will get no
+/// response at all (a batch entry is only left out of its batch's answer).
 fn cancel(id: &RequestId, in_flight: &InFlightMap, queue: &mut VecDeque<Queued>) -> bool {
     let mut map = lock(in_flight);
     let Some(entry) = map.get(id) else {
@@ -281,79 +310,84 @@ fn cancel(id: &RequestId, in_flight: &InFlightMap, queue: &mut VecDeque<Queued>)
         tracing::warn!(%id, "this request cannot be cancelled; ignored");
         return false;
     }
+    let mut alone = false;
     if let Some(entry) = map.remove(id) {
         entry.cancel.cancel();
+        alone = entry.alone;
         if let Some(abort) = entry.abort {
             abort.abort();
         }
     }
     drop(map);
     queue.retain(|q| &q.id != id);
-    true
+    alone
 }
 
+/// One entry's place in a batch's answer.
+enum Slot {
+    /// Known at once (an invalid entry, or a request refused).
+    Ready(Message),
+    /// A request accepted; nothing comes if it is cancelled.
+    Pending(oneshot::Receiver<Message>),
+}
+
+/// A batch: each entry is handled like the same message on its own (requests are accepted
+/// into the in-flight map and the queue, so they count against `max_in_flight` and
+/// `busy_after`, their ids must be unique, and they can be cancelled). The answer is one
+/// array, in the batch's order, sent when every request is done; a cancelled request has no
+/// entry in it, and a batch with nothing to answer gets no answer.
 fn on_batch(
+    cx: &Conn<'_>,
     items: Vec<Result<Message, DecodeError>>,
-    peer: &Peer,
-    service: &Arc<dyn Service>,
-    config: &EngineConfig,
+    queue: &mut VecDeque<Queued>,
     tasks: &mut JoinSet<()>,
-    closing: &CancellationToken,
 ) {
-    if !service.batch_allowed() {
+    if !cx.service.batch_allowed() {
         let e = ErrorObject::invalid_request(
             "JSON-RPC batches are not supported by the negotiated protocol version",
         );
-        peer.try_send_response(Message::error(None, e).encode());
+        cx.peer.try_send_response(Message::error(None, e).encode());
         return;
     }
-    if items.len() > config.max_batch {
-        let e = ErrorObject::invalid_request(format!(
-            "batch of {} entries is over the limit of {}",
-            items.len(),
-            config.max_batch
-        ));
-        peer.try_send_response(Message::error(None, e).encode());
-        return;
-    }
-    let mut replies: Vec<Message> = Vec::new();
-    let mut calls = Vec::new();
+    let mut slots = Vec::with_capacity(items.len());
     let mut first_id: Option<RequestId> = None;
     for item in items {
         match item {
             // Inside a batch every bad element is answered, as JSON-RPC 2.0 requires.
-            Err(e) => replies.extend(error_reply(e, true)),
-            Ok(Message::Response(r)) => peer.complete(r.id, r.outcome),
-            Ok(Message::Notification(n)) => service.notify(n, peer),
+            Err(e) => slots.extend(error_reply(e, true).map(Slot::Ready)),
+            Ok(Message::Response(r)) => cx.peer.complete(r.id, r.outcome),
+            Ok(Message::Notification(n)) => on_notification(cx, n, queue),
             Ok(Message::Request(r)) => {
                 let id = r.id.clone();
                 first_id.get_or_insert_with(|| id.clone());
-                let ctx = RequestContext {
-                    id: id.clone(),
-                    peer: peer.scoped(id.clone()),
-                    cancel: CancellationToken::new(),
-                    closing: closing.clone(),
-                };
-                let call = AssertUnwindSafe(service.call(r, ctx)).catch_unwind();
-                calls.push(async move {
-                    match call.await {
-                        Ok(Ok(raw)) => Message::result(id, raw),
-                        Ok(Err(e)) => Message::error(Some(id), e),
-                        Err(panic) => Message::error(Some(id), panicked(&*panic)),
-                    }
+                let (tx, rx) = oneshot::channel();
+                slots.push(match accept(cx, r, Reply::Batch(tx), queue) {
+                    Ok(()) => Slot::Pending(rx),
+                    Err(e) => Slot::Ready(Message::error(Some(id), e)),
                 });
             }
         }
     }
+    if slots.is_empty() {
+        return; // an all-notification batch gets no reply at all
+    }
     // The batch's answer is one message; it belongs with the batch's first request.
     let peer = match first_id {
-        Some(id) => peer.scoped(id),
-        None => peer.clone(),
+        Some(id) => cx.peer.scoped(id),
+        None => cx.peer.clone(),
     };
     tasks.spawn(async move {
-        replies.extend(futures::future::join_all(calls).await);
-        if !replies.is_empty() {
-            // An all-notification batch gets no reply at all.
+        let mut replies = Vec::with_capacity(slots.len());
+        for slot in slots {
+            match slot {
+                Slot::Ready(m) => replies.push(m),
+                Slot::Pending(rx) => replies.extend(rx.await.ok()),
+            }
+        }
+        if replies.is_empty() {
+            // Every request was cancelled: no answer, but the transport may end its stream.
+            peer.try_send_ended();
+        } else {
             peer.send_response(encode_batch(&replies)).await;
         }
     });

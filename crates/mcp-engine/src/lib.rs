@@ -6,6 +6,10 @@
 //! reaches the request that asked for it, other notifications go to the [`Service`] in
 //! arrival order, and requests run concurrently up to a bound.
 //!
+//! A batch (protocol 2025-03-26) is handled entry by entry exactly as the same messages sent
+//! one by one: its requests take their ids, count against the bounds and can be cancelled.
+//! Its answer is one array, sent when all of them are done, without the cancelled ones.
+//!
 //! [`Peer`] is the sending half: typed requests with timeouts (reset by progress, capped in
 //! total) that send `notifications/cancelled` when they give up.
 

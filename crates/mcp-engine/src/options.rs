@@ -67,18 +67,21 @@ impl RequestOptions {
 /// Settings for one connection's message loop.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
-    /// Requests handled at the same time; more wait in a queue.
+    /// Requests handled at the same time (each entry of a batch counts as one); more wait in
+    /// a queue.
     pub max_in_flight: usize,
     /// Requests waiting for a slot before the loop stops reading input (backpressure).
     pub max_queued: usize,
     /// Whether to answer malformed input that carries no id (true on HTTP; false on stdio,
     /// where answering garbage can start an error storm).
     pub answer_unidentified: bool,
-    /// When set, a request arriving while this many are already accepted (running or
-    /// queued) is answered at once with -32000 "server busy" instead of waiting (HTTP, where
-    /// a waiting request holds a connection). `None`: backpressure (stdio).
+    /// When set, a request (or batch entry) arriving while this many are already accepted
+    /// (running or queued) is answered at once with -32000 "server busy" and
+    /// `data.transient: true` instead of waiting (HTTP, where a waiting request holds a
+    /// connection). `None`: backpressure (stdio).
     pub busy_after: Option<usize>,
-    /// Most entries in one JSON-RPC batch (2025-03-26 only); a longer batch gets one error.
+    /// Most entries in one JSON-RPC batch (2025-03-26 only). A longer batch gets one -32600
+    /// error with `"id": null`, found while parsing: entries past the limit are never decoded.
     pub max_batch: usize,
     /// A send that waits this long for room in the transport's queue means the other side
     /// stopped reading: the connection is closed (its requests are aborted, and nothing waits

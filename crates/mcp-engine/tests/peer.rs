@@ -1,5 +1,6 @@
 //! The engine over channels, with virtual time: timeouts, progress resets, the hard cap,
-//! cancellation on drop, unknown responses, ordering and the in-flight bound.
+//! cancellation on drop, unknown responses, ordering and the in-flight bound, and batch
+//! entries under the same accounting as single requests.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::{Arc, Mutex};
@@ -46,6 +47,11 @@ impl Service for Svc {
 
     fn notify(&self, n: Notification, _peer: &Peer) {
         self.0.notes.lock().unwrap().push(n.method);
+    }
+
+    /// As on a 2025-03-26 session.
+    fn batch_allowed(&self) -> bool {
+        true
     }
 }
 
@@ -315,4 +321,144 @@ async fn messages_are_tagged_with_their_request() {
         None,
         "the connection's own peer is unscoped"
     );
+}
+
+fn sleep_req(id: i64, ms: u64) -> Value {
+    json!({"jsonrpc":"2.0","id":id,"method":"sleep","params":{"ms":ms}})
+}
+
+fn cancel(id: i64) -> Value {
+    json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":id}})
+}
+
+/// A batch answer's entries: (id, error code or `None` for a result), sorted.
+fn entries(answer: &Value) -> Vec<(i64, Option<i64>)> {
+    let arr = answer
+        .as_array()
+        .unwrap_or_else(|| panic!("a batch answer: {answer}"));
+    let mut v: Vec<_> = arr
+        .iter()
+        .map(|m| (m["id"].as_i64().unwrap(), m["error"]["code"].as_i64()))
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+#[tokio::test(start_paused = true)]
+async fn batch_entries_count_against_the_in_flight_bound() {
+    let rec: Arc<Recorder> = Arc::default();
+    let config = EngineConfig {
+        max_in_flight: 2,
+        ..EngineConfig::default()
+    };
+    let (_peer, mut remote) = start(rec.clone(), config);
+    remote
+        .send(Value::Array((0..6).map(|i| sleep_req(i, 100)).collect()))
+        .await;
+    let answer = remote.recv().await;
+    assert_eq!(
+        entries(&answer),
+        (0..6).map(|i| (i, None)).collect::<Vec<_>>()
+    );
+    assert_eq!(*rec.max_running.lock().unwrap(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn batch_entries_over_busy_after_are_told_the_server_is_busy() {
+    let config = EngineConfig {
+        busy_after: Some(3),
+        ..EngineConfig::default()
+    };
+    let (_peer, mut remote) = start(Arc::default(), config);
+    remote.send(sleep_req(100, 1000)).await;
+    remote
+        .send(Value::Array((0..4).map(|i| sleep_req(i, 100)).collect()))
+        .await;
+    // One request and two entries in flight make three: the last two entries are refused.
+    let answer = remote.recv().await;
+    assert_eq!(
+        entries(&answer),
+        [(0, None), (1, None), (2, Some(-32000)), (3, Some(-32000))]
+    );
+    for m in answer.as_array().unwrap() {
+        if m.get("error").is_some() {
+            assert_eq!(m["error"]["data"]["transient"], true, "{m}");
+        }
+    }
+    assert_eq!(remote.recv().await["id"], 100);
+    // Entries answered free their places.
+    remote
+        .send(Value::Array((4..7).map(|i| sleep_req(i, 100)).collect()))
+        .await;
+    assert_eq!(
+        entries(&remote.recv().await),
+        [(4, None), (5, None), (6, None)]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn batch_entries_can_be_cancelled() {
+    let config = EngineConfig {
+        max_in_flight: 1,
+        ..EngineConfig::default()
+    };
+    let (_peer, mut remote) = start(Arc::default(), config);
+    // Entry 2 is still queued behind entry 1 when it is cancelled.
+    remote
+        .send(json!([
+            sleep_req(1, 100),
+            sleep_req(2, 10_000),
+            sleep_req(3, 100)
+        ]))
+        .await;
+    remote.send(cancel(2)).await;
+    let answer = remote.recv().await;
+    assert_eq!(
+        entries(&answer),
+        [(1, None), (3, None)],
+        "a cancelled entry gets no response"
+    );
+    // Entry 4 is running when it is cancelled.
+    remote
+        .send(json!([sleep_req(4, 10_000), sleep_req(5, 100)]))
+        .await;
+    remote.send(cancel(4)).await;
+    assert_eq!(entries(&remote.recv().await), [(5, None)]);
+    // A batch whose every request is cancelled gets no answer at all.
+    remote.send(json!([sleep_req(6, 10_000)])).await;
+    remote.send(cancel(6)).await;
+    remote.send(sleep_req(7, 20_000)).await;
+    assert_eq!(remote.recv().await["id"], 7, "nothing came before it");
+}
+
+#[tokio::test(start_paused = true)]
+async fn duplicate_ids_in_batches_are_refused() {
+    let (_peer, mut remote) = start(Arc::default(), EngineConfig::default());
+    // Within one batch.
+    remote
+        .send(json!([sleep_req(1, 100), sleep_req(1, 100)]))
+        .await;
+    assert_eq!(
+        entries(&remote.recv().await),
+        [(1, None), (1, Some(-32600))]
+    );
+    // A batch reusing the id of a request in flight.
+    remote.send(sleep_req(2, 1000)).await;
+    remote
+        .send(json!([sleep_req(2, 100), sleep_req(3, 100)]))
+        .await;
+    assert_eq!(
+        entries(&remote.recv().await),
+        [(2, Some(-32600)), (3, None)]
+    );
+    assert_eq!(remote.recv().await["id"], 2);
+    // A request reusing the id of a batch entry in flight.
+    remote.send(json!([sleep_req(4, 1000)])).await;
+    remote.send(sleep_req(4, 100)).await;
+    let dup = remote.recv().await;
+    assert_eq!(
+        (&dup["id"], &dup["error"]["code"]),
+        (&json!(4), &json!(-32600))
+    );
+    assert_eq!(entries(&remote.recv().await), [(4, None)]);
 }

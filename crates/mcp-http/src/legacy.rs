@@ -249,7 +249,8 @@ async fn receive(
         Ok(b) => b,
         Err(r) => return r,
     };
-    match mcp_jsonrpc::Frame::decode(&body) {
+    let max_batch = inner.server.config().engine.max_batch;
+    match mcp_jsonrpc::Frame::decode_limited(&body, max_batch) {
         mcp_jsonrpc::Frame::Single(Err(e)) => {
             let body = Message::error(e.id, e.error).encode();
             return (

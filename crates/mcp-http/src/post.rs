@@ -32,7 +32,9 @@ struct Posted {
 /// Decodes a POST body; invalid entries of a batch are answered here, each with its own
 /// error, and the engine gets the valid rest.
 fn decode(inner: &Inner, body: Bytes) -> Result<Posted, Response> {
-    match Frame::decode(&body) {
+    // A batch over the limit is refused while it is parsed (-32600, 400).
+    let max = inner.server.config().engine.max_batch;
+    match Frame::decode_limited(&body, max) {
         Frame::Single(Ok(m)) => Ok(Posted {
             messages: vec![m],
             batch: false,
@@ -41,13 +43,6 @@ fn decode(inner: &Inner, body: Bytes) -> Result<Posted, Response> {
         }),
         Frame::Single(Err(e)) => Err(decode_error_response(e)),
         Frame::Batch(items) => {
-            let max = inner.server.config().engine.max_batch;
-            if items.len() > max {
-                return Err(bad_request(&format!(
-                    "batch of {} entries is over the limit of {max}",
-                    items.len()
-                )));
-            }
             let mut ok = Vec::with_capacity(items.len());
             let mut entry_errors = Vec::new();
             for item in items {

@@ -12,13 +12,15 @@
 //! ```
 
 pub mod error;
+pub mod frame;
 pub mod id;
 pub mod message;
 
 pub use error::{ErrorCode, ErrorObject};
+pub use frame::Frame;
 pub use id::RequestId;
 pub use message::{
-    DecodeError, Frame, Message, Notification, Outbound, RawJson, Request, Response, encode_batch,
+    DecodeError, Message, Notification, Outbound, RawJson, Request, Response, encode_batch,
     parse_params, to_raw,
 };
 pub use serde_json::value::RawValue;

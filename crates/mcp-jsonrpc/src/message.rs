@@ -69,14 +69,18 @@ pub struct DecodeError {
 }
 
 impl DecodeError {
-    fn parse(e: impl std::fmt::Display) -> Self {
+    pub(crate) fn parse(e: impl std::fmt::Display) -> Self {
         Self {
             id: None,
             answerable: true,
             error: ErrorObject::parse_error(e),
         }
     }
-    fn invalid(id: Option<RequestId>, answerable: bool, detail: impl std::fmt::Display) -> Self {
+    pub(crate) fn invalid(
+        id: Option<RequestId>,
+        answerable: bool,
+        detail: impl std::fmt::Display,
+    ) -> Self {
         Self {
             id,
             answerable,
@@ -419,41 +423,6 @@ impl<'de> Deserialize<'de> for Message {
     }
 }
 
-/// What one read of the transport holds: a single message or a batch.
-#[derive(Debug)]
-pub enum Frame {
-    /// One message (or why it could not be read).
-    Single(Result<Message, DecodeError>),
-    /// A JSON array of messages, each decoded on its own.
-    Batch(Vec<Result<Message, DecodeError>>),
-}
-
-impl Frame {
-    /// Decodes a frame. An empty array is a single -32600 error.
-    pub fn decode(bytes: &[u8]) -> Frame {
-        if let Err(e) = std::str::from_utf8(bytes) {
-            return Frame::Single(Err(DecodeError::parse(format!("invalid UTF-8: {e}"))));
-        }
-        let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
-        if first != Some(b'[') {
-            return Frame::Single(Message::decode(bytes));
-        }
-        let items: Vec<&RawValue> = match serde_json::from_slice(bytes) {
-            Ok(items) => items,
-            Err(e) => return Frame::Single(Err(DecodeError::parse(e))),
-        };
-        if items.is_empty() {
-            return Frame::Single(Err(DecodeError::invalid(None, true, "empty batch")));
-        }
-        Frame::Batch(
-            items
-                .into_iter()
-                .map(|raw| Message::decode(raw.get().as_bytes()))
-                .collect(),
-        )
-    }
-}
-
 /// Encodes several messages as one JSON array.
 pub fn encode_batch(messages: &[Message]) -> String {
     serde_json::to_string(messages).unwrap_or_else(|_| "[]".to_owned())
@@ -581,19 +550,6 @@ mod tests {
             serde_json::from_str::<Value>(&e.encode()).unwrap(),
             json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error","data":"x"}})
         );
-    }
-
-    #[test]
-    fn batches() {
-        assert!(matches!(Frame::decode(b"[]"), Frame::Single(Err(e)) if e.error.code.0 == -32600));
-        let Frame::Batch(items) = Frame::decode(
-            br#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"n"},1]"#,
-        ) else {
-            panic!("batch expected")
-        };
-        assert_eq!(items.len(), 3);
-        assert!(items[0].is_ok() && items[1].is_ok() && items[2].is_err());
-        assert!(matches!(Frame::decode(b"[1,"), Frame::Single(Err(e)) if e.error.code.0 == -32700));
     }
 }
 

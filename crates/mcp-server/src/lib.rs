@@ -21,6 +21,7 @@
 //! ```
 
 mod context;
+mod echo;
 mod handler;
 mod listen;
 mod modern;

@@ -46,8 +46,8 @@ pub(crate) fn supported_versions() -> Vec<String> {
         .collect()
 }
 
-/// The `UnsupportedProtocolVersionError` (-32022): what was asked for, and what is spoken
-/// (every known revision when `supported` is `None`).
+/// The `UnsupportedProtocolVersionError` (-32022): what was asked for (at most its first 64
+/// characters), and what is spoken (every known revision when `supported` is `None`).
 pub fn unsupported_version_error(requested: &str, supported: Option<&[&str]>) -> ErrorObject {
     let supported: Vec<String> = match supported {
         Some(s) => s.iter().map(|v| (*v).to_owned()).collect(),
@@ -57,7 +57,9 @@ pub fn unsupported_version_error(requested: &str, supported: Option<&[&str]>) ->
         ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
         "Unsupported protocol version",
     )
-    .with_data(serde_json::json!({ "supported": supported, "requested": requested }))
+    .with_data(
+        serde_json::json!({ "supported": supported, "requested": crate::echo::echo(requested) }),
+    )
 }
 
 /// Reads a request's era from its params. `Ok(None)`: a legacy request. An `Err` is the

@@ -119,6 +119,10 @@ pub struct ServerConfig {
     /// one `subscriptions/listen` may name (default 1,000). One more is refused with -32602
     /// (`data.limit` says the limit) and nothing is stored.
     pub max_subscriptions: usize,
+    /// The longest resource URI a request may name, in bytes (`resources/read`,
+    /// `resources/subscribe`, `resources/unsubscribe`); a longer one is refused with -32602.
+    /// Default 8 KiB.
+    pub max_uri_len: usize,
 }
 
 impl Default for ServerConfig {
@@ -138,6 +142,7 @@ impl Default for ServerConfig {
             },
             max_line: 4 * 1024 * 1024,
             max_subscriptions: 1_000,
+            max_uri_len: 8 * 1024,
         }
     }
 }

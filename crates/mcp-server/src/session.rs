@@ -18,6 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::context::Ctx;
+use crate::echo::echo;
 use crate::modern::{self, Era};
 use crate::server::Inner;
 
@@ -81,7 +82,7 @@ fn paginate<T: Clone>(
             .strip_prefix(CURSOR_PREFIX)
             .and_then(|n| n.parse::<usize>().ok())
             .filter(|n| *n <= items.len())
-            .ok_or_else(|| ErrorObject::invalid_params(format!("Invalid cursor: {c:?}")))?,
+            .ok_or_else(|| ErrorObject::invalid_params(format!("Invalid cursor: {:?}", echo(c))))?,
     };
     let page = page.max(1);
     let end = (start + page).min(items.len());
@@ -224,6 +225,25 @@ impl Session {
         })
     }
 
+    /// The params of a request naming a resource, refused (-32602) when the URI is longer
+    /// than `ServerConfig::max_uri_len`.
+    fn uri_params(
+        &self,
+        params: Option<&mcp_jsonrpc::RawValue>,
+    ) -> Result<ResourceUriParams, ErrorObject> {
+        let p: ResourceUriParams = parse_params(params)?;
+        let max = self.server.config.max_uri_len;
+        if p.uri.len() > max {
+            return Err(ErrorObject::invalid_params(format!(
+                "Invalid params: the resource URI is {} bytes, over the limit of {max}: {}",
+                p.uri.len(),
+                echo(&p.uri)
+            ))
+            .with_data(serde_json::json!({ "length": p.uri.len(), "limit": max })));
+        }
+        Ok(p)
+    }
+
     fn route(
         self: &Arc<Self>,
         req: Request,
@@ -245,7 +265,7 @@ impl Session {
         let modern = matches!(era, Era::Modern(_));
         let served = self.server.served();
         let page = self.server.config.page_size;
-        let not_found = || fail(ErrorObject::method_not_found(&req.method));
+        let not_found = || fail(ErrorObject::method_not_found(&echo(&req.method)));
         let params = req.params.as_deref();
         match req.method.as_str() {
             "tools/list" if served.tools => {
@@ -268,9 +288,10 @@ impl Session {
                     Err(e) => return fail(e),
                 };
                 let Some(entry) = self.server.read().tools.get(&p.name).cloned() else {
+                    let name = echo(&p.name);
                     return fail(
-                        ErrorObject::invalid_params(format!("Unknown tool: {}", p.name))
-                            .with_data(serde_json::json!({ "tool": p.name })),
+                        ErrorObject::invalid_params(format!("Unknown tool: {name}"))
+                            .with_data(serde_json::json!({ "tool": name })),
                     );
                 };
                 let ctx = ctx(rc, p.meta);
@@ -334,7 +355,7 @@ impl Session {
                 })
             }
             "resources/read" if served.resources => {
-                let p: ResourceUriParams = match parse_params(params) {
+                let p: ResourceUriParams = match self.uri_params(params) {
                     Ok(p) => p,
                     Err(e) => return fail(e),
                 };
@@ -361,15 +382,16 @@ impl Session {
                     }
                     (None, None) => {
                         let code = ErrorCode(version.resource_not_found_code());
+                        let uri = echo(&p.uri);
                         fail(
-                            ErrorObject::new(code, format!("Resource not found: {}", p.uri))
-                                .with_data(serde_json::json!({ "uri": p.uri })),
+                            ErrorObject::new(code, format!("Resource not found: {uri}"))
+                                .with_data(serde_json::json!({ "uri": uri })),
                         )
                     }
                 }
             }
             "resources/subscribe" | "resources/unsubscribe" if served.resources && !modern => {
-                let p: ResourceUriParams = match parse_params(params) {
+                let p: ResourceUriParams = match self.uri_params(params) {
                     Ok(p) => p,
                     Err(e) => return fail(e),
                 };
@@ -406,7 +428,7 @@ impl Session {
                 let Some(entry) = self.server.read().prompts.get(&p.name).cloned() else {
                     return fail(ErrorObject::invalid_params(format!(
                         "Unknown prompt: {}",
-                        p.name
+                        echo(&p.name)
                     )));
                 };
                 let args: BTreeMap<String, String> = p.arguments.unwrap_or_default();
@@ -515,7 +537,7 @@ impl Service for SessionService {
                 Some(&[ProtocolVersion::V2026_07_28.as_str()]),
             );
             return fail(if req.method == "initialize" {
-                ErrorObject::method_not_found(&req.method)
+                ErrorObject::method_not_found(&echo(&req.method))
             } else {
                 e
             });
@@ -585,7 +607,7 @@ impl Service for SessionService {
             _ if session.lock().phase == Phase::New => fail(
                 ErrorObject::new(
                     ErrorCode::INVALID_REQUEST,
-                    format!("Invalid Request: {} before initialize", req.method),
+                    format!("Invalid Request: {} before initialize", echo(&req.method)),
                 )
                 .with_data(serde_json::json!({ "reason": "not initialized" })),
             ),

@@ -148,3 +148,88 @@ pub async fn serve_http_env(args: &[&str], env: &[(&str, &str)]) -> (Child, Stri
     });
     (child, url)
 }
+
+/// The JSON-RPC messages of an HTTP answer body (JSON, or the `data` of SSE events).
+pub fn http_messages(content_type: &str, body: &str) -> Vec<Value> {
+    if body.is_empty() {
+        return Vec::new();
+    }
+    if content_type.starts_with("text/event-stream") {
+        let mut p = mcp_http::sse::SseParser::new(64 << 20);
+        return p
+            .push(body.as_bytes())
+            .into_iter()
+            .filter(|e| !e.data.is_empty())
+            .map(|e| serde_json::from_str(&e.data).unwrap())
+            .collect();
+    }
+    vec![serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body:.300}"))]
+}
+
+/// An initialized Streamable HTTP session with a real `mcp serve` (see [`serve_http`]).
+#[derive(Clone)]
+pub struct HttpSession {
+    pub url: String,
+    pub session: String,
+    pub version: String,
+}
+
+impl HttpSession {
+    /// `initialize` at `version`, then `notifications/initialized`.
+    pub async fn open(url: &str, version: &str) -> Self {
+        let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":version,"capabilities":{},"clientInfo":{"name":"t","version":"1"}}});
+        let r = reqwest::Client::new()
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(init.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let session = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+        let s = HttpSession {
+            url: url.to_owned(),
+            session,
+            version: version.to_owned(),
+        };
+        let (status, _) = s
+            .post(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .await;
+        assert_eq!(status, 202);
+        s
+    }
+
+    /// POSTs a body in the session; the status and the messages of the answer.
+    pub async fn post(&self, body: &[u8]) -> (u16, Vec<Value>) {
+        let r = reqwest::Client::new()
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &self.session)
+            .header("mcp-protocol-version", &self.version)
+            .body(body.to_vec())
+            .timeout(Duration::from_secs(30))
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        let ct = r
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        let body = r.text().await.unwrap();
+        (status, http_messages(&ct, &body))
+    }
+}
+
+/// The peak resident set size of a process, in KiB (`VmHWM` in /proc/PID/status).
+pub fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/PID/status")
+}
