@@ -59,6 +59,14 @@ impl Client {
         })
     }
 
+    /// The verified principal, if there is one.
+    pub(crate) fn principal(&self) -> Option<&str> {
+        match self {
+            Client::Principal(p) => Some(p),
+            _ => None,
+        }
+    }
+
     /// The key its counters are kept under, if it is limited.
     pub(crate) fn key(&self) -> Option<String> {
         match self {

@@ -128,7 +128,10 @@ pub(crate) async fn handle_post(State(inner): State<Arc<Inner>>, request: Reques
             return bad_request("JSON-RPC batches are not part of protocol 2026-07-28");
         }
         return match posted.messages.into_iter().next() {
-            Some(m) => crate::stateless::handle(&inner, headers, m, posted.body).await,
+            Some(m) => {
+                let principal = client.principal().map(str::to_owned);
+                crate::stateless::handle(&inner, headers, m, posted.body, principal).await
+            }
             None => bad_request("empty request"),
         };
     }

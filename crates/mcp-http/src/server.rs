@@ -67,7 +67,8 @@ impl Inner {
         let session = Session::new(id, in_tx, version, self.store.clone(), client.key());
         let server = self.server.clone();
         let engine = self.config.engine(&server);
-        tokio::spawn(async move { server.serve_with(in_rx, out_tx, engine).await });
+        let principal = client.principal().map(str::to_owned);
+        tokio::spawn(async move { server.serve_as(in_rx, out_tx, engine, principal).await });
         let weak = Arc::downgrade(&session);
         // Routing never waits on a client (slow streams are detached and resume from the
         // store), so this queue is always drained and never holds up a broadcast.

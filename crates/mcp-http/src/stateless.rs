@@ -332,6 +332,7 @@ pub(crate) async fn handle(
     headers: &HeaderMap,
     message: Message,
     body: Bytes,
+    principal: Option<String>,
 ) -> Response {
     let server = &inner.server;
     let req = match message {
@@ -365,7 +366,7 @@ pub(crate) async fn handle(
     let (out_tx, mut out_rx) = mpsc::channel::<Outbound>(64);
     let served = server.clone();
     let engine = inner.config.engine(server);
-    tokio::spawn(async move { served.serve_with(in_rx, out_tx, engine).await });
+    tokio::spawn(async move { served.serve_as(in_rx, out_tx, engine, principal).await });
     if in_tx.send(body.to_vec()).await.is_err() {
         return error(
             StatusCode::INTERNAL_SERVER_ERROR,

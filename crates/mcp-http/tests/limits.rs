@@ -50,9 +50,13 @@ async fn body_size_is_limited_while_streaming() {
 /// Serves with a stand-in for an authentication layer: the `x-test-user` header becomes the
 /// request's verified [`Principal`].
 async fn start_with_principals(config: HttpConfig) -> Running {
+    start_server_with_principals(server(), config).await
+}
+
+async fn start_server_with_principals(server: mcp_server::Server, config: HttpConfig) -> Running {
     let shutdown = tokio_util::sync::CancellationToken::new();
     let http = mcp_http::StreamableHttp::new(
-        server(),
+        server,
         HttpConfig {
             shutdown: shutdown.clone(),
             ..config
@@ -490,4 +494,66 @@ async fn graceful_shutdown_drains_in_flight_requests() {
         r.is_err() || r.unwrap().status() == StatusCode::SERVICE_UNAVAILABLE,
         "no new work after shutdown"
     );
+}
+
+#[tokio::test]
+async fn request_state_belongs_to_its_principal() {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct NoArgs {}
+    let asking = mcp_server::Server::builder("asking", "1")
+        .tool("ask", "asks a name", |ctx: mcp_server::Ctx, _a: NoArgs| async move {
+            let who = ctx.principal().unwrap_or("nobody").to_owned();
+            let params: mcp_types::ElicitParams = serde_json::from_value(json!({
+                "message": "name?",
+                "requestedSchema": {"type":"object","properties":{"name":{"type":"string"}}}
+            }))
+            .unwrap();
+            let r = ctx.elicit(&params).await.map_err(|e| e.to_string())?;
+            let name = r
+                .content
+                .and_then(|c| c.get("name").and_then(|n| n.as_str().map(str::to_owned)))
+                .unwrap_or_default();
+            Ok::<_, String>(format!("{who} named {name}"))
+        })
+        .build()
+        .unwrap();
+    let s = start_server_with_principals(asking, HttpConfig::default()).await;
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}
+    });
+    let call = |user: &str, extra: Value| {
+        let mut params = json!({"_meta": meta, "name": "ask", "arguments": {}});
+        if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+            p.extend(e.clone());
+        }
+        post(
+            &s.url,
+            None,
+            json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":params}).to_string(),
+        )
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "ask")
+        .header("x-test-user", user)
+        .send()
+    };
+    let first = answer(call("alice", json!({})).await.unwrap()).await;
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    let state = first["result"]["requestState"].clone();
+    let key = first["result"]["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let retry = json!({
+        "requestState": state,
+        "inputResponses": { key: {"action": "accept", "content": {"name": "Ada"}} }
+    });
+    let stolen = answer(call("bob", retry.clone()).await.unwrap()).await;
+    assert_eq!(stolen["error"]["code"], -32602, "{stolen}");
+    let own = answer(call("alice", retry).await.unwrap()).await;
+    assert_eq!(own["result"]["content"][0]["text"], "alice named Ada", "{own}");
 }

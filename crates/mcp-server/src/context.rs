@@ -32,6 +32,12 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// Who the client is, when the transport verified it (an authentication layer in front
+    /// of Streamable HTTP, say); `None` otherwise.
+    pub fn principal(&self) -> Option<&str> {
+        self.session.principal.as_deref()
+    }
+
     /// The request id.
     pub fn request_id(&self) -> &RequestId {
         &self.rc.id

@@ -3,8 +3,10 @@
 //! is run again when the client retries with `inputResponses`.
 //!
 //! Answers from earlier rounds travel in `requestState`, which is signed (HMAC-SHA256 with the
-//! server's key) and bound to the method and the tool/prompt/resource name, so a client cannot
-//! forge or move it, and any instance with the same key can continue the request.
+//! server's key) and bound to the method, the tool/prompt/resource name, the verified
+//! principal of the connection (if the transport knows one) and an expiry, so a client cannot
+//! forge it, move it to another request, hand it to another user or replay it for ever; any
+//! instance with the same key can continue the request.
 
 use std::sync::Mutex;
 
@@ -82,10 +84,32 @@ impl RequestStateKey {
         Some(mac)
     }
 
+}
+
+/// What a `requestState` is bound to besides its request: who may continue it, and for how
+/// long.
+pub(crate) struct Binding<'a> {
+    pub(crate) key: &'a RequestStateKey,
+    pub(crate) principal: Option<&'a str>,
+    pub(crate) ttl: std::time::Duration,
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl Binding<'_> {
     /// Signs the answers so far for this method and name.
     pub(crate) fn sign(&self, method: &str, name: &str, answers: &JsonObject) -> String {
-        let payload = serde_json::json!({ "m": method, "n": name, "a": answers }).to_string();
+        let expires = now_secs().saturating_add(self.ttl.as_secs());
+        let payload = serde_json::json!({
+            "m": method, "n": name, "p": self.principal, "e": expires, "a": answers
+        })
+        .to_string();
         let tag = self
+            .key
             .mac(payload.as_bytes())
             .map(|m| m.finalize().into_bytes().to_vec())
             .unwrap_or_default();
@@ -109,14 +133,20 @@ impl RequestStateKey {
         let (p, t) = state.split_once('.').ok_or_else(bad)?;
         let payload = URL_SAFE_NO_PAD.decode(p).map_err(|_| bad())?;
         let tag = URL_SAFE_NO_PAD.decode(t).map_err(|_| bad())?;
-        self.mac(&payload)
+        self.key
+            .mac(&payload)
             .ok_or_else(bad)?
             .verify_slice(&tag)
             .map_err(|_| bad())?;
         let v: Value = serde_json::from_slice(&payload).map_err(|_| bad())?;
-        if v["m"] != method || v["n"] != name {
+        if v["m"] != method || v["n"] != name || v["p"].as_str() != self.principal {
             return Err(ErrorObject::invalid_params(
                 "Invalid params: requestState belongs to another request",
+            ));
+        }
+        if v["e"].as_u64().is_none_or(|e| e < now_secs()) {
+            return Err(ErrorObject::invalid_params(
+                "Invalid params: requestState has expired; start the request again",
             ));
         }
         match v.get("a") {
@@ -137,7 +167,7 @@ pub(crate) fn subject(params: &Value) -> String {
 
 /// Reads `requestState` and `inputResponses` from a retry; the answers they carry together.
 pub(crate) fn answers_of(
-    key: &RequestStateKey,
+    binding: &Binding<'_>,
     method: &str,
     raw: Option<&RawValue>,
 ) -> Result<JsonObject, ErrorObject> {
@@ -152,7 +182,7 @@ pub(crate) fn answers_of(
         .map_err(|e| ErrorObject::invalid_params(format!("Invalid params: {e}")))?;
     let mut answers = match params.get("requestState") {
         None | Some(Value::Null) => JsonObject::new(),
-        Some(Value::String(s)) => key.verify(s, method, &subject(&params))?,
+        Some(Value::String(s)) => binding.verify(s, method, &subject(&params))?,
         Some(_) => {
             return Err(ErrorObject::invalid_params(
                 "Invalid params: requestState must be a string",
@@ -186,9 +216,18 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn bound<'a>(k: &'a RequestStateKey, principal: Option<&'a str>) -> Binding<'a> {
+        Binding {
+            key: k,
+            principal,
+            ttl: std::time::Duration::from_secs(60),
+        }
+    }
+
     #[test]
     fn state_is_signed_and_bound() {
-        let k = RequestStateKey::random();
+        let key = RequestStateKey::random();
+        let k = bound(&key, None);
         let a = json!({"user_name": {"action": "accept"}})
             .as_object()
             .cloned()
@@ -207,10 +246,9 @@ mod tests {
             k.verify(&s, "prompts/get", "t").is_err(),
             "bound to the method"
         );
+        let other = RequestStateKey::random();
         assert!(
-            RequestStateKey::random()
-                .verify(&s, "tools/call", "t")
-                .is_err(),
+            bound(&other, None).verify(&s, "tools/call", "t").is_err(),
             "another key"
         );
         // Forged: a valid payload with a made-up tag.
@@ -220,5 +258,28 @@ mod tests {
             URL_SAFE_NO_PAD.encode([0u8; 32])
         );
         assert!(k.verify(&forged, "tools/call", "t").is_err());
+    }
+
+    #[test]
+    fn state_is_bound_to_its_principal_and_expires() {
+        let key = RequestStateKey::random();
+        let alice = bound(&key, Some("alice"));
+        let s = alice.sign("tools/call", "t", &JsonObject::new());
+        assert!(alice.verify(&s, "tools/call", "t").is_ok());
+        let e = bound(&key, Some("bob"))
+            .verify(&s, "tools/call", "t")
+            .unwrap_err();
+        assert!(e.message.contains("another request"), "{}", e.message);
+        assert!(bound(&key, None).verify(&s, "tools/call", "t").is_err());
+        let expired = Binding {
+            key: &key,
+            principal: None,
+            ttl: std::time::Duration::ZERO,
+        };
+        let old = expired.sign("tools/call", "t", &JsonObject::new());
+        // Issued with no lifetime: valid until the end of this second at most.
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let e = expired.verify(&old, "tools/call", "t").unwrap_err();
+        assert!(e.message.contains("expired"), "{}", e.message);
     }
 }

@@ -109,6 +109,9 @@ pub struct ServerConfig {
     pub cache: CacheConfig,
     /// Signs `requestState` of multi round-trip requests (random unless shared by instances).
     pub request_state_key: crate::mrtr::RequestStateKey,
+    /// How long a `requestState` stays valid after the server issued it (default 15 min): a
+    /// retry with an older one is refused with -32602.
+    pub request_state_ttl: std::time::Duration,
     /// Items per page of list results.
     pub page_size: usize,
     /// Message loop settings.
@@ -132,6 +135,7 @@ impl Default for ServerConfig {
             modern: true,
             cache: CacheConfig::default(),
             request_state_key: crate::mrtr::RequestStateKey::random(),
+            request_state_ttl: std::time::Duration::from_secs(15 * 60),
             page_size: 100,
             engine: EngineConfig {
                 max_in_flight: 64,
@@ -588,8 +592,22 @@ impl Server {
         outgoing: mpsc::Sender<mcp_jsonrpc::Outbound>,
         engine: EngineConfig,
     ) {
+        self.serve_as(incoming, outgoing, engine, None).await;
+    }
+
+    /// [`Server::serve_with`] for a connection whose sender the transport has verified
+    /// (`principal`, e.g. the subject of a bearer token): handlers see it
+    /// ([`Ctx::principal`]), and the `requestState` of a multi round-trip request is bound
+    /// to it, so that nobody else can continue the request.
+    pub async fn serve_as(
+        &self,
+        incoming: mpsc::Receiver<Vec<u8>>,
+        outgoing: mpsc::Sender<mcp_jsonrpc::Outbound>,
+        engine: EngineConfig,
+        principal: Option<String>,
+    ) {
         let peer = Peer::with_config(outgoing, &engine);
-        let session = Arc::new(Session::new(self.inner.clone()));
+        let session = Arc::new(Session::new(self.inner.clone()).with_principal(principal));
         {
             let mut sessions = self.lock_sessions();
             sessions.retain(|(s, p)| s.strong_count() > 0 && !p.is_closed());

@@ -45,6 +45,8 @@ struct State {
 /// One client connection.
 pub(crate) struct Session {
     pub(crate) server: Arc<Inner>,
+    /// Who the transport says the client is, if it verified that.
+    pub(crate) principal: Option<String>,
     state: Mutex<State>,
 }
 
@@ -110,6 +112,7 @@ fn list_page<T: Clone, R: Serialize>(
 impl Session {
     pub(crate) fn new(server: Arc<Inner>) -> Self {
         Self {
+            principal: None,
             server,
             state: Mutex::new(State {
                 phase: Phase::New,
@@ -120,6 +123,11 @@ impl Session {
                 subscriptions: HashSet::new(),
             }),
         }
+    }
+
+    pub(crate) fn with_principal(mut self, principal: Option<String>) -> Self {
+        self.principal = principal;
+        self
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -553,8 +561,12 @@ impl Service for SessionService {
                     let Era::Modern(meta) = &era else {
                         return fail(ErrorObject::internal("era"));
                     };
-                    let key = &server.config.request_state_key;
-                    match crate::mrtr::answers_of(key, &method, req.params.as_deref()) {
+                    let binding = crate::mrtr::Binding {
+                        key: &server.config.request_state_key,
+                        principal: session.principal.as_deref(),
+                        ttl: server.config.request_state_ttl,
+                    };
+                    match crate::mrtr::answers_of(&binding, &method, req.params.as_deref()) {
                         Ok(a) => {
                             *meta
                                 .mrtr
@@ -571,6 +583,7 @@ impl Service for SessionService {
                         .map(|v| crate::mrtr::subject(&v))
                         .unwrap_or_default();
                     let meta = meta.clone();
+                    let principal = session.principal.clone();
                     let fut = session.route(req, rc, era);
                     Box::pin(async move {
                         let result = fut.await;
@@ -583,11 +596,12 @@ impl Service for SessionService {
                             "tools/call" | "prompts/get" | "resources/read"
                         );
                         if !pending.is_empty() && mrtr_method {
-                            let state = server.config.request_state_key.sign(
-                                &method,
-                                &subject,
-                                &meta.mrtr.answers(),
-                            );
+                            let binding = crate::mrtr::Binding {
+                                key: &server.config.request_state_key,
+                                principal: principal.as_deref(),
+                                ttl: server.config.request_state_ttl,
+                            };
+                            let state = binding.sign(&method, &subject, &meta.mrtr.answers());
                             let interim = mcp_types::InputRequiredResult {
                                 result_type: Some(mcp_types::ResultType::InputRequired),
                                 input_requests: Some(pending),
