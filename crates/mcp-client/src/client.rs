@@ -901,7 +901,7 @@ impl Client {
             .into_iter()
             .filter(|t| match invalid_header_annotation(t) {
                 Some(why) => {
-                    tracing::warn!(tool = %t.name, "ignoring a tool with an invalid x-mcp-header: {why}");
+                    tracing::warn!(tool = ?t.name, "ignoring a tool with an invalid x-mcp-header: {why}");
                     false
                 }
                 None => true,

@@ -243,11 +243,14 @@ fn on_notification(cx: &Conn<'_>, n: Notification, queue: &mut VecDeque<Queued>)
                     }
                 }
             }
-            Err(e) => tracing::warn!("bad cancellation: {}", e.message),
+            Err(e) => tracing::warn!("bad cancellation: {}", mcp_jsonrpc::printable(&e.message)),
         },
         "notifications/progress" => match parse_params::<ProgressParams>(n.params.as_deref()) {
             Ok(p) => cx.peer.progress(p),
-            Err(e) => tracing::warn!("bad progress notification: {}", e.message),
+            Err(e) => tracing::warn!(
+                "bad progress notification: {}",
+                mcp_jsonrpc::printable(&e.message)
+            ),
         },
         _ => cx.service.notify(n, cx.peer),
     }

@@ -436,7 +436,10 @@ async fn batch_entries_can_be_cancelled() {
     remote.send(json!([sleep_req(6, 10_000)])).await;
     remote.send(cancel(6)).await;
     let marker = remote.from_engine.recv().await.unwrap();
-    assert_eq!(marker, mcp_jsonrpc::Outbound::ended(mcp_jsonrpc::RequestId::Number(6)));
+    assert_eq!(
+        marker,
+        mcp_jsonrpc::Outbound::ended(mcp_jsonrpc::RequestId::Number(6))
+    );
     remote.send(sleep_req(7, 20_000)).await;
     assert_eq!(remote.recv().await["id"], 7, "nothing came before it");
 }

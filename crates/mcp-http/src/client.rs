@@ -395,7 +395,7 @@ impl State {
                     _ => failure.error(&body),
                 };
                 if posted.request.is_none() {
-                    tracing::warn!(%status, "the server refused a notification or response: {}", error.message);
+                    tracing::warn!(%status, "the server refused a notification or response: {}", mcp_jsonrpc::printable(&error.message));
                 }
                 return self.fail(posted.request, error).await;
             }

@@ -563,6 +563,46 @@ mod tests {
         assert!(live.try_recv().is_err());
     }
 
+    /// A log line that shows client-supplied text escapes control and direction characters
+    /// (they could forge lines or recolour a terminal).
+    #[test]
+    fn logged_bodies_are_escaped() {
+        use std::sync::{Arc as StdArc, Mutex as StdMutex};
+        #[derive(Clone, Default)]
+        struct Buf(StdArc<StdMutex<Vec<u8>>>);
+        impl std::io::Write for Buf {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let buf = Buf::default();
+        let writer = buf.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        tracing::subscriber::with_default(subscriber, || {
+            rt.block_on(async {
+                let (s, _rx) = session();
+                let hostile = "{\"x\":\"\u{9b}31m\u{202e}FAKE\u{2028}LINE\u{7f}\"}";
+                s.route(out(hostile, None)).await;
+            });
+        });
+        let logged = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        assert!(logged.contains("dropped"), "{logged}");
+        for c in ['\u{9b}', '\u{202e}', '\u{2028}', '\u{7f}'] {
+            assert!(!logged.contains(c), "{c:?} unescaped in {logged:?}");
+        }
+    }
+
     #[tokio::test]
     async fn standalone_gets_unrelated() {
         let (s, _rx) = session();

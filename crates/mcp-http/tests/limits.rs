@@ -501,20 +501,24 @@ async fn request_state_belongs_to_its_principal() {
     #[derive(serde::Deserialize, schemars::JsonSchema)]
     struct NoArgs {}
     let asking = mcp_server::Server::builder("asking", "1")
-        .tool("ask", "asks a name", |ctx: mcp_server::Ctx, _a: NoArgs| async move {
-            let who = ctx.principal().unwrap_or("nobody").to_owned();
-            let params: mcp_types::ElicitParams = serde_json::from_value(json!({
-                "message": "name?",
-                "requestedSchema": {"type":"object","properties":{"name":{"type":"string"}}}
-            }))
-            .unwrap();
-            let r = ctx.elicit(&params).await.map_err(|e| e.to_string())?;
-            let name = r
-                .content
-                .and_then(|c| c.get("name").and_then(|n| n.as_str().map(str::to_owned)))
-                .unwrap_or_default();
-            Ok::<_, String>(format!("{who} named {name}"))
-        })
+        .tool(
+            "ask",
+            "asks a name",
+            |ctx: mcp_server::Ctx, _a: NoArgs| async move {
+                let who = ctx.principal().unwrap_or("nobody").to_owned();
+                let params: mcp_types::ElicitParams = serde_json::from_value(json!({
+                    "message": "name?",
+                    "requestedSchema": {"type":"object","properties":{"name":{"type":"string"}}}
+                }))
+                .unwrap();
+                let r = ctx.elicit(&params).await.map_err(|e| e.to_string())?;
+                let name = r
+                    .content
+                    .and_then(|c| c.get("name").and_then(|n| n.as_str().map(str::to_owned)))
+                    .unwrap_or_default();
+                Ok::<_, String>(format!("{who} named {name}"))
+            },
+        )
         .build()
         .unwrap();
     let s = start_server_with_principals(asking, HttpConfig::default()).await;
@@ -555,5 +559,8 @@ async fn request_state_belongs_to_its_principal() {
     let stolen = answer(call("bob", retry.clone()).await.unwrap()).await;
     assert_eq!(stolen["error"]["code"], -32602, "{stolen}");
     let own = answer(call("alice", retry).await.unwrap()).await;
-    assert_eq!(own["result"]["content"][0]["text"], "alice named Ada", "{own}");
+    assert_eq!(
+        own["result"]["content"][0]["text"], "alice named Ada",
+        "{own}"
+    );
 }

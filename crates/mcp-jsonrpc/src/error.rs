@@ -56,7 +56,7 @@ impl fmt::Display for ErrorCode {
 
 /// The `error` member of a JSON-RPC response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
-#[error("JSON-RPC error {code}: {message}")]
+#[error("JSON-RPC error {code}: {}", printable(.message))]
 pub struct ErrorObject {
     /// Error code.
     pub code: ErrorCode,
@@ -112,5 +112,49 @@ impl ErrorObject {
     /// -32603 with a message.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::INTERNAL_ERROR, message)
+    }
+}
+
+/// Text from the other side, safe to print in a log line or on a terminal: control
+/// characters (C0, DEL, C1), line and paragraph separators and bidirectional formatting
+/// characters are written as `\u{..}` escapes, so they can neither forge lines nor restyle
+/// a terminal. Everything else is kept as is.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    fn unsafe_char(c: char) -> bool {
+        c.is_control()
+            || matches!(
+                c,
+                '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}' | '\u{061c}'
+            )
+            || ('\u{202a}'..='\u{202e}').contains(&c)
+            || ('\u{2066}'..='\u{2069}').contains(&c)
+    }
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod printable_tests {
+    use super::*;
+
+    #[test]
+    fn control_and_direction_characters_are_escaped() {
+        assert_eq!(printable("plain text, ünïcode"), "plain text, ünïcode");
+        assert_eq!(
+            printable("a\nb\u{1b}[31m\u{9b}\u{202e}c"),
+            "a\\u{a}b\\u{1b}[31m\\u{9b}\\u{202e}c"
+        );
+        let e = ErrorObject::new(ErrorCode::INTERNAL_ERROR, "bad\nFAKE LOG LINE");
+        assert!(!e.to_string().contains('\n'), "{e}");
     }
 }

@@ -16,7 +16,7 @@ pub mod frame;
 pub mod id;
 pub mod message;
 
-pub use error::{ErrorCode, ErrorObject};
+pub use error::{ErrorCode, ErrorObject, printable};
 pub use frame::Frame;
 pub use id::RequestId;
 pub use message::{

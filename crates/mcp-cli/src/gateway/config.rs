@@ -23,6 +23,9 @@ pub(crate) struct Config {
     /// The upstream servers (`[[upstream]]` tables).
     #[serde(default)]
     pub(crate) upstream: Vec<Upstream>,
+    /// The limits of `mcp serve` (`[limits]`; flags override them).
+    #[serde(default)]
+    pub(crate) limits: crate::limits::Limits,
 }
 
 pub(super) fn default_heartbeat_ms() -> u64 {

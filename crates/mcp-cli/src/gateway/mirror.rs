@@ -145,7 +145,7 @@ pub(super) async fn refresh(
                 .into_iter()
                 .filter(|t| match mcp_client::invalid_header_annotation(t) {
                     Some(why) => {
-                        tracing::warn!(upstream = %upstream.name, tool = %t.name, "skipping a tool with an invalid x-mcp-header: {why}");
+                        tracing::warn!(upstream = %upstream.name, tool = ?t.name, "skipping a tool with an invalid x-mcp-header: {why}");
                         false
                     }
                     None => true,
@@ -218,7 +218,7 @@ pub(super) async fn refresh(
                     };
                     match e.add_tool(tool, handler) {
                         Ok(()) => next.push(exposed),
-                        Err(err) => tracing::warn!("skipping upstream tool {exposed}: {err}"),
+                        Err(err) => tracing::warn!("skipping upstream tool {exposed:?}: {err}"),
                     }
                 }
                 replace(&mut ours.tools, next, |n| {
@@ -264,7 +264,7 @@ pub(super) async fn refresh(
                     };
                     match e.add_resource_template(template, template_fn(pool.clone())) {
                         Ok(()) => next.push(exposed),
-                        Err(err) => tracing::warn!("skipping upstream template {exposed}: {err}"),
+                        Err(err) => tracing::warn!("skipping upstream template {exposed:?}: {err}"),
                     }
                 }
                 replace(&mut ours.templates, next, |t| {

@@ -64,7 +64,10 @@ const MAX_PAGES: usize = 100;
 const MAX_SUBSCRIPTIONS: usize = 1_000;
 
 /// The gateway server with its upstreams started (their items arrive as they connect).
-pub(crate) async fn start(config: Config) -> anyhow::Result<(Server, Vec<Supervised>)> {
+pub(crate) async fn start(
+    config: Config,
+    server_config: mcp_server::ServerConfig,
+) -> anyhow::Result<(Server, Vec<Supervised>)> {
     let mut links = BTreeMap::new();
     let mut queues = Vec::new();
     for upstream in &config.upstream {
@@ -90,10 +93,7 @@ pub(crate) async fn start(config: Config) -> anyhow::Result<(Server, Vec<Supervi
         .declare_tools()
         .declare_prompts()
         .declare_resources()
-        .config(mcp_server::ServerConfig {
-            max_subscriptions: config.max_subscriptions,
-            ..mcp_server::ServerConfig::default()
-        })
+        .config(server_config)
         // Each upstream URI is held upstream while some client holds it (counted per holder).
         .on_subscribe(move |uri| match route_uri(&hold_links, uri) {
             Some((link, original)) => link.subscriptions.hold(&link.name, original),

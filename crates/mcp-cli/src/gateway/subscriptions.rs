@@ -132,7 +132,7 @@ impl Subscriptions {
                     } else {
                         "unsubscribing from"
                     };
-                    tracing::warn!(upstream, "{what} {uri} failed: {e}");
+                    tracing::warn!(upstream, "{what} {uri:?} failed: {e}");
                     // An unsubscription that failed leaves nothing to undo on our side.
                     if !subscribe {
                         self.done(uri, false);

@@ -121,10 +121,10 @@ pub(super) async fn pass_on(
                     // Nobody's: an upstream's own line, or a late one about an earlier
                     // request. Passing it to every client could leak that request's data.
                     None if p.level >= LoggingLevel::Warning => {
-                        tracing::warn!(upstream = %link.name, %logger, "upstream log ({:?}): {}", p.level, p.data);
+                        tracing::warn!(upstream = %link.name, logger = ?logger, "upstream log ({:?}): {}", p.level, mcp_jsonrpc::printable(&p.data.to_string()));
                     }
                     None => {
-                        tracing::debug!(upstream = %link.name, %logger, "upstream log ({:?}): {}", p.level, p.data);
+                        tracing::debug!(upstream = %link.name, logger = ?logger, "upstream log ({:?}): {}", p.level, mcp_jsonrpc::printable(&p.data.to_string()));
                     }
                 }
             }
