@@ -168,7 +168,8 @@ async fn converse(ctx: Ctx, a: ConverseArgs) -> Result<String, mcp_engine::CallE
 }
 
 /// Builds the demo server.
-pub(crate) fn server() -> anyhow::Result<Server> {
+/// The demo server with these settings.
+pub(crate) fn server_with(config: mcp_server::ServerConfig) -> anyhow::Result<Server> {
     // Resource subscriptions held by this server's clients, all sessions together.
     let held = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let (up, down, count) = (held.clone(), held.clone(), held);
@@ -188,6 +189,7 @@ pub(crate) fn server() -> anyhow::Result<Server> {
         ..Tool::default()
     };
     let server = Server::builder("mcp-demo", env!("CARGO_PKG_VERSION"))
+        .config(config)
         .instructions("A demo server: echo, add, slow (progress), log, fail, ask (elicitation), sample (sampling), converse (all three), touch (resource updates), subscriptions (how many are held); resources under demo://; prompts greet and summarize.")
         .on_subscribe(move |_| {
             up.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

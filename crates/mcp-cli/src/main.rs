@@ -5,7 +5,9 @@ mod bench;
 mod demo;
 mod gateway;
 mod inspect;
+mod limits;
 mod progress;
+mod serve;
 mod target;
 
 use std::time::Duration;
@@ -22,7 +24,7 @@ use serde_json::Value;
     version,
     about = "Serve, call and benchmark Model Context Protocol servers"
 )]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -33,28 +35,7 @@ enum Command {
     #[command(
         after_help = "Examples:\n  mcp serve\n  mcp serve --listen 127.0.0.1:9000\n  mcp serve --stdio\n  mcp serve --config mcp.toml"
     )]
-    Serve {
-        /// Serve over stdin/stdout instead of HTTP.
-        #[arg(long)]
-        stdio: bool,
-        /// Be a gateway for the upstream servers in this TOML file (see `mcp.example.toml`)
-        /// instead of serving the demo server.
-        #[arg(long)]
-        config: Option<std::path::PathBuf>,
-        /// Address to listen on.
-        #[arg(long, default_value = "127.0.0.1:8080")]
-        listen: std::net::SocketAddr,
-        /// Allow listening on a non-loopback address.
-        #[arg(long)]
-        allow_remote: bool,
-        /// Host names accepted in `Host`/`Origin` besides the loopback names (DNS-rebinding
-        /// protection); repeat for several.
-        #[arg(long = "allowed-host")]
-        allowed_hosts: Vec<String>,
-        /// How POSTed requests are answered over HTTP.
-        #[arg(long, value_enum, default_value_t = ResponseModeArg::Auto)]
-        response_mode: ResponseModeArg,
-    },
+    Serve(Box<serve::ServeArgs>),
     /// List the tools of a server (a URL, or a stdio command after --).
     #[command(
         after_help = "Examples:\n  mcp tools http://127.0.0.1:8080/mcp\n  mcp tools -- mcp serve --stdio"
@@ -230,14 +211,24 @@ impl From<EraArg> for mcp_client::EraChoice {
 }
 
 /// `--response-mode` of `mcp serve`.
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum ResponseModeArg {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ResponseModeArg {
     /// JSON unless the handler streams notifications or requests.
     Auto,
     /// Always JSON.
     Json,
     /// Always SSE.
     Sse,
+}
+
+impl From<ResponseModeArg> for mcp_http::ResponseMode {
+    fn from(m: ResponseModeArg) -> Self {
+        match m {
+            ResponseModeArg::Auto => mcp_http::ResponseMode::Auto,
+            ResponseModeArg::Json => mcp_http::ResponseMode::Json,
+            ResponseModeArg::Sse => mcp_http::ResponseMode::Sse,
+        }
+    }
 }
 
 /// Phases of `mcp bench`.
@@ -285,72 +276,7 @@ fn main() -> std::process::ExitCode {
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Serve {
-            stdio,
-            config,
-            listen,
-            allow_remote,
-            allowed_hosts,
-            response_mode,
-        } => {
-            let gateway_mode = config.is_some();
-            let (server, _upstreams) = match &config {
-                Some(path) => gateway::start(gateway::load(path)?).await?,
-                None => (demo::server()?, Vec::new()),
-            };
-            if stdio {
-                let (io, writer) = mcp_transport::stdio(server.config().max_line);
-                server.serve(io.incoming, io.outgoing).await;
-                let _ = writer.await;
-                return Ok(());
-            }
-            if !listen.ip().is_loopback() {
-                if !allow_remote {
-                    bail!("refusing to listen on non-loopback {listen} without --allow-remote");
-                }
-                tracing::warn!(
-                    "listening on non-loopback address {listen}: anyone who can reach it can use this server"
-                );
-            }
-            let mut hosts = allowed_hosts;
-            if !hosts.is_empty() {
-                hosts.extend(["localhost", "127.0.0.1", "[::1]"].map(String::from));
-            }
-            let response_mode = match response_mode {
-                ResponseModeArg::Auto => mcp_http::ResponseMode::Auto,
-                ResponseModeArg::Json => mcp_http::ResponseMode::Json,
-                ResponseModeArg::Sse => mcp_http::ResponseMode::Sse,
-            };
-            let shutdown = mcp_http::shutdown_on_signal();
-            let config = mcp_http::HttpConfig {
-                allowed_hosts: hosts,
-                response_mode,
-                shutdown: shutdown.clone(),
-                ..Default::default()
-            };
-            let legacy = mcp_http::LegacySse::new(server.clone(), config.clone());
-            let http = mcp_http::StreamableHttp::new(server, config);
-            let app = http.router().merge(legacy.router());
-            let listener = tokio::net::TcpListener::bind(listen)
-                .await
-                .with_context(|| format!("cannot listen on {listen}"))?;
-            let addr = listener.local_addr()?;
-            let what = if gateway_mode {
-                "the gateway"
-            } else {
-                "the demo server"
-            };
-            eprintln!("mcp: serving {what} at http://{addr}/mcp (and HTTP+SSE at /sse)");
-            mcp_http::serve_router_with(
-                listener,
-                app,
-                mcp_http::ServeOptions::default(),
-                shutdown.cancelled_owned(),
-            )
-            .await?;
-            eprintln!("mcp: stopped");
-            Ok(())
-        }
+        Command::Serve(args) => serve::run(*args).await,
         Command::Tools {
             url,
             json,
@@ -481,29 +407,37 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 /// `10s`, `500ms`, `2m` or plain seconds.
-fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let (num, unit) = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .map_or((s, "s"), |i| (&s[..i], &s[i..]));
     let n: f64 = num
         .parse()
-        .map_err(|_| format!("{s:?} is not a duration like 10s, 500ms or 2m"))?;
+        .map_err(|_| format!("{s:?} is not a duration like 10s, 500ms, 2m or 1h"))?;
     let secs = match unit {
         "ms" => n / 1000.0,
         "s" => n,
         "m" => n * 60.0,
-        _ => return Err(format!("unknown unit {unit:?} (use ms, s or m)")),
+        "h" => n * 3600.0,
+        _ => return Err(format!("unknown unit {unit:?} (use ms, s, m or h)")),
     };
     Duration::try_from_secs_f64(secs).map_err(|e| e.to_string())
 }
 
 pub(crate) fn call_error(e: CallError) -> anyhow::Error {
     match e {
-        CallError::Rpc(e) => match e.data {
-            Some(d) => anyhow::anyhow!("server error {}: {} ({d})", e.code, e.message),
-            None => anyhow::anyhow!("server error {}: {}", e.code, e.message),
-        },
+        CallError::Rpc(e) => {
+            let message = mcp_jsonrpc::printable(&e.message);
+            match e.data {
+                Some(d) => {
+                    let data = d.to_string();
+                    let data = mcp_jsonrpc::printable(&data);
+                    anyhow::anyhow!("server error {}: {message} ({data})", e.code)
+                }
+                None => anyhow::anyhow!("server error {}: {message}", e.code),
+            }
+        }
         other => anyhow::anyhow!("{other}"),
     }
 }

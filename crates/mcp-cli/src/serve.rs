@@ -1,0 +1,160 @@
+//! `mcp serve`: the demo server or a gateway, over Streamable HTTP (plus the legacy HTTP+SSE
+//! transport) or stdio, within the limits of [`crate::limits::Limits`]. SIGTERM or Ctrl-C
+//! stops it gracefully on either transport: no new input, requests in flight get the drain
+//! deadline to finish, upstream servers are shut down, then it exits.
+
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use mcp_client::Supervised;
+use mcp_server::Server;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::limits::Limits;
+use crate::{ResponseModeArg, demo, gateway};
+
+/// The arguments of `mcp serve`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ServeArgs {
+    /// Serve over stdin/stdout instead of HTTP.
+    #[arg(long)]
+    pub(crate) stdio: bool,
+    /// Be a gateway for the upstream servers in this TOML file (see `mcp.example.toml`)
+    /// instead of serving the demo server; its `[limits]` table sets limits too.
+    #[arg(long)]
+    pub(crate) config: Option<std::path::PathBuf>,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub(crate) listen: std::net::SocketAddr,
+    /// Allow listening on a non-loopback address.
+    #[arg(long)]
+    pub(crate) allow_remote: bool,
+    /// Host names accepted in `Host`/`Origin` besides the loopback names (DNS-rebinding
+    /// protection); repeat for several.
+    #[arg(long = "allowed-host")]
+    pub(crate) allowed_hosts: Vec<String>,
+    /// How POSTed requests are answered over HTTP.
+    #[arg(long, value_enum, default_value_t = ResponseModeArg::Auto)]
+    pub(crate) response_mode: ResponseModeArg,
+    #[command(flatten)]
+    pub(crate) limits: Limits,
+}
+
+/// Runs `mcp serve`.
+pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let gateway_config = args.config.as_deref().map(gateway::load).transpose()?;
+    let file_limits = gateway_config
+        .as_ref()
+        .map(|c| c.limits.clone())
+        .unwrap_or_default();
+    let limits = args.limits.clone().over(file_limits);
+    limits.check()?;
+    let mut server_config = mcp_server::ServerConfig::default();
+    if let (Some(c), None) = (&gateway_config, limits.max_subscriptions) {
+        server_config.max_subscriptions = c.max_subscriptions;
+    }
+    limits.server(&mut server_config);
+    if args.stdio {
+        limits.stdio(&mut server_config);
+    }
+    let gateway_mode = gateway_config.is_some();
+    let (server, upstreams) = match gateway_config {
+        Some(c) => gateway::start(c, server_config).await?,
+        None => (demo::server_with(server_config)?, Vec::new()),
+    };
+    let shutdown = mcp_http::shutdown_on_signal();
+    let mut options = mcp_http::ServeOptions::default();
+    limits.serve(&mut options);
+    let served = if args.stdio {
+        serve_stdio(&server, &shutdown, options.drain_deadline).await;
+        Ok(())
+    } else {
+        serve_http(&args, &limits, server, gateway_mode, shutdown, options).await
+    };
+    stop_upstreams(&upstreams).await;
+    served
+}
+
+/// Serves stdin/stdout until the input ends or a signal comes; on a signal, input is no longer
+/// read and requests in flight get `drain` to finish.
+async fn serve_stdio(server: &Server, shutdown: &CancellationToken, drain: Duration) {
+    let (io, writer) = mcp_transport::stdio(server.config().max_line);
+    let (tx, rx) = mpsc::channel(16);
+    let mut incoming = io.incoming;
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        loop {
+            let frame = tokio::select! {
+                () = stop.cancelled() => return,
+                f = incoming.recv() => f,
+            };
+            let Some(f) = frame else { return };
+            if tx.send(f).await.is_err() {
+                return;
+            }
+        }
+    });
+    let serving = server.serve(rx, io.outgoing);
+    tokio::pin!(serving);
+    tokio::select! {
+        () = &mut serving => {}
+        () = async {
+            shutdown.cancelled().await;
+            tokio::time::sleep(drain).await;
+        } => tracing::warn!("drain deadline of {drain:?} passed; exiting with requests in flight"),
+    }
+    // What was answered is written out before exiting.
+    let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+}
+
+async fn serve_http(
+    args: &ServeArgs,
+    limits: &Limits,
+    server: Server,
+    gateway_mode: bool,
+    shutdown: CancellationToken,
+    options: mcp_http::ServeOptions,
+) -> anyhow::Result<()> {
+    let listen = args.listen;
+    if !listen.ip().is_loopback() {
+        if !args.allow_remote {
+            bail!("refusing to listen on non-loopback {listen} without --allow-remote");
+        }
+        tracing::warn!(
+            "listening on non-loopback address {listen}: anyone who can reach it can use this server"
+        );
+    }
+    let mut hosts = args.allowed_hosts.clone();
+    if !hosts.is_empty() {
+        hosts.extend(["localhost", "127.0.0.1", "[::1]"].map(String::from));
+    }
+    let mut config = mcp_http::HttpConfig {
+        allowed_hosts: hosts,
+        response_mode: args.response_mode.into(),
+        shutdown: shutdown.clone(),
+        ..Default::default()
+    };
+    limits.http(&mut config);
+    let legacy = mcp_http::LegacySse::new(server.clone(), config.clone());
+    let http = mcp_http::StreamableHttp::new(server, config);
+    let app = http.router().merge(legacy.router());
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    let addr = listener.local_addr()?;
+    let what = if gateway_mode {
+        "the gateway"
+    } else {
+        "the demo server"
+    };
+    eprintln!("mcp: serving {what} at http://{addr}/mcp (and HTTP+SSE at /sse)");
+    mcp_http::serve_router_with(listener, app, options, shutdown.cancelled_owned()).await?;
+    eprintln!("mcp: stopped");
+    Ok(())
+}
+
+/// Shuts every upstream down (stdio children get the full close-TERM-KILL sequence).
+async fn stop_upstreams(upstreams: &[Supervised]) {
+    futures::future::join_all(upstreams.iter().map(Supervised::stop)).await;
+}
