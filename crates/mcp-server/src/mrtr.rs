@@ -83,7 +83,6 @@ impl RequestStateKey {
         mac.update(payload);
         Some(mac)
     }
-
 }
 
 /// What a `requestState` is bound to besides its request: who may continue it, and for how
