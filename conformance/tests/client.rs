@@ -28,7 +28,9 @@ async fn run_client(scenario: &str, url: &str) -> std::process::Output {
 /// `client --scenario initialize` was FAILED although its one check passed).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn initialize_against_a_server_without_tools_exits_0() {
-    let bare = mcp_server::Server::builder("no-tools", "1").build().unwrap();
+    let bare = mcp_server::Server::builder("no-tools", "1")
+        .build()
+        .unwrap();
     let url = serve(bare).await;
     let out = run_client("initialize", &url).await;
     assert!(
@@ -44,5 +46,9 @@ async fn initialize_against_a_server_without_tools_exits_0() {
 async fn initialize_against_the_fixture_server_exits_0() {
     let url = serve(mcp_conformance::server().unwrap()).await;
     let out = run_client("initialize", &url).await;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
