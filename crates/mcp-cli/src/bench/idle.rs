@@ -18,8 +18,24 @@ async fn rss_per_session(
 ) -> anyhow::Result<Value> {
     let before = status_kib(pid, "VmRSS:").context("cannot read the server's RSS")?;
     let mut conns = Vec::with_capacity(n);
+    let mut retries = 0;
     for _ in 0..n {
-        conns.push(connect_with(&plan.target, http.clone(), plan.era).await?);
+        // New sessions may be rate-limited (429 with Retry-After, one second): this figure is
+        // about memory, not speed, so a refused session is retried a few times, a second apart.
+        let mut attempt = 0;
+        let conn = loop {
+            match connect_with(&plan.target, http.clone(), plan.era).await {
+                Ok(c) => break c,
+                Err(e) if attempt < 5 => {
+                    tracing::debug!("session refused, retrying in 1 s: {e:#}");
+                    attempt += 1;
+                    retries += 1;
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        conns.push(conn);
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     let after = status_kib(pid, "VmRSS:").context("cannot read the server's RSS")?;
@@ -30,6 +46,7 @@ async fn rss_per_session(
     Ok(json!({
         "rss_before_kib": before, "rss_with_sessions_kib": after,
         "rss_after_close_kib": closed, "bytes_per_session": per,
+        "sessions_retried": retries,
     }))
 }
 

@@ -46,11 +46,21 @@ impl Endpoint {
         let host = uri.host().context("the URL has no host")?;
         let host = host.trim_start_matches('[').trim_end_matches(']');
         let port = uri.port_u16().unwrap_or(80);
-        let addr = tokio::net::lookup_host((host, port))
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
             .await
             .with_context(|| format!("cannot resolve {host}"))?
-            .next()
+            .collect();
+        // The first address that accepts a connection (`localhost` may name ::1 first while
+        // the server listens on 127.0.0.1 only); else the first, whose errors are counted.
+        let mut addr = *addrs
+            .first()
             .with_context(|| format!("{host} has no address"))?;
+        for a in &addrs {
+            if tokio::net::TcpStream::connect(a).await.is_ok() {
+                addr = *a;
+                break;
+            }
+        }
         let path = uri
             .path_and_query()
             .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned());
