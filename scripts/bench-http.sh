@@ -1,52 +1,72 @@
 #!/usr/bin/env bash
-# Streamable HTTP figures: echo calls/s and latency with 1, 16 and 64 clients in JSON and SSE
-# response modes, and server RSS per idle session (1,000 sessions). Not part of the tests.
-# Usage: scripts/bench-http.sh [requests-per-run]
+# Streamable HTTP figures of `mcp serve`, every answer checked by `mcp bench`'s raw driver
+# (status, content type, id, and the text of each echo: every call sends its own message).
+# A refusal such as 429 is an error, and a figure with errors shows them instead of a rate.
+#
+# In JSON and in SSE response mode: 1 connection; 64 connections with a session each; 64 and
+# 256 connections calling in one shared session; 64 stateless 2026-07-28 connections. Then a
+# burst of 2,000 new sessions at once, the server memory per idle session (1,000 sessions),
+# and the bare HTTP floor (examples/bare_http.rs) at 64 connections.
+#
+# The driver runs on one thread and shares the machine's cores with the server: each figure
+# prints both processes' CPU time. Not part of the tests; exits 1 if any figure had errors.
+# Usage: scripts/bench-http.sh [seconds per figure, default 5]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-requests=${1:-20000}
-cargo build --release -p mcp-cli >/dev/null
+secs=${1:-5}
+cargo build --release -p mcp-cli --bins --examples >/dev/null
 mcp=target/release/mcp
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 url="http://127.0.0.1:$port/mcp"
 pid=
+failed=()
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null || true' EXIT
-start() {
-  "$mcp" serve --listen "127.0.0.1:$port" --response-mode "$1" 2>/dev/null &
+
+start() { # the server command
+  "$@" 2>/dev/null &
   pid=$!
   for _ in $(seq 1 100); do curl -s -o /dev/null "$url" && return 0; sleep 0.05; done
-  echo "server did not start" >&2; exit 1
+  echo "server did not start: $*" >&2
+  exit 1
 }
-session() {
-  curl -si -X POST "$url" -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \
-    -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wrk","version":"1"}}}' \
-    | grep -i mcp-session-id | cut -d' ' -f2 | tr -d '\r'
-}
-for mode in json sse; do
-  start "$mode"
-  for clients in 1 16 64; do
-    printf '%-5s clients=%-3s ' "$mode" "$clients"
-    "$mcp" bench "$url" --clients "$clients" --requests "$requests" --json
-  done
-  # mcp bench's own client saturates near 50k calls/s on 2 cores; wrk (apt install wrk)
-  # measures the server alone: 64 connections into one session, a fresh id per request.
-  if command -v wrk >/dev/null; then
-    printf '%-5s wrk -c64: ' "$mode"
-    SESSION=$(session) wrk -c64 -t2 -d5s -s scripts/wrk-call.lua "$url" | grep -E 'Requests/sec' | tr -s ' '
-  fi
+stop() {
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
+}
+# $1 = label, then `mcp bench` arguments. Prints the phase, error and CPU lines.
+figure() {
+  local label=$1; shift
+  echo "-- $label"
+  if ! "$mcp" bench "$url" --server-pid "$pid" "$@" 2>&1 | grep -vE '^(target|checked) ' | sed 's/^/   /'; then
+    failed+=("$label")
+  fi
+}
+
+echo "Every answer checked: status, content type, id, and the echoed text (message \"hello-<n>\")."
+echo "Driver: mcp bench --driver raw (hyper, one thread), ${secs}s per figure."
+for mode in json sse; do
+  start "$mcp" serve --listen "127.0.0.1:$port" --response-mode "$mode"
+  figure "$mode: 1 connection, a session" --clients 1 --duration "${secs}s"
+  figure "$mode: 64 connections, a session each" --clients 64 --duration "${secs}s"
+  figure "$mode: 64 connections in one session" --clients 64 --session shared --duration "${secs}s"
+  figure "$mode: 256 connections in one session" --clients 256 --session shared --duration "${secs}s"
+  figure "$mode: 64 connections, 2026-07-28 (stateless)" --clients 64 --era modern --duration "${secs}s"
+  stop
 done
-# Legacy (sessions) versus 2026-07-28 (stateless) at 64 clients, same server.
-start auto
-for era in legacy modern; do
-  printf 'era=%-6s clients=64 ' "$era"
-  "$mcp" bench "$url" --era "$era" --clients 64 --requests "$requests" --json
-done
-if command -v wrk >/dev/null; then
-  printf 'legacy wrk -c64: '
-  SESSION=$(session) wrk -c64 -t2 -d5s -s scripts/wrk-call.lua "$url" | grep -E 'Requests/sec' | tr -s ' '
-  printf 'modern wrk -c64: '
-  wrk -c64 -t2 -d5s -s scripts/wrk-call-modern.lua "$url" | grep -E 'Requests/sec' | tr -s ' '
+# A fresh server for each: both open many sessions, and new sessions are rate-limited.
+start "$mcp" serve --listen "127.0.0.1:$port"
+echo "-- auto: server memory per idle session (1,000 sessions)"
+if ! "$mcp" bench "$url" --idle-sessions 1000 --server-pid "$pid" --json 2>&1 | sed 's/^/   /'; then
+  failed+=("idle sessions")
 fi
-printf 'idle sessions: '
-"$mcp" bench "$url" --idle-sessions 1000 --server-pid "$pid" --json
+stop
+start "$mcp" serve --listen "127.0.0.1:$port"
+figure "auto: a burst of 2,000 new sessions" --burst 2000
+stop
+start target/release/examples/bare_http "127.0.0.1:$port"
+figure "floor: bare_http (no MCP machinery), 64 connections" --clients 64 --duration "${secs}s"
+stop
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "figures with errors (no rate given): ${#failed[@]}"
+  printf '   %s\n' "${failed[@]}"
+  exit 1
+fi

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark against the official Rust SDK (rmcp): the same echo server written with
 # each (bench/compare/examples), driven by `mcp bench` in alternating rounds (stdio sequential,
-# stdio pipelined, Streamable HTTP with 1/16/64 clients). Prints medians and ours/rmcp.
+# stdio pipelined, Streamable HTTP with 1/16/64 connections). `mcp bench` checks every answer
+# (id and echoed text); the table prints each side's error count beside its median, and a mode
+# with errors in any round gets no rate. Prints medians and ours/rmcp.
 # Not part of the test run. ROUNDS (default 5) and SCALE (request counts x SCALE) tune it.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,5 +1,7 @@
 //! Runs `mcp bench` against the rmcp echo server and ours in alternating rounds and prints the
-//! median of each mode and the ratio ours/rmcp.
+//! median of each mode and the ratio ours/rmcp. `mcp bench` checks every answer (the id, and
+//! the echoed text: each call sends its own message); a round with errors gives no rate, and
+//! the table shows each side's error count beside its figure.
 //!
 //! `scripts/compare-rmcp.sh` builds everything and runs this; by hand:
 //! `mcp-compare --mcp PATH --ours PATH --rmcp PATH [--rounds 5] [--scale 1.0]`.
@@ -8,16 +10,16 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use serde_json::Value;
 
-/// One measured mode: how `mcp bench` is run and which figure is the throughput.
+/// One measured mode: how `mcp bench` is run and which phase of its report is the figure.
 struct Mode {
     name: &'static str,
     http_clients: Option<usize>,
     bench_mode: &'static str,
     requests: usize,
-    rate_key: &'static str,
+    phase: &'static str,
 }
 
 const MODES: &[Mode] = &[
@@ -26,35 +28,35 @@ const MODES: &[Mode] = &[
         http_clients: None,
         bench_mode: "sequential",
         requests: 20_000,
-        rate_key: "sequential_calls_per_sec",
+        phase: "sequential",
     },
     Mode {
         name: "stdio pipelined",
         http_clients: None,
         bench_mode: "pipelined",
         requests: 100_000,
-        rate_key: "pipelined_calls_per_sec",
+        phase: "pipelined",
     },
     Mode {
         name: "HTTP 1 client",
         http_clients: Some(1),
         bench_mode: "sequential",
         requests: 5_000,
-        rate_key: "sequential_calls_per_sec",
+        phase: "calls",
     },
     Mode {
         name: "HTTP 16 clients",
         http_clients: Some(16),
         bench_mode: "sequential",
         requests: 20_000,
-        rate_key: "calls_per_sec",
+        phase: "calls",
     },
     Mode {
         name: "HTTP 64 clients",
         http_clients: Some(64),
         bench_mode: "sequential",
         requests: 20_000,
-        rate_key: "calls_per_sec",
+        phase: "calls",
     },
 ];
 
@@ -81,42 +83,45 @@ fn args() -> anyhow::Result<Args> {
     })
 }
 
-/// Figures of one run: calls per second and p50 latency in ms.
-type Figures = (f64, f64);
+/// One run: calls per second and p50 latency in ms, or the number of answers that failed
+/// the check (then there is no rate).
+type Figures = Result<(f64, f64), u64>;
 
 fn bench(mcp: &str, target: &[&str], mode: &Mode, scale: f64) -> anyhow::Result<Figures> {
     let requests = ((mode.requests as f64 * scale) as usize)
         .max(100)
         .to_string();
     let mut cmd = Command::new(mcp);
-    cmd.args([
-        "bench",
-        "--json",
-        "--mode",
-        mode.bench_mode,
-        "--requests",
-        &requests,
-    ]);
-    if let Some(c) = mode.http_clients {
-        cmd.args(["--clients", &c.to_string()]);
-    }
+    cmd.args(["bench", "--json", "--requests", &requests]);
+    match mode.http_clients {
+        Some(c) => cmd.args(["--clients", &c.to_string()]),
+        None => cmd.args(["--mode", mode.bench_mode]),
+    };
     cmd.args(target);
     let out = cmd
         .stderr(Stdio::inherit())
         .output()
         .context("running mcp bench")?;
-    if !out.status.success() {
-        bail!("mcp bench failed: {}", String::from_utf8_lossy(&out.stdout));
+    // With errors, mcp bench still prints its report, and exits 1.
+    let report: Value = serde_json::from_slice(&out.stdout).with_context(|| {
+        format!(
+            "mcp bench gave no report (exit {:?}): {}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })?;
+    let phase = &report["phases"][mode.phase];
+    let errors = phase["errors"]
+        .as_u64()
+        .with_context(|| format!("no error count in the report: {report}"))?;
+    if errors > 0 || !out.status.success() {
+        return Ok(Err(errors.max(1)));
     }
-    let report: Value = serde_json::from_slice(&out.stdout).context("mcp bench --json output")?;
-    if report["errors"].as_u64() != Some(0) {
-        bail!("calls failed: {report}");
-    }
-    let rate = report[mode.rate_key]
+    let rate = phase["calls_per_sec"]
         .as_f64()
-        .context("no rate in the report")?;
-    let p50 = report["latency"]["p50_ms"].as_f64().unwrap_or(f64::NAN);
-    Ok((rate, p50))
+        .with_context(|| format!("no rate in the report: {report}"))?;
+    let p50 = phase["latency"]["p50_ms"].as_f64().unwrap_or(f64::NAN);
+    Ok(Ok((rate, p50)))
 }
 
 /// An HTTP server child, killed on drop.
@@ -192,33 +197,44 @@ fn main() -> anyhow::Result<()> {
             }
         }
     }
-    println!("| mode | ours calls/s | rmcp calls/s | ours/rmcp | ours p50 ms | rmcp p50 ms |");
-    println!("|---|---:|---:|---:|---:|---:|");
+    println!(
+        "| mode | ours calls/s | ours errors | rmcp calls/s | rmcp errors | ours/rmcp | ours p50 ms | rmcp p50 ms |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     for (i, mode) in MODES.iter().enumerate() {
         let fig = |sdk| results.get(&(i, sdk)).cloned().unwrap_or_default();
         let (ours, rmcp) = (fig("ours"), fig("rmcp"));
-        let rate = |v: &Vec<Figures>| median(v.iter().map(|f| f.0).collect());
-        let p50 = |v: &Vec<Figures>| median(v.iter().map(|f| f.1).collect());
-        let p50s = |v: &Vec<Figures>| {
-            let p = p50(v);
-            if p.is_nan() {
-                "-".to_owned()
-            } else {
-                format!("{p:.3}")
-            }
+        // Errors over all rounds; a median only when every round was clean.
+        let errors = |v: &Vec<Figures>| v.iter().filter_map(|f| f.err()).sum::<u64>();
+        let clean =
+            |v: &Vec<Figures>| -> Option<Vec<(f64, f64)>> { v.iter().map(|f| f.ok()).collect() };
+        let rate = |v: &Vec<Figures>| clean(v).map(|c| median(c.iter().map(|f| f.0).collect()));
+        let p50 = |v: &Vec<Figures>| clean(v).map(|c| median(c.iter().map(|f| f.1).collect()));
+        let show = |x: Option<f64>, digits: usize| match x {
+            Some(x) if !x.is_nan() => format!("{x:.digits$}"),
+            _ => "-".to_owned(),
+        };
+        let ratio = match (rate(&ours), rate(&rmcp)) {
+            (Some(a), Some(b)) => Some(a / b),
+            _ => None,
         };
         println!(
-            "| {} | {:.0} | {:.0} | {:.2} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             mode.name,
-            rate(&ours),
-            rate(&rmcp),
-            rate(&ours) / rate(&rmcp),
-            p50s(&ours),
-            p50s(&rmcp),
+            show(rate(&ours), 0),
+            errors(&ours),
+            show(rate(&rmcp), 0),
+            errors(&rmcp),
+            show(ratio, 2),
+            show(p50(&ours), 3),
+            show(p50(&rmcp), 3),
         );
     }
     println!(
-        "\nMedians of {} alternating rounds; `mcp bench` speaks the initialize-handshake era to both.",
+        "\nMedians of {} alternating rounds; `mcp bench` speaks the initialize-handshake era to \
+         both and checks every answer (id and echoed text). stdio: the SDK's Client as driver; \
+         HTTP: the raw driver (hyper, one thread), a session per connection. A mode with errors \
+         in any round shows no rate (\"-\").",
         args.rounds
     );
     Ok(())

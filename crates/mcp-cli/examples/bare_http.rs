@@ -1,8 +1,9 @@
 //! Run with: cargo run --release -p mcp-cli --example bare_http -- 127.0.0.1:18099
 //!
-//! The baseline for HTTP benches: a bare axum server that answers every POST with one canned
-//! JSON-RPC result (echoing the request id), good for both `initialize` and `tools/call`, with
-//! no MCP machinery. Driven by `mcp bench URL --clients N` like a real server.
+//! The baseline for HTTP benches: a bare axum server that answers every POST with one JSON-RPC
+//! result (echoing the request id), good for both `initialize` and `tools/call`, its text the
+//! request's `params.arguments.message` (or "hello"), with no MCP machinery and no sessions.
+//! Driven by `mcp bench URL --clients N` like a real server, every answer checked.
 
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
@@ -14,11 +15,14 @@ async fn answer(body: axum::body::Bytes) -> axum::response::Response {
     let Some(id) = msg.get("id") else {
         return StatusCode::ACCEPTED.into_response();
     };
+    let text = msg["params"]["arguments"]["message"]
+        .as_str()
+        .unwrap_or("hello");
     let reply = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {
         "protocolVersion": "2025-11-25",
         "capabilities": {"tools": {}},
         "serverInfo": {"name": "bare-http", "version": "0"},
-        "content": [{"type": "text", "text": "hello"}],
+        "content": [{"type": "text", "text": text}],
     }});
     ([("content-type", "application/json")], reply.to_string()).into_response()
 }

@@ -138,10 +138,13 @@ enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
-    /// Benchmark a server with a tool call: sequential and pipelined on one connection, or
-    /// `--clients N` connections calling at once (with latency percentiles).
+    /// Benchmark a server with checked tool calls: sequential and pipelined on one stdio
+    /// connection, or N HTTP connections calling at once (a session each, one shared session,
+    /// or stateless 2026-07-28), or a burst of new sessions. Every answer is checked (id and
+    /// result; for `echo` the text must be the message that call sent, and each call sends
+    /// another); a phase with errors prints them instead of a rate, and the exit code is 1.
     #[command(
-        after_help = "Examples:\n  mcp bench --requests 50000 -- mcp serve --stdio\n  mcp bench http://127.0.0.1:8080/mcp --clients 64 --requests 100000\n  mcp bench http://127.0.0.1:8080/mcp --idle-sessions 1000 --server-pid 1234\n  mcp bench http://127.0.0.1:8080/mcp --concurrency 16 --duration 10s --json\n  mcp bench --pipeline --window 256 --requests 100000 -- mcp serve --stdio"
+        after_help = "Examples:\n  mcp bench --requests 50000 -- mcp serve --stdio\n  mcp bench http://127.0.0.1:8080/mcp --clients 64 --duration 5s\n  mcp bench http://127.0.0.1:8080/mcp --clients 64 --session shared --duration 5s\n  mcp bench http://127.0.0.1:8080/mcp --clients 64 --era modern --duration 5s\n  mcp bench http://127.0.0.1:8080/mcp --burst 2000\n  mcp bench http://127.0.0.1:8080/mcp --idle-sessions 1000 --server-pid 1234\n  mcp bench --pipeline --window 256 --requests 100000 -- mcp serve --stdio\n  mcp bench --expect hello -- ./canned_server   (a server answering one fixed text)"
     )]
     Bench {
         /// Streamable HTTP endpoint URL.
@@ -152,11 +155,27 @@ enum Command {
         /// Run each phase for this long instead of a number of requests (`10s`, `500ms`, `2m`).
         #[arg(long, value_parser = parse_duration)]
         duration: Option<Duration>,
+        /// Who sends the requests: raw (JSON-RPC POSTed over hyper; the default for URLs) or
+        /// client (the SDK's Client; always for stdio).
+        #[arg(long, value_enum)]
+        driver: Option<DriverArg>,
+        /// Sessions of the raw driver's connections (legacy era): each (a session per
+        /// connection) or shared (one session, all connections calling in it).
+        #[arg(long, value_enum, default_value_t = SessionArg::Each)]
+        session: SessionArg,
+        /// Open this many sessions at once (initialize + initialized, a connection each)
+        /// instead of calling; refusals are errors.
+        #[arg(long, conflicts_with_all = ["idle_sessions", "duration"])]
+        burst: Option<usize>,
+        /// The text every result must hold (default: for `echo` with a string `message`,
+        /// the message each call sent; for other tools, any result without isError).
+        #[arg(long)]
+        expect: Option<String>,
         /// Open this many sessions, leave them idle, and report the server's RSS per session
         /// (needs --server-pid).
         #[arg(long)]
         idle_sessions: Option<usize>,
-        /// Pid of the server, for RSS figures of an HTTP target.
+        /// Pid of the server, for RSS and CPU figures of an HTTP target.
         #[arg(long)]
         server_pid: Option<u32>,
         /// Protocol era to speak: legacy (initialize), modern (2026-07-28) or auto.
@@ -165,7 +184,7 @@ enum Command {
         /// Tool to call.
         #[arg(long, default_value = "echo")]
         tool: String,
-        /// Tool arguments (JSON object).
+        /// Tool arguments (JSON object); a string `message` gets `-<n>` appended per call.
         #[arg(long, default_value = r#"{"message":"hello"}"#)]
         args: String,
         /// Number of calls per phase.
@@ -174,7 +193,7 @@ enum Command {
         /// Calls in flight at once in the pipelined phase.
         #[arg(long, default_value_t = 1024)]
         window: usize,
-        /// Which phases to run.
+        /// Which phases to run (one client connection, SDK client driver).
         #[arg(long, value_enum, default_value_t = BenchMode::Both)]
         mode: BenchMode,
         /// Only the pipelined phase (`--mode pipelined`): up to `--window` calls in flight.
@@ -229,6 +248,24 @@ impl From<ResponseModeArg> for mcp_http::ResponseMode {
             ResponseModeArg::Sse => mcp_http::ResponseMode::Sse,
         }
     }
+}
+
+/// `--driver` of `mcp bench`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum DriverArg {
+    /// JSON-RPC POSTed straight over hyper, every answer decoded and checked (HTTP only).
+    Raw,
+    /// The SDK's Client.
+    Client,
+}
+
+/// `--session` of `mcp bench`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum SessionArg {
+    /// A session per connection.
+    Each,
+    /// One session shared by all connections.
+    Shared,
 }
 
 /// Phases of `mcp bench`.
@@ -374,6 +411,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             url,
             clients,
             duration,
+            driver,
+            session,
+            burst,
+            expect,
             idle_sessions,
             server_pid,
             era,
@@ -387,15 +428,33 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             server,
         } => {
             let mode = if pipeline { BenchMode::Pipelined } else { mode };
+            let target = target::Target::from_parts(url, server)?;
+            let driver = match (driver, &target) {
+                (Some(DriverArg::Client), _) | (None, target::Target::Command(_)) => {
+                    bench::Driver::Client
+                }
+                (Some(DriverArg::Raw), target::Target::Command(_)) => {
+                    bail!("--driver raw is for http:// URLs (stdio servers use the client)")
+                }
+                (Some(DriverArg::Raw) | None, target::Target::Url(_)) => bench::Driver::Raw,
+            };
+            if driver == bench::Driver::Raw && mode == BenchMode::Pipelined {
+                bail!("pipelined calls need one connection with the SDK client (--driver client)");
+            }
+            let payload = bench::Payload::new(parse_args(Some(&args), &[])?);
             let plan = bench::Plan {
-                target: target::Target::from_parts(url, server)?,
-                arguments: parse_args(Some(&args), &[])?,
+                target,
+                driver,
+                expect: bench::Expect::choose(expect, &tool, &payload),
+                payload,
                 tool,
                 requests,
                 duration,
                 window,
                 mode,
-                clients,
+                clients: clients.max(1),
+                shared_session: session == SessionArg::Shared,
+                burst,
                 idle_sessions,
                 server_pid,
                 era: era.into(),

@@ -29,7 +29,8 @@ impl Target {
         }
     }
 
-    fn describe(&self) -> String {
+    /// The URL, or the command line.
+    pub(crate) fn describe(&self) -> String {
         match self {
             Target::Url(u) => u.clone(),
             Target::Command(c) => c.join(" "),

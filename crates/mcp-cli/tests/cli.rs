@@ -355,12 +355,16 @@ fn bench_by_duration_with_json() {
     assert!(ok, "{err}");
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["errors"], 0);
-    assert!(v["sequential_calls"].as_u64().unwrap() > 10, "{v}");
-    assert!(v["pipelined_calls"].as_u64().unwrap() > 10, "{v}");
+    let (seq, pipe) = (&v["phases"]["sequential"], &v["phases"]["pipelined"]);
+    assert!(seq["calls"].as_u64().unwrap() > 10, "{v}");
+    assert!(pipe["calls"].as_u64().unwrap() > 10, "{v}");
+    assert_eq!(seq["errors"], 0, "{v}");
+    assert!(seq["calls_per_sec"].as_f64().unwrap() > 0.0, "{v}");
     for p in ["p50_ms", "p90_ms", "p99_ms", "max_ms"] {
-        assert!(v["latency"][p].as_f64().unwrap() > 0.0, "{p}: {v}");
+        assert!(seq["latency"][p].as_f64().unwrap() > 0.0, "{p}: {v}");
     }
     assert!(v["server_peak_rss_kib"].as_u64().unwrap() > 0);
+    assert!(v["cpu"]["server_cpu_s"].as_f64().is_some(), "{v}");
     let (ok, _, err) = mcp(&[
         "bench",
         "--duration",
@@ -388,9 +392,10 @@ fn bench_pipeline_only_and_errors_counted() {
     ]);
     assert!(ok, "{err}");
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-    assert_eq!(v["pipelined_calls"], 500, "{v}");
-    assert!(v.get("sequential_calls").is_none(), "{v}");
-    // A tool that fails: every call is counted, the figures still printed, the exit code 1.
+    assert_eq!(v["phases"]["pipelined"]["calls"], 500, "{v}");
+    assert_eq!(v["phases"]["pipelined"]["ok"], 500, "{v}");
+    assert!(v["phases"].get("sequential").is_none(), "{v}");
+    // A tool that fails: every call is counted as an error, no rate printed, the exit code 1.
     let (ok, out, err) = mcp(&[
         "bench",
         "--tool",
@@ -407,8 +412,14 @@ fn bench_pipeline_only_and_errors_counted() {
         "--stdio",
     ]);
     assert!(!ok);
-    assert!(out.contains("errors"), "human output: {out}");
-    assert_eq!(err.trim(), "error: 300 calls failed", "{err}");
+    assert!(out.contains("300 calls, 300 errors"), "human output: {out}");
+    assert!(out.contains("isError x300"), "human output: {out}");
+    assert!(!out.contains("calls/s"), "a rate despite errors: {out}");
+    assert_eq!(
+        err.trim(),
+        "error: sequential: 300 of 300 calls failed the check",
+        "{err}"
+    );
     let (ok, _, err) = mcp(&["bench", "--pipeline", "--mode", "sequential", "--", MCP]);
     assert!(!ok && err.contains("cannot be used with"), "{err}");
 }
