@@ -168,6 +168,7 @@ mod tests {
         let config = super::load(std::path::Path::new(path)).expect("mcp.example.toml loads");
         assert_eq!(config.upstream.len(), 2);
         assert_eq!(config.heartbeat_ms, 5000);
+        assert_eq!(config.limits.max_requests_per_session, Some(256));
     }
 
     /// Loads `text` as a config file.
