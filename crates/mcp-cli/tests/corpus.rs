@@ -23,6 +23,8 @@ enum Want {
     ToolError(i64),
     /// One answer for this id, an error -32600 or a result.
     Either(i64),
+    /// One successful result for this id (not a tool error).
+    Result(i64),
     /// Nothing at all.
     Silent,
 }
@@ -251,6 +253,12 @@ fn corpus() -> Vec<Case> {
         case("29 1 MB method", long_method, Echo(-32601, 61)),
         // Issue 11: quadratic URI-template matching; a URI over the cap is refused.
         case("43 200,000-byte resource URI", long_uri, Echo(-32602, 62)),
+        // Issue 11: the modern `_meta` key inside an argument does not make a request modern.
+        case(
+            "44 modern key in an argument",
+            r#"{"jsonrpc":"2.0","id":63,"method":"tools/call","params":{"name":"echo","arguments":{"message":"io.modelcontextprotocol/protocolVersion"}}}"#,
+            Result(63),
+        ),
         case(
             "30 batch",
             r#"[{"jsonrpc":"2.0","id":38,"method":"ping"}]"#,
@@ -299,6 +307,12 @@ fn check(name: &str, want: Want, replies: &[Value]) {
             let m = one();
             assert_eq!(m["id"], id, "{name}: {m}");
             assert_eq!(m["result"]["isError"], true, "{name}: {m}");
+        }
+        Want::Result(id) => {
+            let m = one();
+            assert_eq!(m["id"], id, "{name}: {m}");
+            assert!(m.get("result").is_some(), "{name}: {m}");
+            assert_ne!(m["result"]["isError"], true, "{name}: {m}");
         }
         Want::Either(id) => {
             let m = one();
@@ -437,6 +451,15 @@ fn batch_cases() -> Vec<(String, BatchWant)> {
             BatchWant::Nothing,
         ),
         (Value::Array(over).to_string(), BatchWant::One(-32600)),
+        // Issue 11: duplicate ids in a batch; a huge batch refused while it is parsed.
+        (
+            r#"[{"jsonrpc":"2.0","id":80,"method":"ping"},{"jsonrpc":"2.0","id":80,"method":"ping"}]"#.to_owned(),
+            BatchWant::Array(vec![None, Some(-32600)]),
+        ),
+        (
+            format!("[{}1]", "1,".repeat(200_000)),
+            BatchWant::One(-32600),
+        ),
     ]
 }
 

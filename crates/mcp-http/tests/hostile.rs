@@ -521,3 +521,38 @@ async fn a_legacy_client_that_never_reads_blocks_nobody() {
     .await;
     assert!(gone.is_ok(), "the stuck client was disconnected");
 }
+
+#[tokio::test]
+async fn a_batch_whose_requests_are_all_cancelled_ends_its_post() {
+    let s = start(HttpConfig::default(), ServeOptions::default()).await;
+    let init = INIT.replace("2025-11-25", "2025-03-26");
+    let r = post(&s.url, None, init).send().await.unwrap();
+    let id = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let r = post(
+        &s.url,
+        Some(&id),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(r.status(), StatusCode::ACCEPTED);
+    let before = s.http.tracked_streams();
+    let batch = format!("[{}]", call(7, "sleep", json!({"ms": 60_000})));
+    let pending = tokio::spawn(post(&s.url, Some(&id), batch).send());
+    while s.http.tracked_streams() == before {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    cancel(&reqwest::Client::new(), &s.url, &id, 7).await;
+    let r = tokio::time::timeout(Duration::from_secs(10), pending)
+        .await
+        .expect("the POST of a batch whose requests were all cancelled ends")
+        .unwrap()
+        .unwrap();
+    let body = tokio::time::timeout(Duration::from_secs(10), r.text())
+        .await
+        .expect("its body ends too")
+        .unwrap();
+    assert!(!body.contains("slept"), "{body}");
+    ping_ok(&s.url, &id).await;
+}
