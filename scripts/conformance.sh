@@ -108,9 +108,12 @@ client_scenarios() {
       if [ "$verdict" = pass ]; then stale+=("$name"); fi
       continue
     fi
-    if [ "$verdict" = fail ]; then
-      # Timing-sensitive scenarios get one more try, alone; a real failure fails twice.
+    if [ "$verdict" = fail ] && [ "$name" = sse-retry ]; then
+      # sse-retry measures reconnection timing to the millisecond on 2 busy cores (the suite's
+      # own notes call it timing-sensitive): one more try, alone; a real failure fails twice.
+      # Every other scenario counts at its first verdict.
       echo "conformance: client scenario $name FAILED; running it once more, alone" >&2
+      sed 's/^/      /' "$file.log" >&2
       mv "$file.log" "$file.first.log"
       client_scenario "$dir" "$res" "$name" "$@"
       verdict=$(cat "$file.verdict")

@@ -57,6 +57,9 @@ struct LogArgs {
     /// Severity (default info).
     #[serde(default)]
     level: Option<LoggingLevel>,
+    /// How many times to send it (default 1, at most 10,000).
+    #[serde(default)]
+    repeat: Option<u32>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -217,9 +220,11 @@ pub(crate) fn server_with(config: mcp_server::ServerConfig) -> anyhow::Result<Se
             guard.done = true;
             Ok::<_, String>(format!("done after {steps} steps"))
         })
-        .tool("log", "Sends the message as a log notification", |ctx: Ctx, a: LogArgs| async move {
+        .tool("log", "Sends the message as a log notification (repeat times)", |ctx: Ctx, a: LogArgs| async move {
             let level = a.level.unwrap_or(LoggingLevel::Info);
-            ctx.log(level, Some("demo"), json!(a.message)).await;
+            for _ in 0..a.repeat.unwrap_or(1).min(10_000) {
+                ctx.log(level, Some("demo"), json!(a.message)).await;
+            }
             Ok::<_, String>(format!("logged at {level:?}"))
         })
         .tool("fail", "Always fails (a result with isError: true)", |_ctx: Ctx, a: FailArgs| async move {

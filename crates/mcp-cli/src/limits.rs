@@ -86,14 +86,14 @@ pub(crate) struct Limits {
     /// Sessions one verified principal may hold; 429 above it [default: 100]
     #[arg(long, value_name = "N")]
     pub(crate) max_sessions_per_principal: Option<usize>,
-    /// Sessions one remote address (IPv6: one /64) may hold; 429 above it [default: 1000]
+    /// Sessions one remote address (IPv6: one /64) may hold; 429 above it [default: 2000]
     #[arg(long, value_name = "N")]
     pub(crate) max_sessions_per_address: Option<usize>,
     /// New sessions per second one client may open on average [default: 100]
     #[arg(long, value_name = "N")]
     pub(crate) new_sessions_per_second: Option<u32>,
     /// New sessions one client may open in a burst; 429 with Retry-After past it
-    /// [default: 1000]
+    /// [default: 2000]
     #[arg(long, value_name = "N")]
     pub(crate) new_session_burst: Option<u32>,
     /// Apply the per-address limits to loopback clients too [default: false]
@@ -250,6 +250,29 @@ impl Limits {
         ] {
             if v == Some(0) {
                 bail!("--{name} must be at least 1");
+            }
+        }
+        let durations = [
+            ("session-idle-timeout", self.session_idle_timeout),
+            ("session-init-timeout", self.session_init_timeout),
+            ("header-timeout", self.header_timeout),
+            ("body-timeout", self.body_timeout),
+            ("idle-timeout", self.idle_timeout),
+            ("stall-timeout", self.stall_timeout),
+        ];
+        for (name, v) in durations {
+            if v.is_some_and(|d| d.0.is_zero()) {
+                bail!("--{name} must be longer than zero");
+            }
+        }
+        let sizes = [
+            ("max-body", self.max_body),
+            ("max-line", self.max_line),
+            ("max-uri-length", self.max_uri_length),
+        ];
+        for (name, v) in sizes {
+            if v.is_some_and(|s| s.0 == 0) {
+                bail!("--{name} must be at least 1 byte");
             }
         }
         Ok(())

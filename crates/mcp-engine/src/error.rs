@@ -21,7 +21,7 @@ pub enum CallError {
     #[error("connection closed")]
     Closed,
     /// The connection's outgoing queue is full: the other side is not reading. Only from the
-    /// non-waiting sends ([`crate::Peer::try_notify_raw`]).
+    /// non-waiting sends ([`crate::Peer::notify_queued`]).
     #[error("the connection's outgoing queue is full (the peer is not reading)")]
     QueueFull,
     /// The connection is shutting down and takes no new requests.

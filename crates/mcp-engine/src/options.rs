@@ -89,8 +89,9 @@ pub struct EngineConfig {
     /// pace is the pace).
     pub stall_timeout: Option<Duration>,
     /// Messages for many connections at once (server-wide notifications) never wait; when a
-    /// connection's queue is full they wait in an overflow queue of this many. Past it, the
-    /// connection is closed (with a stall timeout) or the message is dropped (without).
+    /// connection's queue is full they wait, in order, in an overflow queue of this many
+    /// (drained by a task, which the stall timeout ends for a client that stopped reading).
+    /// Past it, new ones are dropped.
     pub max_overflow: usize,
 }
 

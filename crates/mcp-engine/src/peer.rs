@@ -149,10 +149,13 @@ impl Peer {
     }
 
     /// Tells the transport that the request this peer is scoped to ended without a response
-    /// (it was cancelled), so that its stream can end. Never waits; dropped if the queue is full.
+    /// (it was cancelled), so that its stream can end. Never waits: queued in order behind
+    /// what is waiting already.
     pub(crate) fn try_send_ended(&self) {
         if let Some(id) = self.related.clone() {
-            let _ = self.inner.out.try_send(Outbound::ended(id));
+            if self.inner.out.queue(Outbound::ended(id)).is_err() {
+                tracing::debug!("could not tell the transport a cancelled request ended");
+            }
         }
     }
 
@@ -263,8 +266,8 @@ impl Peer {
     /// stays full past [`EngineConfig::stall_timeout`] is disconnected.
     ///
     /// # Errors
-    /// [`CallError::QueueFull`] if the overflow queue is full too (the message is dropped;
-    /// only without a stall timeout), [`CallError::Closed`] if the connection is gone.
+    /// [`CallError::QueueFull`] if the overflow queue is full too (the message is dropped),
+    /// [`CallError::Closed`] if the connection is gone.
     pub fn notify_queued<P: Serialize + ?Sized>(
         &self,
         method: &str,

@@ -159,8 +159,9 @@ async fn open_stream(State(inner): State<Arc<Inner>>, request: Request) -> Respo
     let server = inner.server.clone();
     let engine = inner.config.engine(&server);
     let (ended, id, key) = (inner.clone(), guard.id.clone(), client.key());
+    let principal = client.principal().map(str::to_owned);
     tokio::spawn(async move {
-        server.serve_with(in_rx, out_tx, engine).await;
+        server.serve_as(in_rx, out_tx, engine, principal).await;
         // Input closed (the client went away) or the client stopped reading: gone either way.
         ended.sessions().remove(&id);
         if let Some(key) = key {
@@ -261,6 +262,9 @@ async fn receive(
                 .into_response();
         }
         mcp_jsonrpc::Frame::Single(Ok(m)) if handshake_done(&m) => {
+            legacy.initialized.store(true, Ordering::Relaxed);
+        }
+        mcp_jsonrpc::Frame::Batch(items) if items.iter().flatten().any(handshake_done) => {
             legacy.initialized.store(true, Ordering::Relaxed);
         }
         _ => {}

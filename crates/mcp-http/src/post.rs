@@ -318,8 +318,12 @@ async fn answer(
         );
     };
     if first.is_end_marker() {
-        // Cancelled before anything was sent: an SSE stream with nothing on it.
+        // Cancelled before anything was sent: an SSE stream with nothing on it (or the
+        // errors of a batch's invalid entries, which are still owed).
         session.forget_stream(&token).await;
+        if !entry_errors.is_empty() {
+            return json_response(mcp_jsonrpc::encode_batch(&entry_errors), session_header);
+        }
         return sse_response(Vec::new(), None, inner.config.keep_alive, session_header);
     }
     if new_session && first.last && is_error_response(&first.data) {
@@ -342,6 +346,9 @@ async fn answer(
         }
         session.forget_stream(&token).await;
         if last.is_end_marker() {
+            if !entry_errors.is_empty() {
+                return json_response(mcp_jsonrpc::encode_batch(&entry_errors), session_header);
+            }
             return sse_response(Vec::new(), None, inner.config.keep_alive, session_header);
         }
         if !entry_errors.is_empty() {

@@ -68,7 +68,14 @@ impl Inner {
         let server = self.server.clone();
         let engine = self.config.engine(&server);
         let principal = client.principal().map(str::to_owned);
-        tokio::spawn(async move { server.serve_as(in_rx, out_tx, engine, principal).await });
+        let (ended, id) = (Arc::downgrade(self), session.id.clone());
+        tokio::spawn(async move {
+            server.serve_as(in_rx, out_tx, engine, principal).await;
+            // Ended by DELETE or expiry (already removed), or closed for not reading: gone.
+            if let Some(inner) = ended.upgrade() {
+                inner.remove(&id);
+            }
+        });
         let weak = Arc::downgrade(&session);
         // Routing never waits on a client (slow streams are detached and resume from the
         // store), so this queue is always drained and never holds up a broadcast.

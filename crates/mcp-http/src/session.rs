@@ -229,7 +229,11 @@ impl Session {
     /// Idle: no recent request and no attached stream.
     pub(crate) fn idle_since(&self) -> Option<Instant> {
         let streams = self.lock();
-        let attached = streams.by_token.values().any(Stream::sse_attached);
+        // An open SSE stream, or a request still owed its answer, keeps the session alive.
+        let attached = streams
+            .by_token
+            .values()
+            .any(|s| s.sse_attached() || (s.pending > 0 && !s.finished));
         if attached {
             return None;
         }

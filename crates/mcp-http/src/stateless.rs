@@ -366,7 +366,12 @@ pub(crate) async fn handle(
     let (out_tx, mut out_rx) = mpsc::channel::<Outbound>(64);
     let served = server.clone();
     let engine = inner.config.engine(server);
-    tokio::spawn(async move { served.serve_as(in_rx, out_tx, engine, principal).await });
+    // The permits live as long as the engine: a client that hangs up does not end its
+    // handlers, so they must keep counting against the caps until they finish.
+    tokio::spawn(async move {
+        let _permits = permits;
+        served.serve_as(in_rx, out_tx, engine, principal).await;
+    });
     if in_tx.send(body.to_vec()).await.is_err() {
         return error(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -399,7 +404,7 @@ pub(crate) async fn handle(
                 None => break,
             }
         }
-        drop((in_tx, permits));
+        drop(in_tx);
         let status = status_for(&last.line);
         return (
             status,
@@ -408,7 +413,7 @@ pub(crate) async fn handle(
         )
             .into_response();
     }
-    stream_answer(first, out_rx, in_tx, permits, inner.config.keep_alive)
+    stream_answer(first, out_rx, in_tx, inner.config.keep_alive)
 }
 
 /// An SSE answer: the first message, then the rest as the handler sends them. (A client that
@@ -417,10 +422,9 @@ fn stream_answer(
     first: Outbound,
     rx: mpsc::Receiver<Outbound>,
     input: mpsc::Sender<Vec<u8>>,
-    permits: Vec<OwnedSemaphorePermit>,
     keep_alive: Duration,
 ) -> Response {
-    let state = (Some(first), rx, false, (input, permits));
+    let state = (Some(first), rx, false, input);
     let stream = futures::stream::unfold(state, move |(pending, mut rx, done, held)| async move {
         if done {
             return None;

@@ -235,6 +235,93 @@ async fn a_burst_of_2000_new_sessions_is_served_by_default() {
 }
 
 #[tokio::test]
+async fn a_burst_of_2000_from_one_counted_address_is_served_by_default() {
+    // Loopback counted like any remote address: the defaults still admit the burst.
+    let s = start(
+        HttpConfig {
+            limit_loopback: true,
+            ..HttpConfig::default()
+        },
+        ServeOptions::default(),
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let burst = futures::future::join_all((0..2000).map(|_| {
+        http.post(&s.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(INIT)
+            .send()
+    }))
+    .await;
+    let refused = burst
+        .into_iter()
+        .map(Result::unwrap)
+        .filter(|r| r.status() != StatusCode::OK)
+        .count();
+    assert_eq!(refused, 0, "{refused} of 2000 refused");
+}
+
+#[tokio::test]
+async fn a_session_with_a_request_in_progress_is_not_idle() {
+    let s = start(
+        HttpConfig {
+            session_idle_timeout: Duration::from_millis(300),
+            response_mode: ResponseMode::Json,
+            ..HttpConfig::default()
+        },
+        ServeOptions::default(),
+    )
+    .await;
+    let id = session(&s.url).await;
+    let r = post(&s.url, Some(&id), call(1, "sleep", json!({"ms": 1500})))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        answer(r).await["result"]["content"][0]["text"],
+        "slept 1500"
+    );
+    ping_ok(&s.url, &id).await;
+}
+
+#[tokio::test]
+async fn a_modern_request_counts_until_its_handler_finishes() {
+    let s = start(
+        HttpConfig {
+            max_stateless_requests: 1,
+            ..HttpConfig::default()
+        },
+        ServeOptions::default(),
+    )
+    .await;
+    let body = |id: u64| {
+        json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{
+            "name":"sleep","arguments":{"ms":1500},
+            "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+                     "io.modelcontextprotocol/clientCapabilities":{}}}})
+        .to_string()
+    };
+    let modern = |id: u64| {
+        post(&s.url, None, body(id))
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "sleep")
+            .send()
+    };
+    // The client hangs up while its call runs.
+    let hung_up = tokio::spawn(modern(1));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    hung_up.abort();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(s.http.stateless_in_flight(), 1, "the handler still runs");
+    let r = modern(2).await.unwrap();
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(s.http.stateless_in_flight(), 0);
+}
+
+#[tokio::test]
 async fn sessions_that_never_initialize_expire() {
     let s = start(
         HttpConfig {

@@ -97,26 +97,67 @@ impl Ctx {
 
     /// Reports progress, if the client asked for it (`_meta.progressToken`); otherwise a no-op.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
-        let Some(token) = self.progress_token.clone() else {
-            return;
-        };
-        let params = ProgressParams {
-            progress_token: token,
+        if let Some(params) = self.progress_params(progress, total, message) {
+            let _ = self
+                .rc
+                .peer
+                .notify_raw("notifications/progress", &params)
+                .await;
+        }
+    }
+
+    /// [`Ctx::progress`] without ever waiting for the client (for a relay that passes many
+    /// requests' messages along and must not be held up by one slow client): queued in order
+    /// with the client's other queued messages; dropped if even that queue is full.
+    pub fn try_progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        if let Some(params) = self.progress_params(progress, total, message) {
+            let _ = self
+                .rc
+                .peer
+                .notify_queued("notifications/progress", &params);
+        }
+    }
+
+    fn progress_params(
+        &self,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) -> Option<ProgressParams> {
+        Some(ProgressParams {
+            progress_token: self.progress_token.clone()?,
             progress,
             total,
             message,
             meta: None,
             extra: JsonObject::new(),
-        };
-        let _ = self
-            .rc
-            .peer
-            .notify_raw("notifications/progress", &params)
-            .await;
+        })
     }
 
     /// Sends a log message if `level` is at or above the client's chosen level.
     pub async fn log(&self, level: LoggingLevel, logger: Option<&str>, data: Value) {
+        if let Some(params) = self.log_params(level, logger, data) {
+            let _ = self
+                .rc
+                .peer
+                .notify_raw("notifications/message", &params)
+                .await;
+        }
+    }
+
+    /// [`Ctx::log`] without ever waiting for the client (see [`Ctx::try_progress`]).
+    pub fn try_log(&self, level: LoggingLevel, logger: Option<&str>, data: Value) {
+        if let Some(params) = self.log_params(level, logger, data) {
+            let _ = self.rc.peer.notify_queued("notifications/message", &params);
+        }
+    }
+
+    fn log_params(
+        &self,
+        level: LoggingLevel,
+        logger: Option<&str>,
+        data: Value,
+    ) -> Option<LoggingMessageParams> {
         let enabled = match &self.era {
             // 2026-07-28: only when the request asked, at its own level.
             Era::Modern(m) => {
@@ -124,21 +165,13 @@ impl Ctx {
             }
             Era::Legacy => self.session.log_enabled(level),
         };
-        if !enabled {
-            return;
-        }
-        let params = LoggingMessageParams {
+        enabled.then(|| LoggingMessageParams {
             level,
             logger: logger.map(str::to_owned),
             data,
             meta: None,
             extra: JsonObject::new(),
-        };
-        let _ = self
-            .rc
-            .peer
-            .notify_raw("notifications/message", &params)
-            .await;
+        })
     }
 
     /// Gets input from the client: sampling, elicitation or roots results, by key.

@@ -55,7 +55,7 @@ impl Mrtr {
 
 /// The key that signs `requestState`.
 #[derive(Clone)]
-pub struct RequestStateKey(pub(crate) [u8; 32]);
+pub struct RequestStateKey(Option<[u8; 32]>);
 
 impl std::fmt::Debug for RequestStateKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -65,21 +65,33 @@ impl std::fmt::Debug for RequestStateKey {
 
 impl RequestStateKey {
     /// A random key (the default: state is then valid only on this process).
+    ///
+    /// If the OS has no randomness to give, the key fails closed: every `requestState` it
+    /// signs fails verification (multi round-trip requests then cannot continue) rather than
+    /// being signed with a guessable key.
     pub fn random() -> Self {
+        Self::random_from(|k| getrandom::fill(k).is_ok())
+    }
+
+    fn random_from(fill: impl FnOnce(&mut [u8]) -> bool) -> Self {
         let mut k = [0u8; 32];
-        if getrandom::fill(&mut k).is_err() {
-            tracing::error!("the OS random number generator failed; requestState keys are weak");
+        if fill(&mut k) {
+            Self(Some(k))
+        } else {
+            tracing::error!(
+                "the OS random number generator failed; no requestState can be verified"
+            );
+            Self(None)
         }
-        Self(k)
     }
 
     /// A key shared by several instances, so any of them can continue a request.
     pub fn from_bytes(key: [u8; 32]) -> Self {
-        Self(key)
+        Self(Some(key))
     }
 
     fn mac(&self, payload: &[u8]) -> Option<HmacSha256> {
-        let mut mac = <HmacSha256 as Mac>::new_from_slice(&self.0).ok()?;
+        let mut mac = <HmacSha256 as Mac>::new_from_slice(self.0.as_ref()?).ok()?;
         mac.update(payload);
         Some(mac)
     }
@@ -257,6 +269,14 @@ mod tests {
             URL_SAFE_NO_PAD.encode([0u8; 32])
         );
         assert!(k.verify(&forged, "tools/call", "t").is_err());
+    }
+
+    #[test]
+    fn a_key_without_randomness_verifies_nothing() {
+        let key = RequestStateKey::random_from(|_| false);
+        let k = bound(&key, None);
+        let s = k.sign("tools/call", "t", &JsonObject::new());
+        assert!(k.verify(&s, "tools/call", "t").is_err());
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! Messages are newline-delimited JSON. Lines are limited in size (4 MiB by default); an
 //! oversized line is skipped and logged, and reading goes on with the next one. A child
 //! server runs in its own process group so that shutting it down reaches its children too,
-//! and starts with a small safe environment (see [`env`]) unless told otherwise.
+//! and starts with a small safe environment (see [`mod@env`]) unless told otherwise.
 
 pub mod child;
 pub mod env;

@@ -36,8 +36,10 @@ pub(super) fn default_max_subscriptions() -> usize {
     100
 }
 
-pub(super) fn default_max_connections() -> usize {
-    4
+/// `max_connections` when the file does not say: one process for a stdio server (a second
+/// copy would split whatever state it keeps), four sessions for a URL.
+pub(super) fn default_max_connections(stdio: bool) -> usize {
+    if stdio { 1 } else { 4 }
 }
 
 /// Most connections `max_connections` may ask for.
@@ -69,14 +71,15 @@ pub(crate) struct Upstream {
     /// Extra HTTP headers for `url`.
     #[serde(default)]
     pub(crate) headers: BTreeMap<String, String>,
-    /// Most connections open to it at once (default 4): each request served by it holds one
-    /// alone while it runs, so what the upstream sends meanwhile is that request's; more
-    /// requests wait for a free connection. The supervised one is used first; extra ones are
-    /// opened when it is busy and closed after a minute unused. For a stdio server that keeps
-    /// state in its process or cannot run twice (or an HTTP server that allows one session),
-    /// 1 serves every request on that one connection, one at a time.
-    #[serde(default = "default_max_connections")]
-    pub(crate) max_connections: usize,
+    /// Most connections open to it at once (default 1 for a `command`: one process, requests
+    /// one at a time; 4 for a `url`): each request served by it holds one alone while it
+    /// runs, so what the upstream sends meanwhile is that request's; more requests wait for a
+    /// free connection. The supervised one is used first; extra ones are opened when it is
+    /// busy and closed after a minute unused. Raise it for a stdio server that keeps no state
+    /// between requests (each extra connection is another process); set 1 for an HTTP server
+    /// that allows one session.
+    #[serde(default)]
+    max_connections: Option<usize>,
     /// Only these tools (all when empty).
     #[serde(default)]
     pub(crate) allow_tools: Vec<String>,
@@ -99,6 +102,12 @@ pub(crate) enum UpstreamEra {
 }
 
 impl Upstream {
+    /// The most connections open to it at once (see the field).
+    pub(crate) fn max_connections(&self) -> usize {
+        self.max_connections
+            .unwrap_or_else(|| default_max_connections(self.url.is_none()))
+    }
+
     pub(super) fn allows(&self, tool: &str) -> bool {
         (self.allow_tools.is_empty() || self.allow_tools.iter().any(|t| t == tool))
             && !self.deny_tools.iter().any(|t| t == tool)
@@ -134,7 +143,7 @@ pub(crate) fn load(path: &std::path::Path) -> anyhow::Result<Config> {
                 u.name
             ),
         }
-        if !(1..=MAX_CONNECTIONS).contains(&u.max_connections) {
+        if !(1..=MAX_CONNECTIONS).contains(&u.max_connections()) {
             bail!(
                 "upstream {:?}: max_connections is 1 to {MAX_CONNECTIONS}",
                 u.name

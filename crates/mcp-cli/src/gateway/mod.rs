@@ -15,8 +15,8 @@
 //! out of the lists (clients get `list_changed`) until it is back.
 //!
 //! Whose traffic is whose: each client request served by an upstream holds one connection to
-//! it alone while it runs (see [`pool`]; at most `max_connections` per upstream, 4 by
-//! default), so the upstream's sampling and elicitation requests and log messages on that
+//! it alone while it runs (see [`pool`]; at most `max_connections` per upstream: by default 1
+//! for a stdio command, whose requests then take turns on one process, and 4 for a URL), so the upstream's sampling and elicitation requests and log messages on that
 //! connection are that request's, and go to its client only. Never a guess: what arrives while
 //! no request holds the connection is refused (requests) or only logged by the gateway (log
 //! messages). Stdio children get a small safe environment plus the upstream's `env`.

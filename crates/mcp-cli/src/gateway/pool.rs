@@ -107,7 +107,7 @@ impl Pool {
     ) -> Arc<Pool> {
         let pool = Arc::new(Pool {
             link,
-            permits: Arc::new(Semaphore::new(upstream.max_connections.max(1))),
+            permits: Arc::new(Semaphore::new(upstream.max_connections().max(1))),
             upstream,
             primary,
             primary_holder,

@@ -101,7 +101,9 @@ pub(super) async fn connect(
     }
 }
 
-/// Passes an upstream's notifications on, in order.
+/// Passes an upstream's notifications on, in order, never waiting for a client: one that
+/// reads slowly or not at all must not hold up the messages of other clients' requests (its
+/// own are queued for it, and dropped if it falls too far behind).
 pub(super) async fn pass_on(
     server: Server,
     link: Arc<Link>,
@@ -117,7 +119,7 @@ pub(super) async fn pass_on(
                 };
                 match call {
                     // Sent on a connection lent to a request: that request's (and only its).
-                    Some(call) => call.ctx.log(p.level, Some(&logger), p.data).await,
+                    Some(call) => call.ctx.try_log(p.level, Some(&logger), p.data),
                     // Nobody's: an upstream's own line, or a late one about an earlier
                     // request. Passing it to every client could leak that request's data.
                     None if p.level >= LoggingLevel::Warning => {
@@ -128,7 +130,7 @@ pub(super) async fn pass_on(
                     }
                 }
             }
-            Event::Progress(ctx, p) => ctx.progress(p.progress, p.total, p.message).await,
+            Event::Progress(ctx, p) => ctx.try_progress(p.progress, p.total, p.message),
             Event::Changed(kind) => {
                 let _ = changed.try_send(kind);
             }

@@ -52,3 +52,78 @@ allow_tools = ["echo"]
     assert_eq!(names(&c).await, ["endless__only", "local__echo"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A legacy HTTP+SSE client of the gateway that stops reading while its call floods it with
+/// log messages holds up nobody else's calls through the same upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_holds_up_nobody() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let (dir, config) = config_file(
+        "mcp-gateway-stuck",
+        &format!(
+            "[[upstream]]\nname = \"demo\"\ncommand = [\"{MCP}\", \"serve\", \"--stdio\"]\nmax_connections = 4\n"
+        ),
+    );
+    // A long stall timeout: without the fix, the others would wait that long.
+    let (_gateway, url) = common::serve_http(&[
+        "--config",
+        config.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--stall-timeout",
+        "120s",
+    ])
+    .await;
+    let base = url.trim_end_matches("/mcp").to_owned();
+    let addr = base.trim_start_matches("http://").to_owned();
+    // The stuck client: a tiny receive buffer, reads its endpoint, then nothing more.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let stuck = socket.connect(addr.parse().unwrap()).await.unwrap();
+    let (rd, mut wr) = stuck.into_split();
+    wr.write_all(b"GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
+        .await
+        .unwrap();
+    let mut rd = BufReader::new(rd);
+    let endpoint = loop {
+        let mut line = String::new();
+        rd.read_line(&mut line).await.unwrap();
+        if let Some(e) = line.strip_prefix("data: ") {
+            break e.trim().to_owned();
+        }
+    };
+    let post = |body: serde_json::Value| {
+        reqwest::Client::new()
+            .post(format!("{base}{endpoint}"))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+    };
+    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"stuck","version":"1"}}});
+    assert!(post(init).await.unwrap().status().is_success());
+    post(json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
+        .await
+        .unwrap();
+    // Its call: 3,000 log messages of 8 KiB, far more than its buffers hold.
+    let flood = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"demo__log","arguments":{"message":"x".repeat(8192),"repeat":3000}}});
+    assert!(post(flood).await.unwrap().status().is_success());
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Another client calls through the same upstream meanwhile.
+    let other = client(&url, EraChoice::Legacy).await;
+    let started = Instant::now();
+    let answer = tokio::time::timeout(
+        Duration::from_secs(20),
+        other.call_tool("demo__echo", args(json!({"message": "still here"}))),
+    )
+    .await
+    .expect("the other client's call is answered")
+    .unwrap();
+    assert_eq!(answer.content[0].as_text(), Some("still here"));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "held up for {:?}",
+        started.elapsed()
+    );
+    drop(rd);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -110,6 +110,7 @@ async fn concurrent_clients_never_see_each_others_traffic() {
 name = "local"
 command = ["{MCP}", "serve", "--stdio"]
 era = "legacy"
+max_connections = 4
 
 [[upstream]]
 name = "remote"
@@ -120,6 +121,7 @@ era = "legacy"
 name = "newer"
 command = ["{MCP}", "serve", "--stdio"]
 era = "modern"
+max_connections = 4
 "#
         ),
     );
@@ -172,6 +174,7 @@ async fn a_cancelled_requests_last_words_stay_with_its_client() {
 name = "local"
 command = ["{MCP}", "serve", "--stdio"]
 era = "legacy"
+max_connections = 4
 "#
         ),
     );

@@ -24,13 +24,24 @@ pub struct Echo {
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 pub struct Nothing {}
 
-/// A server with `sleep` (answers "slept MS"), `echo` and `boom` (panics).
+/// A server with `sleep` (answers "slept MS"), `chatty_sleep` (logs first), `echo` and
+/// `boom` (panics).
 pub fn server() -> Server {
     Server::builder("limits", "1")
         .tool("sleep", "sleeps", |_c: Ctx, a: Sleep| async move {
             tokio::time::sleep(Duration::from_millis(a.ms)).await;
             Ok::<_, String>(format!("slept {}", a.ms))
         })
+        .tool(
+            "chatty_sleep",
+            "logs, then sleeps",
+            |c: Ctx, a: Sleep| async move {
+                c.log(mcp_types::LoggingLevel::Info, None, json!("going to sleep"))
+                    .await;
+                tokio::time::sleep(Duration::from_millis(a.ms)).await;
+                Ok::<_, String>(format!("slept {}", a.ms))
+            },
+        )
         .tool("echo", "echoes", |_c: Ctx, a: Echo| async move {
             Ok::<_, String>(a.message)
         })
