@@ -85,7 +85,23 @@ struct State {
     tool_headers: Mutex<std::collections::HashMap<String, Vec<(String, String)>>>,
     to_engine: mpsc::Sender<Vec<u8>>,
     closed: CancellationToken,
+    /// Closed (false) from `notifications/initialized` until the standalone GET stream has
+    /// its answer: requests sent meanwhile wait, so that what the server sends on that stream
+    /// about them (a server that sends its requests there) is not lost.
+    standalone_gate: tokio::sync::watch::Sender<bool>,
 }
+
+/// Opens the standalone-stream gate when dropped.
+struct GateOpener(tokio::sync::watch::Sender<bool>);
+
+impl Drop for GateOpener {
+    fn drop(&mut self) {
+        self.0.send_replace(true);
+    }
+}
+
+/// The longest a request waits for the standalone stream to open.
+const STANDALONE_GATE: Duration = Duration::from_secs(5);
 
 /// Handle to a running client transport.
 #[derive(Clone)]
@@ -175,6 +191,7 @@ pub fn connect(
         tool_headers: Mutex::new(std::collections::HashMap::new()),
         to_engine,
         closed: CancellationToken::new(),
+        standalone_gate: tokio::sync::watch::channel(true).0,
     });
     let st = state.clone();
     tokio::spawn(async move {
@@ -186,8 +203,21 @@ pub fn connect(
             if out.line.is_empty() {
                 continue;
             }
+            // Messages sent after `initialized` wait for the standalone stream (in order: the
+            // gate closes before anything after `initialized` is dispatched).
+            let gate = (!*st.standalone_gate.borrow()).then(|| st.standalone_gate.subscribe());
+            let opener = (st.config.standalone_stream && is_initialized(&out.line)).then(|| {
+                st.standalone_gate.send_replace(false);
+                GateOpener(st.standalone_gate.clone())
+            });
             let st = st.clone();
-            tokio::spawn(async move { st.post(out.line).await });
+            tokio::spawn(async move {
+                if let Some(mut gate) = gate {
+                    let open = gate.wait_for(|open| *open);
+                    let _ = tokio::time::timeout(STANDALONE_GATE, open).await;
+                }
+                st.post(out.line, opener).await
+            });
         }
     });
     Ok(HttpClientTransport {
@@ -283,6 +313,12 @@ fn inspect(line: &str) -> Posted {
     }
 }
 
+/// Whether an outgoing line is the `notifications/initialized` notification.
+fn is_initialized(line: &str) -> bool {
+    // Most lines are not: only those mentioning it are decoded.
+    line.contains("notifications/initialized") && inspect(line).initialized
+}
+
 fn response_id(data: &str) -> Option<RequestId> {
     match Message::decode(data.as_bytes()) {
         Ok(Message::Response(r)) => r.id,
@@ -327,7 +363,9 @@ impl State {
         }
     }
 
-    async fn post(self: &Arc<Self>, line: String) {
+    /// POSTs one message. `opener` (for `notifications/initialized`) opens the standalone
+    /// gate once the GET stream has its answer, or when this POST fails.
+    async fn post(self: &Arc<Self>, line: String, opener: Option<GateOpener>) {
         let posted = inspect(&line);
         let legacy = lock(&self.legacy_endpoint).clone();
         if let Some(endpoint) = legacy {
@@ -424,7 +462,7 @@ impl State {
             }
             if posted.initialized && self.config.standalone_stream {
                 let st = self.clone();
-                tokio::spawn(async move { st.standalone().await });
+                tokio::spawn(async move { st.standalone(opener).await });
             }
             return;
         }
@@ -802,8 +840,10 @@ impl State {
     }
 
     /// The standalone GET stream: server notifications and requests not tied to a POST.
-    async fn standalone(self: &Arc<Self>) {
-        let Some(first) = self.get(None).await else {
+    async fn standalone(self: &Arc<Self>, opener: Option<GateOpener>) {
+        let first = self.get(None).await;
+        drop(opener);
+        let Some(first) = first else {
             return; // 405 or any failure: not fatal, the server just has no GET stream
         };
         let mut resp = Some(first);

@@ -9,6 +9,7 @@ use std::time::Duration;
 use axum::extract::Request;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
 use mcp_client::{CallError, Client, ClientConfig, ClientHandlers, ConnectError};
 use mcp_http::HttpClientConfig;
 use serde_json::{Value, json};
@@ -522,4 +523,81 @@ async fn list_tools_stops_after_max_pages() {
     };
     assert!(why.contains("20 pages"), "{why}");
     assert_eq!(pages_asked(&log), 20);
+}
+
+/// A server that sends its server-to-client messages only on the standalone GET stream (as
+/// the TypeScript SDK does for requests not tied to one of the client's) and drops them when
+/// none is open, and that is slow to accept `initialized`: requests the client sends right
+/// after the handshake must wait for the GET stream, or their messages are lost.
+#[tokio::test]
+async fn requests_after_the_handshake_wait_for_the_standalone_stream() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stream_open = Arc::new(AtomicBool::new(false));
+    let on_post = stream_open.clone();
+    let on_get = stream_open.clone();
+    let app = axum::Router::new().route(
+        "/mcp",
+        axum::routing::post(move |body: String| {
+            let stream_open = on_post.clone();
+            async move {
+                let v: Value = serde_json::from_str(&body).unwrap();
+                let answer = |result: Value| {
+                    (
+                        [
+                            ("content-type", "application/json"),
+                            ("mcp-session-id", "session-1"),
+                        ],
+                        json!({"jsonrpc":"2.0","id":v["id"],"result":result}).to_string(),
+                    )
+                        .into_response()
+                };
+                match v["method"].as_str() {
+                    Some("initialize") => answer(json!({
+                        "protocolVersion": v["params"]["protocolVersion"],
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "slow-to-accept", "version": "1"}
+                    })),
+                    Some("notifications/initialized") => {
+                        tokio::time::sleep(Duration::from_millis(300)).await;
+                        StatusCode::ACCEPTED.into_response()
+                    }
+                    Some("tools/call") => {
+                        let seen = if stream_open.load(Ordering::SeqCst) {
+                            "with stream"
+                        } else {
+                            "no stream"
+                        };
+                        answer(json!({"content":[{"type":"text","text":seen}]}))
+                    }
+                    _ => answer(json!({})),
+                }
+            }
+        })
+        .get(move || {
+            let stream_open = on_get.clone();
+            async move {
+                stream_open.store(true, Ordering::SeqCst);
+                let first = futures::stream::once(async {
+                    Ok::<_, std::convert::Infallible>(axum::body::Bytes::from("id: 0\ndata: \n\n"))
+                });
+                let body = axum::body::Body::from_stream(first.chain(futures::stream::pending()));
+                ([("content-type", "text/event-stream")], body).into_response()
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move { mcp_http::serve_router(listener, app).await });
+    let client = connect(&url, HttpClientConfig::default())
+        .await
+        .unwrap()
+        .unwrap();
+    let r = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.call_tool("anything", serde_json::Map::new()),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(r.content[0].as_text(), Some("with stream"));
 }
