@@ -126,6 +126,20 @@ impl Stdio_ {
         }
     }
 
+    async fn recv_method(&mut self, method: &str) -> Value {
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(20), self.lines.next_line())
+                .await
+                .expect("a message")
+                .unwrap()
+                .expect("stdout open");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["method"] == method {
+                return v;
+            }
+        }
+    }
+
     async fn initialize(&mut self) {
         self.send(&serde_json::from_str(INIT).unwrap()).await;
         self.recv_id(0).await;
@@ -142,9 +156,10 @@ impl Stdio_ {
 async fn sigterm_on_stdio_answers_what_is_in_flight_then_exits() {
     let mut s = Stdio_::spawn(&[]);
     s.initialize().await;
-    s.send(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"steps":3,"delay_ms":200}}}))
+    s.send(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"steps":3,"delay_ms":200},"_meta":{"progressToken":"p"}}}))
         .await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The call is running once its first progress arrives.
+    s.recv_method("notifications/progress").await;
     kill(Pid::from_raw(s.pid()), Signal::SIGTERM).unwrap();
     let answer = s.recv_id(1).await;
     assert_eq!(answer["result"]["content"][0]["text"], "done after 3 steps");

@@ -333,18 +333,19 @@ async fn modern_requests_and_listen_streams_are_capped() {
             ))
         })
         .collect();
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(s.http.stateless_in_flight(), 3);
+    assert!(until(10, || s.http.stateless_in_flight() == 3).await);
     let over = modern(9, "tools/list", json!({})).await.unwrap();
     assert_eq!(over.status(), StatusCode::SERVICE_UNAVAILABLE);
     for h in slow {
         assert_eq!(h.await.unwrap().unwrap().status(), StatusCode::OK);
     }
     drop(listen);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        until(10, || s.http.stateless_in_flight() == 0).await,
+        "permits come back"
+    );
     let again = modern(10, "tools/list", json!({})).await.unwrap();
     assert_eq!(again.status(), StatusCode::OK);
-    assert_eq!(s.http.stateless_in_flight(), 0, "permits come back");
 }
 
 #[tokio::test]
@@ -358,7 +359,7 @@ async fn connections_are_capped() {
     )
     .await;
     use tokio::io::AsyncReadExt;
-    async fn ping(tcp: &mut tokio::net::TcpStream) -> Option<String> {
+    async fn ping(tcp: &mut tokio::net::TcpStream, wait: Duration) -> Option<String> {
         use tokio::io::AsyncWriteExt;
         let req = format!(
             "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{INIT}",
@@ -366,17 +367,32 @@ async fn connections_are_capped() {
         );
         tcp.write_all(req.as_bytes()).await.unwrap();
         let mut buf = vec![0u8; 8192];
-        tokio::time::timeout(Duration::from_millis(700), tcp.read(&mut buf))
+        tokio::time::timeout(wait, tcp.read(&mut buf))
             .await
             .ok()
             .map(|n| String::from_utf8_lossy(&buf[..n.unwrap()]).into_owned())
     }
     let mut a = tokio::net::TcpStream::connect(s.addr).await.unwrap();
     let mut b = tokio::net::TcpStream::connect(s.addr).await.unwrap();
-    assert!(ping(&mut a).await.unwrap().starts_with("HTTP/1.1 200"));
-    assert!(ping(&mut b).await.unwrap().starts_with("HTTP/1.1 200"));
+    let served = Duration::from_secs(10);
+    assert!(
+        ping(&mut a, served)
+            .await
+            .unwrap()
+            .starts_with("HTTP/1.1 200")
+    );
+    assert!(
+        ping(&mut b, served)
+            .await
+            .unwrap()
+            .starts_with("HTTP/1.1 200")
+    );
     let mut c = tokio::net::TcpStream::connect(s.addr).await.unwrap();
-    assert_eq!(ping(&mut c).await, None, "a third connection waits");
+    assert_eq!(
+        ping(&mut c, Duration::from_millis(700)).await,
+        None,
+        "a third connection waits"
+    );
     drop(a);
     let mut buf = vec![0u8; 8192];
     let n = tokio::time::timeout(Duration::from_secs(5), c.read(&mut buf))

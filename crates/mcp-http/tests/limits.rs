@@ -311,14 +311,13 @@ async fn a_modern_request_counts_until_its_handler_finishes() {
     };
     // The client hangs up while its call runs.
     let hung_up = tokio::spawn(modern(1));
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(until(10, || s.http.stateless_in_flight() == 1).await);
     hung_up.abort();
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(s.http.stateless_in_flight(), 1, "the handler still runs");
     let r = modern(2).await.unwrap();
     assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(s.http.stateless_in_flight(), 0);
+    assert!(until(10, || s.http.stateless_in_flight() == 0).await);
 }
 
 #[tokio::test]

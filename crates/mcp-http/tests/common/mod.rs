@@ -180,3 +180,15 @@ pub async fn ping_ok(url: &str, session: &str) {
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(answer(r).await["result"], json!({}));
 }
+
+/// Waits until `f` holds (checked every 10 ms), at most `secs` seconds; whether it did.
+pub async fn until(secs: u64, f: impl Fn() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+    while !f() {
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    true
+}
