@@ -19,7 +19,7 @@ struct SpecSchema {
 impl SpecSchema {
     fn load(version: &str) -> Self {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/spec")
+            .join("../../spec")
             .join(version)
             .join("schema/schema.json");
         let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

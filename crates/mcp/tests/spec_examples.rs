@@ -1,4 +1,4 @@
-//! Every example under ../shared/spec/2026-07-28/schema/examples/ deserializes into our types
+//! Every example under spec/2026-07-28/schema/examples/ (vendored) deserializes into our types
 //! and serializes back to equal JSON. New example folders fail the test until they are mapped.
 
 use std::path::{Path, PathBuf};
@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 fn examples_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/spec/2026-07-28/schema/examples")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../spec/2026-07-28/schema/examples")
 }
 
 /// JSON equality where numbers compare by value (50 and 50.0 are the same JSON number).
