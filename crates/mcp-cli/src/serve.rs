@@ -8,7 +8,6 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use mcp_client::Supervised;
 use mcp_server::Server;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::limits::Limits;
@@ -79,23 +78,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
 /// Serves stdin/stdout until the input ends or a signal comes; on a signal, input is no longer
 /// read and requests in flight get `drain` to finish.
 async fn serve_stdio(server: &Server, shutdown: &CancellationToken, drain: Duration) {
-    let (io, writer) = mcp_transport::stdio(server.config().max_line);
-    let (tx, rx) = mpsc::channel(16);
-    let mut incoming = io.incoming;
-    let stop = shutdown.clone();
-    tokio::spawn(async move {
-        loop {
-            let frame = tokio::select! {
-                () = stop.cancelled() => return,
-                f = incoming.recv() => f,
-            };
-            let Some(f) = frame else { return };
-            if tx.send(f).await.is_err() {
-                return;
-            }
-        }
-    });
-    let serving = server.serve(rx, io.outgoing);
+    let stop = shutdown.clone().cancelled_owned();
+    let (io, writer) = mcp_transport::stdio_until(server.config().max_line, stop);
+    let serving = server.serve(io.incoming, io.outgoing);
     tokio::pin!(serving);
     tokio::select! {
         () = &mut serving => {}

@@ -514,84 +514,7 @@ fn client() -> reqwest::Client {
     reqwest::Client::new()
 }
 
-/// The JSON-RPC messages of a JSON or SSE body.
-fn messages(content_type: &str, body: &str) -> Vec<Value> {
-    if body.is_empty() {
-        return Vec::new();
-    }
-    if content_type.starts_with("text/event-stream") {
-        let mut p = mcp_http::sse::SseParser::new(64 << 20);
-        return p
-            .push(body.as_bytes())
-            .into_iter()
-            .filter(|e| !e.data.is_empty())
-            .map(|e| serde_json::from_str(&e.data).unwrap())
-            .collect();
-    }
-    vec![serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))]
-}
-
-struct Streamable {
-    url: String,
-    session: String,
-    version: &'static str,
-}
-
-impl Streamable {
-    async fn open(base: &str, version: &'static str) -> Self {
-        let url = format!("{base}/mcp");
-        let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":version,"capabilities":{},"clientInfo":{"name":"t","version":"1"}}});
-        let r = client()
-            .post(&url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(init.to_string())
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 200);
-        let session = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-        let s = Streamable {
-            url,
-            session,
-            version,
-        };
-        let (status, _) = s
-            .post(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
-            .await;
-        assert_eq!(status, 202);
-        s
-    }
-
-    async fn post(&self, body: &[u8]) -> (u16, Vec<Value>) {
-        let r = client()
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &self.session)
-            .header("mcp-protocol-version", self.version)
-            .body(body.to_vec())
-            .send()
-            .await
-            .unwrap();
-        let status = r.status().as_u16();
-        let ct = r
-            .headers()
-            .get("content-type")
-            .map(|v| v.to_str().unwrap().to_owned())
-            .unwrap_or_default();
-        let body = r.text().await.unwrap();
-        (status, messages(&ct, &body))
-    }
-
-    async fn ping_ok(&self, name: &str) {
-        let (status, m) = self
-            .post(br#"{"jsonrpc":"2.0","id":"probe","method":"ping"}"#)
-            .await;
-        assert_eq!(status, 200, "{name}: the next request works");
-        assert_eq!(m[0]["result"], json!({}), "{name}");
-    }
-}
+use common::HttpSession as Streamable;
 
 /// HTTP status owed for a case: unidentifiable input 400, a rejected notification or response
 /// 202 (accepted and ignored), a failing request 200.
@@ -618,7 +541,7 @@ fn legacy_status(name: &str, want: Want) -> u16 {
 #[tokio::test]
 async fn corpus_over_streamable_http() {
     let server = http_server().await;
-    let s = Streamable::open(&server.base, "2025-11-25").await;
+    let s = Streamable::open(&format!("{}/mcp", server.base), "2025-11-25").await;
     for c in corpus() {
         let (status, replies) = s.post(&c.bytes).await;
         if c.name == "13 string id" {
@@ -657,17 +580,13 @@ async fn corpus_over_streamable_http() {
     check(
         "25 oversized",
         Want::Null(-32600),
-        &messages("application/json", body),
+        &common::http_messages("application/json", body),
     );
     s.ping_ok("25").await;
     // 20: duplicate in-flight id.
     let slow = br#"{"jsonrpc":"2.0","id":52,"method":"tools/call","params":{"name":"slow","arguments":{"steps":1,"delay_ms":400}}}"#;
     let first = {
-        let s2 = Streamable {
-            url: s.url.clone(),
-            session: s.session.clone(),
-            version: s.version,
-        };
+        let s2 = s.clone();
         tokio::spawn(async move { s2.post(slow).await })
     };
     tokio::time::sleep(Duration::from_millis(100)).await;
@@ -680,7 +599,7 @@ async fn corpus_over_streamable_http() {
     assert_eq!(answer["result"]["content"][0]["text"], "done after 1 steps");
 
     // 31: batches on 2025-03-26.
-    let old = Streamable::open(&server.base, "2025-03-26").await;
+    let old = Streamable::open(&format!("{}/mcp", server.base), "2025-03-26").await;
     for (bytes, want) in batch_cases() {
         let (status, replies) = old.post(bytes.as_bytes()).await;
         check_batch(&bytes, &want, &replies);

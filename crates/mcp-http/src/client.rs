@@ -195,6 +195,9 @@ pub fn connect(
     });
     let st = state.clone();
     tokio::spawn(async move {
+        // Until `initialized` has gone out, each line is checked for it (only once: a
+        // re-initialization after an expired session replays the handshake itself).
+        let mut handshake = st.config.standalone_stream;
         loop {
             let out = tokio::select! {
                 () = st.closed.cancelled() => return,
@@ -206,7 +209,8 @@ pub fn connect(
             // Messages sent after `initialized` wait for the standalone stream (in order: the
             // gate closes before anything after `initialized` is dispatched).
             let gate = (!*st.standalone_gate.borrow()).then(|| st.standalone_gate.subscribe());
-            let opener = (st.config.standalone_stream && is_initialized(&out.line)).then(|| {
+            let opener = (handshake && is_initialized(&out.line)).then(|| {
+                handshake = false;
                 st.standalone_gate.send_replace(false);
                 GateOpener(st.standalone_gate.clone())
             });

@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 use crate::clients::{Client, ClientTable};
 use crate::config::HttpConfig;
 use crate::guard;
-use crate::session::random_hex;
+use crate::session::{handshake_done, random_hex};
 
 /// One legacy session: the engine's input, and whether the handshake finished.
 #[derive(Clone)]
@@ -274,14 +274,5 @@ async fn receive(
         Ok(Ok(())) => StatusCode::ACCEPTED.into_response(),
         Ok(Err(_)) => error(StatusCode::NOT_FOUND, "Session not found"),
         Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "Session is overloaded"),
-    }
-}
-
-/// Whether a message shows the client finished the handshake.
-fn handshake_done(m: &Message) -> bool {
-    match m {
-        Message::Notification(n) => n.method == "notifications/initialized",
-        Message::Request(r) => r.method != "initialize" && r.method != "ping",
-        Message::Response(_) => false,
     }
 }

@@ -17,7 +17,7 @@ use crate::respond::*;
 use crate::server::{
     Inner, accepting, host_checks, plausible_session_id, stream_slot, version_checks,
 };
-use crate::session::{Session, random_hex};
+use crate::session::{Session, handshake_done, random_hex};
 
 /// What one POST body holds.
 struct Posted {
@@ -140,7 +140,7 @@ pub(crate) async fn handle_post(State(inner): State<Arc<Inner>>, request: Reques
         Err(r) => return r,
     };
     session.touch();
-    if !new_session && handshake_done(&posted.messages) {
+    if !new_session && posted.messages.iter().any(handshake_done) {
         session.mark_initialized();
     }
     if posted.batch && !session.version().has(Feature::Batching) {
@@ -149,16 +149,6 @@ pub(crate) async fn handle_post(State(inner): State<Arc<Inner>>, request: Reques
         );
     }
     answer(&inner, session, new_session, posted).await
-}
-
-/// Whether these messages show the client finished the handshake: `initialized`, or any
-/// request but `initialize` and `ping`.
-fn handshake_done(messages: &[Message]) -> bool {
-    messages.iter().any(|m| match m {
-        Message::Notification(n) => n.method == "notifications/initialized",
-        Message::Request(r) => r.method != "initialize" && r.method != "ping",
-        Message::Response(_) => false,
-    })
 }
 
 /// The session a POST belongs to, or a new one for an `initialize` without a session id.
@@ -244,13 +234,7 @@ fn new_session(
 
 /// Whether an answer is a JSON-RPC error response (typed, not by its text).
 fn is_error_response(data: &str) -> bool {
-    matches!(
-        Message::decode_str(data),
-        Ok(Message::Response(mcp_jsonrpc::Response {
-            outcome: Err(_),
-            ..
-        }))
-    )
+    error_code(data).is_some()
 }
 
 /// Hands the messages to the session's engine and answers the POST: 202 for notifications

@@ -11,7 +11,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use mcp_jsonrpc::{Outbound, RequestId};
+use mcp_jsonrpc::{Message, Outbound, RequestId};
 use mcp_types::ProtocolVersion;
 use tokio::sync::mpsc;
 
@@ -96,6 +96,16 @@ pub(crate) fn random_hex_from(
         return None;
     }
     Some(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Whether a message shows the client finished the handshake: `initialized`, or any request
+/// but `initialize` and `ping` (a session that shows neither expires by the handshake timeout).
+pub(crate) fn handshake_done(m: &Message) -> bool {
+    match m {
+        Message::Notification(n) => n.method == "notifications/initialized",
+        Message::Request(r) => r.method != "initialize" && r.method != "ping",
+        Message::Response(_) => false,
+    }
 }
 
 /// An HTTP session.

@@ -280,15 +280,9 @@ fn check_headers(headers: &HeaderMap, req: &Request) -> Result<(), Response> {
 /// The HTTP status of an answer: errors that say the request is unknown or malformed get
 /// 404 or 400 (read from the decoded error, not from the text).
 fn status_for(line: &str) -> StatusCode {
-    let Ok(Message::Response(mcp_jsonrpc::Response {
-        outcome: Err(e), ..
-    })) = Message::decode_str(line)
-    else {
-        return StatusCode::OK;
-    };
-    match e.code.0 {
-        -32601 => StatusCode::NOT_FOUND,
-        -32022..=-32020 => StatusCode::BAD_REQUEST,
+    match crate::respond::error_code(line) {
+        Some(-32601) => StatusCode::NOT_FOUND,
+        Some(-32022..=-32020) => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
     }
 }

@@ -121,6 +121,22 @@ async fn cancel(http: &reqwest::Client, url: &str, session: &str, id: u64) {
     assert_eq!(r.status(), StatusCode::ACCEPTED);
 }
 
+/// The POST of a cancelled request ends (headers and body), without a result.
+async fn ends_without_a_result(
+    pending: tokio::task::JoinHandle<reqwest::Result<reqwest::Response>>,
+) {
+    let r = tokio::time::timeout(Duration::from_secs(10), pending)
+        .await
+        .expect("the POST of a cancelled request ends")
+        .unwrap()
+        .unwrap();
+    let body = tokio::time::timeout(Duration::from_secs(10), r.text())
+        .await
+        .expect("its body ends too")
+        .unwrap();
+    assert!(!body.contains("slept"), "{body}");
+}
+
 #[tokio::test]
 async fn cancelled_requests_leave_nothing_behind() {
     // MCP_TEST_CANCEL_ROUNDS=10000 for the long run.
@@ -163,16 +179,7 @@ async fn cancelled_requests_leave_nothing_behind() {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
             cancel(&http, &s.url, &id, round).await;
-            let r = tokio::time::timeout(Duration::from_secs(10), pending)
-                .await
-                .expect("the POST of a cancelled request ends")
-                .unwrap()
-                .unwrap();
-            let body = tokio::time::timeout(Duration::from_secs(10), r.text())
-                .await
-                .expect("its body ends too")
-                .unwrap();
-            assert!(!body.contains("slept"), "{body}");
+            ends_without_a_result(pending).await;
             if round == 100 {
                 after_warmup = Some((s.http.tracked_streams(), store.event_count()));
             }
@@ -569,15 +576,6 @@ async fn a_batch_whose_requests_are_all_cancelled_ends_its_post() {
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     cancel(&reqwest::Client::new(), &s.url, &id, 7).await;
-    let r = tokio::time::timeout(Duration::from_secs(10), pending)
-        .await
-        .expect("the POST of a batch whose requests were all cancelled ends")
-        .unwrap()
-        .unwrap();
-    let body = tokio::time::timeout(Duration::from_secs(10), r.text())
-        .await
-        .expect("its body ends too")
-        .unwrap();
-    assert!(!body.contains("slept"), "{body}");
+    ends_without_a_result(pending).await;
     ping_ok(&s.url, &id).await;
 }

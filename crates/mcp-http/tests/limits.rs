@@ -207,11 +207,11 @@ async fn sessions_and_new_session_rate_per_address() {
     );
 }
 
-#[tokio::test]
-async fn a_burst_of_2000_new_sessions_is_served_by_default() {
-    let s = start(HttpConfig::default(), ServeOptions::default()).await;
+/// `n` initializes at once to a server with these settings: every one gets a session.
+async fn burst_is_served(config: HttpConfig, n: usize) {
+    let s = start(config, ServeOptions::default()).await;
     let http = reqwest::Client::new();
-    let burst = futures::future::join_all((0..2000).map(|_| {
+    let burst = futures::future::join_all((0..n).map(|_| {
         http.post(&s.url)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
@@ -227,39 +227,26 @@ async fn a_burst_of_2000_new_sessions_is_served_by_default() {
         .collect();
     assert!(
         refused.is_empty(),
-        "{} of 2000 refused: {:?}",
+        "{} of {n} refused: {:?}",
         refused.len(),
         refused.first()
     );
-    assert_eq!(s.http.session_count(), 2000);
+    assert_eq!(s.http.session_count(), n);
+}
+
+#[tokio::test]
+async fn a_burst_of_2000_new_sessions_is_served_by_default() {
+    burst_is_served(HttpConfig::default(), 2000).await;
 }
 
 #[tokio::test]
 async fn a_burst_of_2000_from_one_counted_address_is_served_by_default() {
     // Loopback counted like any remote address: the defaults still admit the burst.
-    let s = start(
-        HttpConfig {
-            limit_loopback: true,
-            ..HttpConfig::default()
-        },
-        ServeOptions::default(),
-    )
-    .await;
-    let http = reqwest::Client::new();
-    let burst = futures::future::join_all((0..2000).map(|_| {
-        http.post(&s.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(INIT)
-            .send()
-    }))
-    .await;
-    let refused = burst
-        .into_iter()
-        .map(Result::unwrap)
-        .filter(|r| r.status() != StatusCode::OK)
-        .count();
-    assert_eq!(refused, 0, "{refused} of 2000 refused");
+    let config = HttpConfig {
+        limit_loopback: true,
+        ..HttpConfig::default()
+    };
+    burst_is_served(config, 2000).await;
 }
 
 #[tokio::test]

@@ -121,7 +121,12 @@ impl ChildProcess {
         let (close_tx, close_rx) = oneshot::channel::<()>();
         if let Some(stdout) = stdout {
             let reader = tokio::io::BufReader::with_capacity(64 * 1024, stdout);
-            tokio::spawn(read_frames(reader, config.max_line, in_tx));
+            tokio::spawn(read_frames(
+                reader,
+                config.max_line,
+                in_tx,
+                std::future::pending(),
+            ));
         }
         if let Some(stdin) = stdin {
             tokio::spawn(async move {

@@ -13,4 +13,4 @@ pub mod stdio;
 pub use child::{ChildConfig, ChildError, ChildProcess, Exit};
 pub use env::{ChildEnv, Inherit};
 pub use ndjson::DEFAULT_MAX_LINE;
-pub use stdio::{Channels, from_io, stdio};
+pub use stdio::{Channels, from_io, from_io_until, stdio, stdio_until};

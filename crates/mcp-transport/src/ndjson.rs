@@ -85,16 +85,24 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
     }
 }
 
-/// Reads lines from `reader` into `tx` until EOF or the receiver goes away. Blank lines are
-/// skipped; oversized lines are logged and dropped (there is no id to answer).
+/// Reads lines from `reader` into `tx` until EOF, the receiver goes away or `stop` completes
+/// (then the engine's input ends). Blank lines are skipped; oversized lines are logged and
+/// dropped (there is no id to answer).
 pub async fn read_frames<R: AsyncBufRead + Unpin>(
     reader: R,
     max_line: usize,
     tx: mpsc::Sender<Vec<u8>>,
+    stop: impl std::future::Future<Output = ()>,
 ) {
     let mut lines = LineReader::new(reader, max_line);
+    tokio::pin!(stop);
     loop {
-        match lines.next_line().await {
+        let line = tokio::select! {
+            biased;
+            () = &mut stop => return,
+            line = lines.next_line() => line,
+        };
+        match line {
             Ok(LineRead::Line(line)) => {
                 if line.iter().all(u8::is_ascii_whitespace) {
                     continue;

@@ -25,12 +25,28 @@ where
     R: tokio::io::AsyncRead + Unpin + Send + 'static,
     W: tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
+    from_io_until(reader, writer, max_line, std::future::pending())
+}
+
+/// [`from_io`] that stops reading when `stop` completes (a graceful shutdown: the engine's
+/// input ends, so it answers what it accepted and reads nothing more).
+pub fn from_io_until<R, W>(
+    reader: R,
+    writer: W,
+    max_line: usize,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> (Channels, JoinHandle<()>)
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let (in_tx, in_rx) = mpsc::channel(QUEUE_DEPTH);
     let (out_tx, out_rx) = mpsc::channel(QUEUE_DEPTH);
     tokio::spawn(read_frames(
         tokio::io::BufReader::with_capacity(64 * 1024, reader),
         max_line,
         in_tx,
+        stop,
     ));
     let writer = tokio::spawn(write_frames(writer, out_rx));
     (
@@ -48,6 +64,14 @@ where
 /// written non-blocking on the runtime itself; otherwise (a terminal, a file) through tokio's
 /// blocking-thread stdio.
 pub fn stdio(max_line: usize) -> (Channels, JoinHandle<()>) {
+    stdio_until(max_line, std::future::pending())
+}
+
+/// [`stdio`] that stops reading stdin when `stop` completes (see [`from_io_until`]).
+pub fn stdio_until(
+    max_line: usize,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> (Channels, JoinHandle<()>) {
     use std::os::fd::AsFd;
     use tokio::net::unix::pipe;
     let pipes = (|| {
@@ -58,7 +82,7 @@ pub fn stdio(max_line: usize) -> (Channels, JoinHandle<()>) {
         Some((rx, tx))
     })();
     match pipes {
-        Some((rx, tx)) => from_io(rx, tx, max_line),
-        None => from_io(tokio::io::stdin(), tokio::io::stdout(), max_line),
+        Some((rx, tx)) => from_io_until(rx, tx, max_line, stop),
+        None => from_io_until(tokio::io::stdin(), tokio::io::stdout(), max_line, stop),
     }
 }

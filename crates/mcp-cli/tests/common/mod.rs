@@ -222,6 +222,15 @@ impl HttpSession {
         let body = r.text().await.unwrap();
         (status, http_messages(&ct, &body))
     }
+
+    /// A `ping` in the session is answered: a case before it did no harm.
+    pub async fn ping_ok(&self, name: &str) {
+        let (status, m) = self
+            .post(br#"{"jsonrpc":"2.0","id":"probe","method":"ping"}"#)
+            .await;
+        assert_eq!(status, 200, "{name}: the next request works");
+        assert_eq!(m[0]["result"], json!({}), "{name}");
+    }
 }
 
 /// The peak resident set size of a process, in KiB (`VmHWM` in /proc/PID/status).
