@@ -3,35 +3,23 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use mcp_client::{Client, ClientConfig, ClientHandlers};
-use mcp_jsonrpc::Outbound;
 use mcp_types::{
     Content, CreateMessageResult, ElicitAction, ElicitResult, JsonObject, OneOrMany, Role,
 };
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
 async fn connect(handlers: ClientHandlers) -> Client {
-    let (c_out, mut s_raw) = mpsc::channel::<Outbound>(64);
-    let (s_out, mut c_raw) = mpsc::channel::<Outbound>(64);
-    let (s_tx, s_in) = mpsc::channel(64);
-    let (c_tx, c_in) = mpsc::channel(64);
-    tokio::spawn(async move {
-        while let Some(m) = s_raw.recv().await {
-            let _ = s_tx.send(m.line.into_bytes()).await;
-        }
-    });
-    tokio::spawn(async move {
-        while let Some(m) = c_raw.recv().await {
-            if !m.line.is_empty() {
-                let _ = c_tx.send(m.line.into_bytes()).await;
-            }
-        }
-    });
+    let (client_end, server_end) = mcp_transport::duplex();
     let server = mcp_conformance::server().unwrap();
-    tokio::spawn(async move { server.serve(s_in, s_out).await });
-    Client::connect(c_in, c_out, handlers, ClientConfig::default())
-        .await
-        .unwrap()
+    tokio::spawn(async move { server.serve(server_end.incoming, server_end.outgoing).await });
+    Client::connect(
+        client_end.incoming,
+        client_end.outgoing,
+        handlers,
+        ClientConfig::default(),
+    )
+    .await
+    .unwrap()
 }
 
 fn content(r: &mcp_types::CallToolResult) -> Value {

@@ -26,7 +26,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         sse_retry: Duration::from_millis(500),
         ..Default::default()
     };
-    let http = mcp_http::StreamableHttp::new(mcp_conformance::server()?, config);
+    let server = mcp_conformance::server()?;
+    let tools = server.clone();
+    let http = mcp_http::StreamableHttp::new(server, config).with_param_headers(move |name| {
+        tools
+            .tool(name)
+            .map(|t| t.header_params())
+            .unwrap_or_default()
+    });
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     eprintln!(
         "mcp-conformance-server listening on http://{}/mcp",

@@ -7,7 +7,6 @@ use mcp_client::{Client, ClientConfig, ClientHandlers};
 use mcp_jsonrpc::Message;
 use mcp_types::JsonObject;
 use serde_json::json;
-use tokio::sync::mpsc;
 
 const CALL: &str = r#"{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hello world"},"_meta":{"progressToken":7}}}"#;
 
@@ -46,24 +45,16 @@ fn round_trip(c: &mut Criterion) {
             )
             .build()
             .unwrap();
-        let (c_out, mut s_in_raw) = mpsc::channel::<mcp_jsonrpc::Outbound>(1024);
-        let (s_out, mut c_in_raw) = mpsc::channel::<mcp_jsonrpc::Outbound>(1024);
-        let (s_in_tx, s_in) = mpsc::channel::<Vec<u8>>(1024);
-        let (c_in_tx, c_in) = mpsc::channel::<Vec<u8>>(1024);
-        tokio::spawn(async move {
-            while let Some(l) = s_in_raw.recv().await {
-                let _ = s_in_tx.send(l.line.into_bytes()).await;
-            }
-        });
-        tokio::spawn(async move {
-            while let Some(l) = c_in_raw.recv().await {
-                let _ = c_in_tx.send(l.line.into_bytes()).await;
-            }
-        });
-        tokio::spawn(async move { server.serve(s_in, s_out).await });
-        Client::connect(c_in, c_out, ClientHandlers::new(), ClientConfig::default())
-            .await
-            .unwrap()
+        let (c, srv) = mcp_transport::duplex();
+        tokio::spawn(async move { server.serve(srv.incoming, srv.outgoing).await });
+        Client::connect(
+            c.incoming,
+            c.outgoing,
+            ClientHandlers::new(),
+            ClientConfig::default(),
+        )
+        .await
+        .unwrap()
     });
     let mut args = JsonObject::new();
     args.insert("message".into(), json!("hello"));

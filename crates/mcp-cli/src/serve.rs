@@ -122,7 +122,13 @@ async fn serve_http(
     };
     limits.http(&mut config);
     let legacy = mcp_http::LegacySse::new(server.clone(), config.clone());
-    let http = mcp_http::StreamableHttp::new(server, config);
+    let tools = server.clone();
+    let http = mcp_http::StreamableHttp::new(server, config).with_param_headers(move |name| {
+        tools
+            .tool(name)
+            .map(|t| t.header_params())
+            .unwrap_or_default()
+    });
     let app = http.router().merge(legacy.router());
     let listener = tokio::net::TcpListener::bind(listen)
         .await

@@ -146,34 +146,16 @@ async fn stray_stdout_lines_are_skipped() {
 /// Wires a server and a client together in-process over the real engine on both sides.
 fn pipe() -> (
     (
-        tokio::sync::mpsc::Receiver<Vec<u8>>,
+        tokio::sync::mpsc::Receiver<mcp_jsonrpc::Inbound>,
         tokio::sync::mpsc::Sender<mcp_jsonrpc::Outbound>,
     ),
     (
-        tokio::sync::mpsc::Receiver<Vec<u8>>,
+        tokio::sync::mpsc::Receiver<mcp_jsonrpc::Inbound>,
         tokio::sync::mpsc::Sender<mcp_jsonrpc::Outbound>,
     ),
 ) {
-    use tokio::sync::mpsc;
-    let (a_out, mut a_out_rx) = mpsc::channel::<mcp_jsonrpc::Outbound>(64);
-    let (b_out, mut b_out_rx) = mpsc::channel::<mcp_jsonrpc::Outbound>(64);
-    let (a_in_tx, a_in) = mpsc::channel::<Vec<u8>>(64);
-    let (b_in_tx, b_in) = mpsc::channel::<Vec<u8>>(64);
-    tokio::spawn(async move {
-        while let Some(l) = a_out_rx.recv().await {
-            if b_in_tx.send(l.line.into_bytes()).await.is_err() {
-                break;
-            }
-        }
-    });
-    tokio::spawn(async move {
-        while let Some(l) = b_out_rx.recv().await {
-            if a_in_tx.send(l.line.into_bytes()).await.is_err() {
-                break;
-            }
-        }
-    });
-    ((a_in, a_out), (b_in, b_out))
+    let (a, b) = mcp_transport::duplex();
+    ((a.incoming, a.outgoing), (b.incoming, b.outgoing))
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -260,7 +242,11 @@ async fn stubborn_children_are_killed_with_their_group() {
             ChildProcess::spawn("sh", ["-c", script], config.clone()).unwrap();
         let pid = i32::try_from(child.id().unwrap()).unwrap();
         let line = io.incoming.recv().await.unwrap();
-        let grandchild: i32 = String::from_utf8(line).unwrap().trim().parse().unwrap();
+        let grandchild: i32 = String::from_utf8(line.frame().unwrap().to_vec())
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
         assert!(alive(grandchild));
         assert_eq!(child.shutdown().await.unwrap(), Exit::Killed);
         assert!(!alive(pid), "child left behind");

@@ -151,7 +151,7 @@ async fn client_output_validates() {
     use tokio::sync::mpsc;
     for version in ProtocolVersion::LEGACY {
         let schema = SpecSchema::load(version.as_str());
-        let (to_client, client_in) = mpsc::channel::<Vec<u8>>(16);
+        let (to_client, client_in) = mpsc::channel::<mcp_jsonrpc::Inbound>(16);
         let (client_out, mut from_client) = mpsc::channel::<mcp_jsonrpc::Outbound>(16);
         let config = ClientConfig {
             protocol_version: version,
@@ -161,17 +161,18 @@ async fn client_output_validates() {
             .roots(|| async { Ok(Default::default()) })
             .sampling(|_| async { Err(mcp_jsonrpc::ErrorObject::internal("no model")) });
         let connect = tokio::spawn(Client::connect(client_in, client_out, handlers, config));
-        let init: Value = serde_json::from_str(&from_client.recv().await.unwrap().line).unwrap();
+        let init: Value =
+            serde_json::from_str(&from_client.recv().await.unwrap().line().unwrap()).unwrap();
         schema.check("InitializeRequest", &init);
         let reply = json!({"jsonrpc":"2.0","id":init["id"],"result":{
             "protocolVersion": version.as_str(), "capabilities": {"tools":{}},
             "serverInfo": {"name":"fake","version":"1"}}});
         to_client
-            .send(reply.to_string().into_bytes())
+            .send(reply.to_string().into_bytes().into())
             .await
             .unwrap();
         let initialized: Value =
-            serde_json::from_str(&from_client.recv().await.unwrap().line).unwrap();
+            serde_json::from_str(&from_client.recv().await.unwrap().line().unwrap()).unwrap();
         schema.check("InitializedNotification", &initialized);
         let client = connect.await.unwrap().unwrap();
         let call = tokio::spawn(async move {
@@ -179,11 +180,12 @@ async fn client_output_validates() {
             args.insert("message".into(), json!("x"));
             client.call_tool("echo", args).await.map(|_| client)
         });
-        let req: Value = serde_json::from_str(&from_client.recv().await.unwrap().line).unwrap();
+        let req: Value =
+            serde_json::from_str(&from_client.recv().await.unwrap().line().unwrap()).unwrap();
         schema.check("CallToolRequest", &req);
         let reply = json!({"jsonrpc":"2.0","id":req["id"],"result":{"content":[{"type":"text","text":"x"}]}});
         to_client
-            .send(reply.to_string().into_bytes())
+            .send(reply.to_string().into_bytes().into())
             .await
             .unwrap();
         call.await.unwrap().unwrap();
@@ -192,11 +194,13 @@ async fn client_output_validates() {
             .send(
                 json!({"jsonrpc":"2.0","id":"r1","method":"roots/list"})
                     .to_string()
-                    .into_bytes(),
+                    .into_bytes()
+                    .into(),
             )
             .await
             .unwrap();
-        let answer: Value = serde_json::from_str(&from_client.recv().await.unwrap().line).unwrap();
+        let answer: Value =
+            serde_json::from_str(&from_client.recv().await.unwrap().line().unwrap()).unwrap();
         schema.check("ListRootsResult", &answer["result"]);
     }
 }

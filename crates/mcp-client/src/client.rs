@@ -435,7 +435,7 @@ impl Client {
     /// # Errors
     /// [`ConnectError`] if the handshake fails.
     pub async fn connect(
-        incoming: mpsc::Receiver<Vec<u8>>,
+        incoming: mpsc::Receiver<mcp_jsonrpc::Inbound>,
         outgoing: mpsc::Sender<mcp_jsonrpc::Outbound>,
         handlers: ClientHandlers,
         config: ClientConfig,

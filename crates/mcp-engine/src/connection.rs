@@ -7,14 +7,15 @@ use std::sync::{Arc, Mutex};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use mcp_jsonrpc::{
-    DecodeError, ErrorObject, Frame, Message, Notification, Request, RequestId, encode_batch,
-    parse_params,
+    DecodeError, ErrorObject, Frame, Inbound, Message, Notification, Request, RequestId,
+    encode_batch, parse_params,
 };
 use mcp_types::{CancelledParams, ProgressParams};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
+use crate::error::CallError;
 use crate::options::EngineConfig;
 use crate::peer::Peer;
 use crate::service::{HandlerResult, RequestContext, Service};
@@ -61,10 +62,11 @@ fn lock(map: &InFlightMap) -> std::sync::MutexGuard<'_, HashMap<RequestId, InFli
 /// Runs one connection until its input ends, then waits for in-flight requests to finish and
 /// closes `peer` (failing any of its own outstanding requests with `Closed`).
 ///
-/// `incoming` carries one frame (a JSON text) per item; the transport does the framing.
+/// `incoming` carries one frame (a JSON text) per item, the transport doing the framing, or
+/// the news that the transport could not deliver one of our requests.
 pub async fn run(
     peer: Peer,
-    mut incoming: mpsc::Receiver<Vec<u8>>,
+    mut incoming: mpsc::Receiver<Inbound>,
     service: Arc<dyn Service>,
     config: EngineConfig,
 ) {
@@ -102,7 +104,8 @@ pub async fn run(
             }
             frame = incoming.recv(), if input_open && queue.len() < max_queued => {
                 match frame {
-                    Some(bytes) => {
+                    Some(Inbound::Failed { id, error }) => peer.fail(id, error),
+                    Some(Inbound::Frame(bytes)) => {
                         let cx = Conn {
                             peer: &peer,
                             service: &service,
@@ -219,7 +222,7 @@ fn error_reply(e: DecodeError, answer_unidentified: bool) -> Option<Message> {
 
 fn on_message(cx: &Conn<'_>, msg: Message, queue: &mut VecDeque<Queued>) {
     match msg {
-        Message::Response(r) => cx.peer.complete(r.id, r.outcome),
+        Message::Response(r) => cx.peer.complete(r.id, r.outcome.map_err(CallError::Rpc)),
         Message::Notification(n) => on_notification(cx, n, queue),
         Message::Request(r) => {
             let id = r.id.clone();
@@ -358,7 +361,7 @@ fn on_batch(
         match item {
             // Inside a batch every bad element is answered, as JSON-RPC 2.0 requires.
             Err(e) => slots.extend(error_reply(e, true).map(Slot::Ready)),
-            Ok(Message::Response(r)) => cx.peer.complete(r.id, r.outcome),
+            Ok(Message::Response(r)) => cx.peer.complete(r.id, r.outcome.map_err(CallError::Rpc)),
             Ok(Message::Notification(n)) => on_notification(cx, n, queue),
             Ok(Message::Request(r)) => {
                 let id = r.id.clone();

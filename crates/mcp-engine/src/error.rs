@@ -17,6 +17,10 @@ pub enum CallError {
     /// The caller cancelled the request.
     #[error("request cancelled")]
     Cancelled,
+    /// The transport could not deliver the request or bring back its answer (an HTTP
+    /// error status without a JSON-RPC answer, a refused connection...).
+    #[error("{0}")]
+    Transport(mcp_jsonrpc::TransportError),
     /// The connection closed before a response arrived.
     #[error("connection closed")]
     Closed,
@@ -44,6 +48,14 @@ impl CallError {
     pub fn rpc(&self) -> Option<&ErrorObject> {
         match self {
             CallError::Rpc(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The transport's error, if the transport failed the request.
+    pub fn transport(&self) -> Option<&mcp_jsonrpc::TransportError> {
+        match self {
+            CallError::Transport(e) => Some(e),
             _ => None,
         }
     }

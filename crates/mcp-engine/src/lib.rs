@@ -18,10 +18,12 @@ mod error;
 mod options;
 mod outbox;
 mod peer;
+mod serve;
 mod service;
 
 pub use connection::run;
 pub use error::CallError;
 pub use options::{EngineConfig, ProgressCallback, RequestOptions};
 pub use peer::Peer;
+pub use serve::{Connection, Serve};
 pub use service::{HandlerResult, RequestContext, Service};

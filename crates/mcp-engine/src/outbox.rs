@@ -175,7 +175,10 @@ mod tests {
     use super::*;
 
     fn line(n: usize) -> Outbound {
-        Outbound::unrelated(format!("m{n}"))
+        let kind = mcp_jsonrpc::OutKind::Notification {
+            method: "m".to_owned(),
+        };
+        Outbound::unrelated(format!("m{n}"), kind)
     }
 
     #[tokio::test]
@@ -187,7 +190,7 @@ mod tests {
         }
         let mut got = Vec::new();
         for _ in 0..50 {
-            got.push(rx.recv().await.unwrap().line);
+            got.push(rx.recv().await.unwrap().line().unwrap().to_owned());
         }
         assert_eq!(got, (0..50).map(|n| format!("m{n}")).collect::<Vec<_>>());
     }

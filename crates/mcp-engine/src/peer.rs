@@ -5,7 +5,9 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use mcp_jsonrpc::{ErrorObject, Message, Outbound, RawJson, RequestId, to_raw};
+use mcp_jsonrpc::{
+    Message, OutKind, OutMessage, Outbound, RawJson, RequestId, TransportError, to_raw,
+};
 use mcp_types::methods::{Notification as NotificationMethod, Request as RequestMethod};
 use mcp_types::{CancelledParams, ProgressParams, ProgressToken};
 use serde::Serialize;
@@ -18,7 +20,7 @@ use crate::error::CallError;
 use crate::options::{EngineConfig, ProgressCallback, RequestOptions};
 use crate::outbox::{Outbox, Refused};
 
-type Outcome = Result<RawJson, ErrorObject>;
+type Outcome = Result<RawJson, CallError>;
 
 struct Pending {
     tx: oneshot::Sender<Outcome>,
@@ -115,20 +117,17 @@ impl Peer {
         self.related.as_ref()
     }
 
-    fn outbound(&self, line: String) -> Outbound {
-        Outbound {
+    fn outbound(&self, line: String, kind: OutKind) -> Outbound {
+        Outbound::Message(OutMessage {
             line,
             related: self.related.clone(),
-            response: false,
-        }
+            kind,
+        })
     }
 
     /// Sends a response (or batch of responses) to the request this peer is scoped to.
     pub(crate) async fn send_response(&self, line: String) {
-        let out = Outbound {
-            response: true,
-            ..self.outbound(line)
-        };
+        let out = self.outbound(line, OutKind::Response);
         let _ = self.inner.out.send(out).await;
     }
 
@@ -139,10 +138,7 @@ impl Peer {
 
     /// Queues an error response without waiting; drops it (with a log) if the queue is full.
     pub(crate) fn try_send_response(&self, line: String) {
-        let out = Outbound {
-            response: true,
-            ..self.outbound(line)
-        };
+        let out = self.outbound(line, OutKind::Response);
         if let Err(e) = self.inner.out.try_send(out) {
             tracing::warn!("outgoing queue full or closed; dropped a response: {e}");
         }
@@ -153,7 +149,7 @@ impl Peer {
     /// what is waiting already.
     pub(crate) fn try_send_ended(&self) {
         if let Some(id) = self.related.clone() {
-            if self.inner.out.queue(Outbound::ended(id)).is_err() {
+            if self.inner.out.queue(Outbound::Ended(id)).is_err() {
                 tracing::debug!("could not tell the transport a cancelled request ended");
             }
         }
@@ -213,17 +209,17 @@ impl Peer {
     /// ending the request: its remaining messages are kept for the client to fetch when it
     /// resumes (Streamable HTTP polling). A no-op on transports with a single stream.
     pub async fn close_stream(&self) {
-        if self.related.is_some() {
-            let _ = self.inner.out.send(self.outbound(String::new())).await;
+        if let Some(id) = self.related.clone() {
+            let _ = self.inner.out.send(Outbound::CloseStream(id)).await;
         }
     }
 
-    /// Sends an already-encoded message.
+    /// Sends an already-encoded message of the given kind.
     ///
     /// # Errors
     /// [`CallError::Closed`] if the connection is gone.
-    pub async fn send_raw(&self, line: String) -> Result<(), CallError> {
-        let out = self.outbound(line);
+    pub async fn send_raw(&self, line: String, kind: OutKind) -> Result<(), CallError> {
+        let out = self.outbound(line, kind);
         self.inner
             .out
             .send(out)
@@ -236,7 +232,7 @@ impl Peer {
     /// # Errors
     /// [`CallError::Closed`] if the connection is gone.
     pub async fn send(&self, message: &Message) -> Result<(), CallError> {
-        self.send_raw(message.encode()).await
+        self.send_raw(message.encode(), kind_of(message)).await
     }
 
     /// Sends a typed notification.
@@ -276,7 +272,12 @@ impl Peer {
         let msg = Message::notification(method, &params)?;
         self.inner
             .out
-            .queue(self.outbound(msg.encode()))
+            .queue(self.outbound(
+                msg.encode(),
+                OutKind::Notification {
+                    method: method.to_owned(),
+                },
+            ))
             .map_err(|e| match e {
                 Refused::Full => CallError::QueueFull,
                 Refused::Gone => CallError::Closed,
@@ -401,6 +402,10 @@ impl Peer {
             params,
         })
         .encode();
+        let kind = OutKind::Request {
+            id: RequestId::Number(id),
+            method: method.to_owned(),
+        };
         let (tx, mut rx) = oneshot::channel();
         let touched = options
             .on_progress
@@ -419,7 +424,7 @@ impl Peer {
             id,
             armed: true,
         };
-        if self.is_closed() || self.send_raw(line).await.is_err() {
+        if self.is_closed() || self.send_raw(line, kind).await.is_err() {
             guard.armed = false;
             self.take_pending(id);
             return Err(CallError::Closed);
@@ -433,8 +438,7 @@ impl Peer {
                 outcome = &mut rx => {
                     guard.armed = false;
                     return match outcome {
-                        Ok(Ok(raw)) => Ok(raw),
-                        Ok(Err(e)) => Err(CallError::Rpc(e)),
+                        Ok(outcome) => outcome,
                         Err(_) => Err(CallError::Closed),
                     };
                 }
@@ -460,7 +464,10 @@ impl Peer {
         };
         if let Ok(msg) = Message::notification("notifications/cancelled", &params) {
             // Best effort: if the queue is full or closed the peer learns from the timeout.
-            let _ = self.inner.out.try_send(self.outbound(msg.encode()));
+            let kind = OutKind::Notification {
+                method: "notifications/cancelled".to_owned(),
+            };
+            let _ = self.inner.out.try_send(self.outbound(msg.encode(), kind));
         }
     }
 
@@ -484,6 +491,11 @@ impl Peer {
                 );
             }
         }
+    }
+
+    /// Fails our request `id` with the transport's error (see [`mcp_jsonrpc::Inbound::Failed`]).
+    pub(crate) fn fail(&self, id: RequestId, error: TransportError) {
+        self.complete(Some(id), Err(CallError::Transport(error)));
     }
 
     /// Routes `notifications/progress` to the request that asked for it.
@@ -514,5 +526,19 @@ impl Peer {
     pub(crate) fn close(&self) {
         self.inner.closed.store(true, Ordering::Release);
         self.lock_pending().clear();
+    }
+}
+
+/// What kind of message `message` is, for the transport.
+fn kind_of(message: &Message) -> OutKind {
+    match message {
+        Message::Request(r) => OutKind::Request {
+            id: r.id.clone(),
+            method: r.method.clone(),
+        },
+        Message::Notification(n) => OutKind::Notification {
+            method: n.method.clone(),
+        },
+        Message::Response(_) => OutKind::Response,
     }
 }

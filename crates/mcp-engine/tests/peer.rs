@@ -56,24 +56,23 @@ impl Service for Svc {
 }
 
 struct Remote {
-    to_engine: mpsc::Sender<Vec<u8>>,
+    to_engine: mpsc::Sender<mcp_jsonrpc::Inbound>,
     from_engine: mpsc::Receiver<mcp_jsonrpc::Outbound>,
 }
 
 impl Remote {
     async fn send(&self, v: Value) {
         self.to_engine
-            .send(v.to_string().into_bytes())
+            .send(v.to_string().into_bytes().into())
             .await
             .unwrap();
     }
-    /// The next message (markers for the transport, with no text, are skipped as stream
-    /// transports skip them).
+    /// The next message (stream signals are skipped, as stream transports skip them).
     async fn recv(&mut self) -> Value {
         loop {
             let out = self.from_engine.recv().await.unwrap();
-            if !out.line.is_empty() {
-                return serde_json::from_str(&out.line).unwrap();
+            if let Some(line) = out.line() {
+                return serde_json::from_str(line).unwrap();
             }
         }
     }
@@ -275,7 +274,8 @@ async fn end_of_input_answers_accepted_requests_then_closes() {
         mut from_engine,
     } = remote;
     drop(to_engine);
-    let answer: Value = serde_json::from_str(&from_engine.recv().await.unwrap().line).unwrap();
+    let answer: Value =
+        serde_json::from_str(from_engine.recv().await.unwrap().line().unwrap()).unwrap();
     assert_eq!(answer["id"], 1, "the accepted request is still answered");
     assert!(matches!(outgoing.await.unwrap(), Err(CallError::Closed)));
     assert!(peer.is_closed());
@@ -309,22 +309,24 @@ async fn messages_are_tagged_with_their_request() {
         EngineConfig::default(),
     ));
     in_tx
-        .send(br#"{"jsonrpc":"2.0","id":"a","method":"x"}"#.to_vec())
+        .send(br#"{"jsonrpc":"2.0","id":"a","method":"x"}"#.to_vec().into())
         .await
         .unwrap();
     let note = out_rx.recv().await.unwrap();
+    let note = note.message().unwrap();
     assert!(note.line.contains("notifications/message"));
     assert_eq!(note.related, Some(mcp_jsonrpc::RequestId::from("a")));
-    assert!(!note.response);
+    assert_eq!(note.method(), Some("notifications/message"));
     let answer = out_rx.recv().await.unwrap();
+    let answer = answer.message().unwrap();
     assert!(answer.line.contains(r#""id":"a""#));
     assert_eq!(answer.related, Some(mcp_jsonrpc::RequestId::from("a")));
-    assert!(answer.response);
+    assert!(answer.is_response());
     peer.notify_raw("notifications/tools/list_changed", &json!({}))
         .await
         .unwrap();
     assert_eq!(
-        out_rx.recv().await.unwrap().related,
+        out_rx.recv().await.unwrap().related().cloned(),
         None,
         "the connection's own peer is unscoped"
     );
@@ -438,7 +440,7 @@ async fn batch_entries_can_be_cancelled() {
     let marker = remote.from_engine.recv().await.unwrap();
     assert_eq!(
         marker,
-        mcp_jsonrpc::Outbound::ended(mcp_jsonrpc::RequestId::Number(6))
+        mcp_jsonrpc::Outbound::Ended(mcp_jsonrpc::RequestId::Number(6))
     );
     remote.send(sleep_req(7, 20_000)).await;
     assert_eq!(remote.recv().await["id"], 7, "nothing came before it");

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use mcp_jsonrpc::{ErrorCode, ErrorObject, Frame, Message, Outbound, RequestId};
+use mcp_jsonrpc::{ErrorCode, ErrorObject, Frame, Inbound, Message, Outbound, RequestId};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -83,7 +83,7 @@ struct State {
     legacy_endpoint: Mutex<Option<String>>,
     /// `x-mcp-header` annotations learned from `tools/list`: tool -> (header, property).
     tool_headers: Mutex<std::collections::HashMap<String, Vec<(String, String)>>>,
-    to_engine: mpsc::Sender<Vec<u8>>,
+    to_engine: mpsc::Sender<Inbound>,
     closed: CancellationToken,
     /// Closed (false) from `notifications/initialized` until the standalone GET stream has
     /// its answer: requests sent meanwhile wait, so that what the server sends on that stream
@@ -145,7 +145,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[derive(Debug)]
 pub struct HttpClientTransport {
     /// Messages from the server, one JSON text each.
-    pub incoming: mpsc::Receiver<Vec<u8>>,
+    pub incoming: mpsc::Receiver<Inbound>,
     /// Messages to the server.
     pub outgoing: mpsc::Sender<Outbound>,
     /// Session control.
@@ -203,13 +203,14 @@ pub fn connect(
                 () = st.closed.cancelled() => return,
                 out = from_engine.recv() => match out { Some(o) => o, None => return },
             };
-            if out.line.is_empty() {
-                continue;
-            }
+            let Outbound::Message(out) = out else {
+                continue; // stream signals are for servers
+            };
             // Messages sent after `initialized` wait for the standalone stream (in order: the
             // gate closes before anything after `initialized` is dispatched).
             let gate = (!*st.standalone_gate.borrow()).then(|| st.standalone_gate.subscribe());
-            let opener = (handshake && is_initialized(&out.line)).then(|| {
+            let initialized = out.method() == Some("notifications/initialized");
+            let opener = (handshake && initialized).then(|| {
                 handshake = false;
                 st.standalone_gate.send_replace(false);
                 GateOpener(st.standalone_gate.clone())
@@ -317,12 +318,6 @@ fn inspect(line: &str) -> Posted {
     }
 }
 
-/// Whether an outgoing line is the `notifications/initialized` notification.
-fn is_initialized(line: &str) -> bool {
-    // Most lines are not: only those mentioning it are decoded.
-    line.contains("notifications/initialized") && inspect(line).initialized
-}
-
 fn response_id(data: &str) -> Option<RequestId> {
     match Message::decode(data.as_bytes()) {
         Ok(Message::Response(r)) => r.id,
@@ -356,7 +351,7 @@ impl State {
 
     async fn deliver(&self, data: String) {
         if !data.trim().is_empty() {
-            let _ = self.to_engine.send(data.into_bytes()).await;
+            let _ = self.to_engine.send(Inbound::Frame(data.into_bytes())).await;
         }
     }
 

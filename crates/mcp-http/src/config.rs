@@ -86,12 +86,13 @@ pub struct HttpConfig {
 }
 
 impl HttpConfig {
-    /// The message-loop settings of one connection of `server` under these settings.
-    pub(crate) fn engine(&self, server: &mcp_server::Server) -> mcp_engine::EngineConfig {
+    /// The message-loop settings of one connection, from the hosted service's own under
+    /// these settings: "busy" instead of backpressure, and a stall timeout.
+    pub(crate) fn engine(&self, service: mcp_engine::EngineConfig) -> mcp_engine::EngineConfig {
         mcp_engine::EngineConfig {
             busy_after: Some(self.max_requests_per_session.max(1)),
             stall_timeout: Some(self.stall_timeout),
-            ..server.config().engine.clone()
+            ..service
         }
     }
 }

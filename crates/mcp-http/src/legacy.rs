@@ -15,8 +15,8 @@ use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use mcp_jsonrpc::{ErrorCode, ErrorObject, Message, Outbound};
-use mcp_server::Server;
+use mcp_engine::{Connection, EngineConfig, Serve};
+use mcp_jsonrpc::{ErrorCode, ErrorObject, Inbound, Message, Outbound};
 use tokio::sync::mpsc;
 
 use crate::clients::{Client, ClientTable};
@@ -27,12 +27,13 @@ use crate::session::{handshake_done, random_hex};
 /// One legacy session: the engine's input, and whether the handshake finished.
 #[derive(Clone)]
 struct Legacy {
-    input: mpsc::Sender<Vec<u8>>,
+    input: mpsc::Sender<Inbound>,
     initialized: Arc<AtomicBool>,
 }
 
 struct Inner {
-    server: Server,
+    service: Arc<dyn Serve>,
+    engine: EngineConfig,
     config: HttpConfig,
     sessions: Mutex<HashMap<String, Legacy>>,
     clients: ClientTable,
@@ -46,7 +47,7 @@ impl Inner {
     }
 }
 
-/// The legacy HTTP+SSE endpoints (`/sse` and `/message`) for one [`Server`].
+/// The legacy HTTP+SSE endpoints (`/sse` and `/message`) hosting one service ([`Serve`]).
 #[derive(Clone)]
 pub struct LegacySse {
     inner: Arc<Inner>,
@@ -77,12 +78,13 @@ fn error(status: StatusCode, message: &str) -> Response {
 }
 
 impl LegacySse {
-    /// Legacy endpoints for `server`, with the same settings type as Streamable HTTP (`path` is
-    /// not used: the paths are `/sse` and `/message`).
-    pub fn new(server: Server, config: HttpConfig) -> Self {
+    /// Legacy endpoints for `service`, with the same settings type as Streamable HTTP (`path`
+    /// is not used: the paths are `/sse` and `/message`).
+    pub fn new(service: impl Serve, config: HttpConfig) -> Self {
         Self {
             inner: Arc::new(Inner {
-                server,
+                engine: config.engine(service.engine_config()),
+                service: Arc::new(service),
                 config,
                 sessions: Mutex::new(HashMap::new()),
                 clients: ClientTable::default(),
@@ -156,12 +158,15 @@ async fn open_stream(State(inner): State<Arc<Inner>>, request: Request) -> Respo
         initialized: initialized.clone(),
     };
     inner.sessions().insert(guard.id.clone(), legacy);
-    let server = inner.server.clone();
-    let engine = inner.config.engine(&server);
+    let serving = inner.service.serve(Connection {
+        incoming: in_rx,
+        outgoing: out_tx,
+        config: inner.engine.clone(),
+        principal: client.principal().map(str::to_owned),
+    });
     let (ended, id, key) = (inner.clone(), guard.id.clone(), client.key());
-    let principal = client.principal().map(str::to_owned);
     tokio::spawn(async move {
-        server.serve_as(in_rx, out_tx, engine, principal).await;
+        serving.await;
         // Input closed (the client went away) or the client stopped reading: gone either way.
         ended.sessions().remove(&id);
         if let Some(key) = key {
@@ -190,11 +195,12 @@ async fn open_stream(State(inner): State<Arc<Inner>>, request: Request) -> Respo
                     m = tokio::time::timeout(keep_alive, rx.recv()) => m,
                 };
                 match next {
-                    Ok(Some(out)) if out.line.is_empty() => continue, // stream control: one stream only
-                    Ok(Some(out)) => {
-                        let chunk = format!("event: message\ndata: {}\n\n", out.line);
+                    Ok(Some(Outbound::Message(m))) => {
+                        let chunk = format!("event: message\ndata: {}\n\n", m.line);
                         return Some((Ok(Bytes::from(chunk)), (None, rx, guard)));
                     }
+                    // Stream signals mean nothing on one stream.
+                    Ok(Some(Outbound::CloseStream(_) | Outbound::Ended(_))) => continue,
                     Ok(None) => return None,
                     Err(_) => {
                         return Some((
@@ -250,7 +256,7 @@ async fn receive(
         Ok(b) => b,
         Err(r) => return r,
     };
-    let max_batch = inner.server.config().engine.max_batch;
+    let max_batch = inner.engine.max_batch;
     match mcp_jsonrpc::Frame::decode_limited(&body, max_batch) {
         mcp_jsonrpc::Frame::Single(Err(e)) => {
             let body = Message::error(e.id, e.error).encode();
@@ -270,7 +276,12 @@ async fn receive(
         _ => {}
     }
     let tx = legacy.input;
-    match tokio::time::timeout(Duration::from_secs(30), tx.send(body.to_vec())).await {
+    match tokio::time::timeout(
+        Duration::from_secs(30),
+        tx.send(Inbound::Frame(body.to_vec())),
+    )
+    .await
+    {
         Ok(Ok(())) => StatusCode::ACCEPTED.into_response(),
         Ok(Err(_)) => error(StatusCode::NOT_FOUND, "Session not found"),
         Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "Session is overloaded"),

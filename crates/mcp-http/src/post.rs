@@ -33,7 +33,7 @@ struct Posted {
 /// error, and the engine gets the valid rest.
 fn decode(inner: &Inner, body: Bytes) -> Result<Posted, Response> {
     // A batch over the limit is refused while it is parsed (-32600, 400).
-    let max = inner.server.config().engine.max_batch;
+    let max = inner.engine.max_batch;
     match Frame::decode_limited(&body, max) {
         Frame::Single(Ok(m)) => Ok(Posted {
             messages: vec![m],

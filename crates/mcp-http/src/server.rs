@@ -8,8 +8,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use mcp_jsonrpc::{ErrorCode, Message};
-use mcp_server::Server;
+use mcp_engine::{Connection, EngineConfig, Serve};
+use mcp_jsonrpc::{ErrorCode, ErrorObject, Message};
 use mcp_types::ProtocolVersion;
 use tokio::sync::{Semaphore, mpsc};
 
@@ -20,8 +20,15 @@ use crate::guard;
 use crate::respond::*;
 use crate::session::Session;
 
+/// Looks up a tool's `Mcp-Param-{Name}` header mirrors: `(header name, property name)`.
+pub type ParamHeaders = dyn Fn(&str) -> Vec<(String, String)> + Send + Sync;
+
 pub(crate) struct Inner {
-    pub(crate) server: Server,
+    pub(crate) service: Arc<dyn Serve>,
+    /// The engine settings of every connection ([`HttpConfig::engine`]).
+    pub(crate) engine: EngineConfig,
+    /// Where 2026-07-28 requests' `Mcp-Param-*` headers are checked against ([`StreamableHttp::with_param_headers`]).
+    pub(crate) param_headers: std::sync::OnceLock<Arc<ParamHeaders>>,
     pub(crate) config: Arc<HttpConfig>,
     pub(crate) store: Arc<dyn EventStore>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
@@ -65,12 +72,15 @@ impl Inner {
         let (in_tx, in_rx) = mpsc::channel(64);
         let (out_tx, mut out_rx) = mpsc::channel(1024);
         let session = Session::new(id, in_tx, version, self.store.clone(), client.key());
-        let server = self.server.clone();
-        let engine = self.config.engine(&server);
-        let principal = client.principal().map(str::to_owned);
+        let serving = self.service.serve(Connection {
+            incoming: in_rx,
+            outgoing: out_tx,
+            config: self.engine.clone(),
+            principal: client.principal().map(str::to_owned),
+        });
         let (ended, id) = (Arc::downgrade(self), session.id.clone());
         tokio::spawn(async move {
-            server.serve_as(in_rx, out_tx, engine, principal).await;
+            serving.await;
             // Ended by DELETE or expiry (already removed), or closed for not reading: gone.
             if let Some(inner) = ended.upgrade() {
                 inner.remove(&id);
@@ -92,7 +102,8 @@ impl Inner {
     }
 }
 
-/// A Streamable HTTP endpoint serving one [`Server`]. Cheap to clone.
+/// A Streamable HTTP endpoint hosting one service (an `mcp_server::Server`, a gateway, any
+/// [`Serve`]). Cheap to clone.
 #[derive(Clone)]
 pub struct StreamableHttp {
     inner: Arc<Inner>,
@@ -107,24 +118,29 @@ impl std::fmt::Debug for StreamableHttp {
 }
 
 impl StreamableHttp {
-    /// An endpoint for `server`, keeping SSE events in memory within the configured caps.
-    pub fn new(server: Server, config: HttpConfig) -> Self {
+    /// An endpoint for `service`, keeping SSE events in memory within the configured caps.
+    ///
+    /// 2026-07-28 `Mcp-Param-{Name}` headers are checked against the tool arguments they
+    /// mirror once [`StreamableHttp::with_param_headers`] says which tools have them.
+    pub fn new(service: impl Serve, config: HttpConfig) -> Self {
         let store = Arc::new(
             MemoryEventStore::new(config.event_log_limit)
                 .with_byte_limits(config.event_log_session_bytes, config.event_log_total_bytes),
         );
-        Self::with_event_store(server, config, store)
+        Self::with_event_store(service, config, store)
     }
 
     /// An endpoint keeping SSE events in `store` (for resumption) instead of in memory.
     pub fn with_event_store(
-        server: Server,
+        service: impl Serve,
         config: HttpConfig,
         store: Arc<dyn EventStore>,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
-                server,
+                engine: config.engine(service.engine_config()),
+                service: Arc::new(service),
+                param_headers: std::sync::OnceLock::new(),
                 store,
                 sessions: Mutex::new(HashMap::new()),
                 clients: ClientTable::default(),
@@ -133,6 +149,18 @@ impl StreamableHttp {
                 config: Arc::new(config),
             }),
         }
+    }
+
+    /// Says which tools mirror arguments into `Mcp-Param-{Name}` headers (for an
+    /// `mcp_server::Server`: `move |name| server.tool(name).map(|t| t.header_params())
+    /// .unwrap_or_default()`), so that 2026-07-28 requests whose headers disagree with
+    /// their arguments are refused (400, -32020). Set once; later calls change nothing.
+    pub fn with_param_headers(
+        self,
+        lookup: impl Fn(&str) -> Vec<(String, String)> + Send + Sync + 'static,
+    ) -> Self {
+        let _ = self.inner.param_headers.set(Arc::new(lookup));
+        self
     }
 
     /// The settings.
@@ -289,7 +317,7 @@ pub(crate) fn version_checks(headers: &HeaderMap) -> Result<(), Response> {
     for v in headers.get_all(VERSION_HEADER) {
         let v = v.to_str().unwrap_or("");
         if ProtocolVersion::parse(v).is_none() {
-            let e = mcp_server::unsupported_version_error(v, None);
+            let e = ErrorObject::unsupported_version(v, &ProtocolVersion::names_newest_first());
             let body = Message::error(None, e).encode();
             return Err((
                 StatusCode::BAD_REQUEST,

@@ -11,7 +11,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use mcp_jsonrpc::{Message, Outbound, RequestId};
+use mcp_jsonrpc::{Inbound, Message, Outbound, RequestId};
 use mcp_types::ProtocolVersion;
 use tokio::sync::mpsc;
 
@@ -112,7 +112,7 @@ pub(crate) fn handshake_done(m: &Message) -> bool {
 pub(crate) struct Session {
     pub(crate) id: String,
     /// The engine's input; taken (closing the engine) when the session ends.
-    incoming: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
+    incoming: Mutex<Option<mpsc::Sender<Inbound>>>,
     version: Mutex<ProtocolVersion>,
     streams: Mutex<Streams>,
     /// Stream tokens: unique within the session (resumption is scoped to the session, whose
@@ -148,7 +148,7 @@ pub(crate) struct Resumed {
 impl Session {
     pub(crate) fn new(
         id: String,
-        incoming: mpsc::Sender<Vec<u8>>,
+        incoming: mpsc::Sender<Inbound>,
         version: ProtocolVersion,
         store: Arc<dyn EventStore>,
         client: Option<String>,
@@ -263,7 +263,7 @@ impl Session {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
         match tx {
-            Some(tx) => tx.send(body).await.is_ok(),
+            Some(tx) => tx.send(Inbound::Frame(body)).await.is_ok(),
             None => false,
         }
     }
@@ -400,22 +400,30 @@ impl Session {
     /// response, if any.
     pub(crate) async fn route(&self, out: Outbound) {
         let _order = self.order.lock().await;
-        // A response with no text: the request ended without one (cancelled).
-        let end_marker = out.line.is_empty() && out.response;
-        let (token, seq, last) = {
-            let mut streams = self.lock();
-            let on_request_stream = out
-                .related
-                .as_ref()
-                .and_then(|id| streams.routes.get(id).cloned().map(|t| (id.clone(), t)));
-            if out.line.is_empty() && !out.response {
+        let (line, related, response) = match out {
+            Outbound::CloseStream(id) => {
                 // A handler asked to close its request's stream (polling): detach the response.
-                if let Some((_, token)) = on_request_stream {
+                let mut streams = self.lock();
+                if let Some(token) = streams.routes.get(&id).cloned() {
                     Self::detach(&mut streams, &token);
                 }
                 return;
             }
-            let token = match (&on_request_stream, out.response) {
+            // The request ended without a response (cancelled): its stream may end.
+            Outbound::Ended(id) => (None, Some(id), true),
+            Outbound::Message(m) => {
+                let response = m.is_response();
+                (Some(m.line), m.related, response)
+            }
+        };
+        let end_marker = line.is_none();
+        let line = line.unwrap_or_default();
+        let (token, seq, last) = {
+            let mut streams = self.lock();
+            let on_request_stream = related
+                .as_ref()
+                .and_then(|id| streams.routes.get(id).cloned().map(|t| (id.clone(), t)));
+            let token = match (&on_request_stream, response) {
                 (Some((id, token)), true) => {
                     streams.routes.remove(id);
                     token.clone()
@@ -427,7 +435,7 @@ impl Session {
                     None => {
                         tracing::debug!(
                             "no stream for a message; dropped: {:?}",
-                            crate::loggable(&out.line)
+                            crate::loggable(&line)
                         );
                         return;
                     }
@@ -436,10 +444,10 @@ impl Session {
             let Some(stream) = streams.by_token.get_mut(&token) else {
                 return;
             };
-            if out.response && stream.pending > 0 {
+            if response && stream.pending > 0 {
                 stream.pending -= 1;
             }
-            let last = out.response && stream.pending == 0;
+            let last = response && stream.pending == 0;
             if end_marker && !last {
                 // A batch still owes other answers: nothing to send for this one.
                 return;
@@ -454,7 +462,7 @@ impl Session {
             (token, seq, last)
         };
         if !end_marker {
-            self.store.append(&self.id, &token, seq, &out.line).await;
+            self.store.append(&self.id, &token, seq, &line).await;
         }
         let mut forget = Vec::new();
         {
@@ -463,7 +471,7 @@ impl Session {
                 if let Some(live) = stream.live.as_ref().filter(|_| seq >= stream.live_from) {
                     let event = Event {
                         id: format!("{token}-{seq}"),
-                        data: out.line,
+                        data: line,
                         last,
                     };
                     if live.try_send(event).is_err() {
@@ -498,8 +506,9 @@ impl Session {
 mod tests {
     use super::*;
     use crate::event_store::MemoryEventStore;
+    use mcp_jsonrpc::{OutKind, OutMessage};
 
-    fn session() -> (Arc<Session>, mpsc::Receiver<Vec<u8>>) {
+    fn session() -> (Arc<Session>, mpsc::Receiver<Inbound>) {
         let (tx, rx) = mpsc::channel(8);
         let store = Arc::new(MemoryEventStore::new(64));
         (
@@ -509,11 +518,18 @@ mod tests {
     }
 
     fn out(line: &str, related: Option<i64>) -> Outbound {
-        Outbound {
-            response: line.contains(r#""result""#),
+        let kind = if line.contains(r#""result""#) {
+            OutKind::Response
+        } else {
+            OutKind::Notification {
+                method: "notifications/progress".to_owned(),
+            }
+        };
+        Outbound::Message(OutMessage {
             line: line.to_owned(),
             related: related.map(RequestId::Number),
-        }
+            kind,
+        })
     }
 
     #[tokio::test]

@@ -15,8 +15,9 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
-use mcp_jsonrpc::{ErrorCode, ErrorObject, Message, Outbound, RawValue, Request};
-use mcp_server::Server;
+use mcp_jsonrpc::{
+    ErrorCode, ErrorObject, Inbound, Message, OutMessage, Outbound, RawValue, Request,
+};
 use mcp_types::{ProtocolVersion, meta_keys};
 use serde::Deserialize;
 use serde_json::Value;
@@ -116,7 +117,7 @@ fn header_safe(v: &str) -> bool {
 
 /// `Mcp-Param-{Name}` headers of a tool call, checked against the arguments they mirror.
 fn check_param_headers(
-    server: &Server,
+    lookup: Option<&crate::server::ParamHeaders>,
     headers: &HeaderMap,
     req: &Request,
     params: &Value,
@@ -127,7 +128,10 @@ fn check_param_headers(
     let Some(tool) = params["name"].as_str() else {
         return Ok(());
     };
-    for (header, prop) in server.tool_header_params(tool) {
+    let Some(lookup) = lookup else {
+        return Ok(());
+    };
+    for (header, prop) in lookup(tool) {
         let name = format!("mcp-param-{}", header.to_ascii_lowercase());
         let body = match &params["arguments"][&prop] {
             Value::Null => None,
@@ -328,7 +332,6 @@ pub(crate) async fn handle(
     body: Bytes,
     principal: Option<String>,
 ) -> Response {
-    let server = &inner.server;
     let req = match message {
         Message::Request(r) => r,
         // No session, so nothing to route a notification or response to.
@@ -337,7 +340,7 @@ pub(crate) async fn handle(
     for v in headers.get_all("mcp-protocol-version") {
         let v = v.to_str().unwrap_or("");
         if ProtocolVersion::parse(v).is_none() {
-            let e = mcp_server::unsupported_version_error(v, None);
+            let e = ErrorObject::unsupported_version(v, &ProtocolVersion::names_newest_first());
             return error(StatusCode::BAD_REQUEST, Some(req.id), e);
         }
     }
@@ -349,7 +352,8 @@ pub(crate) async fn handle(
         .as_deref()
         .and_then(|p| serde_json::from_str(p.get()).ok())
         .unwrap_or(Value::Null);
-    if let Err(r) = check_param_headers(server, headers, &req, &params) {
+    let lookup = inner.param_headers.get().map(|f| &**f);
+    if let Err(r) = check_param_headers(lookup, headers, &req, &params) {
         return r;
     }
     let permits = match admit(inner, &req) {
@@ -358,15 +362,19 @@ pub(crate) async fn handle(
     };
     let (in_tx, in_rx) = mpsc::channel(1);
     let (out_tx, mut out_rx) = mpsc::channel::<Outbound>(64);
-    let served = server.clone();
-    let engine = inner.config.engine(server);
+    let serving = inner.service.serve(mcp_engine::Connection {
+        incoming: in_rx,
+        outgoing: out_tx,
+        config: inner.engine.clone(),
+        principal,
+    });
     // The permits live as long as the engine: a client that hangs up does not end its
     // handlers, so they must keep counting against the caps until they finish.
     tokio::spawn(async move {
         let _permits = permits;
-        served.serve_as(in_rx, out_tx, engine, principal).await;
+        serving.await;
     });
-    if in_tx.send(body.to_vec()).await.is_err() {
+    if in_tx.send(Inbound::Frame(body.to_vec())).await.is_err() {
         return error(
             StatusCode::INTERNAL_SERVER_ERROR,
             Some(req.id),
@@ -383,16 +391,16 @@ pub(crate) async fn handle(
         );
     };
     // An error answer is always JSON, so its HTTP status can say what went wrong.
-    let failed = first.response && status_for(&first.line) != StatusCode::OK;
+    let failed = first.is_response() && status_for(&first.line) != StatusCode::OK;
     let json = failed
         || match inner.config.response_mode {
             ResponseMode::Json => true,
             ResponseMode::Sse => false,
-            ResponseMode::Auto => first.response,
+            ResponseMode::Auto => first.is_response(),
         };
     if json {
         let mut last = first;
-        while !last.response {
+        while !last.is_response() {
             match next_message(&mut out_rx).await {
                 Some(m) => last = m,
                 None => break,
@@ -413,9 +421,9 @@ pub(crate) async fn handle(
 /// An SSE answer: the first message, then the rest as the handler sends them. (A client that
 /// stops reading is disconnected by the engine's stall timeout.)
 fn stream_answer(
-    first: Outbound,
+    first: OutMessage,
     rx: mpsc::Receiver<Outbound>,
-    input: mpsc::Sender<Vec<u8>>,
+    input: mpsc::Sender<Inbound>,
     keep_alive: Duration,
 ) -> Response {
     let state = (Some(first), rx, false, input);
@@ -437,7 +445,8 @@ fn stream_answer(
         };
         let m = next?;
         let chunk = format!("event: message\ndata: {}\n\n", m.line);
-        Some((Ok(Bytes::from(chunk)), (None, rx, m.response, held)))
+        let done = m.is_response();
+        Some((Ok(Bytes::from(chunk)), (None, rx, done, held)))
     });
     let mut resp = Response::new(Body::from_stream(stream));
     resp.headers_mut().insert(
@@ -449,11 +458,10 @@ fn stream_answer(
     resp
 }
 
-/// The next real message (stream-control markers mean nothing without resumption).
-async fn next_message(rx: &mut mpsc::Receiver<Outbound>) -> Option<Outbound> {
+/// The next message (stream signals mean nothing without resumption).
+async fn next_message(rx: &mut mpsc::Receiver<Outbound>) -> Option<OutMessage> {
     loop {
-        let m = rx.recv().await?;
-        if !m.line.is_empty() {
+        if let Outbound::Message(m) = rx.recv().await? {
             return Some(m);
         }
     }

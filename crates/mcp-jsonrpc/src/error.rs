@@ -113,6 +113,29 @@ impl ErrorObject {
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::INTERNAL_ERROR, message)
     }
+
+    /// MCP's `UnsupportedProtocolVersionError` (-32022): what was asked for (at most its
+    /// first [`ECHO_CHARS`] characters) and the versions that are spoken.
+    pub fn unsupported_version(requested: &str, supported: &[&str]) -> Self {
+        Self::new(
+            ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+            "Unsupported protocol version",
+        )
+        .with_data(serde_json::json!({ "supported": supported, "requested": echo(requested) }))
+    }
+}
+
+/// The most characters of the other side's text an error message repeats.
+pub const ECHO_CHARS: usize = 64;
+
+/// `text` whole when it has at most [`ECHO_CHARS`] characters, else its first
+/// [`ECHO_CHARS`] characters followed by "…": an error never carries (or logs) megabytes of
+/// what a client sent.
+pub fn echo(text: &str) -> String {
+    match text.char_indices().nth(ECHO_CHARS) {
+        None => text.to_owned(),
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+    }
 }
 
 /// Text from the other side, safe to print in a log line or on a terminal: control

@@ -15,12 +15,14 @@ pub mod error;
 pub mod frame;
 pub mod id;
 pub mod message;
+pub mod transport;
 
-pub use error::{ErrorCode, ErrorObject, printable};
+pub use error::{ErrorCode, ErrorObject, echo, printable};
 pub use frame::Frame;
 pub use id::RequestId;
 pub use message::{
-    DecodeError, Message, Notification, Outbound, RawJson, Request, Response, encode_batch,
-    parse_params, to_raw,
+    DecodeError, Message, Notification, RawJson, Request, Response, encode_batch, parse_params,
+    to_raw,
 };
 pub use serde_json::value::RawValue;
+pub use transport::{Inbound, OutKind, OutMessage, Outbound, TransportError};

@@ -35,7 +35,6 @@ pub use context::Ctx;
 pub use handler::{
     CompletionFn, IntoCallToolResult, PromptFn, ResourceFn, Structured, TemplateFn, ToolFn,
 };
-pub use modern::unsupported_version_error;
 pub use mrtr::RequestStateKey;
 pub use server::{
     BuildError, CacheConfig, Edit, Server, ServerBuilder, ServerConfig, SubscribeFn, UnsubscribeFn,

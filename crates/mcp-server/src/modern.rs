@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use mcp_jsonrpc::{ErrorCode, ErrorObject, RawJson, RawValue, to_raw};
+use mcp_jsonrpc::{ErrorObject, RawJson, RawValue, to_raw};
 use mcp_types::{
     CacheScope, ClientCapabilities, DiscoverResult, Implementation, JsonObject, LoggingLevel,
     ProtocolVersion, ResultType, meta_keys,
@@ -46,20 +46,16 @@ pub(crate) fn supported_versions() -> Vec<String> {
         .collect()
 }
 
-/// The `UnsupportedProtocolVersionError` (-32022): what was asked for (at most its first 64
-/// characters), and what is spoken (every known revision when `supported` is `None`).
-pub fn unsupported_version_error(requested: &str, supported: Option<&[&str]>) -> ErrorObject {
-    let supported: Vec<String> = match supported {
-        Some(s) => s.iter().map(|v| (*v).to_owned()).collect(),
-        None => supported_versions(),
-    };
-    ErrorObject::new(
-        ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
-        "Unsupported protocol version",
-    )
-    .with_data(
-        serde_json::json!({ "supported": supported, "requested": crate::echo::echo(requested) }),
-    )
+/// The `UnsupportedProtocolVersionError` (-32022): what was asked for, and what is spoken
+/// (every known revision when `supported` is `None`).
+pub(crate) fn unsupported_version_error(
+    requested: &str,
+    supported: Option<&[&str]>,
+) -> ErrorObject {
+    match supported {
+        Some(s) => ErrorObject::unsupported_version(requested, s),
+        None => ErrorObject::unsupported_version(requested, &ProtocolVersion::names_newest_first()),
+    }
 }
 
 /// Reads a request's era from its params. `Ok(None)`: a legacy request. An `Err` is the

@@ -577,7 +577,7 @@ impl Server {
     /// every accepted request has been answered.
     pub async fn serve(
         &self,
-        incoming: mpsc::Receiver<Vec<u8>>,
+        incoming: mpsc::Receiver<mcp_jsonrpc::Inbound>,
         outgoing: mpsc::Sender<mcp_jsonrpc::Outbound>,
     ) {
         self.serve_with(incoming, outgoing, self.inner.config.engine.clone())
@@ -588,7 +588,7 @@ impl Server {
     /// answer "busy" instead of applying backpressure).
     pub async fn serve_with(
         &self,
-        incoming: mpsc::Receiver<Vec<u8>>,
+        incoming: mpsc::Receiver<mcp_jsonrpc::Inbound>,
         outgoing: mpsc::Sender<mcp_jsonrpc::Outbound>,
         engine: EngineConfig,
     ) {
@@ -601,7 +601,7 @@ impl Server {
     /// to it, so that nobody else can continue the request.
     pub async fn serve_as(
         &self,
-        incoming: mpsc::Receiver<Vec<u8>>,
+        incoming: mpsc::Receiver<mcp_jsonrpc::Inbound>,
         outgoing: mpsc::Sender<mcp_jsonrpc::Outbound>,
         engine: EngineConfig,
         principal: Option<String>,
@@ -622,6 +622,17 @@ impl Server {
         // Forget the connection so its outgoing queue closes and the transport can finish.
         self.lock_sessions()
             .retain(|(s, _)| !s.ptr_eq(&weak) && s.strong_count() > 0);
+    }
+
+    /// Serves `connection` ([`mcp_engine::Serve`], for transports that host any service).
+    pub async fn serve_connection(&self, connection: mcp_engine::Connection) {
+        let mcp_engine::Connection {
+            incoming,
+            outgoing,
+            config,
+            principal,
+        } = connection;
+        self.serve_as(incoming, outgoing, config, principal).await;
     }
 
     fn lock_sessions(&self) -> std::sync::MutexGuard<'_, Vec<(Weak<Session>, Peer)>> {
@@ -749,23 +760,9 @@ impl Server {
         }
     }
 
-    /// The `x-mcp-header` annotations of a tool's top-level input properties, as
-    /// `(header name, property name)` pairs (2026-07-28 custom HTTP headers).
-    pub fn tool_header_params(&self, tool: &str) -> Vec<(String, String)> {
-        let reg = self.inner.read();
-        let Some(entry) = reg.tools.get(tool) else {
-            return Vec::new();
-        };
-        let Some(Value::Object(props)) = entry.tool.input_schema.get("properties") else {
-            return Vec::new();
-        };
-        props
-            .iter()
-            .filter_map(|(prop, schema)| {
-                let header = schema.get("x-mcp-header")?.as_str()?;
-                Some((header.to_owned(), prop.clone()))
-            })
-            .collect()
+    /// The definition of the registered tool `name`.
+    pub fn tool(&self, name: &str) -> Option<Tool> {
+        self.inner.read().tools.get(name).map(|e| e.tool.clone())
     }
 
     /// Registered tool names, in `tools/list` order.
@@ -879,5 +876,16 @@ impl Edit<'_> {
         let removed = self.reg.templates.len() != before;
         self.changed.resources |= removed;
         removed
+    }
+}
+
+impl mcp_engine::Serve for Server {
+    fn engine_config(&self) -> EngineConfig {
+        self.inner.config.engine.clone()
+    }
+
+    fn serve(&self, connection: mcp_engine::Connection) -> futures::future::BoxFuture<'static, ()> {
+        let server = self.clone();
+        Box::pin(async move { server.serve_connection(connection).await })
     }
 }

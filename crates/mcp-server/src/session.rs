@@ -655,13 +655,15 @@ mod tests {
         let (in_tx, in_rx) = mpsc::channel(64);
         let (out_tx, mut out_rx) = mpsc::channel(64);
         for l in lines {
-            in_tx.send(l.to_string().into_bytes()).await.unwrap();
+            in_tx.send(l.to_string().into_bytes().into()).await.unwrap();
         }
         drop(in_tx);
         server.serve(in_rx, out_tx).await;
         let mut out = Vec::new();
         while let Ok(o) = out_rx.try_recv() {
-            out.push(serde_json::from_str(&o.line).unwrap());
+            if let Some(line) = o.line() {
+                out.push(serde_json::from_str(line).unwrap());
+            }
         }
         out
     }

@@ -1,4 +1,4 @@
-//! The MCP stdio transport.
+//! The MCP stdio transport, and an in-memory one ([`duplex`]).
 //!
 //! Messages are newline-delimited JSON. Lines are limited in size (4 MiB by default); an
 //! oversized line is skipped and logged, and reading goes on with the next one. A child
@@ -7,10 +7,12 @@
 
 pub mod child;
 pub mod env;
+pub mod memory;
 pub mod ndjson;
 pub mod stdio;
 
 pub use child::{ChildConfig, ChildError, ChildProcess, Exit};
 pub use env::{ChildEnv, Inherit};
+pub use memory::duplex;
 pub use ndjson::DEFAULT_MAX_LINE;
 pub use stdio::{Channels, from_io, from_io_until, stdio, stdio_until};

@@ -1,5 +1,6 @@
 //! Newline-delimited JSON framing with a size limit.
 
+use mcp_jsonrpc::{Inbound, Outbound};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
@@ -91,7 +92,7 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
 pub async fn read_frames<R: AsyncBufRead + Unpin>(
     reader: R,
     max_line: usize,
-    tx: mpsc::Sender<Vec<u8>>,
+    tx: mpsc::Sender<Inbound>,
     stop: impl std::future::Future<Output = ()>,
 ) {
     let mut lines = LineReader::new(reader, max_line);
@@ -107,7 +108,7 @@ pub async fn read_frames<R: AsyncBufRead + Unpin>(
                 if line.iter().all(u8::is_ascii_whitespace) {
                     continue;
                 }
-                if tx.send(line).await.is_err() {
+                if tx.send(Inbound::Frame(line)).await.is_err() {
                     return;
                 }
             }
@@ -126,20 +127,20 @@ pub async fn read_frames<R: AsyncBufRead + Unpin>(
     }
 }
 
-/// Writes each received line plus `\n`, flushing whenever the queue is momentarily empty
-/// (so pipelined responses go out in few writes).
-pub async fn write_frames<W, T>(writer: W, mut rx: mpsc::Receiver<T>)
+/// Writes each received message's line plus `\n`, flushing whenever the queue is
+/// momentarily empty (so pipelined responses go out in few writes). Stream signals
+/// ([`Outbound::CloseStream`], [`Outbound::Ended`]) mean nothing on a single stream.
+pub async fn write_frames<W>(writer: W, mut rx: mpsc::Receiver<Outbound>)
 where
     W: AsyncWrite + Unpin,
-    T: AsRef<str>,
 {
     let mut w = tokio::io::BufWriter::with_capacity(64 * 1024, writer);
-    while let Some(line) = rx.recv().await {
-        if write_line(&mut w, line.as_ref()).await.is_err() {
+    while let Some(out) = rx.recv().await {
+        if write_line(&mut w, &out).await.is_err() {
             return;
         }
-        while let Ok(line) = rx.try_recv() {
-            if write_line(&mut w, line.as_ref()).await.is_err() {
+        while let Ok(out) = rx.try_recv() {
+            if write_line(&mut w, &out).await.is_err() {
                 return;
             }
         }
@@ -152,10 +153,10 @@ where
     let _ = w.shutdown().await;
 }
 
-async fn write_line<W: AsyncWrite + Unpin>(w: &mut W, line: &str) -> std::io::Result<()> {
-    if line.is_empty() {
-        return Ok(()); // a stream-control marker, not a message
-    }
+async fn write_line<W: AsyncWrite + Unpin>(w: &mut W, out: &Outbound) -> std::io::Result<()> {
+    let Some(line) = out.line() else {
+        return Ok(());
+    };
     w.write_all(line.as_bytes()).await?;
     w.write_all(b"\n").await
 }

@@ -1,6 +1,6 @@
 //! The server side of stdio: frames from stdin, lines to stdout.
 
-use mcp_jsonrpc::Outbound;
+use mcp_jsonrpc::{Inbound, Outbound};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -10,7 +10,7 @@ use crate::ndjson::{read_frames, write_frames};
 #[derive(Debug)]
 pub struct Channels {
     /// Incoming frames, one JSON text each.
-    pub incoming: mpsc::Receiver<Vec<u8>>,
+    pub incoming: mpsc::Receiver<Inbound>,
     /// Outgoing encoded messages.
     pub outgoing: mpsc::Sender<Outbound>,
 }

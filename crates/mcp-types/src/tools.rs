@@ -44,6 +44,24 @@ pub struct Tool {
     pub extra: JsonObject,
 }
 
+impl Tool {
+    /// The `x-mcp-header` annotations of the top-level input properties, as
+    /// `(header name, property name)` pairs: 2026-07-28 mirrors these arguments into
+    /// `Mcp-Param-{Name}` HTTP headers.
+    pub fn header_params(&self) -> Vec<(String, String)> {
+        let Some(serde_json::Value::Object(props)) = self.input_schema.get("properties") else {
+            return Vec::new();
+        };
+        props
+            .iter()
+            .filter_map(|(prop, schema)| {
+                let header = schema.get("x-mcp-header")?.as_str()?;
+                Some((header.to_owned(), prop.clone()))
+            })
+            .collect()
+    }
+}
+
 /// Hints about a tool's behaviour. Untrusted unless the server is.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -70,6 +70,11 @@ impl ProtocolVersion {
         Self::V2025_11_25,
         Self::V2026_07_28,
     ];
+    /// The names of every known revision, newest first (as error data lists them).
+    pub fn names_newest_first() -> Vec<&'static str> {
+        Self::ALL.iter().rev().map(|v| v.as_str()).collect()
+    }
+
     /// The legacy (handshake) revisions, oldest first.
     pub const LEGACY: [ProtocolVersion; 4] = [
         Self::V2024_11_05,

@@ -1,0 +1,42 @@
+//! What a transport hosts: anything that serves connections, not one particular server.
+
+use futures::future::BoxFuture;
+use mcp_jsonrpc::{Inbound, Outbound};
+use tokio::sync::mpsc;
+
+use crate::options::EngineConfig;
+
+/// One connection a transport opened, ready to be served.
+#[derive(Debug)]
+pub struct Connection {
+    /// What the transport received.
+    pub incoming: mpsc::Receiver<Inbound>,
+    /// Where the answers go.
+    pub outgoing: mpsc::Sender<Outbound>,
+    /// The engine settings for this connection ([`Serve::engine_config`], adjusted by the
+    /// transport: HTTP sets a stall timeout, for instance).
+    pub config: EngineConfig,
+    /// Who the transport authenticated the other side as, if it did.
+    pub principal: Option<String>,
+}
+
+/// Something a transport can host: it serves each connection the transport opens. An MCP
+/// server, a gateway or any user service implements it, and every transport can then host
+/// it.
+pub trait Serve: Send + Sync + 'static {
+    /// The engine settings its connections use by default.
+    fn engine_config(&self) -> EngineConfig;
+
+    /// Serves one connection until its input ends and its answers are sent.
+    fn serve(&self, connection: Connection) -> BoxFuture<'static, ()>;
+}
+
+impl<T: Serve + ?Sized> Serve for std::sync::Arc<T> {
+    fn engine_config(&self) -> EngineConfig {
+        (**self).engine_config()
+    }
+
+    fn serve(&self, connection: Connection) -> BoxFuture<'static, ()> {
+        (**self).serve(connection)
+    }
+}

@@ -1,0 +1,197 @@
+//! What crosses the transport boundary: [`Inbound`] from a transport to the engine,
+//! [`Outbound`] from the engine to a transport, and the [`TransportError`] a transport
+//! reports when it could not deliver a request.
+//!
+//! A transport turns bytes into [`Inbound::Frame`]s and writes the lines of
+//! [`Outbound::Message`]s; the other variants are typed signals, never bytes on the wire.
+
+use std::time::Duration;
+
+use crate::id::RequestId;
+
+/// What a transport hands to the engine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Inbound {
+    /// One received JSON text (a message or a batch), not yet decoded.
+    Frame(Vec<u8>),
+    /// The transport could not deliver our request `id` or bring back its answer: the
+    /// request fails with this error instead of waiting for its timeout.
+    Failed {
+        /// The id of the request that failed.
+        id: RequestId,
+        /// Why.
+        error: TransportError,
+    },
+}
+
+impl Inbound {
+    /// The received bytes, if this is a frame.
+    pub fn frame(&self) -> Option<&[u8]> {
+        match self {
+            Inbound::Frame(bytes) => Some(bytes),
+            Inbound::Failed { .. } => None,
+        }
+    }
+}
+
+impl From<Vec<u8>> for Inbound {
+    fn from(bytes: Vec<u8>) -> Self {
+        Inbound::Frame(bytes)
+    }
+}
+
+/// What an outgoing message is, so that transports never parse a line to find out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutKind {
+    /// A request we send, with its id and method.
+    Request {
+        /// The request's id.
+        id: RequestId,
+        /// The request's method.
+        method: String,
+    },
+    /// A notification we send, with its method.
+    Notification {
+        /// The notification's method.
+        method: String,
+    },
+    /// A response (or a batch of responses): the last message of the request it answers.
+    Response,
+}
+
+/// An encoded message on its way out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutMessage {
+    /// The encoded message (one line of JSON).
+    pub line: String,
+    /// The incoming request this message belongs to (its response, or a notification or
+    /// request sent while handling it), if any. HTTP uses it to pick the stream.
+    pub related: Option<RequestId>,
+    /// What the message is.
+    pub kind: OutKind,
+}
+
+impl OutMessage {
+    /// Whether this is a response: the last message of its related request.
+    pub fn is_response(&self) -> bool {
+        self.kind == OutKind::Response
+    }
+
+    /// The method of a request or notification.
+    pub fn method(&self) -> Option<&str> {
+        match &self.kind {
+            OutKind::Request { method, .. } | OutKind::Notification { method } => Some(method),
+            OutKind::Response => None,
+        }
+    }
+
+    /// The id of a request we send.
+    pub fn request_id(&self) -> Option<&RequestId> {
+        match &self.kind {
+            OutKind::Request { id, .. } => Some(id),
+            _ => None,
+        }
+    }
+}
+
+/// What the engine hands to a transport.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outbound {
+    /// A message to write.
+    Message(OutMessage),
+    /// End the stream of incoming request `id` without ending the request: its remaining
+    /// messages wait for the client to resume (Streamable HTTP polling). Transports with one
+    /// stream ignore it.
+    CloseStream(RequestId),
+    /// Incoming request `id` ended without a response (it was cancelled), so its stream can
+    /// end. Transports with one stream ignore it.
+    Ended(RequestId),
+}
+
+impl Outbound {
+    /// A message that belongs to no particular request.
+    pub fn unrelated(line: String, kind: OutKind) -> Self {
+        Outbound::Message(OutMessage {
+            line,
+            related: None,
+            kind,
+        })
+    }
+
+    /// The message, if this is one.
+    pub fn message(&self) -> Option<&OutMessage> {
+        match self {
+            Outbound::Message(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The line to write, if this is a message.
+    pub fn line(&self) -> Option<&str> {
+        self.message().map(|m| m.line.as_str())
+    }
+
+    /// The incoming request this belongs to, if any.
+    pub fn related(&self) -> Option<&RequestId> {
+        match self {
+            Outbound::Message(m) => m.related.as_ref(),
+            Outbound::CloseStream(id) | Outbound::Ended(id) => Some(id),
+        }
+    }
+
+    /// Whether this ends its related request: a response, or [`Outbound::Ended`].
+    pub fn ends_request(&self) -> bool {
+        match self {
+            Outbound::Message(m) => m.is_response(),
+            Outbound::Ended(_) => true,
+            Outbound::CloseStream(_) => false,
+        }
+    }
+}
+
+/// Why a transport could not deliver a request or bring back its answer. Retry policies
+/// and supervisors decide on it: an HTTP 503 is worth retrying, a 401 is not.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// The server answered with an HTTP error status and no JSON-RPC answer.
+    #[error("{message}")]
+    Http {
+        /// The HTTP status code.
+        status: u16,
+        /// The `Retry-After` delay, when the answer had one (delay-seconds form).
+        retry_after: Option<Duration>,
+        /// The `Location` of a redirect that was not followed.
+        location: Option<String>,
+        /// What went wrong, for people (`HTTP 503 Service Unavailable`, or why a redirect
+        /// was refused).
+        message: String,
+        /// The start of the answer's body (at most 2,000 characters).
+        body: String,
+    },
+    /// The request got no answer at all: connection refused or reset, DNS, TLS.
+    #[error("transport I/O failed: {0}")]
+    Io(String),
+    /// An answer came but could not be used: too large, not UTF-8, the wrong content type,
+    /// or a stream that ended before the response.
+    #[error("unusable answer: {0}")]
+    Invalid(String),
+}
+
+impl TransportError {
+    /// The HTTP status, for [`TransportError::Http`].
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            TransportError::Http { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// The `Retry-After` delay the server asked for, if any.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            TransportError::Http { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
