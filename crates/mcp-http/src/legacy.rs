@@ -12,17 +12,19 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Query, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use mcp_engine::{Connection, EngineConfig, Serve};
-use mcp_jsonrpc::{ErrorCode, ErrorObject, Inbound, Message, Outbound};
+use mcp_jsonrpc::{Inbound, Outbound};
 use tokio::sync::mpsc;
 
 use crate::clients::{Client, ClientTable};
 use crate::config::HttpConfig;
 use crate::guard;
+use crate::respond::{decode_error_response, forbidden_host, refuse, session_not_found};
 use crate::session::{handshake_done, random_hex};
+use crate::sse_out::{KEEP_ALIVE, sse_body, sse_message};
 
 /// One legacy session: the engine's input, and whether the handshake finished.
 #[derive(Clone)]
@@ -72,11 +74,6 @@ impl Drop for SessionGuard {
     }
 }
 
-fn error(status: StatusCode, message: &str) -> Response {
-    let body = Message::error(None, ErrorObject::new(ErrorCode::INVALID_REQUEST, message)).encode();
-    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
-}
-
 impl LegacySse {
     /// Legacy endpoints for `service`, with the same settings type as Streamable HTTP (`path`
     /// is not used: the paths are `/sse` and `/message`).
@@ -119,20 +116,17 @@ impl LegacySse {
 async fn open_stream(State(inner): State<Arc<Inner>>, request: Request) -> Response {
     let (parts, _) = request.into_parts();
     if guard::check(&inner.config, &parts.headers).is_err() {
-        return error(
-            StatusCode::FORBIDDEN,
-            "Forbidden: Host or Origin not allowed",
-        );
+        return forbidden_host();
     }
     if inner.config.shutdown.is_cancelled() {
-        return error(StatusCode::SERVICE_UNAVAILABLE, "Server is shutting down");
+        return refuse(StatusCode::SERVICE_UNAVAILABLE, "Server is shutting down");
     }
     if inner.sessions().len() >= inner.config.max_sessions {
-        return error(StatusCode::SERVICE_UNAVAILABLE, "Too many sessions");
+        return refuse(StatusCode::SERVICE_UNAVAILABLE, "Too many sessions");
     }
     let client = Client::of(&inner.config, &parts.extensions);
     if inner.clients.admit(&inner.config, &client).is_err() {
-        return error(
+        return refuse(
             StatusCode::TOO_MANY_REQUESTS,
             "Too many sessions from this client; slow down",
         );
@@ -141,7 +135,7 @@ async fn open_stream(State(inner): State<Arc<Inner>>, request: Request) -> Respo
         if let Some(key) = client.key() {
             inner.clients.release(&key);
         }
-        return error(
+        return refuse(
             StatusCode::SERVICE_UNAVAILABLE,
             "Cannot make a secure session id right now",
         );
@@ -196,30 +190,19 @@ async fn open_stream(State(inner): State<Arc<Inner>>, request: Request) -> Respo
                 };
                 match next {
                     Ok(Some(Outbound::Message(m))) => {
-                        let chunk = format!("event: message\ndata: {}\n\n", m.line);
-                        return Some((Ok(Bytes::from(chunk)), (None, rx, guard)));
+                        return Some((Ok(sse_message(&m.line)), (None, rx, guard)));
                     }
                     // Stream signals mean nothing on one stream.
                     Ok(Some(Outbound::CloseStream(_) | Outbound::Ended(_))) => continue,
                     Ok(None) => return None,
                     Err(_) => {
-                        return Some((
-                            Ok(Bytes::from_static(b": keep-alive\n\n")),
-                            (None, rx, guard),
-                        ));
+                        return Some((Ok(Bytes::from_static(KEEP_ALIVE)), (None, rx, guard)));
                     }
                 }
             }
         }
     });
-    let mut resp = Response::new(Body::from_stream(stream));
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    resp.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    resp
+    sse_body(stream, None)
 }
 
 #[derive(serde::Deserialize)]
@@ -235,22 +218,19 @@ async fn receive(
     body: Body,
 ) -> Response {
     if guard::check(&inner.config, &headers).is_err() {
-        return error(
-            StatusCode::FORBIDDEN,
-            "Forbidden: Host or Origin not allowed",
-        );
+        return forbidden_host();
     }
     let Some(id) = q.session_id else {
-        return error(StatusCode::BAD_REQUEST, "sessionId is required");
+        return refuse(StatusCode::BAD_REQUEST, "sessionId is required");
     };
     if id.len() > 128 {
-        return error(StatusCode::BAD_REQUEST, "malformed sessionId");
+        return refuse(StatusCode::BAD_REQUEST, "malformed sessionId");
     }
     if inner.config.shutdown.is_cancelled() {
-        return error(StatusCode::SERVICE_UNAVAILABLE, "Server is shutting down");
+        return refuse(StatusCode::SERVICE_UNAVAILABLE, "Server is shutting down");
     }
     let Some(legacy) = inner.sessions().get(&id).cloned() else {
-        return error(StatusCode::NOT_FOUND, "Session not found");
+        return session_not_found();
     };
     let body = match crate::respond::read_body(&inner.config, &headers, body).await {
         Ok(b) => b,
@@ -258,15 +238,7 @@ async fn receive(
     };
     let max_batch = inner.engine.max_batch;
     match mcp_jsonrpc::Frame::decode_limited(&body, max_batch) {
-        mcp_jsonrpc::Frame::Single(Err(e)) => {
-            let body = Message::error(e.id, e.error).encode();
-            return (
-                StatusCode::BAD_REQUEST,
-                [(header::CONTENT_TYPE, "application/json")],
-                body,
-            )
-                .into_response();
-        }
+        mcp_jsonrpc::Frame::Single(Err(e)) => return decode_error_response(e),
         mcp_jsonrpc::Frame::Single(Ok(m)) if handshake_done(&m) => {
             legacy.initialized.store(true, Ordering::Relaxed);
         }
@@ -283,7 +255,7 @@ async fn receive(
     .await
     {
         Ok(Ok(())) => StatusCode::ACCEPTED.into_response(),
-        Ok(Err(_)) => error(StatusCode::NOT_FOUND, "Session not found"),
-        Err(_) => error(StatusCode::SERVICE_UNAVAILABLE, "Session is overloaded"),
+        Ok(Err(_)) => session_not_found(),
+        Err(_) => refuse(StatusCode::SERVICE_UNAVAILABLE, "Session is overloaded"),
     }
 }

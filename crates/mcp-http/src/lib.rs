@@ -18,11 +18,13 @@
 // Handlers return `Result<_, Response>`, the axum idiom; the Err size does not matter there.
 #![allow(clippy::result_large_err)]
 
+mod admission;
 #[cfg(feature = "client")]
 pub mod client;
 mod clients;
 mod config;
 pub mod event_store;
+mod get;
 mod guard;
 mod legacy;
 #[cfg(feature = "client")]
@@ -33,6 +35,7 @@ mod serve;
 mod server;
 mod session;
 pub mod sse;
+mod sse_out;
 mod stateless;
 
 #[cfg(feature = "client")]

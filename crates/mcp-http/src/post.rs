@@ -11,13 +11,13 @@ use axum::response::{IntoResponse, Response};
 use mcp_jsonrpc::{ErrorCode, ErrorObject, Frame, Message, RequestId};
 use mcp_types::{Feature, InitializeParams, ProtocolVersion};
 
+use crate::admission::{accepting, host_checks, plausible_session_id, stream_slot, version_checks};
 use crate::clients::{Client, Refused};
 use crate::config::ResponseMode;
 use crate::respond::*;
-use crate::server::{
-    Inner, accepting, host_checks, plausible_session_id, stream_slot, version_checks,
-};
+use crate::server::Inner;
 use crate::session::{Session, handshake_done, random_hex};
+use crate::sse_out::{priming, sse_event, sse_response};
 
 /// What one POST body holds.
 struct Posted {

@@ -1,51 +1,68 @@
 //! Building HTTP answers: JSON-RPC errors with their status, JSON bodies, SSE streams, and
 //! reading a request body within its limits.
 
-use std::collections::VecDeque;
-use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use mcp_jsonrpc::{DecodeError, ErrorCode, ErrorObject, Message, RequestId};
-use tokio::sync::mpsc;
 
 use crate::config::HttpConfig;
-use crate::session::Event;
 
 pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 pub(crate) const VERSION_HEADER: &str = "mcp-protocol-version";
 
-/// A JSON-RPC error with an HTTP status.
+/// A JSON-RPC error answer with an HTTP status: the one way every HTTP error is written.
+pub(crate) fn error_response(
+    status: StatusCode,
+    id: Option<RequestId>,
+    e: ErrorObject,
+) -> Response {
+    let body = Message::error(id, e).encode();
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// A JSON-RPC error with an HTTP status, from its code and message.
 pub(crate) fn rpc_error(
     status: StatusCode,
     id: Option<RequestId>,
     code: ErrorCode,
     message: &str,
 ) -> Response {
-    let body = Message::error(id, ErrorObject::new(code, message)).encode();
-    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+    error_response(status, id, ErrorObject::new(code, message))
+}
+
+/// A refused HTTP request (no JSON-RPC id to answer): Invalid Request with `status`.
+pub(crate) fn refuse(status: StatusCode, message: &str) -> Response {
+    rpc_error(status, None, ErrorCode::INVALID_REQUEST, message)
 }
 
 /// 400 with an Invalid Request error.
 pub(crate) fn bad_request(message: &str) -> Response {
-    rpc_error(
-        StatusCode::BAD_REQUEST,
-        None,
-        ErrorCode::INVALID_REQUEST,
-        message,
-    )
+    refuse(StatusCode::BAD_REQUEST, message)
 }
 
 /// 404 "Session not found".
 pub(crate) fn session_not_found() -> Response {
-    rpc_error(
-        StatusCode::NOT_FOUND,
-        None,
-        ErrorCode::INVALID_REQUEST,
-        "Session not found",
+    refuse(StatusCode::NOT_FOUND, "Session not found")
+}
+
+/// 403 from the DNS-rebinding protection.
+pub(crate) fn forbidden_host() -> Response {
+    refuse(
+        StatusCode::FORBIDDEN,
+        "Forbidden: Host or Origin not allowed",
     )
+}
+
+/// 400 with `UnsupportedProtocolVersionError` for an unknown `MCP-Protocol-Version`.
+pub(crate) fn unsupported_version(id: Option<RequestId>, requested: &str) -> Response {
+    let e = ErrorObject::unsupported_version(
+        requested,
+        &mcp_types::ProtocolVersion::names_newest_first(),
+    );
+    error_response(StatusCode::BAD_REQUEST, id, e)
 }
 
 /// 429 or 503 with `Retry-After` (whole seconds, at least 1) and a transient busy error.
@@ -57,8 +74,7 @@ pub(crate) fn retry_later(
 ) -> Response {
     let e = ErrorObject::new(ErrorCode::SERVER_BUSY, message)
         .with_data(serde_json::json!({ "transient": true }));
-    let body = Message::error(id, e).encode();
-    let mut r = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+    let mut r = error_response(status, id, e);
     let secs = wait.as_secs_f64().ceil().max(1.0);
     if let Ok(v) = HeaderValue::from_str(&format!("{secs:.0}")) {
         r.headers_mut().insert(header::RETRY_AFTER, v);
@@ -68,13 +84,7 @@ pub(crate) fn retry_later(
 
 /// Undecodable input over HTTP: 400 with the JSON-RPC error (HTTP has no error storm to fear).
 pub(crate) fn decode_error_response(e: DecodeError) -> Response {
-    let body = Message::error(e.id, e.error).encode();
-    (
-        StatusCode::BAD_REQUEST,
-        [(header::CONTENT_TYPE, "application/json")],
-        body,
-    )
-        .into_response()
+    error_response(StatusCode::BAD_REQUEST, e.id, e.error)
 }
 
 pub(crate) fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -137,67 +147,6 @@ pub(crate) async fn read_body(
             "The request body did not arrive in time",
         )),
     }
-}
-
-/// One SSE event carrying a message, with its id.
-pub(crate) fn sse_event(e: &Event) -> String {
-    let mut s = format!("id: {}\nevent: message\n", e.id);
-    for line in e.data.lines() {
-        s.push_str("data: ");
-        s.push_str(line);
-        s.push('\n');
-    }
-    s.push('\n');
-    s
-}
-
-/// The priming event of a stream (an id and `retry`, no data).
-pub(crate) fn priming(token: &str, retry: Duration) -> String {
-    format!("id: {token}-0\nretry: {}\ndata: \n\n", retry.as_millis())
-}
-
-/// An SSE response: `first` chunks, then the live events of `rx` until the last one, with
-/// keep-alive comments while nothing happens.
-pub(crate) fn sse_response(
-    first: Vec<String>,
-    rx: Option<mpsc::Receiver<Event>>,
-    keep_alive: Duration,
-    session: Option<&str>,
-) -> Response {
-    let state = (VecDeque::from(first), rx, false);
-    let stream = futures::stream::unfold(state, move |(mut queue, mut rx, done)| async move {
-        if let Some(chunk) = queue.pop_front() {
-            return Some((Ok::<_, Infallible>(Bytes::from(chunk)), (queue, rx, done)));
-        }
-        if done {
-            return None;
-        }
-        let live = rx.as_mut()?;
-        match tokio::time::timeout(keep_alive, live.recv()).await {
-            // The request ended without a response (cancelled): the stream just ends.
-            Ok(Some(e)) if e.is_end_marker() => None,
-            Ok(Some(e)) => {
-                let last = e.last;
-                Some((Ok(Bytes::from(sse_event(&e))), (queue, rx, last)))
-            }
-            Ok(None) => None,
-            Err(_) => Some((
-                Ok(Bytes::from_static(b": keep-alive\n\n")),
-                (queue, rx, false),
-            )),
-        }
-    });
-    let mut resp = Response::new(Body::from_stream(stream));
-    let h = resp.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    if let Some(id) = session.and_then(|s| HeaderValue::from_str(s).ok()) {
-        h.insert(SESSION_HEADER, id);
-    }
-    resp
 }
 
 /// A 200 JSON answer, with the session header on the one that created the session.

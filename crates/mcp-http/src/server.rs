@@ -4,20 +4,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use mcp_engine::{Connection, EngineConfig, Serve};
-use mcp_jsonrpc::{ErrorCode, ErrorObject, Message};
 use mcp_types::ProtocolVersion;
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::clients::{Client, ClientTable};
 use crate::config::HttpConfig;
 use crate::event_store::{EventStore, MemoryEventStore};
-use crate::guard;
-use crate::respond::*;
 use crate::session::Session;
 
 /// Looks up a tool's `Mcp-Param-{Name}` header mirrors: `(header name, property name)`.
@@ -220,8 +214,8 @@ impl StreamableHttp {
             .route(
                 &self.inner.config.path,
                 post(crate::post::handle_post)
-                    .get(handle_get)
-                    .delete(handle_delete),
+                    .get(crate::get::handle_get)
+                    .delete(crate::get::handle_delete),
             )
             .with_state(self.inner.clone())
     }
@@ -264,160 +258,4 @@ async fn reap(inner: Weak<Inner>) {
         }
         inner.clients.prune_idle(&inner.config);
     }
-}
-
-/// 503 once shutdown has begun.
-pub(crate) fn accepting(config: &HttpConfig) -> Result<(), Response> {
-    if config.shutdown.is_cancelled() {
-        return Err(retry_later(
-            StatusCode::SERVICE_UNAVAILABLE,
-            None,
-            Duration::from_secs(1),
-            "Server is shutting down",
-        ));
-    }
-    Ok(())
-}
-
-/// 429 when the session already has its most SSE streams attached.
-pub(crate) fn stream_slot(config: &HttpConfig, session: &Session) -> Result<(), Response> {
-    if session.attached_streams() >= config.max_streams_per_session {
-        return Err(retry_later(
-            StatusCode::TOO_MANY_REQUESTS,
-            None,
-            Duration::from_secs(1),
-            "Too many open streams on this session",
-        ));
-    }
-    Ok(())
-}
-
-/// A session id header that could be ours: visible ASCII, at most 128 bytes.
-pub(crate) fn plausible_session_id(id: &str) -> bool {
-    !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| (0x21..=0x7e).contains(&b))
-}
-
-/// 403 unless `Host` and `Origin` pass the DNS-rebinding check.
-pub(crate) fn host_checks(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Response> {
-    if let Err(refusal) = guard::check(config, headers) {
-        tracing::warn!(?refusal, "refused by DNS-rebinding protection");
-        return Err(rpc_error(
-            StatusCode::FORBIDDEN,
-            None,
-            ErrorCode::INVALID_REQUEST,
-            "Forbidden: Host or Origin not allowed",
-        ));
-    }
-    Ok(())
-}
-
-/// 400 unless every `MCP-Protocol-Version` value is a known version.
-pub(crate) fn version_checks(headers: &HeaderMap) -> Result<(), Response> {
-    // Every value counts: a request may not smuggle a second, unsupported version.
-    for v in headers.get_all(VERSION_HEADER) {
-        let v = v.to_str().unwrap_or("");
-        if ProtocolVersion::parse(v).is_none() {
-            let e = ErrorObject::unsupported_version(v, &ProtocolVersion::names_newest_first());
-            let body = Message::error(None, e).encode();
-            return Err((
-                StatusCode::BAD_REQUEST,
-                [(axum::http::header::CONTENT_TYPE, "application/json")],
-                body,
-            )
-                .into_response());
-        }
-    }
-    Ok(())
-}
-
-fn common_checks(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Response> {
-    host_checks(config, headers)?;
-    version_checks(headers)
-}
-
-pub(crate) fn session_of(inner: &Inner, headers: &HeaderMap) -> Result<Arc<Session>, Response> {
-    let Some(id) = header_str(headers, SESSION_HEADER) else {
-        return Err(bad_request(
-            "Bad Request: Mcp-Session-Id header is required",
-        ));
-    };
-    if !plausible_session_id(id) {
-        return Err(bad_request("Bad Request: malformed Mcp-Session-Id"));
-    }
-    inner
-        .sessions()
-        .get(id)
-        .cloned()
-        .ok_or_else(session_not_found)
-}
-
-async fn handle_get(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Response {
-    if let Err(r) = common_checks(&inner.config, &headers) {
-        return r;
-    }
-    if !accepts(&headers, "text/event-stream") {
-        return rpc_error(
-            StatusCode::NOT_ACCEPTABLE,
-            None,
-            ErrorCode::INVALID_REQUEST,
-            "Accept must list text/event-stream",
-        );
-    }
-    if crate::stateless::is_modern(&headers, &[]) {
-        // 2026-07-28 has no GET stream (subscriptions/listen replaces it).
-        return StatusCode::METHOD_NOT_ALLOWED.into_response();
-    }
-    let session = match session_of(&inner, &headers) {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    session.touch();
-    if let Err(r) = accepting(&inner.config) {
-        return r;
-    }
-    if let Err(r) = stream_slot(&inner.config, &session) {
-        return r;
-    }
-    let keep_alive = inner.config.keep_alive;
-    if let Some(last) = header_str(&headers, "last-event-id") {
-        if last.len() > 256 || !last.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
-            return bad_request("Bad Request: malformed Last-Event-ID");
-        }
-        let Some(resumed) = session.resume(last).await else {
-            return rpc_error(
-                StatusCode::NOT_FOUND,
-                None,
-                ErrorCode::INVALID_REQUEST,
-                "Unknown Last-Event-ID for this session",
-            );
-        };
-        let chunks: Vec<String> = resumed.replay.iter().map(sse_event).collect();
-        return sse_response(chunks, resumed.live, keep_alive, None);
-    }
-    let Some((token, rx)) = session.open_standalone().await else {
-        return rpc_error(
-            StatusCode::CONFLICT,
-            None,
-            ErrorCode::INVALID_REQUEST,
-            "A GET stream is already open for this session",
-        );
-    };
-    sse_response(
-        vec![priming(&token, inner.config.sse_retry)],
-        Some(rx),
-        keep_alive,
-        None,
-    )
-}
-
-async fn handle_delete(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Response {
-    if let Err(r) = common_checks(&inner.config, &headers) {
-        return r;
-    }
-    let session = match session_of(&inner, &headers) {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    inner.remove(&session.id);
-    StatusCode::OK.into_response()
 }

@@ -11,8 +11,8 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::body::Bytes;
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use mcp_jsonrpc::{
@@ -24,15 +24,12 @@ use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
 use crate::config::ResponseMode;
+use crate::respond::{error_response, unsupported_version};
 use crate::server::Inner;
-
-fn error(status: StatusCode, id: Option<mcp_jsonrpc::RequestId>, e: ErrorObject) -> Response {
-    let body = Message::error(id, e).encode();
-    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
-}
+use crate::sse_out::{KEEP_ALIVE, sse_body, sse_message};
 
 fn invalid_meta(id: &mcp_jsonrpc::RequestId, what: &str) -> Response {
-    error(
+    error_response(
         StatusCode::BAD_REQUEST,
         Some(id.clone()),
         ErrorObject::invalid_params(format!("Invalid params: {what}")),
@@ -40,7 +37,7 @@ fn invalid_meta(id: &mcp_jsonrpc::RequestId, what: &str) -> Response {
 }
 
 fn mismatch(id: &mcp_jsonrpc::RequestId, message: String) -> Response {
-    error(
+    error_response(
         StatusCode::BAD_REQUEST,
         Some(id.clone()),
         ErrorObject::new(ErrorCode::HEADER_MISMATCH, message),
@@ -340,8 +337,7 @@ pub(crate) async fn handle(
     for v in headers.get_all("mcp-protocol-version") {
         let v = v.to_str().unwrap_or("");
         if ProtocolVersion::parse(v).is_none() {
-            let e = ErrorObject::unsupported_version(v, &ProtocolVersion::names_newest_first());
-            return error(StatusCode::BAD_REQUEST, Some(req.id), e);
+            return unsupported_version(Some(req.id), v);
         }
     }
     if let Err(r) = check_headers(headers, &req) {
@@ -375,7 +371,7 @@ pub(crate) async fn handle(
         serving.await;
     });
     if in_tx.send(Inbound::Frame(body.to_vec())).await.is_err() {
-        return error(
+        return error_response(
             StatusCode::INTERNAL_SERVER_ERROR,
             Some(req.id),
             ErrorObject::internal("the server is gone"),
@@ -384,7 +380,7 @@ pub(crate) async fn handle(
     // The engine's input stays open while the answer is being sent: dropping it (when the
     // answer is complete, or the client went away) ends the connection and any subscription.
     let Some(first) = next_message(&mut out_rx).await else {
-        return error(
+        return error_response(
             StatusCode::INTERNAL_SERVER_ERROR,
             Some(req.id),
             ErrorObject::internal("no response"),
@@ -437,25 +433,17 @@ fn stream_answer(
                 Ok(m) => m,
                 Err(_) => {
                     return Some((
-                        Ok::<_, Infallible>(Bytes::from_static(b": keep-alive\n\n")),
+                        Ok::<_, Infallible>(Bytes::from_static(KEEP_ALIVE)),
                         (None, rx, false, held),
                     ));
                 }
             },
         };
         let m = next?;
-        let chunk = format!("event: message\ndata: {}\n\n", m.line);
         let done = m.is_response();
-        Some((Ok(Bytes::from(chunk)), (None, rx, done, held)))
+        Some((Ok(sse_message(&m.line)), (None, rx, done, held)))
     });
-    let mut resp = Response::new(Body::from_stream(stream));
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    resp.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    resp
+    sse_body(stream, None)
 }
 
 /// The next message (stream signals mean nothing without resumption).

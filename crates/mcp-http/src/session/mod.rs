@@ -7,77 +7,19 @@
 //! stream with `Last-Event-ID`; resumption is looked up within the session only, so one
 //! session can never resume another's stream.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+mod streams;
+
+use std::sync::Arc;
 use std::time::Instant;
 
-use mcp_jsonrpc::{Inbound, Message, Outbound, RequestId};
+use mcp_jsonrpc::{Inbound, Message, RequestId};
 use mcp_types::ProtocolVersion;
+use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
 use crate::event_store::EventStore;
-
-/// One SSE event for an attached response.
-#[derive(Debug, Clone)]
-pub(crate) struct Event {
-    /// `id:` field.
-    pub(crate) id: String,
-    /// One JSON-RPC message; empty for the end of a stream whose request ended without a
-    /// response (cancelled), which is not sent as an event.
-    pub(crate) data: String,
-    /// The stream has nothing more to send after this event.
-    pub(crate) last: bool,
-}
-
-impl Event {
-    /// The end of a stream whose request was cancelled: nothing to send.
-    pub(crate) fn is_end_marker(&self) -> bool {
-        self.last && self.data.is_empty()
-    }
-}
-
-/// Events queued per attached response before the client counts as too slow (it can resume).
-const LIVE_DEPTH: usize = 256;
-/// Finished streams kept for late resumption, per session.
-const KEEP_FINISHED: usize = 64;
-
-struct Stream {
-    next_seq: u64,
-    live: Option<mpsc::Sender<Event>>,
-    /// The first seq the attached `live` sink has not been given by a replay.
-    live_from: u64,
-    /// Responses still owed on this stream.
-    pending: usize,
-    finished: bool,
-    /// Answered as an SSE stream (a POST answered with JSON is not an open stream).
-    sse: bool,
-}
-
-impl Stream {
-    fn new(pending: usize, live: mpsc::Sender<Event>, sse: bool) -> Self {
-        Self {
-            next_seq: 1,
-            live: Some(live),
-            live_from: 1,
-            pending,
-            finished: false,
-            sse,
-        }
-    }
-
-    /// An SSE response is attached and its client is still there.
-    fn sse_attached(&self) -> bool {
-        self.sse && self.live.as_ref().is_some_and(|l| !l.is_closed())
-    }
-}
-
-#[derive(Default)]
-struct Streams {
-    by_token: HashMap<String, Stream>,
-    routes: HashMap<RequestId, String>,
-    standalone: Option<String>,
-    finished: VecDeque<String>,
-}
+pub(crate) use streams::Event;
+use streams::Streams;
 
 /// Random hex string of `bytes` bytes from the OS CSPRNG; `None` when the OS has no
 /// randomness to give (session ids must then not be made at all: fail closed).
@@ -186,24 +128,16 @@ impl Session {
         format!("s{n}")
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Streams> {
-        self.streams
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn lock(&self) -> parking_lot::MutexGuard<'_, Streams> {
+        self.streams.lock()
     }
 
     pub(crate) fn version(&self) -> ProtocolVersion {
-        *self
-            .version
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        *self.version.lock()
     }
 
     pub(crate) fn touch(&self) {
-        *self
-            .last_seen
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Instant::now();
+        *self.last_seen.lock() = Instant::now();
     }
 
     /// SSE streams with a client attached (POSTs answered with JSON do not count).
@@ -247,21 +181,12 @@ impl Session {
         if attached {
             return None;
         }
-        Some(
-            *self
-                .last_seen
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
+        Some(*self.last_seen.lock())
     }
 
     /// Hands a POST body to the engine. False once the session is closed.
     pub(crate) async fn feed(&self, body: Vec<u8>) -> bool {
-        let tx = self
-            .incoming
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
+        let tx = self.incoming.lock().clone();
         match tx {
             Some(tx) => tx.send(Inbound::Frame(body)).await.is_ok(),
             None => false,
@@ -270,10 +195,7 @@ impl Session {
 
     /// Ends the session: the engine finishes what it accepted, and every stream ends.
     pub(crate) fn close(&self) {
-        self.incoming
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
+        self.incoming.lock().take();
         let mut streams = self.lock();
         for s in streams.by_token.values_mut() {
             s.live = None;
@@ -283,217 +205,6 @@ impl Session {
     /// A request id of this session still waiting for its response.
     pub(crate) fn in_flight(&self, id: &RequestId) -> bool {
         self.lock().routes.contains_key(id)
-    }
-
-    /// Opens the stream for a POST carrying requests `ids`; `answers` is how many responses
-    /// will come (one per request, or one for a whole batch). `sse`: answered as SSE from the
-    /// start.
-    pub(crate) fn open_post_stream(
-        &self,
-        ids: &[RequestId],
-        answers: usize,
-        sse: bool,
-    ) -> (String, mpsc::Receiver<Event>) {
-        let token = self.new_token();
-        let (tx, rx) = mpsc::channel(LIVE_DEPTH);
-        let mut streams = self.lock();
-        for id in ids {
-            streams.routes.insert(id.clone(), token.clone());
-        }
-        streams
-            .by_token
-            .insert(token.clone(), Stream::new(answers, tx, sse));
-        (token, rx)
-    }
-
-    /// Forgets a stream whose answer went out as a JSON body: there is nothing to resume.
-    pub(crate) async fn forget_stream(&self, token: &str) {
-        self.store.forget_stream(&self.id, token).await;
-        let mut streams = self.lock();
-        streams.by_token.remove(token);
-        streams.finished.retain(|t| t != token);
-        // An idle session should cost as little as possible: give emptied tables back.
-        if streams.by_token.is_empty() {
-            streams.by_token = HashMap::new();
-            streams.finished = VecDeque::new();
-        }
-        if streams.routes.is_empty() {
-            streams.routes = HashMap::new();
-        }
-    }
-
-    /// Opens the standalone GET stream; `None` if one is already attached. A detached old
-    /// one is dropped with its stored events (a client that wanted them resumes instead).
-    pub(crate) async fn open_standalone(&self) -> Option<(String, mpsc::Receiver<Event>)> {
-        let (token, rx, old) = {
-            let mut streams = self.lock();
-            let mut old = None;
-            if let Some(token) = streams.standalone.clone() {
-                if streams
-                    .by_token
-                    .get(&token)
-                    .is_some_and(Stream::sse_attached)
-                {
-                    return None;
-                }
-                streams.by_token.remove(&token);
-                old = Some(token);
-            }
-            let token = self.new_token();
-            let (tx, rx) = mpsc::channel(LIVE_DEPTH);
-            streams
-                .by_token
-                .insert(token.clone(), Stream::new(0, tx, true));
-            streams.standalone = Some(token.clone());
-            (token, rx, old)
-        };
-        if let Some(old) = old {
-            self.store.forget_stream(&self.id, &old).await;
-        }
-        Some((token, rx))
-    }
-
-    /// Resumes the stream an event id belongs to, after that event. `None` if the id does not
-    /// name a stream of this session.
-    pub(crate) async fn resume(&self, last_event_id: &str) -> Option<Resumed> {
-        let (token, seq) = last_event_id.rsplit_once('-')?;
-        let seq: u64 = seq.parse().ok()?;
-        let _order = self.order.lock().await;
-        let (live, before) = {
-            let mut streams = self.lock();
-            let stream = streams.by_token.get_mut(token)?;
-            let before = stream.next_seq;
-            let live = if stream.finished {
-                None
-            } else {
-                let (tx, rx) = mpsc::channel(LIVE_DEPTH);
-                stream.live = Some(tx);
-                stream.live_from = before;
-                stream.sse = true;
-                Some(rx)
-            };
-            (live, before)
-        };
-        let replay = self
-            .store
-            .replay(&self.id, token, seq, before)
-            .await
-            .into_iter()
-            .map(|(s, data)| Event {
-                id: format!("{token}-{s}"),
-                data,
-                last: false,
-            })
-            .collect();
-        Some(Resumed { replay, live })
-    }
-
-    /// Detaches a stream's response without ending the stream (polling mode: the client is
-    /// expected to come back with `Last-Event-ID`).
-    fn detach(streams: &mut Streams, token: &str) {
-        if let Some(s) = streams.by_token.get_mut(token) {
-            s.live = None;
-        }
-    }
-
-    /// Routes one outgoing message to its stream: stored first, then sent to the attached
-    /// response, if any.
-    pub(crate) async fn route(&self, out: Outbound) {
-        let _order = self.order.lock().await;
-        let (line, related, response) = match out {
-            Outbound::CloseStream(id) => {
-                // A handler asked to close its request's stream (polling): detach the response.
-                let mut streams = self.lock();
-                if let Some(token) = streams.routes.get(&id).cloned() {
-                    Self::detach(&mut streams, &token);
-                }
-                return;
-            }
-            // The request ended without a response (cancelled): its stream may end.
-            Outbound::Ended(id) => (None, Some(id), true),
-            Outbound::Message(m) => {
-                let response = m.is_response();
-                (Some(m.line), m.related, response)
-            }
-        };
-        let end_marker = line.is_none();
-        let line = line.unwrap_or_default();
-        let (token, seq, last) = {
-            let mut streams = self.lock();
-            let on_request_stream = related
-                .as_ref()
-                .and_then(|id| streams.routes.get(id).cloned().map(|t| (id.clone(), t)));
-            let token = match (&on_request_stream, response) {
-                (Some((id, token)), true) => {
-                    streams.routes.remove(id);
-                    token.clone()
-                }
-                (Some((_, token)), false) => token.clone(),
-                (None, _) if end_marker => return,
-                (None, _) => match streams.standalone.clone() {
-                    Some(t) => t,
-                    None => {
-                        tracing::debug!(
-                            "no stream for a message; dropped: {:?}",
-                            crate::loggable(&line)
-                        );
-                        return;
-                    }
-                },
-            };
-            let Some(stream) = streams.by_token.get_mut(&token) else {
-                return;
-            };
-            if response && stream.pending > 0 {
-                stream.pending -= 1;
-            }
-            let last = response && stream.pending == 0;
-            if end_marker && !last {
-                // A batch still owes other answers: nothing to send for this one.
-                return;
-            }
-            let seq = stream.next_seq;
-            if !end_marker {
-                stream.next_seq += 1;
-            }
-            if last {
-                stream.finished = true;
-            }
-            (token, seq, last)
-        };
-        if !end_marker {
-            self.store.append(&self.id, &token, seq, &line).await;
-        }
-        let mut forget = Vec::new();
-        {
-            let mut streams = self.lock();
-            if let Some(stream) = streams.by_token.get_mut(&token) {
-                if let Some(live) = stream.live.as_ref().filter(|_| seq >= stream.live_from) {
-                    let event = Event {
-                        id: format!("{token}-{seq}"),
-                        data: line,
-                        last,
-                    };
-                    if live.try_send(event).is_err() {
-                        // Gone or too slow: it can resume from the store.
-                        stream.live = None;
-                    }
-                }
-                if last {
-                    stream.live = None;
-                    streams.finished.push_back(token);
-                    while streams.finished.len() > KEEP_FINISHED {
-                        if let Some(old) = streams.finished.pop_front() {
-                            streams.by_token.remove(&old);
-                            forget.push(old);
-                        }
-                    }
-                }
-            }
-        }
-        for old in forget {
-            self.store.forget_stream(&self.id, &old).await;
-        }
     }
 
     /// Drops what the store holds for this session.
@@ -506,7 +217,7 @@ impl Session {
 mod tests {
     use super::*;
     use crate::event_store::MemoryEventStore;
-    use mcp_jsonrpc::{OutKind, OutMessage};
+    use mcp_jsonrpc::{OutKind, OutMessage, Outbound};
 
     fn session() -> (Arc<Session>, mpsc::Receiver<Inbound>) {
         let (tx, rx) = mpsc::channel(8);

@@ -1,0 +1,90 @@
+//! SSE output: the one response builder every event stream goes through, and the events
+//! written on it.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderValue, header};
+use axum::response::Response;
+use futures::Stream;
+use tokio::sync::mpsc;
+
+use crate::respond::SESSION_HEADER;
+use crate::session::Event;
+
+/// The comment sent while a stream has nothing to say, so that proxies keep it open.
+pub(crate) const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
+
+/// A `text/event-stream` response (no caching, with the session header when given) whose
+/// body is `stream`.
+pub(crate) fn sse_body(
+    stream: impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static,
+    session: Option<&str>,
+) -> Response {
+    let mut resp = Response::new(Body::from_stream(stream));
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    if let Some(id) = session.and_then(|s| HeaderValue::from_str(s).ok()) {
+        h.insert(SESSION_HEADER, id);
+    }
+    resp
+}
+
+/// One `message` event without an id (streams that are never resumed).
+pub(crate) fn sse_message(data: &str) -> Bytes {
+    Bytes::from(format!("event: message\ndata: {data}\n\n"))
+}
+
+/// One SSE event carrying a message, with its id.
+pub(crate) fn sse_event(e: &Event) -> String {
+    let mut s = format!("id: {}\nevent: message\n", e.id);
+    for line in e.data.lines() {
+        s.push_str("data: ");
+        s.push_str(line);
+        s.push('\n');
+    }
+    s.push('\n');
+    s
+}
+
+/// The priming event of a stream (an id and `retry`, no data).
+pub(crate) fn priming(token: &str, retry: Duration) -> String {
+    format!("id: {token}-0\nretry: {}\ndata: \n\n", retry.as_millis())
+}
+
+/// An SSE response: `first` chunks, then the live events of `rx` until the last one, with
+/// keep-alive comments while nothing happens.
+pub(crate) fn sse_response(
+    first: Vec<String>,
+    rx: Option<mpsc::Receiver<Event>>,
+    keep_alive: Duration,
+    session: Option<&str>,
+) -> Response {
+    let state = (VecDeque::from(first), rx, false);
+    let stream = futures::stream::unfold(state, move |(mut queue, mut rx, done)| async move {
+        if let Some(chunk) = queue.pop_front() {
+            return Some((Ok::<_, Infallible>(Bytes::from(chunk)), (queue, rx, done)));
+        }
+        if done {
+            return None;
+        }
+        let live = rx.as_mut()?;
+        match tokio::time::timeout(keep_alive, live.recv()).await {
+            // The request ended without a response (cancelled): the stream just ends.
+            Ok(Some(e)) if e.is_end_marker() => None,
+            Ok(Some(e)) => {
+                let last = e.last;
+                Some((Ok(Bytes::from(sse_event(&e))), (queue, rx, last)))
+            }
+            Ok(None) => None,
+            Err(_) => Some((Ok(Bytes::from_static(KEEP_ALIVE)), (queue, rx, false))),
+        }
+    });
+    sse_body(stream, session)
+}
