@@ -15,6 +15,7 @@ use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use futures::StreamExt;
 use mcp_engine::{Connection, EngineConfig, Serve};
 use mcp_jsonrpc::{Inbound, Outbound};
 use tokio::sync::mpsc;
@@ -115,22 +116,10 @@ impl LegacySse {
 
 async fn open_stream(State(inner): State<Arc<Inner>>, request: Request) -> Response {
     let (parts, _) = request.into_parts();
-    if guard::check(&inner.config, &parts.headers).is_err() {
-        return forbidden_host();
-    }
-    if inner.config.shutdown.is_cancelled() {
-        return refuse(StatusCode::SERVICE_UNAVAILABLE, "Server is shutting down");
-    }
-    if inner.sessions().len() >= inner.config.max_sessions {
-        return refuse(StatusCode::SERVICE_UNAVAILABLE, "Too many sessions");
-    }
-    let client = Client::of(&inner.config, &parts.extensions);
-    if inner.clients.admit(&inner.config, &client).is_err() {
-        return refuse(
-            StatusCode::TOO_MANY_REQUESTS,
-            "Too many sessions from this client; slow down",
-        );
-    }
+    let client = match admit(&inner, &parts) {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
     let Some(id) = random_hex(16) else {
         if let Some(key) = client.key() {
             inner.clients.release(&key);
@@ -144,6 +133,52 @@ async fn open_stream(State(inner): State<Arc<Inner>>, request: Request) -> Respo
         inner: inner.clone(),
         id,
     };
+    let (out_rx, initialized) = start(&inner, &guard.id, &client);
+    let first = format!("event: endpoint\ndata: /message?sessionId={}\n\n", guard.id);
+    let deadline = tokio::time::Instant::now() + inner.config.session_init_timeout;
+    let stream = Outgoing {
+        rx: out_rx,
+        initialized,
+        deadline,
+        keep_alive: inner.config.keep_alive,
+        _guard: guard,
+    };
+    let first = futures::stream::once(async move { Ok(Bytes::from(first)) });
+    sse_body(first.chain(stream.into_stream()), None)
+}
+
+/// The checks a new legacy stream passes: DNS-rebinding protection, shutdown, the
+/// endpoint's and the client's session caps.
+fn admit(inner: &Inner, parts: &axum::http::request::Parts) -> Result<Client, Response> {
+    if guard::check(&inner.config, &parts.headers).is_err() {
+        return Err(forbidden_host());
+    }
+    if inner.config.shutdown.is_cancelled() {
+        return Err(refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Server is shutting down",
+        ));
+    }
+    if inner.sessions().len() >= inner.config.max_sessions {
+        return Err(refuse(StatusCode::SERVICE_UNAVAILABLE, "Too many sessions"));
+    }
+    let client = Client::of(&inner.config, &parts.extensions);
+    if inner.clients.admit(&inner.config, &client).is_err() {
+        return Err(refuse(
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many sessions from this client; slow down",
+        ));
+    }
+    Ok(client)
+}
+
+/// Registers session `id` and starts serving it; returns its output and whether its
+/// handshake is done.
+fn start(
+    inner: &Arc<Inner>,
+    id: &str,
+    client: &Client,
+) -> (mpsc::Receiver<Outbound>, Arc<AtomicBool>) {
     let (in_tx, in_rx) = mpsc::channel(64);
     let (out_tx, out_rx) = mpsc::channel::<Outbound>(1024);
     let initialized = Arc::new(AtomicBool::new(false));
@@ -151,14 +186,14 @@ async fn open_stream(State(inner): State<Arc<Inner>>, request: Request) -> Respo
         input: in_tx,
         initialized: initialized.clone(),
     };
-    inner.sessions().insert(guard.id.clone(), legacy);
+    inner.sessions().insert(id.to_owned(), legacy);
     let serving = inner.service.serve(Connection {
         incoming: in_rx,
         outgoing: out_tx,
         config: inner.engine.clone(),
         principal: client.principal().map(str::to_owned),
     });
-    let (ended, id, key) = (inner.clone(), guard.id.clone(), client.key());
+    let (ended, id, key) = (inner.clone(), id.to_owned(), client.key());
     tokio::spawn(async move {
         serving.await;
         // Input closed (the client went away) or the client stopped reading: gone either way.
@@ -167,42 +202,49 @@ async fn open_stream(State(inner): State<Arc<Inner>>, request: Request) -> Respo
             ended.clients.release(&key);
         }
     });
-    let first = format!("event: endpoint\ndata: /message?sessionId={}\n\n", guard.id);
-    // A client that stops reading fills `out_rx`; its engine then closes the connection
-    // after the stall timeout (ending this stream), so that nothing waits for it for longer.
-    let deadline = tokio::time::Instant::now() + inner.config.session_init_timeout;
-    let keep_alive = inner.config.keep_alive;
-    let state = (Some(first), out_rx, guard);
-    let stream = futures::stream::unfold(state, move |(first, mut rx, guard)| {
-        let initialized = initialized.clone();
-        async move {
-            if let Some(f) = first {
-                return Some((Ok::<_, Infallible>(Bytes::from(f)), (None, rx, guard)));
-            }
-            loop {
-                let handshake_due = !initialized.load(Ordering::Relaxed);
-                let next = tokio::select! {
-                    () = tokio::time::sleep_until(deadline), if handshake_due => {
-                        tracing::debug!("legacy session did not initialize in time; closed");
-                        return None;
-                    }
-                    m = tokio::time::timeout(keep_alive, rx.recv()) => m,
-                };
-                match next {
-                    Ok(Some(Outbound::Message(m))) => {
-                        return Some((Ok(sse_message(&m.line)), (None, rx, guard)));
-                    }
-                    // Stream signals mean nothing on one stream.
-                    Ok(Some(Outbound::CloseStream(_) | Outbound::Ended(_))) => continue,
-                    Ok(None) => return None,
-                    Err(_) => {
-                        return Some((Ok(Bytes::from_static(KEEP_ALIVE)), (None, rx, guard)));
-                    }
+    (out_rx, initialized)
+}
+
+/// The session's messages as SSE events, with keep-alives; ends when the session ends or
+/// when the handshake does not finish in time. A client that stops reading fills `rx`; its
+/// engine then closes the connection after the stall timeout (ending this stream), so that
+/// nothing waits for it for longer.
+struct Outgoing {
+    rx: mpsc::Receiver<Outbound>,
+    initialized: Arc<AtomicBool>,
+    deadline: tokio::time::Instant,
+    keep_alive: Duration,
+    /// Removes the session when the stream's body is dropped.
+    _guard: SessionGuard,
+}
+
+impl Outgoing {
+    fn into_stream(self) -> impl futures::Stream<Item = Result<Bytes, Infallible>> + Send {
+        futures::stream::unfold(self, |mut out| async move {
+            let chunk = out.next_chunk().await?;
+            Some((Ok(chunk), out))
+        })
+    }
+
+    async fn next_chunk(&mut self) -> Option<Bytes> {
+        loop {
+            let handshake_due = !self.initialized.load(Ordering::Relaxed);
+            let next = tokio::select! {
+                () = tokio::time::sleep_until(self.deadline), if handshake_due => {
+                    tracing::debug!("legacy session did not initialize in time; closed");
+                    return None;
                 }
+                m = tokio::time::timeout(self.keep_alive, self.rx.recv()) => m,
+            };
+            match next {
+                Ok(Some(Outbound::Message(m))) => return Some(sse_message(&m.line)),
+                // Stream signals mean nothing on one stream.
+                Ok(Some(Outbound::CloseStream(_) | Outbound::Ended(_))) => continue,
+                Ok(None) => return None,
+                Err(_) => return Some(Bytes::from_static(KEEP_ALIVE)),
             }
         }
-    });
-    sse_body(stream, None)
+    }
 }
 
 #[derive(serde::Deserialize)]

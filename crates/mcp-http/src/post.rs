@@ -10,13 +10,14 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use mcp_jsonrpc::{ErrorCode, ErrorObject, Frame, Message, RequestId};
 use mcp_types::{Feature, InitializeParams, ProtocolVersion};
+use tokio::sync::mpsc;
 
 use crate::admission::{accepting, host_checks, plausible_session_id, stream_slot, version_checks};
 use crate::clients::{Client, Refused};
 use crate::config::ResponseMode;
 use crate::respond::*;
 use crate::server::Inner;
-use crate::session::{Session, handshake_done, random_hex};
+use crate::session::{Event, Session, handshake_done, random_hex};
 use crate::sse_out::{priming, sse_event, sse_response};
 
 /// What one POST body holds.
@@ -232,11 +233,6 @@ fn new_session(
     Ok(inner.start_session(id, version, client))
 }
 
-/// Whether an answer is a JSON-RPC error response (typed, not by its text).
-fn is_error_response(data: &str) -> bool {
-    error_code(data).is_some()
-}
-
 /// Hands the messages to the session's engine and answers the POST: 202 for notifications
 /// and responses only, else the requests' answers as JSON or an SSE stream.
 async fn answer(
@@ -245,13 +241,8 @@ async fn answer(
     new_session: bool,
     posted: Posted,
 ) -> Response {
-    let Posted {
-        messages,
-        batch,
-        entry_errors,
-        body,
-    } = posted;
-    let ids: Vec<RequestId> = messages
+    let ids: Vec<RequestId> = posted
+        .messages
         .iter()
         .filter_map(|m| match m {
             Message::Request(r) => Some(r.id.clone()),
@@ -259,14 +250,7 @@ async fn answer(
         })
         .collect();
     if ids.is_empty() {
-        // Only notifications or responses (or nothing) besides invalid batch entries.
-        if !messages.is_empty() && !session.feed(body.to_vec()).await {
-            return session_not_found();
-        }
-        if !entry_errors.is_empty() {
-            return json_response(mcp_jsonrpc::encode_batch(&entry_errors), None);
-        }
-        return StatusCode::ACCEPTED.into_response();
+        return accept_only(&session, posted).await;
     }
     let mode = inner.config.response_mode;
     if mode == ResponseMode::Sse {
@@ -281,46 +265,94 @@ async fn answer(
         return json_response(Message::error(Some(dup.clone()), e).encode(), None);
     }
     // A batch gets one answer (an array), related to its first request.
-    let (routed, answers) = if batch {
+    let (routed, answers) = if posted.batch {
         (vec![ids[0].clone()], 1)
     } else {
         (ids.clone(), ids.len())
     };
-    let (token, mut rx) = session.open_post_stream(&routed, answers, mode == ResponseMode::Sse);
-    if !session.feed(body.to_vec()).await {
+    let (token, rx) = session.open_post_stream(&routed, answers, mode == ResponseMode::Sse);
+    if !session.feed(posted.body.to_vec()).await {
         return session_not_found();
     }
-    let session_header = new_session.then_some(session.id.as_str());
-    let Some(first) = rx.recv().await else {
-        // The stream was detached before anything was sent (polling mode).
-        session.mark_sse(&token);
-        return sse_response(
-            vec![priming(&token, inner.config.sse_retry)],
-            None,
-            inner.config.keep_alive,
-            session_header,
-        );
+    let reply = Reply {
+        inner,
+        session: &session,
+        token,
+        new_session,
+        entry_errors: posted.entry_errors,
     };
-    if first.is_end_marker() {
-        // Cancelled before anything was sent: an SSE stream with nothing on it (or the
-        // errors of a batch's invalid entries, which are still owed).
-        session.forget_stream(&token).await;
-        if !entry_errors.is_empty() {
-            return json_response(mcp_jsonrpc::encode_batch(&entry_errors), session_header);
+    reply.send(rx).await
+}
+
+/// A POST with no request in it (notifications, responses, invalid batch entries): 202, or
+/// the errors of its invalid entries.
+async fn accept_only(session: &Session, posted: Posted) -> Response {
+    if !posted.messages.is_empty() && !session.feed(posted.body.to_vec()).await {
+        return session_not_found();
+    }
+    if !posted.entry_errors.is_empty() {
+        return json_response(mcp_jsonrpc::encode_batch(&posted.entry_errors), None);
+    }
+    StatusCode::ACCEPTED.into_response()
+}
+
+/// The answer to a POST whose requests went to the engine: what comes on its stream,
+/// as one JSON body or as an SSE stream.
+struct Reply<'a> {
+    inner: &'a Arc<Inner>,
+    session: &'a Arc<Session>,
+    token: String,
+    new_session: bool,
+    /// Answers owed for invalid batch entries (the engine never saw them).
+    entry_errors: Vec<Message>,
+}
+
+impl Reply<'_> {
+    fn session_header(&self) -> Option<&str> {
+        self.new_session.then_some(self.session.id.as_str())
+    }
+
+    async fn send(self, mut rx: mpsc::Receiver<Event>) -> Response {
+        let Some(first) = rx.recv().await else {
+            // The stream was detached before anything was sent (polling mode).
+            self.session.mark_sse(&self.token);
+            let priming = priming(&self.token, self.inner.config.sse_retry);
+            return self.stream(vec![priming], None);
+        };
+        if first.is_end_marker() {
+            // Cancelled before anything was sent.
+            return self.nothing_sent().await;
         }
-        return sse_response(Vec::new(), None, inner.config.keep_alive, session_header);
+        if self.new_session && first.last && error_code(&first.data).is_some() {
+            // A failed initialize leaves no session behind.
+            self.inner.remove(&self.session.id);
+            return json_response(first.data, None);
+        }
+        let json = match self.inner.config.response_mode {
+            ResponseMode::Json => true,
+            ResponseMode::Sse => false,
+            ResponseMode::Auto => first.last,
+        } || !self.entry_errors.is_empty();
+        if json {
+            self.json(first, rx).await
+        } else {
+            self.sse(first, rx)
+        }
     }
-    if new_session && first.last && is_error_response(&first.data) {
-        // A failed initialize leaves no session behind.
-        inner.remove(&session.id);
-        return json_response(first.data, None);
+
+    /// The request ended without a response (cancelled): an SSE stream with nothing on it,
+    /// or the errors of a batch's invalid entries, which are still owed.
+    async fn nothing_sent(&self) -> Response {
+        self.session.forget_stream(&self.token).await;
+        if !self.entry_errors.is_empty() {
+            let errors = mcp_jsonrpc::encode_batch(&self.entry_errors);
+            return json_response(errors, self.session_header());
+        }
+        self.stream(Vec::new(), None)
     }
-    let json = match mode {
-        ResponseMode::Json => true,
-        ResponseMode::Sse => false,
-        ResponseMode::Auto => first.last,
-    } || !entry_errors.is_empty();
-    if json {
+
+    /// One JSON body: the last event (the response), with the batch's invalid entries' errors.
+    async fn json(&self, first: Event, mut rx: mpsc::Receiver<Event>) -> Response {
         let mut last = first;
         while !last.last {
             match rx.recv().await {
@@ -328,27 +360,37 @@ async fn answer(
                 None => break,
             }
         }
-        session.forget_stream(&token).await;
         if last.is_end_marker() {
-            if !entry_errors.is_empty() {
-                return json_response(mcp_jsonrpc::encode_batch(&entry_errors), session_header);
-            }
-            return sse_response(Vec::new(), None, inner.config.keep_alive, session_header);
+            return self.nothing_sent().await;
         }
-        if !entry_errors.is_empty() {
-            return json_response(merge_batch(&last.data, &entry_errors), session_header);
+        self.session.forget_stream(&self.token).await;
+        if !self.entry_errors.is_empty() {
+            let merged = merge_batch(&last.data, &self.entry_errors);
+            return json_response(merged, self.session_header());
         }
-        return json_response(last.data, session_header);
+        json_response(last.data, self.session_header())
     }
-    session.mark_sse(&token);
-    let mut chunks = Vec::new();
-    if session.version() >= ProtocolVersion::V2025_11_25 {
-        chunks.push(priming(&token, inner.config.sse_retry));
+
+    /// An SSE stream: a priming event (2025-11-25 on), the first event, then the rest live.
+    fn sse(&self, first: Event, rx: mpsc::Receiver<Event>) -> Response {
+        self.session.mark_sse(&self.token);
+        let mut chunks = Vec::new();
+        if self.session.version() >= ProtocolVersion::V2025_11_25 {
+            chunks.push(priming(&self.token, self.inner.config.sse_retry));
+        }
+        let done = first.last;
+        chunks.push(sse_event(&first));
+        self.stream(chunks, (!done).then_some(rx))
     }
-    let done = first.last;
-    chunks.push(sse_event(&first));
-    let rx = (!done).then_some(rx);
-    sse_response(chunks, rx, inner.config.keep_alive, session_header)
+
+    fn stream(&self, chunks: Vec<String>, rx: Option<mpsc::Receiver<Event>>) -> Response {
+        sse_response(
+            chunks,
+            rx,
+            self.inner.config.keep_alive,
+            self.session_header(),
+        )
+    }
 }
 
 /// The engine's batch answer (a JSON array) with `extra` answers appended.
@@ -369,12 +411,16 @@ mod tests {
 
     #[test]
     fn error_responses_are_recognised_by_type() {
-        assert!(is_error_response(
-            r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"bad"}}"#
-        ));
-        assert!(!is_error_response(
-            r#"{"jsonrpc":"2.0","id":0,"result":{"serverInfo":{"name":"error"},"x":"\"error\""}}"#
-        ));
+        assert_eq!(
+            error_code(r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"bad"}}"#),
+            Some(-32602)
+        );
+        assert_eq!(
+            error_code(
+                r#"{"jsonrpc":"2.0","id":0,"result":{"serverInfo":{"name":"error"},"x":"\"error\""}}"#
+            ),
+            None
+        );
     }
 
     #[test]

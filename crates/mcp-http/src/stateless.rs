@@ -182,68 +182,84 @@ fn check_param_headers(
     Ok(())
 }
 
-fn check_headers(headers: &HeaderMap, req: &Request) -> Result<(), Response> {
-    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let params: Value = req
-        .params
-        .as_deref()
-        .and_then(|p| serde_json::from_str(p.get()).ok())
-        .unwrap_or(Value::Null);
-    let body_version = params["_meta"][meta_keys::PROTOCOL_VERSION].as_str();
+/// The `_meta` every 2026-07-28 request carries: protocol version and client capabilities.
+fn check_meta<'p>(req: &Request, params: &'p Value) -> Result<&'p str, Response> {
     let Some(meta) = params["_meta"].as_object() else {
         return Err(invalid_meta(
             &req.id,
             "_meta is required on every 2026-07-28 request",
         ));
     };
-    if body_version.is_none() {
+    let Some(version) = meta
+        .get(meta_keys::PROTOCOL_VERSION)
+        .and_then(Value::as_str)
+    else {
         return Err(invalid_meta(
             &req.id,
             &format!("_meta.{} is required", meta_keys::PROTOCOL_VERSION),
         ));
-    }
+    };
     if !meta.contains_key(meta_keys::CLIENT_CAPABILITIES) {
         return Err(invalid_meta(
             &req.id,
             &format!("_meta.{} is required", meta_keys::CLIENT_CAPABILITIES),
         ));
     }
-    match (get("mcp-protocol-version"), body_version) {
-        (Some(h), Some(b)) if h == b => {}
-        (None, _) => {
-            return Err(mismatch(
-                &req.id,
-                "Header mismatch: MCP-Protocol-Version header is required".into(),
-            ));
+    Ok(version)
+}
+
+/// A standard header that must be sent and equal `body` (after sentinel decoding when
+/// `encoded`).
+fn expect_header(
+    req: &Request,
+    name: &str,
+    sent: Option<&str>,
+    body: &str,
+    encoded: bool,
+) -> Result<(), Response> {
+    let Some(sent) = sent else {
+        return Err(mismatch(
+            &req.id,
+            format!("Header mismatch: {name} header is required"),
+        ));
+    };
+    let value = if encoded {
+        match decode_header(sent) {
+            Some(v) => v,
+            None => {
+                return Err(mismatch(
+                    &req.id,
+                    format!("Header mismatch: {name} header is not valid base64"),
+                ));
+            }
         }
-        (Some(h), b) => {
-            return Err(mismatch(
-                &req.id,
-                format!(
-                    "Header mismatch: MCP-Protocol-Version header value '{h}' does not match body value '{}'",
-                    b.unwrap_or("")
-                ),
-            ));
-        }
+    } else {
+        sent.to_owned()
+    };
+    if value != body {
+        return Err(mismatch(
+            &req.id,
+            format!(
+                "Header mismatch: {name} header value '{value}' does not match body value '{body}'"
+            ),
+        ));
     }
-    match get("mcp-method") {
-        Some(m) if m == req.method => {}
-        Some(m) => {
-            return Err(mismatch(
-                &req.id,
-                format!(
-                    "Header mismatch: Mcp-Method header value '{m}' does not match body value '{}'",
-                    req.method
-                ),
-            ));
-        }
-        None => {
-            return Err(mismatch(
-                &req.id,
-                "Header mismatch: Mcp-Method header is required".into(),
-            ));
-        }
-    }
+    Ok(())
+}
+
+/// The standard headers against the body: `MCP-Protocol-Version` against `_meta`,
+/// `Mcp-Method` against `method`, `Mcp-Name` against `params.name` or `params.uri`.
+fn check_headers(headers: &HeaderMap, req: &Request, params: &Value) -> Result<(), Response> {
+    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let version = check_meta(req, params)?;
+    expect_header(
+        req,
+        "MCP-Protocol-Version",
+        get("mcp-protocol-version"),
+        version,
+        false,
+    )?;
+    expect_header(req, "Mcp-Method", get("mcp-method"), &req.method, false)?;
     let name_field = match req.method.as_str() {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),
@@ -251,29 +267,7 @@ fn check_headers(headers: &HeaderMap, req: &Request) -> Result<(), Response> {
     };
     if let Some(field) = name_field {
         let body_name = params[field].as_str().unwrap_or_default();
-        match get("mcp-name").map(decode_header) {
-            Some(Some(n)) if n == body_name => {}
-            Some(Some(n)) => {
-                return Err(mismatch(
-                    &req.id,
-                    format!(
-                        "Header mismatch: Mcp-Name header value '{n}' does not match body value '{body_name}'"
-                    ),
-                ));
-            }
-            Some(None) => {
-                return Err(mismatch(
-                    &req.id,
-                    "Header mismatch: Mcp-Name header is not valid base64".into(),
-                ));
-            }
-            None => {
-                return Err(mismatch(
-                    &req.id,
-                    "Header mismatch: Mcp-Name header is required".into(),
-                ));
-            }
-        }
+        expect_header(req, "Mcp-Name", get("mcp-name"), body_name, true)?;
     }
     Ok(())
 }
@@ -334,22 +328,7 @@ pub(crate) async fn handle(
         // No session, so nothing to route a notification or response to.
         _ => return StatusCode::ACCEPTED.into_response(),
     };
-    for v in headers.get_all("mcp-protocol-version") {
-        let v = v.to_str().unwrap_or("");
-        if ProtocolVersion::parse(v).is_none() {
-            return unsupported_version(Some(req.id), v);
-        }
-    }
-    if let Err(r) = check_headers(headers, &req) {
-        return r;
-    }
-    let params: Value = req
-        .params
-        .as_deref()
-        .and_then(|p| serde_json::from_str(p.get()).ok())
-        .unwrap_or(Value::Null);
-    let lookup = inner.param_headers.get().map(|f| &**f);
-    if let Err(r) = check_param_headers(lookup, headers, &req, &params) {
+    if let Err(r) = check(inner, headers, &req) {
         return r;
     }
     let permits = match admit(inner, &req) {
@@ -395,23 +374,48 @@ pub(crate) async fn handle(
             ResponseMode::Auto => first.is_response(),
         };
     if json {
-        let mut last = first;
-        while !last.is_response() {
-            match next_message(&mut out_rx).await {
-                Some(m) => last = m,
-                None => break,
-            }
-        }
-        drop(in_tx);
-        let status = status_for(&last.line);
-        return (
-            status,
-            [(header::CONTENT_TYPE, "application/json")],
-            last.line,
-        )
-            .into_response();
+        json_answer(first, out_rx).await
+    } else {
+        stream_answer(first, out_rx, in_tx, inner.config.keep_alive)
     }
-    stream_answer(first, out_rx, in_tx, inner.config.keep_alive)
+}
+
+/// Everything a modern request is checked for before it runs: known versions in the
+/// headers, the standard headers against the body, `Mcp-Param-*` against the arguments.
+fn check(inner: &Inner, headers: &HeaderMap, req: &Request) -> Result<(), Response> {
+    for v in headers.get_all("mcp-protocol-version") {
+        let v = v.to_str().unwrap_or("");
+        if ProtocolVersion::parse(v).is_none() {
+            return Err(unsupported_version(Some(req.id.clone()), v));
+        }
+    }
+    let params: Value = req
+        .params
+        .as_deref()
+        .and_then(|p| serde_json::from_str(p.get()).ok())
+        .unwrap_or(Value::Null);
+    check_headers(headers, req, &params)?;
+    let lookup = inner.param_headers.get().map(|f| &**f);
+    check_param_headers(lookup, headers, req, &params)
+}
+
+/// A JSON answer: the response (whatever came before it is dropped), with the HTTP status
+/// its error code calls for. The engine's input (held by the caller) closes after it.
+async fn json_answer(first: OutMessage, mut rx: mpsc::Receiver<Outbound>) -> Response {
+    let mut last = first;
+    while !last.is_response() {
+        match next_message(&mut rx).await {
+            Some(m) => last = m,
+            None => break,
+        }
+    }
+    let status = status_for(&last.line);
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        last.line,
+    )
+        .into_response()
 }
 
 /// An SSE answer: the first message, then the rest as the handler sends them. (A client that
