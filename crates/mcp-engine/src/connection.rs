@@ -2,7 +2,9 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -54,9 +56,8 @@ struct Conn<'a> {
     closing: &'a CancellationToken,
 }
 
-fn lock(map: &InFlightMap) -> std::sync::MutexGuard<'_, HashMap<RequestId, InFlight>> {
+fn lock(map: &InFlightMap) -> parking_lot::MutexGuard<'_, HashMap<RequestId, InFlight>> {
     map.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Runs one connection until its input ends, then waits for in-flight requests to finish and

@@ -9,7 +9,9 @@
 //! from the caller).
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use mcp_jsonrpc::Outbound;
@@ -58,10 +60,8 @@ impl Outbox {
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Overflow> {
-        self.overflow
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn lock(&self) -> parking_lot::MutexGuard<'_, Overflow> {
+        self.overflow.lock()
     }
 
     /// Cancelled when the connection is killed for not reading.

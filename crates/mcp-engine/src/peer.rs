@@ -2,8 +2,10 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+
+use parking_lot::Mutex;
 
 use mcp_jsonrpc::{
     Message, OutKind, OutMessage, Outbound, RawJson, RequestId, TransportError, to_raw,
@@ -193,12 +195,8 @@ impl Peer {
         self.lock_pending().len()
     }
 
-    fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Pending>> {
-        // A poisoned map only means a callback panicked; the data is still consistent.
-        self.inner
-            .pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn lock_pending(&self) -> parking_lot::MutexGuard<'_, HashMap<i64, Pending>> {
+        self.inner.pending.lock()
     }
 
     fn take_pending(&self, id: i64) -> Option<Pending> {

@@ -7,9 +7,9 @@
 //! says so: a local server's clients all share one address, so an address limit there would
 //! be a global throttle. Nothing here is global: one client at its limit never slows another.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use axum::extract::ConnectInfo;
@@ -111,10 +111,8 @@ pub(crate) struct ClientTable {
 const MAX_TRACKED: usize = 100_000;
 
 impl ClientTable {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Counters>> {
-        self.table
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn lock(&self) -> parking_lot::MutexGuard<'_, HashMap<String, Counters>> {
+        self.table.lock()
     }
 
     /// Admits one new session for `client` (counting it), or says why not.

@@ -1,8 +1,8 @@
 //! Where SSE events are kept for resumption: the [`EventStore`] trait and the in-memory store
 //! used by default. A shared store (Redis, say) lets a client resume on another instance.
 
+use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
 
 use futures::future::BoxFuture;
 
@@ -122,10 +122,8 @@ impl MemoryEventStore {
         self
     }
 
-    fn logs(&self) -> std::sync::MutexGuard<'_, Logs> {
-        self.logs
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn logs(&self) -> parking_lot::MutexGuard<'_, Logs> {
+        self.logs.lock()
     }
 
     /// Streams held, over all sessions.

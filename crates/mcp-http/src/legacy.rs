@@ -6,8 +6,10 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -43,10 +45,8 @@ struct Inner {
 }
 
 impl Inner {
-    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Legacy>> {
-        self.sessions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn sessions(&self) -> parking_lot::MutexGuard<'_, HashMap<String, Legacy>> {
+        self.sessions.lock()
     }
 }
 

@@ -1,7 +1,9 @@
 //! [`StreamableHttp`]: the MCP endpoint as an axum `Router` (POST, GET, DELETE).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 use axum::routing::post;
@@ -35,10 +37,8 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
-    pub(crate) fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Session>>> {
-        self.sessions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    pub(crate) fn sessions(&self) -> parking_lot::MutexGuard<'_, HashMap<String, Arc<Session>>> {
+        self.sessions.lock()
     }
 
     /// Ends a session: its engine finishes what it accepted, its streams end, its stored
