@@ -1,10 +1,12 @@
 //! Where SSE events are kept for resumption: the [`EventStore`] trait and the in-memory store
-//! used by default. A shared store (Redis, say) lets a client resume on another instance.
+//! used by default. The store holds events only: sessions and their streams live in the
+//! memory of the instance that made them, so a stream resumes on that instance. Plugging in
+//! a shared store does not by itself let another instance resume it.
 
-use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
 
 use futures::future::BoxFuture;
+use parking_lot::Mutex;
 
 /// Keeps each stream's events so a client can resume it with `Last-Event-ID`.
 ///

@@ -195,110 +195,139 @@ impl Message {
     }
 
     fn from_wire(w: Wire<'_>) -> Result<Message, DecodeError> {
-        let id = match w.id.map(raw_value) {
-            None => None,
-            // An error response to input whose id could not be read (found by fuzzing: we
-            // wrote this form but did not read it back).
-            Some(Value::Null) if w.method.is_none() && w.error.is_some() && w.result.is_none() => {
-                None
-            }
-            Some(v) => match RequestId::from_value(&v) {
-                Some(id) => Some(id),
-                None => {
-                    return Err(DecodeError::invalid(
-                        None,
-                        w.method.is_some(),
-                        format!("id must be a string or an integer, got {v}"),
-                    ));
-                }
-            },
-        };
-        let is_request_like = w.method.is_some();
-        let version = w.jsonrpc.map(|raw| match raw.get() {
-            r#""2.0""# => Value::String("2.0".to_owned()),
-            _ => raw_value(raw),
-        });
-        match &version {
-            Some(Value::String(s)) if s == "2.0" => {}
-            other => {
-                let got = other
-                    .as_ref()
-                    .map_or("nothing".to_owned(), Value::to_string);
-                return Err(DecodeError::invalid(
-                    id,
-                    is_request_like || w.result.is_none(),
-                    format!("jsonrpc must be \"2.0\", got {got}"),
-                ));
-            }
+        let id = wire_id(&w)?;
+        check_version(&w, id.as_ref())?;
+        match w.method {
+            Some(method) => request_from_wire(
+                method,
+                w.params,
+                w.result.is_some() || w.error.is_some(),
+                id,
+            ),
+            None => response_from_wire(w.result, w.error, id),
         }
-        if let Some(method) = w.method {
-            let Value::String(method) = raw_value(method) else {
-                return Err(DecodeError::invalid(id, true, "method must be a string"));
-            };
-            if w.result.is_some() || w.error.is_some() {
-                return Err(DecodeError::invalid(
-                    id,
-                    true,
-                    "a request must not carry result or error",
-                ));
-            }
-            if let Some(p) = &w.params {
-                let c = p.get().as_bytes().first().copied();
-                if !matches!(c, Some(b'{' | b'[')) {
-                    return Err(DecodeError::invalid(
-                        id,
-                        true,
-                        "params must be an object or an array",
-                    ));
-                }
-            }
-            return Ok(match id {
-                Some(id) => Message::Request(Request {
-                    id,
-                    method,
-                    params: w.params.map(ToOwned::to_owned),
-                }),
-                None => Message::Notification(Notification {
-                    method,
-                    params: w.params.map(ToOwned::to_owned),
-                }),
-            });
-        }
-        let outcome = match (w.result, w.error) {
-            (Some(r), None) => Ok(r.to_owned()),
-            (None, Some(e)) => match serde_json::from_str::<ErrorObject>(e.get()) {
-                Ok(e) => Err(e),
-                Err(e) => {
-                    return Err(DecodeError::invalid(
-                        None,
-                        true,
-                        format!("bad error object: {e}"),
-                    ));
-                }
-            },
-            (Some(_), Some(_)) => {
-                return Err(DecodeError::invalid(
-                    None,
-                    true,
-                    "response has both result and error",
-                ));
-            }
-            (None, None) => {
-                // Neither a request nor a response: Invalid Request with `"id": null` (an
-                // id here may be one of ours, from a broken response, so it is not echoed).
-                return Err(DecodeError::invalid(
-                    None,
-                    true,
-                    "message has neither method nor result/error",
-                ));
-            }
-        };
-        if id.is_none() && outcome.is_ok() {
-            return Err(DecodeError::invalid(None, true, "response without id"));
-        }
-        Ok(Message::Response(Response { id, outcome }))
     }
+}
 
+/// The id of a message: a string or an integer, or null on an error response to input
+/// whose id could not be read.
+fn wire_id(w: &Wire<'_>) -> Result<Option<RequestId>, DecodeError> {
+    match w.id.map(raw_value) {
+        None => Ok(None),
+        // An error response to input whose id could not be read (found by fuzzing: we
+        // wrote this form but did not read it back).
+        Some(Value::Null) if w.method.is_none() && w.error.is_some() && w.result.is_none() => {
+            Ok(None)
+        }
+        Some(v) => match RequestId::from_value(&v) {
+            Some(id) => Ok(Some(id)),
+            None => Err(DecodeError::invalid(
+                None,
+                w.method.is_some(),
+                format!("id must be a string or an integer, got {v}"),
+            )),
+        },
+    }
+}
+
+/// `"jsonrpc": "2.0"`, exactly.
+fn check_version(w: &Wire<'_>, id: Option<&RequestId>) -> Result<(), DecodeError> {
+    let version = w.jsonrpc.map(|raw| match raw.get() {
+        r#""2.0""# => Value::String("2.0".to_owned()),
+        _ => raw_value(raw),
+    });
+    match &version {
+        Some(Value::String(s)) if s == "2.0" => Ok(()),
+        other => {
+            let got = other
+                .as_ref()
+                .map_or("nothing".to_owned(), Value::to_string);
+            Err(DecodeError::invalid(
+                id.cloned(),
+                w.method.is_some() || w.result.is_none(),
+                format!("jsonrpc must be \"2.0\", got {got}"),
+            ))
+        }
+    }
+}
+
+/// A request (with an id) or a notification: a string method, no result or error, and
+/// params that are an object or an array.
+fn request_from_wire(
+    method: &RawValue,
+    params: Option<&RawValue>,
+    has_outcome: bool,
+    id: Option<RequestId>,
+) -> Result<Message, DecodeError> {
+    let Value::String(method) = raw_value(method) else {
+        return Err(DecodeError::invalid(id, true, "method must be a string"));
+    };
+    if has_outcome {
+        return Err(DecodeError::invalid(
+            id,
+            true,
+            "a request must not carry result or error",
+        ));
+    }
+    if let Some(p) = params {
+        let c = p.get().as_bytes().first().copied();
+        if !matches!(c, Some(b'{' | b'[')) {
+            return Err(DecodeError::invalid(
+                id,
+                true,
+                "params must be an object or an array",
+            ));
+        }
+    }
+    let params = params.map(ToOwned::to_owned);
+    Ok(match id {
+        Some(id) => Message::Request(Request { id, method, params }),
+        None => Message::Notification(Notification { method, params }),
+    })
+}
+
+/// A response: exactly one of `result` and `error`, and an id unless it is an error.
+fn response_from_wire(
+    result: Option<&RawValue>,
+    error: Option<&RawValue>,
+    id: Option<RequestId>,
+) -> Result<Message, DecodeError> {
+    let outcome = match (result, error) {
+        (Some(r), None) => Ok(r.to_owned()),
+        (None, Some(e)) => match serde_json::from_str::<ErrorObject>(e.get()) {
+            Ok(e) => Err(e),
+            Err(e) => {
+                return Err(DecodeError::invalid(
+                    None,
+                    true,
+                    format!("bad error object: {e}"),
+                ));
+            }
+        },
+        (Some(_), Some(_)) => {
+            return Err(DecodeError::invalid(
+                None,
+                true,
+                "response has both result and error",
+            ));
+        }
+        (None, None) => {
+            // Neither a request nor a response: Invalid Request with `"id": null` (an
+            // id here may be one of ours, from a broken response, so it is not echoed).
+            return Err(DecodeError::invalid(
+                None,
+                true,
+                "message has neither method nor result/error",
+            ));
+        }
+    };
+    if id.is_none() && outcome.is_ok() {
+        return Err(DecodeError::invalid(None, true, "response without id"));
+    }
+    Ok(Message::Response(Response { id, outcome }))
+}
+
+impl Message {
     /// Encodes the message as compact JSON.
     pub fn encode(&self) -> String {
         // Serializing our own types cannot fail: all keys are strings, raw values are valid.
