@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use mcp_jsonrpc::ErrorObject;
-use mcp_server::{Ctx, Server, Structured};
+use mcp_server::{Ctx, Server, ServerBuilder, Structured};
 use mcp_types::{
     CompleteResult, Completion, CompletionReference, GetPromptResult, LoggingLevel, Prompt,
     PromptArgument, PromptMessage, ReadResourceResult, ResourceContents, ResourceTemplate, Role,
@@ -170,7 +170,6 @@ async fn converse(ctx: Ctx, a: ConverseArgs) -> Result<String, mcp_engine::CallE
     ))
 }
 
-/// Builds the demo server.
 /// The demo server with these settings.
 pub(crate) fn server_with(config: mcp_server::ServerConfig) -> anyhow::Result<Server> {
     // Resource subscriptions held by this server's clients, all sessions together.
@@ -191,7 +190,7 @@ pub(crate) fn server_with(config: mcp_server::ServerConfig) -> anyhow::Result<Se
         }),
         ..Tool::default()
     };
-    let server = Server::builder("mcp-demo", env!("CARGO_PKG_VERSION"))
+    let builder = Server::builder("mcp-demo", env!("CARGO_PKG_VERSION"))
         .config(config)
         .instructions("A demo server: echo, add, slow (progress), log, fail, ask (elicitation), sample (sampling), converse (all three), touch (resource updates), subscriptions (how many are held); resources under demo://; prompts greet and summarize.")
         .on_subscribe(move |_| {
@@ -200,36 +199,76 @@ pub(crate) fn server_with(config: mcp_server::ServerConfig) -> anyhow::Result<Se
         })
         .on_unsubscribe(move |_| {
             down.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-        })
-        .tool("echo", "Echoes the message back", |_ctx: Ctx, a: EchoArgs| async move {
-            Ok::<_, String>(a.message)
-        })
+        });
+    let builder = basic_tools(builder, add);
+    let builder = interactive_tools(builder, count);
+    let builder = prompts(resources(builder));
+    Ok(completion(builder).build()?)
+}
+
+/// echo, add, slow, log, fail.
+fn basic_tools(builder: ServerBuilder, add: Tool) -> ServerBuilder {
+    builder
+        .tool(
+            "echo",
+            "Echoes the message back",
+            |_ctx: Ctx, a: EchoArgs| async move { Ok::<_, String>(a.message) },
+        )
         .typed_tool(add, |_ctx: Ctx, a: AddArgs| async move {
             Ok::<_, String>(Structured(Sum { sum: a.a + a.b }))
         })
-        .tool("slow", "Works for steps*delay_ms, reporting progress after each step", |ctx: Ctx, a: SlowArgs| async move {
-            let steps = a.steps.min(100);
-            let delay = Duration::from_millis(a.delay_ms.min(10_000));
-            // A cancelled request's handler is dropped; the guard says so in a log message.
-            let mut guard = CancelNote { ctx: ctx.clone(), step: 0, done: false };
-            for i in 1..=steps {
-                tokio::time::sleep(delay).await;
-                guard.step = i;
-                ctx.progress(f64::from(i), Some(f64::from(steps)), Some(format!("step {i} of {steps}"))).await;
-            }
-            guard.done = true;
-            Ok::<_, String>(format!("done after {steps} steps"))
-        })
-        .tool("log", "Sends the message as a log notification (repeat times)", |ctx: Ctx, a: LogArgs| async move {
-            let level = a.level.unwrap_or(LoggingLevel::Info);
-            for _ in 0..a.repeat.unwrap_or(1).min(10_000) {
-                ctx.log(level, Some("demo"), json!(a.message)).await;
-            }
-            Ok::<_, String>(format!("logged at {level:?}"))
-        })
-        .tool("fail", "Always fails (a result with isError: true)", |_ctx: Ctx, a: FailArgs| async move {
-            Err::<String, _>(a.reason.unwrap_or_else(|| "this tool always fails".into()))
-        })
+        .tool(
+            "slow",
+            "Works for steps*delay_ms, reporting progress after each step",
+            |ctx: Ctx, a: SlowArgs| async move {
+                let steps = a.steps.min(100);
+                let delay = Duration::from_millis(a.delay_ms.min(10_000));
+                // A cancelled request's handler is dropped; the guard says so in a log message.
+                let mut guard = CancelNote {
+                    ctx: ctx.clone(),
+                    step: 0,
+                    done: false,
+                };
+                for i in 1..=steps {
+                    tokio::time::sleep(delay).await;
+                    guard.step = i;
+                    ctx.progress(
+                        f64::from(i),
+                        Some(f64::from(steps)),
+                        Some(format!("step {i} of {steps}")),
+                    )
+                    .await;
+                }
+                guard.done = true;
+                Ok::<_, String>(format!("done after {steps} steps"))
+            },
+        )
+        .tool(
+            "log",
+            "Sends the message as a log notification (repeat times)",
+            |ctx: Ctx, a: LogArgs| async move {
+                let level = a.level.unwrap_or(LoggingLevel::Info);
+                for _ in 0..a.repeat.unwrap_or(1).min(10_000) {
+                    ctx.log(level, Some("demo"), json!(a.message)).await;
+                }
+                Ok::<_, String>(format!("logged at {level:?}"))
+            },
+        )
+        .tool(
+            "fail",
+            "Always fails (a result with isError: true)",
+            |_ctx: Ctx, a: FailArgs| async move {
+                Err::<String, _>(a.reason.unwrap_or_else(|| "this tool always fails".into()))
+            },
+        )
+}
+
+/// ask, sample, converse (the client's model and user), subscriptions and touch.
+fn interactive_tools(
+    builder: ServerBuilder,
+    count: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) -> ServerBuilder {
+    builder
         .tool("ask", "Asks the user for their name (elicitation) and greets them", |ctx: Ctx, _: serde_json::Value| async move {
             let form = json!({
                 "message": "What is your name?",
@@ -258,9 +297,29 @@ pub(crate) fn server_with(config: mcp_server::ServerConfig) -> anyhow::Result<Se
             ctx.server().notify_resource_updated(&a.uri).await;
             Ok::<_, String>(format!("{} updated", a.uri))
         })
-        .text_resource("demo://readme", "readme", "text/plain", "This is the mcp demo server.\n")
-        .text_resource("demo://config.json", "config", "application/json", "{\"debug\":false,\"level\":\"info\"}")
-        .text_resource("demo://hello.md", "hello", "text/markdown", "# Hello\n\nFrom the demo server.\n")
+}
+
+/// Three text resources and the greeting template.
+fn resources(builder: ServerBuilder) -> ServerBuilder {
+    builder
+        .text_resource(
+            "demo://readme",
+            "readme",
+            "text/plain",
+            "This is the mcp demo server.\n",
+        )
+        .text_resource(
+            "demo://config.json",
+            "config",
+            "application/json",
+            "{\"debug\":false,\"level\":\"info\"}",
+        )
+        .text_resource(
+            "demo://hello.md",
+            "hello",
+            "text/markdown",
+            "# Hello\n\nFrom the demo server.\n",
+        )
         .resource_template(
             ResourceTemplate {
                 uri_template: "demo://greeting/{name}".into(),
@@ -272,11 +331,20 @@ pub(crate) fn server_with(config: mcp_server::ServerConfig) -> anyhow::Result<Se
             |_ctx: Ctx, uri: String, vars: BTreeMap<String, String>| async move {
                 let name = vars.get("name").cloned().unwrap_or_default();
                 Ok(ReadResourceResult {
-                    contents: vec![ResourceContents::text(uri, Some("text/plain"), format!("Hello, {name}!"))],
+                    contents: vec![ResourceContents::text(
+                        uri,
+                        Some("text/plain"),
+                        format!("Hello, {name}!"),
+                    )],
                     ..Default::default()
                 })
             },
         )
+}
+
+/// greet and summarize.
+fn prompts(builder: ServerBuilder) -> ServerBuilder {
+    builder
         .prompt(
             Prompt {
                 name: "greet".into(),
@@ -293,7 +361,10 @@ pub(crate) fn server_with(config: mcp_server::ServerConfig) -> anyhow::Result<Se
                 let name = args.get("name").cloned().unwrap_or_default();
                 Ok(GetPromptResult {
                     description: Some("A greeting".into()),
-                    messages: vec![PromptMessage::text(Role::User, format!("Please greet {name} warmly."))],
+                    messages: vec![PromptMessage::text(
+                        Role::User,
+                        format!("Please greet {name} warmly."),
+                    )],
                     ..Default::default()
                 })
             },
@@ -303,8 +374,16 @@ pub(crate) fn server_with(config: mcp_server::ServerConfig) -> anyhow::Result<Se
                 name: "summarize".into(),
                 description: Some("Asks for a summary of a text".into()),
                 arguments: Some(vec![
-                    PromptArgument { name: "text".into(), required: Some(true), ..Default::default() },
-                    PromptArgument { name: "style".into(), required: Some(false), ..Default::default() },
+                    PromptArgument {
+                        name: "text".into(),
+                        required: Some(true),
+                        ..Default::default()
+                    },
+                    PromptArgument {
+                        name: "style".into(),
+                        required: Some(false),
+                        ..Default::default()
+                    },
                 ]),
                 ..Default::default()
             },
@@ -312,32 +391,45 @@ pub(crate) fn server_with(config: mcp_server::ServerConfig) -> anyhow::Result<Se
                 let text = args.get("text").cloned().unwrap_or_default();
                 let style = args.get("style").cloned().unwrap_or_else(|| "brief".into());
                 Ok(GetPromptResult {
-                    messages: vec![PromptMessage::text(Role::User, format!("Summarize ({style}):\n\n{text}"))],
+                    messages: vec![PromptMessage::text(
+                        Role::User,
+                        format!("Summarize ({style}):\n\n{text}"),
+                    )],
                     ..Default::default()
                 })
             },
         )
-        .completion(|_ctx: Ctx, p| async move {
-            let values: Vec<String> = match (&p.reference, p.argument.name.as_str()) {
-                (CompletionReference::Prompt { name }, "name") if name == "greet" => names(&p.argument.value),
-                (CompletionReference::Resource { uri }, "name") if uri == "demo://greeting/{name}" => {
-                    names(&p.argument.value)
-                }
-                (CompletionReference::Prompt { name }, "style") if name == "summarize" => ["brief", "detailed", "bullet points"]
+}
+
+/// Completion of the prompts' and the template's arguments.
+fn completion(builder: ServerBuilder) -> ServerBuilder {
+    builder.completion(|_ctx: Ctx, p| async move {
+        let values: Vec<String> = match (&p.reference, p.argument.name.as_str()) {
+            (CompletionReference::Prompt { name }, "name") if name == "greet" => {
+                names(&p.argument.value)
+            }
+            (CompletionReference::Resource { uri }, "name") if uri == "demo://greeting/{name}" => {
+                names(&p.argument.value)
+            }
+            (CompletionReference::Prompt { name }, "style") if name == "summarize" => {
+                ["brief", "detailed", "bullet points"]
                     .iter()
                     .filter(|s| s.starts_with(&p.argument.value))
                     .map(|s| (*s).to_owned())
-                    .collect(),
-                _ => Vec::new(),
-            };
-            let total = u64::try_from(values.len()).ok();
-            Ok::<_, ErrorObject>(CompleteResult {
-                completion: Completion { values, total, has_more: Some(false) },
-                ..Default::default()
-            })
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        let total = u64::try_from(values.len()).ok();
+        Ok::<_, ErrorObject>(CompleteResult {
+            completion: Completion {
+                values,
+                total,
+                has_more: Some(false),
+            },
+            ..Default::default()
         })
-        .build()?;
-    Ok(server)
+    })
 }
 
 fn names(prefix: &str) -> Vec<String> {

@@ -2,7 +2,9 @@
 //! logs get one `progress N/TOTAL message` line per notification).
 
 use std::io::IsTerminal;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use mcp_types::ProgressParams;
@@ -35,9 +37,7 @@ impl Bar {
             eprintln!("progress {}{total}{msg}", p.progress);
             return;
         };
-        let mut slot = slot
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut slot = slot.lock();
         let bar = slot.get_or_insert_with(|| {
             let bar = match p.total {
                 Some(_) => ProgressBar::new(0),
@@ -66,11 +66,7 @@ impl Bar {
     /// Clears the bar (the result follows on stdout).
     pub(crate) fn finish(&self) {
         if let Some(slot) = &self.bar {
-            if let Some(bar) = slot
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .take()
-            {
+            if let Some(bar) = slot.lock().take() {
                 bar.finish_and_clear();
             }
         }
