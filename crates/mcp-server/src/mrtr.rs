@@ -8,7 +8,7 @@
 //! forge it, move it to another request, hand it to another user or replay it for ever; any
 //! instance with the same key can continue the request.
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -31,25 +31,21 @@ pub(crate) struct Mrtr {
     pub(crate) fatal: Mutex<Option<ErrorObject>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 impl Mrtr {
     pub(crate) fn answers(&self) -> JsonObject {
-        lock(&self.answers).clone()
+        self.answers.lock().clone()
     }
     pub(crate) fn ask(&self, requests: InputRequests) {
-        lock(&self.pending).extend(requests);
+        self.pending.lock().extend(requests);
     }
     pub(crate) fn take_pending(&self) -> InputRequests {
-        std::mem::take(&mut *lock(&self.pending))
+        std::mem::take(&mut *self.pending.lock())
     }
     pub(crate) fn fail(&self, e: ErrorObject) {
-        lock(&self.fatal).get_or_insert(e);
+        self.fatal.lock().get_or_insert(e);
     }
     pub(crate) fn take_fatal(&self) -> Option<ErrorObject> {
-        lock(&self.fatal).take()
+        self.fatal.lock().take()
     }
 }
 

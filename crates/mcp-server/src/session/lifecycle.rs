@@ -1,0 +1,80 @@
+//! The legacy lifecycle: `initialize`, `notifications/initialized`, and what is refused
+//! before the handshake.
+
+use futures::future::BoxFuture;
+use mcp_engine::HandlerResult;
+use mcp_jsonrpc::{ErrorCode, ErrorObject, Notification, Request, parse_params};
+use mcp_types::methods::{Initialized, Notification as _};
+use mcp_types::{Feature, InitializeParams, InitializeResult, ProtocolVersion};
+
+use super::reply::{fail, ready};
+use super::{Phase, Session};
+use crate::echo::echo;
+
+impl Session {
+    pub(super) fn initialize(&self, req: &Request) -> BoxFuture<'static, HandlerResult> {
+        let params: InitializeParams = match parse_params(req.params.as_deref()) {
+            Ok(p) => p,
+            Err(e) => return fail(e),
+        };
+        let version = ProtocolVersion::negotiate_legacy(&params.protocol_version);
+        {
+            let mut st = self.lock();
+            if st.phase != Phase::New {
+                return fail(ErrorObject::invalid_request(
+                    "the session is already initialized",
+                ));
+            }
+            st.phase = Phase::Initializing;
+            st.version = version;
+            st.client_info = Some(params.client_info);
+            st.client_caps = params.capabilities;
+        }
+        let mut capabilities = self.server.capabilities();
+        if !version.has(Feature::Completions) {
+            capabilities.completions = None;
+        }
+        ready(&InitializeResult {
+            protocol_version: version.as_str().to_owned(),
+            capabilities,
+            server_info: self.server.info.clone(),
+            instructions: self.server.instructions.clone(),
+            ..InitializeResult::default()
+        })
+    }
+
+    /// A notification from the client: `initialized` completes the handshake.
+    pub(super) fn on_notification(&self, n: &Notification) {
+        match n.method.as_str() {
+            Initialized::METHOD => {
+                let mut st = self.lock();
+                if st.phase == Phase::Initializing {
+                    st.phase = Phase::Ready;
+                }
+            }
+            other => tracing::debug!(method = other, "notification ignored"),
+        }
+    }
+
+    /// Whether the handshake has not begun (only `initialize` and `ping` are served).
+    pub(super) fn before_initialize(&self) -> bool {
+        self.lock().phase == Phase::New
+    }
+
+    /// Whether a JSON-RPC batch is allowed now (2025-03-26, after `initialize`).
+    pub(super) fn batches_allowed(&self) -> bool {
+        let st = self.lock();
+        st.phase != Phase::New && st.version.has(Feature::Batching)
+    }
+}
+
+/// -32600 for a request (other than `initialize` and `ping`) before `initialize`.
+pub(super) fn not_initialized(req: &Request) -> BoxFuture<'static, HandlerResult> {
+    fail(
+        ErrorObject::new(
+            ErrorCode::INVALID_REQUEST,
+            format!("Invalid Request: {} before initialize", echo(&req.method)),
+        )
+        .with_data(serde_json::json!({ "reason": "not initialized" })),
+    )
+}

@@ -1,0 +1,145 @@
+//! What the engine drives: a request's era (a 2026-07-28 request carries its version in
+//! `_meta`), the legacy lifecycle, and the multi round-trip (MRTR) rounds of a 2026-07-28
+//! request around the method table.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use mcp_engine::{HandlerResult, Peer, RequestContext, Service};
+use mcp_jsonrpc::{ErrorObject, Notification, Request};
+use mcp_types::methods::{
+    CallTool, Discover, GetPrompt, Initialize, Ping, ReadResource, Request as _,
+};
+use mcp_types::{EmptyResult, ProtocolVersion};
+
+use super::Session;
+use super::lifecycle::not_initialized;
+use super::reply::{encode, fail, ready};
+use crate::echo::echo;
+use crate::modern::{self, Era, ModernMeta};
+use crate::mrtr::Binding;
+
+/// The `Arc<Session>` wrapper the engine drives (routing needs an owned handle to the session).
+pub(crate) struct SessionService(pub(crate) Arc<Session>);
+
+impl Service for SessionService {
+    fn call(&self, req: Request, rc: RequestContext) -> BoxFuture<'static, HandlerResult> {
+        let session = &self.0;
+        let era = match session.era_of(&req) {
+            Ok(era) => era,
+            Err(e) => return fail(e),
+        };
+        match era {
+            Era::Modern(meta) => match req.method.as_str() {
+                Discover::METHOD => ready(&modern::discover(&session.server)),
+                // Removed in 2026-07-28.
+                Ping::METHOD | Initialize::METHOD => {
+                    fail(ErrorObject::method_not_found(&req.method))
+                }
+                _ => session.modern_round(req, rc, meta),
+            },
+            Era::Legacy => match req.method.as_str() {
+                Ping::METHOD => ready(&EmptyResult::default()),
+                Initialize::METHOD => session.initialize(&req),
+                _ if session.before_initialize() => not_initialized(&req),
+                _ => session.route(req, rc, Era::Legacy),
+            },
+        }
+    }
+
+    fn notify(&self, n: Notification, _peer: &Peer) {
+        self.0.on_notification(&n);
+    }
+
+    fn batch_allowed(&self) -> bool {
+        self.0.batches_allowed()
+    }
+}
+
+impl Session {
+    /// The era of a request: 2026-07-28 when its `_meta` says so (and the server speaks
+    /// it), else legacy. A modern-only server refuses legacy requests as the new revision
+    /// refuses an unknown version (`initialize` as an unknown method).
+    fn era_of(&self, req: &Request) -> Result<Era, ErrorObject> {
+        let config = &self.server.config;
+        let era = if config.modern {
+            match modern::detect(req.params.as_deref()) {
+                Ok(Some(meta)) => Era::Modern(Arc::new(meta)),
+                Ok(None) => Era::Legacy,
+                Err(e) if req.method != Initialize::METHOD => return Err(e),
+                Err(_) => Era::Legacy,
+            }
+        } else {
+            Era::Legacy
+        };
+        if matches!(era, Era::Legacy) && !config.legacy {
+            return Err(if req.method == Initialize::METHOD {
+                ErrorObject::method_not_found(&echo(&req.method))
+            } else {
+                modern::unsupported_version_error(
+                    "",
+                    Some(&[ProtocolVersion::V2026_07_28.as_str()]),
+                )
+            });
+        }
+        Ok(era)
+    }
+
+    /// How `requestState` is signed and checked for this session's client.
+    fn binding(&self) -> Binding<'_> {
+        Binding {
+            key: &self.server.config.request_state_key,
+            principal: self.principal.as_deref(),
+            ttl: self.server.config.request_state_ttl,
+        }
+    }
+
+    /// One round of a 2026-07-28 request: the answers to earlier input requests (from a
+    /// verified `requestState`) are handed to the handler; if it asks for more, the answer
+    /// is an `input_required` result with a new signed `requestState`.
+    fn modern_round(
+        self: &Arc<Self>,
+        req: Request,
+        rc: RequestContext,
+        meta: Arc<ModernMeta>,
+    ) -> BoxFuture<'static, HandlerResult> {
+        let method = req.method.clone();
+        match crate::mrtr::answers_of(&self.binding(), &method, req.params.as_deref()) {
+            Ok(a) => *meta.mrtr.answers.lock() = a,
+            Err(e) => return fail(e),
+        }
+        let subject = req
+            .params
+            .as_deref()
+            .and_then(|p| serde_json::from_str::<serde_json::Value>(p.get()).ok())
+            .map(|v| crate::mrtr::subject(&v))
+            .unwrap_or_default();
+        let session = self.clone();
+        let fut = self.route(req, rc, Era::Modern(meta.clone()));
+        Box::pin(async move {
+            let result = fut.await;
+            if let Some(e) = meta.mrtr.take_fatal() {
+                return Err(e);
+            }
+            let server = &session.server;
+            let pending = meta.mrtr.take_pending();
+            let rounds = matches!(
+                method.as_str(),
+                CallTool::METHOD | GetPrompt::METHOD | ReadResource::METHOD
+            );
+            if !pending.is_empty() && rounds {
+                let state = session
+                    .binding()
+                    .sign(&method, &subject, &meta.mrtr.answers());
+                let interim = mcp_types::InputRequiredResult {
+                    result_type: Some(mcp_types::ResultType::InputRequired),
+                    input_requests: Some(pending),
+                    request_state: Some(state),
+                    ..Default::default()
+                };
+                return modern::finish(&encode(&interim)?, server, &method);
+            }
+            modern::finish(&result?, server, &method)
+        })
+    }
+}
