@@ -23,7 +23,7 @@ fn main() {
             .expect("server");
         match mode {
             common::Mode::Stdio => {
-                let (io, writer) = mcp::transport::stdio(server.config().max_line);
+                let (io, writer) = mcp::transport::stdio(mcp::transport::DEFAULT_MAX_LINE);
                 server.serve(io.incoming, io.outgoing).await;
                 let _ = writer.await;
             }

@@ -280,11 +280,16 @@ impl Limits {
 
     /// Applies the server-side limits (messages, batches, URIs, subscriptions, handlers).
     pub(crate) fn server(&self, c: &mut mcp_server::ServerConfig) {
-        set!(c.max_line, self.max_line.map(|s| s.0));
         set!(c.engine.max_batch, self.max_batch);
         set!(c.engine.max_in_flight, self.max_concurrent_handlers);
         set!(c.max_uri_len, self.max_uri_length.map(|s| s.0));
         set!(c.max_subscriptions, self.max_subscriptions);
+    }
+
+    /// The longest line read on stdio.
+    pub(crate) fn max_line(&self) -> usize {
+        self.max_line
+            .map_or(mcp_transport::DEFAULT_MAX_LINE, |s| s.0)
     }
 
     /// Applies the HTTP limits.
@@ -435,7 +440,7 @@ mod tests {
             ("max-listen-streams", http.max_listen_streams.to_string()),
             ("max-connections", serve.max_connections.to_string()),
             ("max-body", mib(http.max_body)),
-            ("max-line", mib(server.max_line)),
+            ("max-line", mib(mcp_transport::DEFAULT_MAX_LINE)),
             ("max-batch", server.engine.max_batch.to_string()),
             ("max-uri-length", format!("{}KiB", server.max_uri_len >> 10)),
             ("max-subscriptions", server.max_subscriptions.to_string()),

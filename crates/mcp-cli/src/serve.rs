@@ -66,7 +66,13 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut options = mcp_http::ServeOptions::default();
     limits.serve(&mut options);
     let served = if args.stdio {
-        serve_stdio(&server, &shutdown, options.drain_deadline).await;
+        serve_stdio(
+            &server,
+            &shutdown,
+            options.drain_deadline,
+            limits.max_line(),
+        )
+        .await;
         Ok(())
     } else {
         serve_http(&args, &limits, server, gateway_mode, shutdown, options).await
@@ -77,9 +83,14 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
 
 /// Serves stdin/stdout until the input ends or a signal comes; on a signal, input is no longer
 /// read and requests in flight get `drain` to finish.
-async fn serve_stdio(server: &Server, shutdown: &CancellationToken, drain: Duration) {
+async fn serve_stdio(
+    server: &Server,
+    shutdown: &CancellationToken,
+    drain: Duration,
+    max_line: usize,
+) {
     let stop = shutdown.clone().cancelled_owned();
-    let (io, writer) = mcp_transport::stdio_until(server.config().max_line, stop);
+    let (io, writer) = mcp_transport::stdio_until(max_line, stop);
     let serving = server.serve(io.incoming, io.outgoing);
     tokio::pin!(serving);
     tokio::select! {

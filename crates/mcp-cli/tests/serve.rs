@@ -233,3 +233,35 @@ async fn sigterm_on_a_stdio_gateway_stops_its_upstream_children() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn max_line_on_stdio_drops_a_longer_line_and_goes_on() {
+    let mut s = Stdio_::spawn(&["--max-line", "1KiB"]);
+    s.initialize().await;
+    let long = "x".repeat(2048);
+    s.send(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":long}}}))
+        .await;
+    s.send(&json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"short"}}}))
+        .await;
+    // The oversized line has no answer; the next one is read and answered.
+    let answer = loop {
+        let line = tokio::time::timeout(Duration::from_secs(20), s.lines.next_line())
+            .await
+            .expect("an answer")
+            .unwrap()
+            .expect("stdout open");
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_ne!(v["id"], 1, "the oversized line was answered: {line:.200}");
+        if v["id"] == 2 {
+            break v;
+        }
+    };
+    assert_eq!(answer["result"]["content"][0]["text"], "short");
+    // Without the flag the default limit (4 MiB) lets the same line through.
+    let mut d = Stdio_::spawn(&[]);
+    d.initialize().await;
+    d.send(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":long}}}))
+        .await;
+    let answer = d.recv_id(1).await;
+    assert_eq!(answer["result"]["content"][0]["text"], long);
+}

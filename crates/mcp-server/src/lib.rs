@@ -20,22 +20,26 @@
 //! # fn mcp_transport_stub() -> ((), ()) { ((), ()) }
 //! ```
 
+mod builder;
+mod config;
 mod context;
 mod echo;
 mod handler;
 mod listen;
 mod modern;
 mod mrtr;
+mod registry;
 pub mod schema;
 mod server;
 mod session;
 pub mod uri_template;
 
+pub use builder::{BuildError, ServerBuilder};
+pub use config::{CacheConfig, ServerConfig};
 pub use context::Ctx;
 pub use handler::{
     CompletionFn, IntoCallToolResult, PromptFn, ResourceFn, Structured, TemplateFn, ToolFn,
 };
 pub use mrtr::RequestStateKey;
-pub use server::{
-    BuildError, CacheConfig, Edit, Server, ServerBuilder, ServerConfig, SubscribeFn, UnsubscribeFn,
-};
+pub use registry::{Edit, SubscribeFn, UnsubscribeFn};
+pub use server::Server;

@@ -9,7 +9,7 @@ use mcp_types::{ListenFilter, meta_keys};
 use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::server::{Change, Inner};
+use crate::registry::{Change, Inner};
 use crate::session::too_many_subscriptions;
 
 fn wanted(filter: &ListenFilter, change: &Change) -> bool {

@@ -10,7 +10,7 @@ use mcp_types::{
 };
 use serde_json::Value;
 
-use crate::server::Inner;
+use crate::registry::Inner;
 
 /// What a modern request says about its client, and its multi round-trip state.
 #[derive(Debug, Default)]

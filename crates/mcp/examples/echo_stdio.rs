@@ -18,7 +18,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             |_ctx: Ctx, a: Echo| async move { Ok::<_, String>(a.message) },
         )
         .build()?;
-    let (io, writer) = mcp::transport::stdio(server.config().max_line);
+    let (io, writer) = mcp::transport::stdio(mcp::transport::DEFAULT_MAX_LINE);
     server.serve(io.incoming, io.outgoing).await;
     writer.await?;
     Ok(())

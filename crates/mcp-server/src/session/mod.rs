@@ -20,7 +20,7 @@ pub(crate) use service::SessionService;
 use mcp_jsonrpc::ErrorObject;
 use mcp_types::{ClientCapabilities, Implementation, LoggingLevel, ProtocolVersion};
 
-use crate::server::Inner;
+use crate::registry::Inner;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {

@@ -1,0 +1,321 @@
+//! [`ServerBuilder`]: tools, resources, prompts and settings, collected and checked, then
+//! built into a [`Server`].
+
+use std::collections::BTreeMap;
+use std::fmt::Display;
+use std::future::Future;
+use std::sync::Arc;
+
+use mcp_jsonrpc::ErrorObject;
+use mcp_types::{
+    CompleteParams, CompleteResult, GetPromptResult, Implementation, JsonObject, Prompt,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Tool,
+};
+use parking_lot::{Mutex, RwLock};
+use schemars::JsonSchema;
+use serde_json::Value;
+
+use crate::config::ServerConfig;
+use crate::context::Ctx;
+use crate::handler::{
+    CompletionFn, IntoCallToolResult, PromptFn, ResourceFn, TemplateFn, ToolFn, typed_tool,
+};
+use crate::registry::{
+    Declared, Inner, PromptEntry, Registry, ResourceEntry, SubscribeFn, TemplateEntry,
+    UnsubscribeFn, insert_unique, make_tool_entry,
+};
+use crate::schema::SchemaError;
+use crate::server::Server;
+use crate::uri_template::{TemplateError, UriTemplate};
+
+/// Why a server could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// A tool's input or output schema is unusable.
+    #[error("tool {tool:?}: {error}")]
+    Schema {
+        /// The tool.
+        tool: String,
+        /// Why.
+        error: SchemaError,
+    },
+    /// A resource template does not parse.
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+    /// Two items share a name.
+    #[error("duplicate {kind} {name:?}")]
+    Duplicate {
+        /// Tool, prompt or resource.
+        kind: &'static str,
+        /// The name.
+        name: String,
+    },
+}
+
+/// Collects tools, resources, prompts and settings, then builds a [`Server`].
+///
+/// Capabilities are computed from what is registered: a server with no prompts does not
+/// declare `prompts` and answers `prompts/list` with -32601.
+pub struct ServerBuilder {
+    info: Implementation,
+    instructions: Option<String>,
+    registry: Registry,
+    completion: Option<CompletionFn>,
+    logging: bool,
+    declare: Declared,
+    config: ServerConfig,
+    errors: Vec<BuildError>,
+    on_subscribe: Option<SubscribeFn>,
+    on_unsubscribe: Option<UnsubscribeFn>,
+}
+
+impl std::fmt::Debug for ServerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerBuilder")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerBuilder {
+    /// A builder for a server with this name and version.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Self {
+            info: Implementation::new(name, version),
+            instructions: None,
+            registry: Registry::default(),
+            completion: None,
+            logging: true,
+            declare: Declared::default(),
+            config: ServerConfig::default(),
+            errors: Vec::new(),
+            on_subscribe: None,
+            on_unsubscribe: None,
+        }
+    }
+
+    /// Usage hints sent in the `initialize` result.
+    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+        self.instructions = Some(text.into());
+        self
+    }
+
+    /// Replaces the server settings.
+    pub fn config(mut self, config: ServerConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Whether to declare and serve logging (on by default).
+    pub fn logging(mut self, on: bool) -> Self {
+        self.logging = on;
+        self
+    }
+
+    /// Declares the tools capability even with no tool registered yet (tools added later).
+    pub fn declare_tools(mut self) -> Self {
+        self.declare.tools = true;
+        self
+    }
+
+    /// Declares the resources capability even with no resource registered yet.
+    pub fn declare_resources(mut self) -> Self {
+        self.declare.resources = true;
+        self
+    }
+
+    /// Declares the prompts capability even with no prompt registered yet.
+    pub fn declare_prompts(mut self) -> Self {
+        self.declare.prompts = true;
+        self
+    }
+
+    /// Calls `f` with the URI each time a client starts holding a subscription (a gateway
+    /// subscribes upstream then); an `Err` refuses it. See [`SubscribeFn`]. Subscriptions are
+    /// recorded and updates delivered either way.
+    pub fn on_subscribe(
+        mut self,
+        f: impl Fn(&str) -> Result<(), ErrorObject> + Send + Sync + 'static,
+    ) -> Self {
+        self.on_subscribe = Some(Arc::new(f));
+        self
+    }
+
+    /// Calls `f` with the URI each time a client stops holding a subscription `on_subscribe`
+    /// accepted, including when its connection ends (a gateway unsubscribes upstream once no
+    /// client holds it). See [`UnsubscribeFn`].
+    pub fn on_unsubscribe(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.on_unsubscribe = Some(Arc::new(f));
+        self
+    }
+
+    /// Registers a typed tool: the input schema is generated from `A` by schemars, inputs
+    /// are validated against it, and an `Err` becomes a result with `isError: true`.
+    pub fn tool<A, F, Fut, R, E>(self, name: &str, description: &str, f: F) -> Self
+    where
+        A: serde::de::DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(Ctx, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, E>> + Send + 'static,
+        R: IntoCallToolResult,
+        E: Display,
+    {
+        let tool = Tool {
+            name: name.to_owned(),
+            description: Some(description.to_owned()),
+            ..Tool::default()
+        };
+        self.typed_tool(tool, f)
+    }
+
+    /// Registers a typed tool with a full definition (title, annotations, output schema...).
+    /// The input schema comes from `A`.
+    pub fn typed_tool<A, F, Fut, R, E>(self, mut tool: Tool, f: F) -> Self
+    where
+        A: serde::de::DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(Ctx, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, E>> + Send + 'static,
+        R: IntoCallToolResult,
+        E: Display,
+    {
+        tool.input_schema = schema_object::<A>();
+        self.raw_tool(tool, typed_tool(f))
+    }
+
+    /// Registers a tool with an explicit definition and a raw-arguments handler.
+    pub fn raw_tool(mut self, tool: Tool, handler: ToolFn) -> Self {
+        match make_tool_entry(tool, handler) {
+            Ok(entry) => {
+                let name = entry.tool.name.clone();
+                let dup = insert_unique(&mut self.registry.tools, "tool", name, entry);
+                self.errors.extend(dup);
+            }
+            Err(e) => self.errors.push(e),
+        }
+        self
+    }
+
+    /// Registers a resource with a reader.
+    pub fn resource<F, Fut>(mut self, resource: Resource, f: F) -> Self
+    where
+        F: Fn(Ctx, String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ReadResourceResult, ErrorObject>> + Send + 'static,
+    {
+        let uri = resource.uri.clone();
+        let handler: ResourceFn = Arc::new(move |ctx, uri| Box::pin(f(ctx, uri)));
+        let entry = ResourceEntry { resource, handler };
+        let dup = insert_unique(&mut self.registry.resources, "resource", uri, entry);
+        self.errors.extend(dup);
+        self
+    }
+
+    /// Registers a resource with fixed text contents.
+    pub fn text_resource(self, uri: &str, name: &str, mime: &str, text: &str) -> Self {
+        let resource = Resource {
+            uri: uri.to_owned(),
+            name: name.to_owned(),
+            mime_type: Some(mime.to_owned()),
+            ..Resource::default()
+        };
+        let (mime, text) = (mime.to_owned(), text.to_owned());
+        self.resource(resource, move |_, uri| {
+            let contents = ResourceContents::text(uri, Some(&mime), text.clone());
+            async move {
+                Ok(ReadResourceResult {
+                    contents: vec![contents],
+                    ..Default::default()
+                })
+            }
+        })
+    }
+
+    /// Registers a resource template (RFC 6570) with a reader that gets the variables.
+    pub fn resource_template<F, Fut>(mut self, template: ResourceTemplate, f: F) -> Self
+    where
+        F: Fn(Ctx, String, BTreeMap<String, String>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ReadResourceResult, ErrorObject>> + Send + 'static,
+    {
+        match UriTemplate::parse(&template.uri_template) {
+            Ok(parsed) => {
+                let handler: TemplateFn =
+                    Arc::new(move |ctx, uri, vars| Box::pin(f(ctx, uri, vars)));
+                self.registry.templates.push(Arc::new(TemplateEntry {
+                    template,
+                    parsed,
+                    handler,
+                }));
+            }
+            Err(e) => self.errors.push(e.into()),
+        }
+        self
+    }
+
+    /// Registers a prompt with a renderer. Required arguments are checked before it runs.
+    pub fn prompt<F, Fut>(mut self, prompt: Prompt, f: F) -> Self
+    where
+        F: Fn(Ctx, BTreeMap<String, String>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<GetPromptResult, ErrorObject>> + Send + 'static,
+    {
+        let name = prompt.name.clone();
+        let handler: PromptFn = Arc::new(move |ctx, args| Box::pin(f(ctx, args)));
+        let entry = PromptEntry { prompt, handler };
+        let dup = insert_unique(&mut self.registry.prompts, "prompt", name, entry);
+        self.errors.extend(dup);
+        self
+    }
+
+    /// Sets the `completion/complete` provider (declares `completions`).
+    pub fn completion<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(Ctx, CompleteParams) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CompleteResult, ErrorObject>> + Send + 'static,
+    {
+        self.completion = Some(Arc::new(move |ctx, p| Box::pin(f(ctx, p))));
+        self
+    }
+
+    /// Builds the server.
+    ///
+    /// # Errors
+    /// The first registration error (bad schema, unsupported dialect, bad template,
+    /// duplicate name).
+    pub fn build(mut self) -> Result<Server, BuildError> {
+        if !self.errors.is_empty() {
+            return Err(self.errors.remove(0));
+        }
+        Ok(Server {
+            inner: Arc::new(Inner {
+                info: self.info,
+                instructions: self.instructions,
+                registry: RwLock::new(self.registry),
+                completion: self.completion,
+                logging: self.logging,
+                declare: self.declare,
+                config: self.config,
+                sessions: Mutex::new(Vec::new()),
+                changes: tokio::sync::broadcast::channel(256).0,
+                on_subscribe: self.on_subscribe,
+                on_unsubscribe: self.on_unsubscribe,
+            }),
+        })
+    }
+}
+
+fn schema_object<A: JsonSchema>() -> JsonObject {
+    let schema = schemars::schema_for!(A);
+    match serde_json::to_value(&schema) {
+        Ok(Value::Object(mut m)) => {
+            // MCP requires an object schema even for argument-less tools.
+            if !m.contains_key("type") {
+                m.insert("type".to_owned(), Value::String("object".to_owned()));
+            }
+            m.remove("title");
+            m
+        }
+        _ => {
+            let mut m = JsonObject::new();
+            m.insert("type".to_owned(), Value::String("object".to_owned()));
+            m
+        }
+    }
+}
