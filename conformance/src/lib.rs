@@ -260,7 +260,7 @@ fn tools(b: mcp_server::ServerBuilder) -> mcp_server::ServerBuilder {
         tool("test_reconnection", "Closes its SSE stream mid-call; the result arrives after the client reconnects", no_args()),
         handler(|ctx, _| async move {
             tokio::time::sleep(Duration::from_millis(50)).await;
-            ctx.close_stream().await;
+            ctx.peer().close_stream().await;
             tokio::time::sleep(Duration::from_millis(100)).await;
             Ok(CallToolResult::text("Reconnection test completed successfully"))
         }),

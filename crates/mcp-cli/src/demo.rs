@@ -133,7 +133,7 @@ const NAMES: &[&str] = &["Ada", "Alan", "Barbara", "Grace", "Linus", "Margaret"]
 
 /// `converse`: a log message, a wait, a sampling request, an elicitation and a log message,
 /// all about `topic` (shows whose traffic reaches whom when several clients call at once).
-async fn converse(ctx: Ctx, a: ConverseArgs) -> Result<String, mcp_engine::CallError> {
+async fn converse(ctx: Ctx, a: ConverseArgs) -> Result<String, mcp_server::InputError> {
     let topic = a.topic;
     ctx.log(
         LoggingLevel::Info,
@@ -275,7 +275,7 @@ fn interactive_tools(
                 "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
             });
             let answer: serde_json::Value = ctx.input("ask", "elicitation/create", form).await?;
-            Ok::<_, mcp_engine::CallError>(match (answer["action"].as_str(), answer["content"]["name"].as_str()) {
+            Ok::<_, mcp_server::InputError>(match (answer["action"].as_str(), answer["content"]["name"].as_str()) {
                 (Some("accept"), Some(name)) => format!("Hello, {name}!"),
                 (action, _) => format!("no name given ({})", action.unwrap_or("no answer")),
             })
@@ -286,7 +286,7 @@ fn interactive_tools(
                 "maxTokens": 200
             });
             let answer: serde_json::Value = ctx.input("sample", "sampling/createMessage", request).await?;
-            Ok::<_, mcp_engine::CallError>(sampled_text(&answer))
+            Ok::<_, mcp_server::InputError>(sampled_text(&answer))
         })
         .tool("converse", "Logs, waits delay_ms, asks the client's model (sampling) and the user (elicitation) about the topic, logs again, and returns both answers", |ctx: Ctx, a: ConverseArgs| converse(ctx, a))
         .tool("subscriptions", "How many resource subscriptions this server's clients hold now (all sessions)", move |_ctx: Ctx, _: serde_json::Value| {

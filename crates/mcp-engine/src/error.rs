@@ -37,10 +37,6 @@ pub enum CallError {
     /// The call is not allowed by the protocol (e.g. the peer lacks a capability).
     #[error("{0}")]
     Protocol(String),
-    /// 2026-07-28: the client has not answered this input yet; the request is answered with
-    /// an `input_required` result and the handler runs again when the client retries.
-    #[error("waiting for the client's input (multi round-trip)")]
-    InputRequired,
 }
 
 impl CallError {

@@ -35,7 +35,7 @@ fn server() -> Server {
             "polling",
             "closes its stream, answers later",
             |c: Ctx, _a: Nothing| async move {
-                c.close_stream().await;
+                c.peer().close_stream().await;
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 Ok::<_, String>("late answer")
             },

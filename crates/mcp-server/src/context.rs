@@ -19,6 +19,36 @@ use tokio_util::sync::CancellationToken;
 use crate::modern::Era;
 use crate::session::Session;
 
+/// Why input from the client (sampling, elicitation, roots) is not there.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InputError {
+    /// 2026-07-28: the client has not answered yet. Return it with `?`: the request is
+    /// answered with an `input_required` result, and the handler runs again when the client
+    /// retries with the answers.
+    #[error("waiting for the client's input (multi round-trip)")]
+    Required,
+    /// The client could not be asked, or its answer was an error (or of the wrong shape).
+    #[error(transparent)]
+    Call(#[from] CallError),
+}
+
+impl From<serde_json::Error> for InputError {
+    fn from(e: serde_json::Error) -> Self {
+        InputError::Call(CallError::Decode(e))
+    }
+}
+
+impl InputError {
+    /// The JSON-RPC error the client answered with, if that is what happened.
+    pub fn rpc(&self) -> Option<&ErrorObject> {
+        match self {
+            InputError::Call(e) => e.rpc(),
+            InputError::Required => None,
+        }
+    }
+}
+
 /// The context of one request, handed to every handler.
 #[derive(Debug, Clone)]
 pub struct Ctx {
@@ -87,12 +117,6 @@ impl Ctx {
             Era::Modern(m) => m.client_caps.clone(),
             Era::Legacy => self.session.client_capabilities(),
         }
-    }
-
-    /// Ends the HTTP stream this request is answered on, while the request goes on: the client
-    /// reconnects (GET with `Last-Event-ID`) and gets the rest there. Does nothing on stdio.
-    pub async fn close_stream(&self) {
-        self.rc.peer.close_stream().await;
     }
 
     /// Reports progress, if the client asked for it (`_meta.progressToken`); otherwise a no-op.
@@ -179,13 +203,13 @@ impl Ctx {
     /// One handler serves both eras. On a legacy session each request is sent to the client
     /// as a real server-to-client request. On a 2026-07-28 request, answers come from the
     /// client's retry (`inputResponses` and the signed `requestState`); missing ones make the
-    /// request end with an `input_required` result ([`CallError::InputRequired`] here: return
+    /// request end with an `input_required` result ([`InputError::Required`] here: return
     /// it with `?`), and the handler runs again on the retry, getting the answers this time.
     ///
     /// # Errors
     /// [`CallError::Protocol`] if the client lacks a needed capability (on 2026-07-28 the
-    /// request is then answered with -32021), [`CallError::InputRequired`], or the call's own.
-    pub async fn request_inputs(&self, requests: InputRequests) -> Result<JsonObject, CallError> {
+    /// request is then answered with -32021), [`InputError::Required`], or the call's own.
+    pub async fn request_inputs(&self, requests: InputRequests) -> Result<JsonObject, InputError> {
         let caps = self.client_capabilities();
         for r in requests.values() {
             let (cap, present) = match r.method.as_str() {
@@ -207,7 +231,8 @@ impl Ctx {
                 other => {
                     return Err(CallError::Protocol(format!(
                         "{other} is not a client input method"
-                    )));
+                    ))
+                    .into());
                 }
             };
             if !present {
@@ -222,9 +247,9 @@ impl Ctx {
                         .with_data(serde_json::json!({ "requiredCapabilities": required })),
                     );
                 }
-                return Err(CallError::Protocol(format!(
-                    "the client does not support {cap}"
-                )));
+                return Err(
+                    CallError::Protocol(format!("the client does not support {cap}")).into(),
+                );
             }
         }
         match &self.era {
@@ -250,7 +275,7 @@ impl Ctx {
                     .collect();
                 if !missing.is_empty() {
                     m.mrtr.ask(missing);
-                    return Err(CallError::InputRequired);
+                    return Err(InputError::Required);
                 }
                 Ok(requests
                     .keys()
@@ -269,7 +294,7 @@ impl Ctx {
         key: &str,
         method: &str,
         params: Value,
-    ) -> Result<T, CallError> {
+    ) -> Result<T, InputError> {
         let mut requests = InputRequests::new();
         requests.insert(
             key.to_owned(),
@@ -297,7 +322,7 @@ impl Ctx {
     pub async fn create_message(
         &self,
         params: &CreateMessageParams,
-    ) -> Result<CreateMessageResult, CallError> {
+    ) -> Result<CreateMessageResult, InputError> {
         let key = self.next_key(CreateMessage::METHOD);
         self.input(&key, CreateMessage::METHOD, serde_json::to_value(params)?)
             .await
@@ -307,7 +332,7 @@ impl Ctx {
     ///
     /// # Errors
     /// As [`Ctx::request_inputs`].
-    pub async fn elicit(&self, params: &ElicitParams) -> Result<ElicitResult, CallError> {
+    pub async fn elicit(&self, params: &ElicitParams) -> Result<ElicitResult, InputError> {
         let key = self.next_key(Elicit::METHOD);
         self.input(&key, Elicit::METHOD, serde_json::to_value(params)?)
             .await
@@ -317,7 +342,7 @@ impl Ctx {
     ///
     /// # Errors
     /// As [`Ctx::request_inputs`].
-    pub async fn list_roots(&self) -> Result<ListRootsResult, CallError> {
+    pub async fn list_roots(&self) -> Result<ListRootsResult, InputError> {
         let key = self.next_key(ListRoots::METHOD);
         self.input(&key, ListRoots::METHOD, Value::Object(JsonObject::new()))
             .await

@@ -36,7 +36,7 @@ pub mod uri_template;
 
 pub use builder::{BuildError, ServerBuilder};
 pub use config::{CacheConfig, ServerConfig};
-pub use context::Ctx;
+pub use context::{Ctx, InputError};
 pub use handler::{
     CompletionFn, IntoCallToolResult, PromptFn, ResourceFn, Structured, TemplateFn, ToolFn,
 };

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use mcp_client::{CallError, Client, SupervisorError};
 use mcp_jsonrpc::ErrorObject;
-use mcp_server::Ctx;
+use mcp_server::{Ctx, InputError};
 use mcp_types::{LoggingMessageParams, ProgressParams};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -81,15 +81,15 @@ pub(super) struct Call {
 }
 
 /// Turns a downstream answer (or its absence) into the upstream's answer.
-pub(super) fn relay_input<T>(call: &Call, answer: Result<T, CallError>) -> Result<T, ErrorObject> {
+pub(super) fn relay_input<T>(call: &Call, answer: Result<T, InputError>) -> Result<T, ErrorObject> {
     answer.map_err(|e| match e {
-        CallError::InputRequired => {
+        InputError::Required => {
             // The downstream request ends with input_required; the upstream call is dropped
             // (and cancelled) and runs again on the client's retry.
             call.asked.cancel();
             ErrorObject::internal("the request is waiting for the client's input")
         }
-        CallError::Rpc(e) => e,
+        InputError::Call(CallError::Rpc(e)) => e,
         other => ErrorObject::internal(other.to_string()),
     })
 }
