@@ -162,7 +162,7 @@ async fn client_output_validates() {
             .sampling(|_| async { Err(mcp_jsonrpc::ErrorObject::internal("no model")) });
         let connect = tokio::spawn(Client::connect(client_in, client_out, handlers, config));
         let init: Value =
-            serde_json::from_str(&from_client.recv().await.unwrap().line().unwrap()).unwrap();
+            serde_json::from_str(from_client.recv().await.unwrap().line().unwrap()).unwrap();
         schema.check("InitializeRequest", &init);
         let reply = json!({"jsonrpc":"2.0","id":init["id"],"result":{
             "protocolVersion": version.as_str(), "capabilities": {"tools":{}},
@@ -172,7 +172,7 @@ async fn client_output_validates() {
             .await
             .unwrap();
         let initialized: Value =
-            serde_json::from_str(&from_client.recv().await.unwrap().line().unwrap()).unwrap();
+            serde_json::from_str(from_client.recv().await.unwrap().line().unwrap()).unwrap();
         schema.check("InitializedNotification", &initialized);
         let client = connect.await.unwrap().unwrap();
         let call = tokio::spawn(async move {
@@ -181,7 +181,7 @@ async fn client_output_validates() {
             client.call_tool("echo", args).await.map(|_| client)
         });
         let req: Value =
-            serde_json::from_str(&from_client.recv().await.unwrap().line().unwrap()).unwrap();
+            serde_json::from_str(from_client.recv().await.unwrap().line().unwrap()).unwrap();
         schema.check("CallToolRequest", &req);
         let reply = json!({"jsonrpc":"2.0","id":req["id"],"result":{"content":[{"type":"text","text":"x"}]}});
         to_client
@@ -200,7 +200,7 @@ async fn client_output_validates() {
             .await
             .unwrap();
         let answer: Value =
-            serde_json::from_str(&from_client.recv().await.unwrap().line().unwrap()).unwrap();
+            serde_json::from_str(from_client.recv().await.unwrap().line().unwrap()).unwrap();
         schema.check("ListRootsResult", &answer["result"]);
     }
 }

@@ -1,9 +1,10 @@
 //! Retrying failed calls: exponential backoff with full jitter, a cap, a per-attempt timeout,
 //! and `Retry-After` honoured on 429 and 503.
 //!
-//! Retried: transport failures (no answer), timeouts, HTTP 5xx and 429, and errors the server
-//! marks transient (`data.transient: true`). Never retried: -32600, -32601, -32602, and
-//! authorization failures (401, 403). Only safe methods are retried unless the caller says
+//! Retried: transport failures without an answer ([`TransportError::Io`]), timeouts, HTTP 5xx
+//! and 429 ([`TransportError::Http`]), and errors the server marks transient
+//! (`data.transient: true`). Never retried: -32600, -32601, -32602, and every other HTTP
+//! status, authorization failures (401, 403) among them. Only safe methods are retried unless the caller says
 //! otherwise: lists, reads, gets, discover, ping, completion, and tools whose annotations say
 //! read-only or idempotent.
 
@@ -11,6 +12,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
 use mcp_engine::CallError;
+use mcp_jsonrpc::TransportError;
 use mcp_types::Tool;
 use serde_json::Value;
 
@@ -84,24 +86,25 @@ impl RetryPolicy {
     pub fn retryable(&self, error: &CallError) -> Option<Option<Duration>> {
         match error {
             CallError::Timeout(_) | CallError::Closed => Some(None),
+            CallError::Transport(t) => match t {
+                TransportError::Http {
+                    status: 429 | 500..=599,
+                    retry_after,
+                    ..
+                } => Some(retry_after.map(|d| d.min(self.max_delay))),
+                // 401 and 403 (authorization) and every other status: asking again changes
+                // nothing.
+                TransportError::Http { .. } => None,
+                // No answer at all (refused, reset, a stream that broke): worth another try.
+                TransportError::Io(_) => Some(None),
+                _ => None,
+            },
             CallError::Rpc(e) => {
                 if matches!(e.code.0, -32602..=-32600) {
                     return None;
                 }
-                let data = e.data.as_ref();
-                let field = |k: &str| data.and_then(|d| d.get(k));
-                let status = field("httpStatus").and_then(Value::as_u64);
-                let retry_after = field("retryAfterMs")
-                    .and_then(Value::as_u64)
-                    .map(|ms| Duration::from_millis(ms).min(self.max_delay));
-                match status {
-                    Some(401 | 403) => None,
-                    Some(429 | 500..=599) => Some(retry_after),
-                    Some(_) => None,
-                    None if field("transport") == Some(&Value::Bool(true)) => Some(None),
-                    None if field("transient") == Some(&Value::Bool(true)) => Some(retry_after),
-                    None => None,
-                }
+                let transient = e.data.as_ref().and_then(|d| d.get("transient"));
+                (transient == Some(&Value::Bool(true))).then_some(None)
             }
             _ => None,
         }
@@ -156,6 +159,16 @@ mod tests {
         assert!(values.len() > 10);
     }
 
+    fn http(status: u16, retry_after_secs: Option<u64>) -> CallError {
+        CallError::Transport(TransportError::Http {
+            status,
+            retry_after: retry_after_secs.map(Duration::from_secs),
+            location: None,
+            message: format!("HTTP {status}"),
+            body: String::new(),
+        })
+    }
+
     fn rpc(code: i32, data: Value) -> CallError {
         CallError::Rpc(ErrorObject::new(ErrorCode(code), "x").with_data(data))
     }
@@ -169,50 +182,39 @@ mod tests {
             Some(None)
         );
         assert_eq!(
-            p.retryable(&rpc(
-                -32603,
-                json!({"httpStatus": 503, "retryAfterMs": 2000})
-            )),
+            p.retryable(&http(503, Some(2))),
             Some(Some(Duration::from_secs(2)))
         );
         assert_eq!(
-            p.retryable(&rpc(
-                -32603,
-                json!({"httpStatus": 429, "retryAfterMs": 99_000})
-            )),
+            p.retryable(&http(429, Some(99))),
             Some(Some(Duration::from_secs(10))),
             "capped"
         );
+        assert_eq!(p.retryable(&http(502, None)), Some(None));
         assert_eq!(
-            p.retryable(&rpc(-32603, json!({"httpStatus": 502}))),
+            p.retryable(&CallError::Transport(TransportError::Io("reset".into()))),
             Some(None)
         );
         assert_eq!(
-            p.retryable(&rpc(-32603, json!({"transport": true}))),
-            Some(None)
+            p.retryable(&CallError::Transport(TransportError::Invalid(
+                "huge".into()
+            ))),
+            None
         );
         assert_eq!(
             p.retryable(&rpc(-32000, json!({"transient": true}))),
             Some(None)
         );
         for never in [
-            rpc(-32600, json!({"httpStatus": 503})),
+            rpc(-32600, json!({"transient": true})),
             rpc(-32601, json!(null)),
             rpc(-32602, json!(null)),
         ] {
             assert_eq!(p.retryable(&never), None);
         }
-        assert_eq!(
-            p.retryable(&rpc(-32603, json!({"httpStatus": 401}))),
-            None,
-            "auth"
-        );
-        assert_eq!(
-            p.retryable(&rpc(-32603, json!({"httpStatus": 403}))),
-            None,
-            "auth"
-        );
-        assert_eq!(p.retryable(&rpc(-32603, json!({"httpStatus": 400}))), None);
+        assert_eq!(p.retryable(&http(401, None)), None, "auth");
+        assert_eq!(p.retryable(&http(403, Some(1))), None, "auth");
+        assert_eq!(p.retryable(&http(400, None)), None);
         assert_eq!(
             p.retryable(&rpc(-32603, Value::Null)),
             None,

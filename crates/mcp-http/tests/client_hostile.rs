@@ -216,12 +216,11 @@ async fn no_request_follows_a_redirect_to_another_origin() {
     let e = listed
         .expect("a refused redirect must not hang the call")
         .unwrap_err();
-    let CallError::Rpc(e) = e else {
+    let CallError::Transport(e) = e else {
         panic!("{e:?}")
     };
-    let data = e.data.unwrap();
-    assert_eq!(data["httpStatus"], 307, "{data}");
-    assert!(e.message.contains("redirect"), "{}", e.message);
+    assert_eq!(e.status(), Some(307), "{e:?}");
+    assert!(e.to_string().contains("redirect"), "{e}");
 }
 
 #[tokio::test]
@@ -239,10 +238,10 @@ async fn modern_requests_follow_no_redirect_to_another_origin() {
     other.assert_untouched().await;
     let seen = log.lock().unwrap().clone();
     assert_eq!(seen[0].headers["mcp-method"], "server/discover", "{seen:?}");
-    let Ok(Err(ConnectError::Initialize(CallError::Rpc(e)))) = client else {
+    let Ok(Err(ConnectError::Initialize(CallError::Transport(e)))) = client else {
         panic!("connected through a redirect, or hung")
     };
-    assert_eq!(e.data.unwrap()["httpStatus"], 307);
+    assert_eq!(e.status(), Some(307));
 }
 
 #[tokio::test]
@@ -258,11 +257,11 @@ async fn the_legacy_stream_follows_no_redirect_to_another_origin() {
     let client = connect(&format!("{base}/sse"), secrets()).await;
     assert!(log.lock().unwrap().iter().any(|s| s.method == "GET"));
     other.assert_untouched().await;
-    let Some(Err(ConnectError::Initialize(CallError::Rpc(e)))) = client else {
+    let Some(Err(ConnectError::Initialize(CallError::Transport(e)))) = client else {
         panic!("connected through a redirect, or hung")
     };
-    assert_eq!(e.data.unwrap()["httpStatus"], 307);
-    assert!(e.message.contains("not followed"), "{}", e.message);
+    assert_eq!(e.status(), Some(307));
+    assert!(e.to_string().contains("not followed"), "{e}");
 }
 
 #[tokio::test]
@@ -289,10 +288,10 @@ async fn legacy_posts_follow_no_redirect_to_another_origin() {
     .await;
     let client = connect(&format!("{base}/sse"), secrets()).await;
     other.assert_untouched().await;
-    let Some(Err(ConnectError::Initialize(CallError::Rpc(e)))) = client else {
+    let Some(Err(ConnectError::Initialize(CallError::Transport(e)))) = client else {
         panic!("connected through a redirect, or hung")
     };
-    assert_eq!(e.data.unwrap()["httpStatus"], 307);
+    assert_eq!(e.status(), Some(307));
 }
 
 #[tokio::test]
@@ -375,13 +374,12 @@ async fn a_legacy_endpoint_on_another_origin_is_refused() {
     ] {
         let base = legacy_announcing(endpoint.clone()).await;
         let client = connect(&format!("{base}/sse"), secrets()).await;
-        let Some(Err(ConnectError::Initialize(CallError::Rpc(e)))) = client else {
+        let Some(Err(ConnectError::Initialize(CallError::Transport(e)))) = client else {
             panic!("{endpoint:?}: connected, or hung")
         };
         assert!(
-            e.message.contains("another origin"),
-            "{endpoint:?}: {}",
-            e.message
+            e.to_string().contains("another origin"),
+            "{endpoint:?}: {e}"
         );
     }
     // A relative endpoint resolves against the URL, as a browser would: against a URL without
