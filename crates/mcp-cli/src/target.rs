@@ -38,19 +38,15 @@ impl Target {
     }
 }
 
-/// A connected client and what must be closed with it.
+/// A connected client; it owns what its transport opened.
 pub(crate) struct Connection {
     pub(crate) client: Client,
-    http: Option<mcp_http::HttpClientHandle>,
 }
 
 impl Connection {
-    /// Closes the client, its child process or its HTTP session.
+    /// Closes the client and its child process or its HTTP session (DELETE).
     pub(crate) async fn close(self) {
         self.client.close().await;
-        if let Some(h) = self.http {
-            h.close().await;
-        }
     }
 }
 
@@ -83,13 +79,10 @@ pub(crate) async fn connect_with(
     };
     let result = match target {
         Target::Url(url) => {
-            let t = mcp_http::client::connect(url, http_config)?;
-            Client::connect(t.incoming, t.outgoing, handlers, config)
+            let (channels, session) = mcp_http::client::connect(url, http_config)?.into_parts();
+            Client::connect_over(channels, session, handlers, config)
                 .await
-                .map(|client| Connection {
-                    client,
-                    http: Some(t.handle),
-                })
+                .map(|client| Connection { client })
         }
         Target::Command(words) => {
             let Some((program, args)) = words.split_first() else {
@@ -97,7 +90,7 @@ pub(crate) async fn connect_with(
             };
             Client::spawn(program, args, handlers, config)
                 .await
-                .map(|client| Connection { client, http: None })
+                .map(|client| Connection { client })
         }
     };
     result.with_context(|| format!("cannot connect to `{}`", target.describe()))

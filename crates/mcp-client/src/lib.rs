@@ -18,6 +18,8 @@ pub use client::{
 };
 pub use handler::{ClientHandlers, ElicitationFn, RootsFn, SamplingFn, ServerEvent};
 pub use mcp_engine::{CallError, RequestOptions};
+#[cfg(feature = "child")]
 pub use mcp_transport::{ChildConfig, ChildEnv};
+pub use mcp_transport::{Exit, Link};
 pub use retry::{RetryChoice, RetryPolicy};
 pub use supervisor::{Heartbeat, Status, Supervised, SupervisorConfig, SupervisorError};

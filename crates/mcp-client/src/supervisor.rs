@@ -197,6 +197,7 @@ impl Supervised {
     }
 
     /// Supervises a stdio server: `program args...` is spawned (and re-spawned) as a child.
+    #[cfg(feature = "child")]
     pub fn spawn(
         program: impl Into<String>,
         args: Vec<String>,
@@ -287,7 +288,7 @@ impl Supervised {
         self.shared.stop.cancel();
         let status = self.shared.status.send_replace(Status::Stopped);
         if let Status::Up { client, .. } = status {
-            client.shutdown_child().await;
+            client.close_transport().await;
         }
     }
 }
@@ -353,7 +354,7 @@ async fn supervise(shared: Arc<Shared>, connector: Connector) {
                     r = until_dead(&client, config.heartbeat.as_ref()) => r,
                 };
                 // A hung child is shut down (stdin, SIGTERM, SIGKILL) before the next one.
-                if let Some(exit) = client.shutdown_child().await {
+                if let Some(exit) = client.close_transport().await {
                     tracing::warn!(?exit, "server went down: {reason}");
                 } else {
                     tracing::warn!("server went down: {reason}");

@@ -11,6 +11,8 @@ use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::env::ChildEnv;
+pub use crate::link::Exit;
+use crate::link::Link;
 use crate::ndjson::{read_frames, write_frames};
 use crate::stdio::{Channels, QUEUE_DEPTH};
 
@@ -57,17 +59,6 @@ impl Default for ChildConfig {
             env: ChildEnv::default(),
         }
     }
-}
-
-/// How a child ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
-    /// It exited after its stdin was closed.
-    Closed,
-    /// It needed SIGTERM.
-    Terminated,
-    /// It needed SIGKILL.
-    Killed,
 }
 
 /// A running child process in its own process group.
@@ -205,5 +196,15 @@ impl Drop for ChildProcess {
     fn drop(&mut self) {
         // Not shut down properly: do not leave the group running (kill_on_drop reaps the child).
         self.signal_group(Signal::SIGKILL);
+    }
+}
+
+impl Link for ChildProcess {
+    fn close(mut self: Box<Self>) -> futures::future::BoxFuture<'static, Option<Exit>> {
+        Box::pin(async move { self.shutdown().await.ok() })
+    }
+
+    fn pid(&self) -> Option<u32> {
+        self.id()
     }
 }

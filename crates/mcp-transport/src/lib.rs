@@ -5,14 +5,20 @@
 //! server runs in its own process group so that shutting it down reaches its children too,
 //! and starts with a small safe environment (see [`mod@env`]) unless told otherwise.
 
+#[cfg(feature = "child")]
 pub mod child;
+#[cfg(feature = "child")]
 pub mod env;
+pub mod link;
 pub mod memory;
 pub mod ndjson;
 pub mod stdio;
 
-pub use child::{ChildConfig, ChildError, ChildProcess, Exit};
+#[cfg(feature = "child")]
+pub use child::{ChildConfig, ChildError, ChildProcess};
+#[cfg(feature = "child")]
 pub use env::{ChildEnv, Inherit};
+pub use link::{Exit, Link};
 pub use memory::duplex;
 pub use ndjson::DEFAULT_MAX_LINE;
 pub use stdio::{Channels, from_io, from_io_until, stdio, stdio_until};

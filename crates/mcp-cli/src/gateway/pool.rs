@@ -21,7 +21,6 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use mcp_client::{Client, ConnectError, Status, Supervised, SupervisorError};
-use mcp_http::HttpClientHandle;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
@@ -64,7 +63,6 @@ struct Extra {
 struct Conn {
     client: Arc<Client>,
     holder: Arc<Holder>,
-    http: Option<HttpClientHandle>,
 }
 
 /// The connections to one upstream.
@@ -182,7 +180,7 @@ impl Pool {
             close(extra.conn);
         }
         let holder = Arc::new(Holder::default());
-        let (client, http) = connect(
+        let client = connect(
             self.upstream.clone(),
             self.link.clone(),
             holder.clone(),
@@ -195,11 +193,7 @@ impl Pool {
         let client = Arc::new(client);
         tracing::debug!(upstream = %self.link.name, "opened another connection");
         warm_up(&client, &self.link).await;
-        Ok(Conn {
-            client,
-            holder,
-            http,
-        })
+        Ok(Conn { client, holder })
     }
 }
 
@@ -278,17 +272,13 @@ async fn warm_up(client: &Client, link: &Link) {
 /// HTTP session: DELETE).
 fn close(conn: Conn) {
     tokio::spawn(async move {
-        let Conn { client, http, .. } = conn;
-        match Arc::try_unwrap(client) {
+        match Arc::try_unwrap(conn.client) {
             Ok(client) => {
                 client.close().await;
             }
             Err(shared) => {
-                shared.shutdown_child().await;
+                shared.close_transport().await;
             }
-        }
-        if let Some(http) = http {
-            http.close().await;
         }
     });
 }

@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use mcp_client::{CallError, Client, ClientConfig, ClientHandlers, EraChoice, ServerEvent};
-use mcp_http::HttpClientHandle;
 use mcp_server::Server;
 use mcp_types::LoggingLevel;
 use tokio::sync::mpsc;
@@ -18,21 +17,21 @@ pub(super) fn connector(
 ) -> mcp_client::supervisor::Connector {
     Arc::new(move || {
         let connecting = connect(upstream.clone(), link.clone(), holder.clone(), true);
-        Box::pin(async move { connecting.await.map(|(client, _http)| client) })
+        Box::pin(connecting)
     })
 }
 
 /// Connects to `upstream`. Sampling and elicitation requests and log messages that arrive on
 /// the connection go to the request `holder` names (requests are refused, log messages kept
 /// to the gateway's own log, when none does). List changes and resource updates are taken
-/// from the `primary` (supervised) connection only. An HTTP connection comes with its handle
-/// (to end its session).
+/// from the `primary` (supervised) connection only. The client owns what its transport opened:
+/// closing it ends a child, or an HTTP session with DELETE.
 pub(super) async fn connect(
     upstream: Upstream,
     link: Arc<Link>,
     holder: Arc<Holder>,
     primary: bool,
-) -> Result<(Client, Option<HttpClientHandle>), mcp_client::ConnectError> {
+) -> Result<Client, mcp_client::ConnectError> {
     let (sampling, elicitation) = (holder.clone(), holder.clone());
     let handlers = ClientHandlers::new()
         .on_event(move |e| match e {
@@ -86,8 +85,9 @@ pub(super) async fn connect(
             .map_err(|e| {
                 mcp_client::ConnectError::Initialize(CallError::Protocol(e.to_string()))
             })?;
-            let client = Client::connect(t.incoming, t.outgoing, handlers, config).await?;
-            Ok((client, Some(t.handle)))
+            // The client owns the session: closing it sends the DELETE.
+            let (channels, session) = t.into_parts();
+            Client::connect_over(channels, session, handlers, config).await
         }
         None => {
             let (program, args) = upstream
@@ -95,8 +95,7 @@ pub(super) async fn connect(
                 .split_first()
                 .map(|(p, a)| (p.clone(), a.to_vec()))
                 .unwrap_or_default();
-            let client = Client::spawn(&program, &args, handlers, config).await?;
-            Ok((client, None))
+            Client::spawn(&program, &args, handlers, config).await
         }
     }
 }

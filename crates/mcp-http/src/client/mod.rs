@@ -151,6 +151,16 @@ impl HttpClientHandle {
     }
 }
 
+impl mcp_transport::Link for HttpClientHandle {
+    /// Ends the session with DELETE and stops every stream.
+    fn close(self: Box<Self>) -> futures::future::BoxFuture<'static, Option<mcp_transport::Exit>> {
+        Box::pin(async move {
+            HttpClientHandle::close(&self).await;
+            None
+        })
+    }
+}
+
 /// The channels of an HTTP client connection plus its handle.
 #[derive(Debug)]
 pub struct HttpClientTransport {
@@ -160,6 +170,18 @@ pub struct HttpClientTransport {
     pub outgoing: mpsc::Sender<Outbound>,
     /// Session control.
     pub handle: HttpClientHandle,
+}
+
+impl HttpClientTransport {
+    /// The channels, and the handle that ends the session (a [`mcp_transport::Link`], for
+    /// `mcp_client::Client::connect_over`, which then closes it with the client).
+    pub fn into_parts(self) -> (mcp_transport::Channels, HttpClientHandle) {
+        let channels = mcp_transport::Channels {
+            incoming: self.incoming,
+            outgoing: self.outgoing,
+        };
+        (channels, self.handle)
+    }
 }
 
 /// Starts a client transport for the MCP endpoint at `url`.

@@ -1,0 +1,29 @@
+//! What a connection opened besides its channels (a child process, an HTTP session), so
+//! that whoever owns the connection closes it without knowing which transport it is.
+
+use futures::future::BoxFuture;
+
+/// How a child process ended when its connection was closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// It exited after its stdin was closed.
+    Closed,
+    /// It needed SIGTERM.
+    Terminated,
+    /// It needed SIGKILL.
+    Killed,
+}
+
+/// The resources of one transport connection: closing it ends what the transport opened (a
+/// child is shut down with stdin closed, SIGTERM, SIGKILL; an HTTP session is ended with
+/// DELETE).
+pub trait Link: Send + Sync + 'static {
+    /// Ends what the connection opened. Returns how a child process ended; `None` for
+    /// transports without one.
+    fn close(self: Box<Self>) -> BoxFuture<'static, Option<Exit>>;
+
+    /// The child's process id, for a child process.
+    fn pid(&self) -> Option<u32> {
+        None
+    }
+}
