@@ -1,4 +1,5 @@
-//! `mcp`: serve the demo server, list and call tools on any stdio server, bench servers.
+//! `mcp`: serve the demo server or a gateway, list and call tools on any server, bench servers.
+//! The top of the stack: imports every crate of ours.
 
 mod auth;
 mod bench;

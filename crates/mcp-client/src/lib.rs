@@ -1,4 +1,5 @@
-//! Model Context Protocol client.
+//! Model Context Protocol client: typed methods, handlers, retries, supervision.
+//! Imports mcp-engine, mcp-jsonrpc, mcp-types and mcp-transport; runs on any transport.
 //!
 //! [`Client::spawn`] starts a stdio server as a child process, performs the handshake and
 //! gives typed methods for every server method; [`ClientHandlers`] answers the server's

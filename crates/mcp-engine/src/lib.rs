@@ -1,4 +1,5 @@
-//! The JSON-RPC peer loop shared by every MCP server and client over every transport.
+//! The JSON-RPC peer loop shared by every MCP server and client over every transport, and the
+//! [`Serve`] trait transports host. Imports mcp-jsonrpc and mcp-types; knows no MCP results.
 //!
 //! A transport turns bytes into frames (one JSON text each) on an `mpsc` channel and writes
 //! the encoded lines it receives on another. [`run`] drives one connection: responses go to

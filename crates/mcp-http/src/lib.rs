@@ -1,6 +1,9 @@
-//! MCP over Streamable HTTP (protocol revisions 2025-03-26 to 2025-11-25).
+//! MCP over Streamable HTTP (2025-03-26 to 2025-11-25 sessions and 2026-07-28 stateless
+//! requests) and the 2024-11-05 HTTP+SSE transport, server and client (feature `client`).
+//! Imports mcp-engine, mcp-jsonrpc, mcp-types and mcp-transport; hosts any [`mcp_engine::Serve`].
 //!
-//! [`StreamableHttp`] turns an [`mcp_server::Server`] into an axum `Router` with one endpoint
+//! [`StreamableHttp`] turns a service (an `mcp_server::Server`, a gateway, any
+//! [`mcp_engine::Serve`]) into an axum `Router` with one endpoint
 //! (`/mcp` by default) answering POST, GET and DELETE:
 //!
 //! - sessions with `Mcp-Session-Id` (128 random bits from the OS), 400 without one, 404 for an

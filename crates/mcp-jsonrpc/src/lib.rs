@@ -1,5 +1,6 @@
 //! Strict JSON-RPC 2.0 for the Model Context Protocol: ids, messages, error objects, batch
-//! frames.
+//! frames, and the transport boundary ([`Inbound`], [`Outbound`], [`TransportError`]).
+//! Imports no other crate of ours.
 //!
 //! Decoding is strict where laxness has bitten other SDKs: a response with both `result` and
 //! `error` is rejected, null request ids are rejected, and every decode error says whether

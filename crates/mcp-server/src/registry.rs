@@ -171,7 +171,7 @@ pub(crate) fn make_tool_entry(tool: Tool, handler: ToolFn) -> Result<ToolEntry, 
     })
 }
 
-/// The registry while [`Server::edit`] changes it.
+/// The registry while [`crate::Server::edit`] changes it.
 pub struct Edit<'a> {
     pub(crate) reg: &'a mut Registry,
     pub(crate) changed: Declared,

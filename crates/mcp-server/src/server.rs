@@ -68,7 +68,7 @@ impl Server {
 
     /// [`Server::serve_with`] for a connection whose sender the transport has verified
     /// (`principal`, e.g. the subject of a bearer token): handlers see it
-    /// ([`Ctx::principal`]), and the `requestState` of a multi round-trip request is bound
+    /// ([`crate::Ctx::principal`]), and the `requestState` of a multi round-trip request is bound
     /// to it, so that nobody else can continue the request.
     pub async fn serve_as(
         &self,
@@ -198,7 +198,7 @@ impl Server {
     }
 
     /// Sends a log message to every legacy session whose level lets it through (2026-07-28
-    /// requests get log messages only from their own handlers, through [`Ctx::log`]).
+    /// requests get log messages only from their own handlers, through [`crate::Ctx::log`]).
     pub async fn log(&self, level: mcp_types::LoggingLevel, logger: Option<&str>, data: Value) {
         let params = mcp_types::LoggingMessageParams {
             level,

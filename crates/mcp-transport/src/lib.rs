@@ -1,4 +1,5 @@
-//! The MCP stdio transport, and an in-memory one ([`duplex`]).
+//! The MCP stdio transport, child processes (feature `child`), an in-memory one ([`duplex`])
+//! and the [`Link`] a connection closes. Imports mcp-jsonrpc only; knows nothing of MCP.
 //!
 //! Messages are newline-delimited JSON. Lines are limited in size (4 MiB by default); an
 //! oversized line is skipped and logged, and reading goes on with the next one. A child

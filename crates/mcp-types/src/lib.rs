@@ -1,4 +1,5 @@
 //! Model Context Protocol wire types for every revision, one superset model.
+//! Owns the protocol model and the version feature table; imports no other crate of ours.
 //!
 //! Protocol types only: no I/O, no transports. Each struct keeps fields it does not model in
 //! `extra`, so a newer peer's fields survive a round trip. Differences between revisions live

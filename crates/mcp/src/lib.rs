@@ -1,14 +1,67 @@
-//! Model Context Protocol for Rust: one import for servers, clients and transports.
+//! Model Context Protocol for Rust: the one import for servers, clients and transports.
+//! Re-exports every crate of the stack; may import all of them, and nothing imports it.
 //!
 //! - [`types`]: the protocol model for every revision, with a per-version feature table.
-//! - [`jsonrpc`]: strict JSON-RPC 2.0 messages.
-//! - [`engine`]: the peer loop (ids, cancellation, progress, timeouts).
-//! - [`transport`]: stdio and child processes.
+//! - [`jsonrpc`]: strict JSON-RPC 2.0 messages and the transport boundary types.
+//! - [`engine`]: the peer loop (ids, cancellation, progress, timeouts) and the
+//!   [`engine::Serve`] trait every transport hosts.
+//! - [`transport`]: stdio, child processes, in-memory connections.
+//! - [`http`]: Streamable HTTP and the legacy HTTP+SSE transport, server and client.
 //! - [`server`] and [`client`].
+//! - [`serde`], [`serde_json`] and [`schemars`], the versions the stack uses, for tool
+//!   arguments and results.
+//!
+//! [`serve_stdio`] and [`serve_http`] run a server until its input ends or a signal comes.
 
 pub use mcp_client as client;
 pub use mcp_engine as engine;
+pub use mcp_http as http;
 pub use mcp_jsonrpc as jsonrpc;
 pub use mcp_server as server;
 pub use mcp_transport as transport;
 pub use mcp_types as types;
+pub use schemars;
+pub use serde;
+pub use serde_json;
+
+/// Serves `server` on stdin and stdout until stdin ends, then waits until every answer has
+/// been written out (the last one included).
+///
+/// # Errors
+/// An I/O error if the writer could not finish.
+pub async fn serve_stdio(server: &mcp_server::Server) -> std::io::Result<()> {
+    let (io, writer) = mcp_transport::stdio(mcp_transport::DEFAULT_MAX_LINE);
+    server.serve(io.incoming, io.outgoing).await;
+    writer.await.map_err(std::io::Error::other)
+}
+
+/// Serves `server` over Streamable HTTP at `http://ADDR/mcp` (with the legacy HTTP+SSE
+/// transport at `/sse` and `/message`) until SIGTERM or Ctrl-C, with the default settings
+/// and limits of [`http::HttpConfig`]; requests in flight are answered before it returns.
+/// 2026-07-28 `Mcp-Param-*` headers are checked against the server's tools.
+///
+/// # Errors
+/// An I/O error if `addr` cannot be bound or serving fails.
+pub async fn serve_http(
+    server: mcp_server::Server,
+    addr: impl tokio::net::ToSocketAddrs,
+) -> std::io::Result<()> {
+    let shutdown = mcp_http::shutdown_on_signal();
+    let config = mcp_http::HttpConfig {
+        shutdown: shutdown.clone(),
+        ..mcp_http::HttpConfig::default()
+    };
+    let legacy = mcp_http::LegacySse::new(server.clone(), config.clone());
+    let tools = server.clone();
+    let streamable =
+        mcp_http::StreamableHttp::new(server, config).with_param_headers(move |name| {
+            tools
+                .tool(name)
+                .map(|t| t.header_params())
+                .unwrap_or_default()
+        });
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let app = streamable.router().merge(legacy.router());
+    let options = mcp_http::ServeOptions::default();
+    mcp_http::serve_router_with(listener, app, options, shutdown.cancelled_owned()).await
+}

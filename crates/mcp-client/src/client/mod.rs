@@ -1,7 +1,7 @@
-//! [`Client`]: connect, handshake, typed calls, shutdown. The rooms: [`connect`] (the
-//! handshake or the 2026-07-28 probe), [`service`] (what the server asks of us), [`requests`]
-//! (sending, with retries), [`modern`] (2026-07-28 `_meta`, input rounds and
-//! `subscriptions/listen`), [`cache`] (cacheable list pages) and [`calls`] (typed methods).
+//! [`Client`]: connect, handshake, typed calls, shutdown. The rooms: `connect` (the
+//! handshake or the 2026-07-28 probe), `service` (what the server asks of us), `requests`
+//! (sending, with retries), `modern` (2026-07-28 `_meta`, input rounds and
+//! `subscriptions/listen`), `cache` (cacheable list pages) and `calls` (typed methods).
 
 mod cache;
 mod calls;

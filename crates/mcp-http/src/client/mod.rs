@@ -10,9 +10,9 @@
 //! [`mcp_jsonrpc::TransportError`] (the HTTP status, or why there was no answer), so no
 //! caller hangs. Requests stay on the URL's origin: see [`connect`] for redirects.
 //!
-//! The rooms: [`post`] (Streamable HTTP POSTs and the handshake), [`modern`] (2026-07-28
-//! requests and their headers), [`legacy`] (the 2024-11-05 HTTP+SSE fallback), [`stream`]
-//! (the one SSE reader: POST answers, resumption, the standalone stream) and [`failure`]
+//! The rooms: `post` (Streamable HTTP POSTs and the handshake), `modern` (2026-07-28
+//! requests and their headers), `legacy` (the 2024-11-05 HTTP+SSE fallback), `stream`
+//! (the one SSE reader: POST answers, resumption, the standalone stream) and `failure`
 //! (what a failed exchange becomes).
 
 mod failure;

@@ -1,6 +1,6 @@
 //! One connection's state (lifecycle, negotiated version, log level, subscriptions) and the
-//! routing of its requests: the era and the lifecycle ([`service`]), the method table
-//! ([`dispatch`]) and each family of methods in its own module.
+//! routing of its requests: the era and the lifecycle (`service`), the method table
+//! (`dispatch`) and each family of methods in its own module.
 
 mod dispatch;
 mod lifecycle;
