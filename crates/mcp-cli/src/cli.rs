@@ -1,0 +1,291 @@
+//! The command line: every command, its arguments and its help.
+
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+use crate::{auth, inspect, serve};
+
+#[derive(Parser)]
+#[command(
+    name = "mcp",
+    version,
+    about = "Serve, call and benchmark Model Context Protocol servers"
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Command {
+    /// Serve the built-in demo server over Streamable HTTP (default 127.0.0.1:8080/mcp) or stdio.
+    #[command(
+        after_help = "Examples:\n  mcp serve\n  mcp serve --listen 127.0.0.1:9000\n  mcp serve --stdio\n  mcp serve --config mcp.toml"
+    )]
+    Serve(Box<serve::ServeArgs>),
+    /// List the tools of a server (a URL, or a stdio command after --).
+    #[command(
+        after_help = "Examples:\n  mcp tools http://127.0.0.1:8080/mcp\n  mcp tools -- mcp serve --stdio"
+    )]
+    Tools {
+        /// Streamable HTTP endpoint URL.
+        url: Option<String>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        auth: auth::Auth,
+        /// The server command and its arguments.
+        #[arg(last = true)]
+        server: Vec<String>,
+    },
+    /// Call a tool on a server: `mcp call [URL] TOOL [JSON]` or `mcp call TOOL [JSON] -- CMD`.
+    #[command(
+        after_help = "Examples:\n  mcp call http://127.0.0.1:8080/mcp echo '{\"message\":\"hi\"}'\n  mcp call echo '{\"message\":\"hi\"}' -- mcp serve --stdio\n  mcp call add -a a=1 -a b=2 -- mcp serve --stdio"
+    )]
+    Call {
+        /// [URL] TOOL [JSON arguments].
+        #[arg(num_args = 1..=3, required = true)]
+        words: Vec<String>,
+        #[command(flatten)]
+        auth: auth::Auth,
+        /// One argument as key=value (value parsed as JSON if it can be, else a string).
+        #[arg(short = 'a', long = "arg")]
+        arg: Vec<String>,
+        /// Print the raw result as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Seconds to wait without a response or progress.
+        #[arg(long, default_value_t = 60)]
+        timeout: u64,
+        /// The server command and its arguments.
+        #[arg(last = true)]
+        server: Vec<String>,
+    },
+    /// List the resources and resource templates of a server.
+    #[command(
+        after_help = "Examples:\n  mcp resources http://127.0.0.1:8080/mcp\n  mcp resources --json -- mcp serve --stdio"
+    )]
+    Resources {
+        /// Streamable HTTP endpoint URL.
+        url: Option<String>,
+        #[command(flatten)]
+        reach: inspect::Reach,
+    },
+    /// Read a resource: `mcp read [URL] URI` or `mcp read URI -- CMD`.
+    #[command(
+        after_help = "Examples:\n  mcp read http://127.0.0.1:8080/mcp demo://readme\n  mcp read demo://readme -- mcp serve --stdio"
+    )]
+    Read {
+        /// [URL] URI.
+        #[arg(num_args = 1..=2, required = true)]
+        words: Vec<String>,
+        #[command(flatten)]
+        reach: inspect::Reach,
+    },
+    /// List the prompts of a server (required arguments plain, optional ones in brackets).
+    #[command(
+        after_help = "Examples:\n  mcp prompts http://127.0.0.1:8080/mcp\n  mcp prompts -- mcp serve --stdio"
+    )]
+    Prompts {
+        /// Streamable HTTP endpoint URL.
+        url: Option<String>,
+        #[command(flatten)]
+        reach: inspect::Reach,
+    },
+    /// Get a prompt: `mcp prompt [URL] NAME -a key=value ...`.
+    #[command(
+        after_help = "Examples:\n  mcp prompt http://127.0.0.1:8080/mcp greet -a name=Ada\n  mcp prompt greet -a name=Ada -- mcp serve --stdio"
+    )]
+    Prompt {
+        /// [URL] NAME.
+        #[arg(num_args = 1..=2, required = true)]
+        words: Vec<String>,
+        /// One argument as key=value (repeatable).
+        #[arg(short = 'a', long = "arg")]
+        arg: Vec<String>,
+        #[command(flatten)]
+        reach: inspect::Reach,
+    },
+    /// Check that a server answers: connect, `ping`, report the round trip.
+    #[command(
+        after_help = "Examples:\n  mcp ping http://127.0.0.1:8080/mcp\n  MCP_BEARER=TOKEN mcp ping https://example.com/mcp\n  mcp ping --bearer-file ~/.config/mcp/token https://example.com/mcp\n  mcp ping -- mcp serve --stdio"
+    )]
+    Ping {
+        /// Streamable HTTP endpoint URL.
+        url: Option<String>,
+        #[command(flatten)]
+        reach: inspect::Reach,
+    },
+    /// Print a shell completion script.
+    #[command(
+        after_help = "Examples:\n  mcp completions bash > ~/.local/share/bash-completion/completions/mcp\n  mcp completions zsh > ~/.zfunc/_mcp\n  mcp completions fish > ~/.config/fish/completions/mcp.fish"
+    )]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Benchmark a server with checked tool calls: sequential and pipelined on one stdio
+    /// connection, or N HTTP connections calling at once (a session each, one shared session,
+    /// or stateless 2026-07-28), or a burst of new sessions. Every answer is checked (id and
+    /// result; for `echo` the text must be the message that call sent, and each call sends
+    /// another); a phase with errors prints them instead of a rate, and the exit code is 1.
+    #[command(
+        after_help = "Examples:\n  mcp bench --requests 50000 -- mcp serve --stdio\n  mcp bench http://127.0.0.1:8080/mcp --clients 64 --duration 5s\n  mcp bench http://127.0.0.1:8080/mcp --clients 64 --session shared --duration 5s\n  mcp bench http://127.0.0.1:8080/mcp --clients 64 --era modern --duration 5s\n  mcp bench http://127.0.0.1:8080/mcp --burst 2000\n  mcp bench http://127.0.0.1:8080/mcp --idle-sessions 1000 --server-pid 1234\n  mcp bench --pipeline --window 256 --requests 100000 -- mcp serve --stdio\n  mcp bench --expect hello -- ./canned_server   (a server answering one fixed text)"
+    )]
+    Bench(Box<BenchArgs>),
+}
+
+/// `--era` of `mcp bench`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum EraArg {
+    /// The initialize handshake (2024-11-05 .. 2025-11-25).
+    Legacy,
+    /// 2026-07-28, no handshake.
+    Modern,
+    /// Probe, then whichever the server speaks.
+    Auto,
+}
+
+impl From<EraArg> for mcp_client::EraChoice {
+    fn from(e: EraArg) -> Self {
+        match e {
+            EraArg::Legacy => mcp_client::EraChoice::Legacy,
+            EraArg::Modern => mcp_client::EraChoice::Modern,
+            EraArg::Auto => mcp_client::EraChoice::Auto,
+        }
+    }
+}
+
+/// `--response-mode` of `mcp serve`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ResponseModeArg {
+    /// JSON unless the handler streams notifications or requests.
+    Auto,
+    /// Always JSON.
+    Json,
+    /// Always SSE.
+    Sse,
+}
+
+impl From<ResponseModeArg> for mcp_http::ResponseMode {
+    fn from(m: ResponseModeArg) -> Self {
+        match m {
+            ResponseModeArg::Auto => mcp_http::ResponseMode::Auto,
+            ResponseModeArg::Json => mcp_http::ResponseMode::Json,
+            ResponseModeArg::Sse => mcp_http::ResponseMode::Sse,
+        }
+    }
+}
+
+/// `--driver` of `mcp bench`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum DriverArg {
+    /// JSON-RPC POSTed straight over hyper, every answer decoded and checked (HTTP only).
+    Raw,
+    /// The SDK's Client.
+    Client,
+}
+
+/// `--session` of `mcp bench`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum SessionArg {
+    /// A session per connection.
+    Each,
+    /// One session shared by all connections.
+    Shared,
+}
+
+/// Phases of `mcp bench`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum BenchMode {
+    /// One call at a time.
+    Sequential,
+    /// Up to `--window` calls in flight.
+    Pipelined,
+    /// Both, sequential first.
+    Both,
+}
+
+/// The arguments of `mcp bench`.
+#[derive(clap::Args)]
+pub(crate) struct BenchArgs {
+    /// Streamable HTTP endpoint URL.
+    pub(crate) url: Option<String>,
+    /// Connections calling at once (each one call at a time).
+    #[arg(long, visible_alias = "concurrency", default_value_t = 1)]
+    pub(crate) clients: usize,
+    /// Run each phase for this long instead of a number of requests (`10s`, `500ms`, `2m`).
+    #[arg(long, value_parser = parse_duration)]
+    pub(crate) duration: Option<Duration>,
+    /// Who sends the requests: raw (JSON-RPC POSTed over hyper; the default for URLs) or
+    /// client (the SDK's Client; always for stdio).
+    #[arg(long, value_enum)]
+    pub(crate) driver: Option<DriverArg>,
+    /// Sessions of the raw driver's connections (legacy era): each (a session per
+    /// connection) or shared (one session, all connections calling in it).
+    #[arg(long, value_enum, default_value_t = SessionArg::Each)]
+    pub(crate) session: SessionArg,
+    /// Open this many sessions at once (initialize + initialized, a connection each)
+    /// instead of calling; refusals are errors.
+    #[arg(long, conflicts_with_all = ["idle_sessions", "duration"])]
+    pub(crate) burst: Option<usize>,
+    /// The text every result must hold (default: for `echo` with a string `message`,
+    /// the message each call sent; for other tools, any result without isError).
+    #[arg(long)]
+    pub(crate) expect: Option<String>,
+    /// Open this many sessions, leave them idle, and report the server's RSS per session
+    /// (needs --server-pid).
+    #[arg(long)]
+    pub(crate) idle_sessions: Option<usize>,
+    /// Pid of the server, for RSS and CPU figures of an HTTP target.
+    #[arg(long)]
+    pub(crate) server_pid: Option<u32>,
+    /// Protocol era to speak: legacy (initialize), modern (2026-07-28) or auto.
+    #[arg(long, value_enum, default_value_t = EraArg::Legacy)]
+    pub(crate) era: EraArg,
+    /// Tool to call.
+    #[arg(long, default_value = "echo")]
+    pub(crate) tool: String,
+    /// Tool arguments (JSON object); a string `message` gets `-<n>` appended per call.
+    #[arg(long, default_value = r#"{"message":"hello"}"#)]
+    pub(crate) args: String,
+    /// Number of calls per phase.
+    #[arg(long, default_value_t = 10_000)]
+    pub(crate) requests: usize,
+    /// Calls in flight at once in the pipelined phase.
+    #[arg(long, default_value_t = 1024)]
+    pub(crate) window: usize,
+    /// Which phases to run (one client connection, SDK client driver).
+    #[arg(long, value_enum, default_value_t = BenchMode::Both)]
+    pub(crate) mode: BenchMode,
+    /// Only the pipelined phase (`--mode pipelined`): up to `--window` calls in flight.
+    #[arg(long, conflicts_with = "mode")]
+    pub(crate) pipeline: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// The server command and its arguments.
+    #[arg(last = true)]
+    pub(crate) server: Vec<String>,
+}
+
+/// `10s`, `500ms`, `2m` or plain seconds.
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .map_or((s, "s"), |i| (&s[..i], &s[i..]));
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration like 10s, 500ms, 2m or 1h"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(format!("unknown unit {unit:?} (use ms, s, m or h)")),
+    };
+    Duration::try_from_secs_f64(secs).map_err(|e| e.to_string())
+}
