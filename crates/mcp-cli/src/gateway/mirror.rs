@@ -114,6 +114,13 @@ where
     Ok(items)
 }
 
+/// An upstream's lists, as read: `None` for a list not asked for or that could not be read.
+struct Lists {
+    tools: Option<Vec<mcp_types::Tool>>,
+    prompts: Option<Vec<mcp_types::Prompt>>,
+    resources: Option<(Vec<mcp_types::Resource>, Vec<mcp_types::ResourceTemplate>)>,
+}
+
 /// Reads the upstream's lists (those `kind` covers) and registers them under gateway names.
 pub(super) async fn refresh(
     server: &Server,
@@ -123,6 +130,33 @@ pub(super) async fn refresh(
     kind: Kind,
     ours: &mut Registered,
 ) {
+    let lists = read_lists(upstream, client, kind).await;
+    server
+        .edit(|e| {
+            if let Some(tools) = lists.tools {
+                register_tools(e, upstream, pool, tools, ours);
+            }
+            if let Some(prompts) = lists.prompts {
+                register_prompts(e, upstream, pool, prompts, ours);
+            }
+            if let Some((resources, templates)) = lists.resources {
+                register_resources(e, pool, resources, templates, ours);
+            }
+        })
+        .await;
+    tracing::info!(
+        upstream = %upstream.name,
+        tools = ours.tools.len(),
+        prompts = ours.prompts.len(),
+        resources = ours.resources.len(),
+        templates = ours.templates.len(),
+        "upstream up"
+    );
+}
+
+/// The lists `kind` covers, every page of each; tools with invalid `x-mcp-header`
+/// annotations are left out.
+async fn read_lists(upstream: &Upstream, client: &Client, kind: Kind) -> Lists {
     let caps = client.server_capabilities().clone();
     let want = |k: Kind| kind == Kind::All || kind == k;
     let warn = |what: &str, e: CallError| {
@@ -193,94 +227,109 @@ pub(super) async fn refresh(
             }
         }
     };
+    Lists {
+        tools,
+        prompts,
+        resources,
+    }
+}
+
+/// Registers the upstream's tools as `UPSTREAM__NAME`, dropping those no longer listed.
+fn register_tools(
+    e: &mut mcp_server::Edit<'_>,
+    upstream: &Upstream,
+    pool: &Arc<Pool>,
+    tools: Vec<mcp_types::Tool>,
+    ours: &mut Registered,
+) {
     let name = &upstream.name;
+    let mut next = Vec::new();
+    for tool in tools.into_iter().filter(|t| upstream.allows(&t.name)) {
+        let exposed = format!("{name}{SEPARATOR}{}", tool.name);
+        // Repeated after a failure only when the upstream says it is safe to.
+        let retry = match tool.annotations.as_ref() {
+            Some(a) if a.read_only_hint == Some(true) || a.idempotent_hint == Some(true) => {
+                RetryChoice::Always
+            }
+            _ => RetryChoice::Never,
+        };
+        let handler = tool_fn(pool.clone(), tool.name.clone(), retry);
+        let tool = mcp_types::Tool {
+            name: exposed.clone(),
+            ..tool
+        };
+        match e.add_tool(tool, handler) {
+            Ok(()) => next.push(exposed),
+            Err(err) => tracing::warn!("skipping upstream tool {exposed:?}: {err}"),
+        }
+    }
+    replace(&mut ours.tools, next, |n| {
+        e.remove_tool(n);
+    });
+}
+
+/// Registers the upstream's prompts as `UPSTREAM__NAME`, dropping those no longer listed.
+fn register_prompts(
+    e: &mut mcp_server::Edit<'_>,
+    upstream: &Upstream,
+    pool: &Arc<Pool>,
+    prompts: Vec<mcp_types::Prompt>,
+    ours: &mut Registered,
+) {
+    let name = &upstream.name;
+    let mut next = Vec::new();
+    for prompt in prompts {
+        let exposed = format!("{name}{SEPARATOR}{}", prompt.name);
+        let handler = prompt_fn(pool.clone(), prompt.name.clone());
+        let prompt = mcp_types::Prompt {
+            name: exposed.clone(),
+            ..prompt
+        };
+        e.add_prompt(prompt, handler);
+        next.push(exposed);
+    }
+    replace(&mut ours.prompts, next, |n| {
+        e.remove_prompt(n);
+    });
+}
+
+/// Registers the upstream's resources and templates under `gateway://UPSTREAM/...`.
+fn register_resources(
+    e: &mut mcp_server::Edit<'_>,
+    pool: &Arc<Pool>,
+    resources: Vec<mcp_types::Resource>,
+    templates: Vec<mcp_types::ResourceTemplate>,
+    ours: &mut Registered,
+) {
     let link = &pool.link;
-    server
-        .edit(|e| {
-            if let Some(tools) = tools {
-                let mut next = Vec::new();
-                for tool in tools.into_iter().filter(|t| upstream.allows(&t.name)) {
-                    let exposed = format!("{name}{SEPARATOR}{}", tool.name);
-                    // Repeated after a failure only when the upstream says it is safe to.
-                    let retry = match tool.annotations.as_ref() {
-                        Some(a)
-                            if a.read_only_hint == Some(true)
-                                || a.idempotent_hint == Some(true) =>
-                        {
-                            RetryChoice::Always
-                        }
-                        _ => RetryChoice::Never,
-                    };
-                    let handler = tool_fn(pool.clone(), tool.name.clone(), retry);
-                    let tool = mcp_types::Tool {
-                        name: exposed.clone(),
-                        ..tool
-                    };
-                    match e.add_tool(tool, handler) {
-                        Ok(()) => next.push(exposed),
-                        Err(err) => tracing::warn!("skipping upstream tool {exposed:?}: {err}"),
-                    }
-                }
-                replace(&mut ours.tools, next, |n| {
-                    e.remove_tool(n);
-                });
-            }
-            if let Some(prompts) = prompts {
-                let mut next = Vec::new();
-                for prompt in prompts {
-                    let exposed = format!("{name}{SEPARATOR}{}", prompt.name);
-                    let handler = prompt_fn(pool.clone(), prompt.name.clone());
-                    let prompt = mcp_types::Prompt {
-                        name: exposed.clone(),
-                        ..prompt
-                    };
-                    e.add_prompt(prompt, handler);
-                    next.push(exposed);
-                }
-                replace(&mut ours.prompts, next, |n| {
-                    e.remove_prompt(n);
-                });
-            }
-            if let Some((resources, templates)) = resources {
-                let mut next = Vec::new();
-                for resource in resources {
-                    let exposed = link.exposed_uri(&resource.uri);
-                    let resource = mcp_types::Resource {
-                        uri: exposed.clone(),
-                        ..resource
-                    };
-                    e.add_resource(resource, resource_fn(pool.clone()));
-                    next.push(exposed);
-                }
-                replace(&mut ours.resources, next, |u| {
-                    e.remove_resource(u);
-                });
-                let mut next = Vec::new();
-                for template in templates {
-                    let exposed = link.exposed_uri(&template.uri_template);
-                    let template = mcp_types::ResourceTemplate {
-                        uri_template: exposed.clone(),
-                        ..template
-                    };
-                    match e.add_resource_template(template, template_fn(pool.clone())) {
-                        Ok(()) => next.push(exposed),
-                        Err(err) => tracing::warn!("skipping upstream template {exposed:?}: {err}"),
-                    }
-                }
-                replace(&mut ours.templates, next, |t| {
-                    e.remove_resource_template(t);
-                });
-            }
-        })
-        .await;
-    tracing::info!(
-        upstream = %upstream.name,
-        tools = ours.tools.len(),
-        prompts = ours.prompts.len(),
-        resources = ours.resources.len(),
-        templates = ours.templates.len(),
-        "upstream up"
-    );
+    let mut next = Vec::new();
+    for resource in resources {
+        let exposed = link.exposed_uri(&resource.uri);
+        let resource = mcp_types::Resource {
+            uri: exposed.clone(),
+            ..resource
+        };
+        e.add_resource(resource, resource_fn(pool.clone()));
+        next.push(exposed);
+    }
+    replace(&mut ours.resources, next, |u| {
+        e.remove_resource(u);
+    });
+    let mut next = Vec::new();
+    for template in templates {
+        let exposed = link.exposed_uri(&template.uri_template);
+        let template = mcp_types::ResourceTemplate {
+            uri_template: exposed.clone(),
+            ..template
+        };
+        match e.add_resource_template(template, template_fn(pool.clone())) {
+            Ok(()) => next.push(exposed),
+            Err(err) => tracing::warn!("skipping upstream template {exposed:?}: {err}"),
+        }
+    }
+    replace(&mut ours.templates, next, |t| {
+        e.remove_resource_template(t);
+    });
 }
 
 /// Makes `next` the registered set, removing what is no longer there.
