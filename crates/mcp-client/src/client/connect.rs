@@ -86,7 +86,8 @@ pub(super) fn capabilities_of(h: &ClientHandlers) -> ClientCapabilities {
 }
 
 impl Client {
-    /// Connects over a transport's channels and performs the `initialize` handshake.
+    /// Connects over a transport's channels and performs the `initialize` handshake (or, as
+    /// [`ClientConfig::era`] says, the 2026-07-28 `server/discover` probe).
     ///
     /// # Errors
     /// [`ConnectError`] if the handshake fails.
@@ -114,96 +115,19 @@ impl Client {
                 ended.cancel();
             })
         };
-        if config.era != EraChoice::Legacy {
-            let mut meta = JsonObject::new();
-            meta.insert(
-                meta_keys::PROTOCOL_VERSION.to_owned(),
-                Value::from(ProtocolVersion::V2026_07_28.as_str()),
-            );
-            meta.insert(
-                meta_keys::CLIENT_INFO.to_owned(),
-                serde_json::to_value(&config.info).map_err(CallError::from)?,
-            );
-            meta.insert(
-                meta_keys::CLIENT_CAPABILITIES.to_owned(),
-                serde_json::to_value(&capabilities).map_err(CallError::from)?,
-            );
-            let discover = serde_json::json!({ "_meta": meta });
-            let mut probe: Result<DiscoverResult, CallError> = peer
-                .request_as("server/discover", &discover, &config.request)
-                .await;
-            // A -32022 that lists our version asks for a retry, not a fallback.
-            if probe.as_ref().err().is_some_and(lists_our_version) {
-                probe = peer
-                    .request_as("server/discover", &discover, &config.request)
-                    .await;
+        let (init, version, active) = match discover(&peer, &capabilities, &config).await? {
+            Some((init, meta)) => {
+                let active = Active::Modern {
+                    meta,
+                    log_level: parking_lot::Mutex::new(None),
+                };
+                (init, ProtocolVersion::V2026_07_28, active)
             }
-            match probe {
-                Ok(d)
-                    if d.supported_versions
-                        .iter()
-                        .any(|v| v == ProtocolVersion::V2026_07_28.as_str()) =>
-                {
-                    let server_info = d
-                        .meta
-                        .as_ref()
-                        .and_then(|m| m.get(meta_keys::SERVER_INFO))
-                        .and_then(|v| serde_json::from_value(v.clone()).ok())
-                        .unwrap_or_default();
-                    let init = InitializeResult {
-                        protocol_version: ProtocolVersion::V2026_07_28.as_str().to_owned(),
-                        capabilities: d.capabilities,
-                        server_info,
-                        instructions: d.instructions,
-                        ..InitializeResult::default()
-                    };
-                    return Ok(Client {
-                        peer,
-                        handlers,
-                        subscriptions,
-                        list_cache,
-                        init,
-                        version: ProtocolVersion::V2026_07_28,
-                        active: Active::Modern {
-                            meta,
-                            log_level: parking_lot::Mutex::new(None),
-                        },
-                        options: config.request,
-                        retry: config.retry,
-                        max_pages: config.max_pages,
-                        safe_tools: Default::default(),
-                        link: tokio::sync::Mutex::new(None),
-                        engine: Some(engine),
-                        ended,
-                    });
-                }
-                // A modern server that does not speak our version, or a modern-only client.
-                Ok(d) if config.era == EraChoice::Modern => {
-                    return Err(ConnectError::Version(d.supported_versions.join(", ")));
-                }
-                Err(e) if config.era == EraChoice::Modern || !falls_back(&e) => {
-                    return Err(ConnectError::Initialize(e));
-                }
-                // Anything else identifies a legacy server: fall back to the handshake.
-                _ => tracing::debug!("server/discover failed; falling back to initialize"),
+            None => {
+                let (init, version) = handshake(&peer, capabilities, &config).await?;
+                (init, version, Active::Legacy)
             }
-        }
-        let params = InitializeParams {
-            protocol_version: config.protocol_version.as_str().to_owned(),
-            capabilities,
-            client_info: config.info.clone(),
-            ..InitializeParams::default()
         };
-        let init: InitializeResult = peer
-            .request::<methods::Initialize>(&params, &config.request)
-            .await?;
-        let Some(version) =
-            ProtocolVersion::parse(&init.protocol_version).filter(|v| v.is_legacy())
-        else {
-            return Err(ConnectError::Version(init.protocol_version));
-        };
-        peer.notify::<methods::Initialized>(&EmptyParams::default())
-            .await?;
         Ok(Client {
             peer,
             handlers,
@@ -211,7 +135,7 @@ impl Client {
             list_cache,
             init,
             version,
-            active: Active::Legacy,
+            active,
             options: config.request,
             retry: config.retry,
             max_pages: config.max_pages,
@@ -263,4 +187,97 @@ impl Client {
         let (child, io) = ChildProcess::spawn(program, args, config.child.clone())?;
         Client::connect_over(io, child, handlers, config).await
     }
+}
+
+/// The 2026-07-28 probe: `server/discover` with our `_meta`. `Some` (the server's answer as
+/// an `initialize` result, and the `_meta` our requests carry) when the server speaks
+/// 2026-07-28; `None` when the handshake should be tried instead (a legacy server, or a
+/// legacy-only client).
+async fn discover(
+    peer: &Peer,
+    capabilities: &ClientCapabilities,
+    config: &ClientConfig,
+) -> Result<Option<(InitializeResult, JsonObject)>, ConnectError> {
+    if config.era == EraChoice::Legacy {
+        return Ok(None);
+    }
+    let mut meta = JsonObject::new();
+    meta.insert(
+        meta_keys::PROTOCOL_VERSION.to_owned(),
+        Value::from(ProtocolVersion::V2026_07_28.as_str()),
+    );
+    meta.insert(
+        meta_keys::CLIENT_INFO.to_owned(),
+        serde_json::to_value(&config.info).map_err(CallError::from)?,
+    );
+    meta.insert(
+        meta_keys::CLIENT_CAPABILITIES.to_owned(),
+        serde_json::to_value(capabilities).map_err(CallError::from)?,
+    );
+    let params = serde_json::json!({ "_meta": meta });
+    let method = <methods::Discover as methods::Request>::METHOD;
+    let mut probe: Result<DiscoverResult, CallError> =
+        peer.request_as(method, &params, &config.request).await;
+    // A -32022 that lists our version asks for a retry, not a fallback.
+    if probe.as_ref().err().is_some_and(lists_our_version) {
+        probe = peer.request_as(method, &params, &config.request).await;
+    }
+    match probe {
+        Ok(d)
+            if d.supported_versions
+                .iter()
+                .any(|v| v == ProtocolVersion::V2026_07_28.as_str()) =>
+        {
+            let server_info = d
+                .meta
+                .as_ref()
+                .and_then(|m| m.get(meta_keys::SERVER_INFO))
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .unwrap_or_default();
+            let init = InitializeResult {
+                protocol_version: ProtocolVersion::V2026_07_28.as_str().to_owned(),
+                capabilities: d.capabilities,
+                server_info,
+                instructions: d.instructions,
+                ..InitializeResult::default()
+            };
+            Ok(Some((init, meta)))
+        }
+        // A modern server that does not speak our version, or a modern-only client.
+        Ok(d) if config.era == EraChoice::Modern => {
+            Err(ConnectError::Version(d.supported_versions.join(", ")))
+        }
+        Err(e) if config.era == EraChoice::Modern || !falls_back(&e) => {
+            Err(ConnectError::Initialize(e))
+        }
+        // Anything else identifies a legacy server: fall back to the handshake.
+        _ => {
+            tracing::debug!("server/discover failed; falling back to initialize");
+            Ok(None)
+        }
+    }
+}
+
+/// The legacy handshake: `initialize`, a version we speak, then `initialized`.
+async fn handshake(
+    peer: &Peer,
+    capabilities: ClientCapabilities,
+    config: &ClientConfig,
+) -> Result<(InitializeResult, ProtocolVersion), ConnectError> {
+    let params = InitializeParams {
+        protocol_version: config.protocol_version.as_str().to_owned(),
+        capabilities,
+        client_info: config.info.clone(),
+        ..InitializeParams::default()
+    };
+    let init: InitializeResult = peer
+        .request::<methods::Initialize>(&params, &config.request)
+        .await?;
+    let Some(version) = ProtocolVersion::parse(&init.protocol_version).filter(|v| v.is_legacy())
+    else {
+        return Err(ConnectError::Version(init.protocol_version));
+    };
+    peer.notify::<methods::Initialized>(&EmptyParams::default())
+        .await?;
+    Ok((init, version))
 }
