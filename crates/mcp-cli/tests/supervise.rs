@@ -154,7 +154,8 @@ async fn a_crash_loop_is_detected_instead_of_spinning() {
     let e = sup.client().await.unwrap_err();
     assert!(matches!(e, SupervisorError::CrashLoop { .. }), "{e:?}");
     assert!(e.to_string().contains("crash loop"), "{e}");
-    // No spinning during the cooldown.
+    // No spinning during the cooldown. (Proving that nothing happens takes waiting: half a
+    // second is five times the backoff, so a spinning supervisor would have retried.)
     let before = attempts.load(Ordering::SeqCst);
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(attempts.load(Ordering::SeqCst), before);
@@ -191,8 +192,17 @@ async fn heartbeats_keep_a_2026_http_server_up() {
         },
     );
     assert!(sup.client().await.unwrap().is_modern());
-    // Ten heartbeats: every one must be answered (a 2026-07-28 server has no `ping`).
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Ten heartbeats sent and answered (a 2026-07-28 server has no `ping`: server/discover),
+    // and no restart meanwhile.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while sup.heartbeats_answered() < 10 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        sup.heartbeats_answered() >= 10,
+        "only {} heartbeats answered",
+        sup.heartbeats_answered()
+    );
     assert_eq!(generation(&sup.status()), 1, "{:?}", sup.status());
     sup.stop().await;
 }
@@ -216,8 +226,12 @@ async fn missed_heartbeats_restart_a_hung_server() {
     );
     let client = sup.client().await.unwrap();
     let pid = i32::try_from(client.child_pid().await.unwrap()).unwrap();
-    // Alive and answering: heartbeats keep it up.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Alive and answering: heartbeats are answered, and keep it up.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while sup.heartbeats_answered() < 3 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(sup.heartbeats_answered() >= 3, "heartbeats are answered");
     assert_eq!(generation(&sup.status()), 1);
     // Hung (stopped, not dead): only the heartbeat can tell.
     kill(Pid::from_raw(pid), Signal::SIGSTOP).unwrap();

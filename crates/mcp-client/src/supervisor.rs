@@ -164,6 +164,8 @@ struct Shared {
     status: watch::Sender<Status>,
     stop: CancellationToken,
     config: SupervisorConfig,
+    /// Heartbeats the server answered, over every connection.
+    heartbeats: std::sync::atomic::AtomicU64,
 }
 
 /// A connection kept alive by a supervisor task. Cheap to clone.
@@ -191,9 +193,18 @@ impl Supervised {
             status,
             stop: CancellationToken::new(),
             config,
+            heartbeats: std::sync::atomic::AtomicU64::new(0),
         });
         tokio::spawn(supervise(shared.clone(), connector));
         Self { shared }
+    }
+
+    /// Heartbeats the server has answered so far, over every connection (a health figure:
+    /// it grows while heartbeats are configured and the server is up).
+    pub fn heartbeats_answered(&self) -> u64 {
+        self.shared
+            .heartbeats
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Supervises a stdio server: `program args...` is spawned (and re-spawned) as a child.
@@ -294,7 +305,11 @@ impl Supervised {
 }
 
 /// Waits until the client dies: its connection ends, or `misses` heartbeats fail in a row.
-async fn until_dead(client: &Client, heartbeat: Option<&Heartbeat>) -> String {
+async fn until_dead(
+    client: &Client,
+    heartbeat: Option<&Heartbeat>,
+    answered: &std::sync::atomic::AtomicU64,
+) -> String {
     let Some(hb) = heartbeat else {
         client.closed().await;
         return "the connection closed".to_owned();
@@ -311,7 +326,10 @@ async fn until_dead(client: &Client, heartbeat: Option<&Heartbeat>) -> String {
             Err(_) => Err(CallError::Timeout(hb.timeout)),
         };
         match ping {
-            Ok(_) => missed = 0,
+            Ok(_) => {
+                missed = 0;
+                answered.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
             Err(CallError::Closed) => return "the connection closed".to_owned(),
             Err(e) => {
                 missed += 1;
@@ -351,7 +369,7 @@ async fn supervise(shared: Arc<Shared>, connector: Connector) {
                 });
                 let reason = tokio::select! {
                     () = shared.stop.cancelled() => return,
-                    r = until_dead(&client, config.heartbeat.as_ref()) => r,
+                    r = until_dead(&client, config.heartbeat.as_ref(), &shared.heartbeats) => r,
                 };
                 // A hung child is shut down (stdin, SIGTERM, SIGKILL) before the next one.
                 if let Some(exit) = client.close_transport().await {

@@ -362,6 +362,10 @@ async fn soak_1000_sessions() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(3);
     let calls: u64 = 5;
+    assert!(
+        sessions > 0 && waves > 0,
+        "a soak run that measures nothing proves nothing (SOAK_SESSIONS and SOAK_WAVES > 0)"
+    );
     let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "soak_server", "--ignored", "--nocapture"])
         .env("SOAK_SERVER", "1")
@@ -439,6 +443,11 @@ async fn soak_1000_sessions() {
         t(&totals.abandoned),
         after_warm["tasks"],
     );
+    assert!(
+        rss_start > 0 && rss_end > 0,
+        "the server's RSS could not be read (/proc/PID/status): nothing was measured"
+    );
+    assert!(t(&totals.responses) > 0, "no call was answered");
     assert_eq!(t(&totals.lost), 0, "every response arrived");
     assert_eq!(t(&totals.duplicates), 0, "and only once");
     assert_eq!(t(&totals.responses), waves * sessions * calls);
