@@ -137,27 +137,6 @@ pub(crate) enum Command {
     Bench(Box<BenchArgs>),
 }
 
-/// `--era` of `mcp bench`.
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum EraArg {
-    /// The initialize handshake (2024-11-05 .. 2025-11-25).
-    Legacy,
-    /// 2026-07-28, no handshake.
-    Modern,
-    /// Probe, then whichever the server speaks.
-    Auto,
-}
-
-impl From<EraArg> for mcp_client::EraChoice {
-    fn from(e: EraArg) -> Self {
-        match e {
-            EraArg::Legacy => mcp_client::EraChoice::Legacy,
-            EraArg::Modern => mcp_client::EraChoice::Modern,
-            EraArg::Auto => mcp_client::EraChoice::Auto,
-        }
-    }
-}
-
 /// `--response-mode` of `mcp serve`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum ResponseModeArg {
@@ -243,8 +222,8 @@ pub(crate) struct BenchArgs {
     #[arg(long)]
     pub(crate) server_pid: Option<u32>,
     /// Protocol era to speak: legacy (initialize), modern (2026-07-28) or auto.
-    #[arg(long, value_enum, default_value_t = EraArg::Legacy)]
-    pub(crate) era: EraArg,
+    #[arg(long, default_value = "legacy")]
+    pub(crate) era: mcp_client::EraChoice,
     /// Tool to call.
     #[arg(long, default_value = "echo")]
     pub(crate) tool: String,

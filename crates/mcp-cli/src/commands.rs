@@ -147,7 +147,7 @@ pub(crate) async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         burst,
         idle_sessions,
         server_pid,
-        era: era.into(),
+        era,
         json,
     };
     bench::run(plan).await

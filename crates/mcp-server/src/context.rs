@@ -16,7 +16,7 @@ use mcp_types::{InputRequest, InputRequests};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::modern::Era;
+use crate::modern::ModernMeta;
 use crate::session::Session;
 
 /// Why input from the client (sampling, elicitation, roots) is not there.
@@ -56,7 +56,7 @@ pub struct Ctx {
     pub(crate) session: Arc<Session>,
     pub(crate) progress_token: Option<ProgressToken>,
     pub(crate) meta: Option<JsonObject>,
-    pub(crate) era: Era,
+    pub(crate) modern: Option<Arc<ModernMeta>>,
     /// Counts inputs asked for, to key them the same way on every round.
     pub(crate) inputs: std::sync::Arc<std::sync::atomic::AtomicUsize>,
 }
@@ -97,25 +97,25 @@ impl Ctx {
 
     /// The negotiated protocol version.
     pub fn protocol_version(&self) -> ProtocolVersion {
-        match &self.era {
-            Era::Modern(_) => ProtocolVersion::V2026_07_28,
-            Era::Legacy => self.session.version(),
+        match &self.modern {
+            Some(_) => ProtocolVersion::V2026_07_28,
+            None => self.session.version(),
         }
     }
 
     /// The client's name and version.
     pub fn client_info(&self) -> Option<Implementation> {
-        match &self.era {
-            Era::Modern(m) => m.client_info.clone(),
-            Era::Legacy => self.session.client_info(),
+        match &self.modern {
+            Some(m) => m.client_info.clone(),
+            None => self.session.client_info(),
         }
     }
 
     /// The client's declared capabilities.
     pub fn client_capabilities(&self) -> ClientCapabilities {
-        match &self.era {
-            Era::Modern(m) => m.client_caps.clone(),
-            Era::Legacy => self.session.client_capabilities(),
+        match &self.modern {
+            Some(m) => m.client_caps.clone(),
+            None => self.session.client_capabilities(),
         }
     }
 
@@ -182,12 +182,10 @@ impl Ctx {
         logger: Option<&str>,
         data: Value,
     ) -> Option<LoggingMessageParams> {
-        let enabled = match &self.era {
+        let enabled = match &self.modern {
             // 2026-07-28: only when the request asked, at its own level.
-            Era::Modern(m) => {
-                self.session.logging_on() && m.log_level.is_some_and(|min| level >= min)
-            }
-            Era::Legacy => self.session.log_enabled(level),
+            Some(m) => self.session.logging_on() && m.log_level.is_some_and(|min| level >= min),
+            None => self.session.log_enabled(level),
         };
         enabled.then(|| LoggingMessageParams {
             level,
@@ -236,7 +234,7 @@ impl Ctx {
                 }
             };
             if !present {
-                if let Era::Modern(m) = &self.era {
+                if let Some(m) = &self.modern {
                     let mut required = JsonObject::new();
                     required.insert(cap.to_owned(), Value::Object(JsonObject::new()));
                     m.mrtr.fail(
@@ -252,8 +250,8 @@ impl Ctx {
                 );
             }
         }
-        match &self.era {
-            Era::Legacy => {
+        match &self.modern {
+            None => {
                 let mut out = JsonObject::new();
                 for (key, r) in requests {
                     let params = r.params.unwrap_or_else(|| Value::Object(JsonObject::new()));
@@ -266,7 +264,7 @@ impl Ctx {
                 }
                 Ok(out)
             }
-            Era::Modern(m) => {
+            Some(m) => {
                 let answers = m.mrtr.answers();
                 let missing: InputRequests = requests
                     .iter()

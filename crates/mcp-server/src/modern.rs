@@ -1,8 +1,6 @@
 //! Revision 2026-07-28 on the server: requests that describe themselves in `_meta` (no
 //! handshake), `server/discover`, and the fields every modern result carries.
 
-use std::sync::Arc;
-
 use mcp_jsonrpc::{ErrorObject, RawJson, RawValue, to_raw};
 use mcp_types::{
     CacheScope, ClientCapabilities, DiscoverResult, Implementation, JsonObject, LoggingLevel,
@@ -20,15 +18,6 @@ pub(crate) struct ModernMeta {
     pub(crate) client_caps: ClientCapabilities,
     /// Log messages are sent only when the request asks for them, at or above this level.
     pub(crate) log_level: Option<LoggingLevel>,
-}
-
-/// Which era a request belongs to.
-#[derive(Debug, Clone)]
-pub(crate) enum Era {
-    /// Part of an `initialize`d session.
-    Legacy,
-    /// Self-describing (2026-07-28).
-    Modern(Arc<ModernMeta>),
 }
 
 #[derive(serde::Deserialize)]

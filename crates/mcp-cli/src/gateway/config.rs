@@ -66,8 +66,8 @@ pub(crate) struct Upstream {
     pub(crate) url: Option<String>,
     /// Protocol era to speak with it: `auto` (default: 2026-07-28 if it can, else the
     /// handshake), `legacy` or `modern`.
-    #[serde(default)]
-    pub(crate) era: UpstreamEra,
+    #[serde(default = "auto")]
+    pub(crate) era: mcp_client::EraChoice,
     /// Extra HTTP headers for `url`.
     #[serde(default)]
     pub(crate) headers: BTreeMap<String, String>,
@@ -86,19 +86,6 @@ pub(crate) struct Upstream {
     /// Never these tools.
     #[serde(default)]
     pub(crate) deny_tools: Vec<String>,
-}
-
-/// The `era` of an upstream.
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum UpstreamEra {
-    /// 2026-07-28 when the server speaks it, else the handshake.
-    #[default]
-    Auto,
-    /// The `initialize` handshake.
-    Legacy,
-    /// 2026-07-28 only.
-    Modern,
 }
 
 impl Upstream {
@@ -167,6 +154,11 @@ pub(crate) fn load(path: &std::path::Path) -> anyhow::Result<Config> {
         }
     }
     Ok(config)
+}
+
+/// An upstream's era unless its config says otherwise: whichever it speaks.
+fn auto() -> mcp_client::EraChoice {
+    mcp_client::EraChoice::Auto
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use mcp_client::{CallError, Client, ClientConfig, ClientHandlers, EraChoice, ServerEvent};
+use mcp_client::{CallError, Client, ClientConfig, ClientHandlers, ServerEvent};
 use mcp_server::Server;
 use mcp_types::LoggingLevel;
 use tokio::sync::mpsc;
@@ -66,11 +66,7 @@ pub(super) async fn connect(
             env,
             ..Default::default()
         },
-        era: match upstream.era {
-            UpstreamEra::Auto => EraChoice::Auto,
-            UpstreamEra::Legacy => EraChoice::Legacy,
-            UpstreamEra::Modern => EraChoice::Modern,
-        },
+        era: upstream.era,
         ..ClientConfig::default()
     };
     match &upstream.url {

@@ -70,8 +70,10 @@ pub struct ClientConfig {
     pub max_pages: usize,
 }
 
-/// Which protocol era a client speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Which protocol era a client speaks: the one choice every front end uses (the CLI's
+/// `--era`, the gateway's `era = "..."`), parsed from `legacy`, `modern` or `auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum EraChoice {
     /// The `initialize` handshake (2024-11-05 .. 2025-11-25).
     #[default]
@@ -83,6 +85,18 @@ pub enum EraChoice {
     /// as server-to-client requests on a legacy session, as `input_required` rounds (retried
     /// for the caller, at most 8 rounds) in 2026-07-28.
     Auto,
+}
+
+impl std::str::FromStr for EraChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "legacy" => Ok(EraChoice::Legacy),
+            "modern" => Ok(EraChoice::Modern),
+            "auto" => Ok(EraChoice::Auto),
+            other => Err(format!("unknown era {other:?} (legacy, modern or auto)")),
+        }
+    }
 }
 
 /// The era in use.

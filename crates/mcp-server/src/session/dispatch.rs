@@ -19,13 +19,13 @@ use super::Session;
 use super::reply::{encode, fail, ready};
 use crate::context::Ctx;
 use crate::echo::echo;
-use crate::modern::Era;
+use crate::modern::ModernMeta;
 
 /// One request on its way to a handler: what its [`Ctx`] is made of.
 pub(super) struct Call {
     pub(super) session: Arc<Session>,
     pub(super) rc: RequestContext,
-    pub(super) era: Era,
+    pub(super) modern: Option<Arc<ModernMeta>>,
 }
 
 impl Call {
@@ -36,16 +36,16 @@ impl Call {
             session: self.session,
             progress_token: progress_token(meta.as_ref()),
             meta,
-            era: self.era,
+            modern: self.modern,
             inputs: Default::default(),
         }
     }
 
     /// The protocol version the request is answered under.
     pub(super) fn version(&self) -> ProtocolVersion {
-        match &self.era {
-            Era::Modern(_) => ProtocolVersion::V2026_07_28,
-            Era::Legacy => self.session.version(),
+        match &self.modern {
+            Some(_) => ProtocolVersion::V2026_07_28,
+            None => self.session.version(),
         }
     }
 }
@@ -57,13 +57,13 @@ impl Session {
         self: &Arc<Self>,
         req: Request,
         rc: RequestContext,
-        era: Era,
+        request_meta: Option<Arc<ModernMeta>>,
     ) -> BoxFuture<'static, HandlerResult> {
-        let modern = matches!(era, Era::Modern(_));
+        let modern = request_meta.is_some();
         let call = Call {
             session: self.clone(),
             rc,
-            era,
+            modern: request_meta,
         };
         let served = self.server.served();
         let params = req.params.as_deref();

@@ -16,7 +16,7 @@ use super::Session;
 use super::lifecycle::not_initialized;
 use super::reply::{encode, fail, ready};
 use crate::echo::echo;
-use crate::modern::{self, Era, ModernMeta};
+use crate::modern::{self, ModernMeta};
 use crate::mrtr::Binding;
 
 /// The `Arc<Session>` wrapper the engine drives (routing needs an owned handle to the session).
@@ -30,7 +30,7 @@ impl Service for SessionService {
             Err(e) => return fail(e),
         };
         match era {
-            Era::Modern(meta) => match req.method.as_str() {
+            Some(meta) => match req.method.as_str() {
                 Discover::METHOD => ready(&modern::discover(&session.server)),
                 // Removed in 2026-07-28.
                 Ping::METHOD | Initialize::METHOD => {
@@ -38,11 +38,11 @@ impl Service for SessionService {
                 }
                 _ => session.modern_round(req, rc, meta),
             },
-            Era::Legacy => match req.method.as_str() {
+            None => match req.method.as_str() {
                 Ping::METHOD => ready(&EmptyResult::default()),
                 Initialize::METHOD => session.initialize(&req),
                 _ if session.before_initialize() => not_initialized(&req),
-                _ => session.route(req, rc, Era::Legacy),
+                _ => session.route(req, rc, None),
             },
         }
     }
@@ -60,19 +60,19 @@ impl Session {
     /// The era of a request: 2026-07-28 when its `_meta` says so (and the server speaks
     /// it), else legacy. A modern-only server refuses legacy requests as the new revision
     /// refuses an unknown version (`initialize` as an unknown method).
-    fn era_of(&self, req: &Request) -> Result<Era, ErrorObject> {
+    fn era_of(&self, req: &Request) -> Result<Option<Arc<ModernMeta>>, ErrorObject> {
         let config = &self.server.config;
         let era = if config.modern {
             match modern::detect(req.params.as_deref()) {
-                Ok(Some(meta)) => Era::Modern(Arc::new(meta)),
-                Ok(None) => Era::Legacy,
+                Ok(Some(meta)) => Some(Arc::new(meta)),
+                Ok(None) => None,
                 Err(e) if req.method != Initialize::METHOD => return Err(e),
-                Err(_) => Era::Legacy,
+                Err(_) => None,
             }
         } else {
-            Era::Legacy
+            None
         };
-        if matches!(era, Era::Legacy) && !config.legacy {
+        if era.is_none() && !config.legacy {
             return Err(if req.method == Initialize::METHOD {
                 ErrorObject::method_not_found(&echo(&req.method))
             } else {
@@ -115,7 +115,7 @@ impl Session {
             .map(|v| crate::mrtr::subject(&v))
             .unwrap_or_default();
         let session = self.clone();
-        let fut = self.route(req, rc, Era::Modern(meta.clone()));
+        let fut = self.route(req, rc, Some(meta.clone()));
         Box::pin(async move {
             let result = fut.await;
             if let Some(e) = meta.mrtr.take_fatal() {
