@@ -7,6 +7,7 @@ use mcp_engine::{CallError, Peer, RequestContext, RequestOptions};
 use mcp_jsonrpc::RequestId;
 use mcp_jsonrpc::{ErrorCode, ErrorObject};
 use mcp_types::methods::{CreateMessage, Elicit, ListRoots, Request as _};
+use mcp_types::methods::{LoggingMessage, Notification as _, Progress};
 use mcp_types::{
     ClientCapabilities, CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult,
     Implementation, JsonObject, ListRootsResult, LoggingLevel, LoggingMessageParams,
@@ -122,11 +123,7 @@ impl Ctx {
     /// Reports progress, if the client asked for it (`_meta.progressToken`); otherwise a no-op.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
         if let Some(params) = self.progress_params(progress, total, message) {
-            let _ = self
-                .rc
-                .peer
-                .notify_raw("notifications/progress", &params)
-                .await;
+            let _ = self.rc.peer.notify_raw(Progress::METHOD, &params).await;
         }
     }
 
@@ -135,10 +132,7 @@ impl Ctx {
     /// with the client's other queued messages; dropped if even that queue is full.
     pub fn try_progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
         if let Some(params) = self.progress_params(progress, total, message) {
-            let _ = self
-                .rc
-                .peer
-                .notify_queued("notifications/progress", &params);
+            let _ = self.rc.peer.notify_queued(Progress::METHOD, &params);
         }
     }
 
@@ -164,7 +158,7 @@ impl Ctx {
             let _ = self
                 .rc
                 .peer
-                .notify_raw("notifications/message", &params)
+                .notify_raw(LoggingMessage::METHOD, &params)
                 .await;
         }
     }
@@ -172,7 +166,7 @@ impl Ctx {
     /// [`Ctx::log`] without ever waiting for the client (see [`Ctx::try_progress`]).
     pub fn try_log(&self, level: LoggingLevel, logger: Option<&str>, data: Value) {
         if let Some(params) = self.log_params(level, logger, data) {
-            let _ = self.rc.peer.notify_queued("notifications/message", &params);
+            let _ = self.rc.peer.notify_queued(LoggingMessage::METHOD, &params);
         }
     }
 

@@ -5,6 +5,10 @@ use std::sync::Arc;
 
 use mcp_engine::{HandlerResult, RequestContext};
 use mcp_jsonrpc::{ErrorObject, to_raw};
+use mcp_types::methods::{
+    Notification as _, PromptListChanged, ResourceListChanged, ResourceUpdated,
+    SubscriptionsAcknowledged, ToolListChanged,
+};
 use mcp_types::{ListenFilter, meta_keys};
 use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
@@ -79,7 +83,7 @@ pub(crate) async fn run(
     let tag = json!({ meta_keys::SUBSCRIPTION_ID: rc.id.to_value() });
     let ack = json!({ "notifications": filter, "_meta": tag });
     rc.peer
-        .notify_raw("notifications/subscriptions/acknowledged", &ack)
+        .notify_raw(SubscriptionsAcknowledged::METHOD, &ack)
         .await
         .map_err(|e| ErrorObject::internal(e.to_string()))?;
     loop {
@@ -104,19 +108,12 @@ pub(crate) async fn run(
             continue;
         }
         let (method, params) = match change {
-            Change::Tools => ("notifications/tools/list_changed", json!({ "_meta": tag })),
-            Change::Prompts => (
-                "notifications/prompts/list_changed",
-                json!({ "_meta": tag }),
-            ),
-            Change::Resources => (
-                "notifications/resources/list_changed",
-                json!({ "_meta": tag }),
-            ),
-            Change::ResourceUpdated(uri) => (
-                "notifications/resources/updated",
-                json!({ "uri": uri, "_meta": tag }),
-            ),
+            Change::Tools => (ToolListChanged::METHOD, json!({ "_meta": tag })),
+            Change::Prompts => (PromptListChanged::METHOD, json!({ "_meta": tag })),
+            Change::Resources => (ResourceListChanged::METHOD, json!({ "_meta": tag })),
+            Change::ResourceUpdated(uri) => {
+                (ResourceUpdated::METHOD, json!({ "uri": uri, "_meta": tag }))
+            }
         };
         if rc.peer.notify_raw(method, &params).await.is_err() {
             break;

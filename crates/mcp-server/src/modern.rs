@@ -2,6 +2,9 @@
 //! handshake), `server/discover`, and the fields every modern result carries.
 
 use mcp_jsonrpc::{ErrorObject, RawJson, RawValue, to_raw};
+use mcp_types::methods::{
+    ListPrompts, ListResourceTemplates, ListResources, ListTools, ReadResource, Request as _,
+};
 use mcp_types::{
     CacheScope, ClientCapabilities, DiscoverResult, Implementation, JsonObject, LoggingLevel,
     ProtocolVersion, ResultType, meta_keys,
@@ -113,11 +116,11 @@ pub(crate) fn discover(server: &Inner) -> DiscoverResult {
 }
 
 const CACHEABLE: &[&str] = &[
-    "tools/list",
-    "prompts/list",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
+    ListTools::METHOD,
+    ListPrompts::METHOD,
+    ListResources::METHOD,
+    ListResourceTemplates::METHOD,
+    ReadResource::METHOD,
 ];
 
 /// Adds what every modern result carries: `resultType` (unless the handler set one),

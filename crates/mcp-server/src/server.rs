@@ -4,6 +4,10 @@
 use std::sync::{Arc, Weak};
 
 use mcp_engine::{EngineConfig, Peer};
+use mcp_types::methods::{
+    LoggingMessage, Notification as _, PromptListChanged, ResourceListChanged, ResourceUpdated,
+    ToolListChanged,
+};
 use mcp_types::{JsonObject, Prompt, ServerCapabilities, Tool};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -133,9 +137,9 @@ impl Server {
 
     async fn broadcast(&self, method: &str) {
         match method {
-            "notifications/tools/list_changed" => self.announce(Change::Tools),
-            "notifications/prompts/list_changed" => self.announce(Change::Prompts),
-            "notifications/resources/list_changed" => self.announce(Change::Resources),
+            ToolListChanged::METHOD => self.announce(Change::Tools),
+            PromptListChanged::METHOD => self.announce(Change::Prompts),
+            ResourceListChanged::METHOD => self.announce(Change::Resources),
             _ => {}
         }
         for (session, peer) in self.live_sessions() {
@@ -158,13 +162,13 @@ impl Server {
             (out, edit.changed)
         };
         if changed.tools {
-            self.broadcast("notifications/tools/list_changed").await;
+            self.broadcast(ToolListChanged::METHOD).await;
         }
         if changed.prompts {
-            self.broadcast("notifications/prompts/list_changed").await;
+            self.broadcast(PromptListChanged::METHOD).await;
         }
         if changed.resources {
-            self.broadcast("notifications/resources/list_changed").await;
+            self.broadcast(ResourceListChanged::METHOD).await;
         }
         out
     }
@@ -194,7 +198,7 @@ impl Server {
 
     /// Tells every client that the resource list changed.
     pub async fn notify_resource_list_changed(&self) {
-        self.broadcast("notifications/resources/list_changed").await;
+        self.broadcast(ResourceListChanged::METHOD).await;
     }
 
     /// Sends a log message to every legacy session whose level lets it through (2026-07-28
@@ -209,7 +213,7 @@ impl Server {
         };
         for (session, peer) in self.live_sessions() {
             if session.is_ready() && session.log_enabled(level) {
-                deliver(&peer, "notifications/message", &params);
+                deliver(&peer, LoggingMessage::METHOD, &params);
             }
         }
     }
@@ -221,7 +225,7 @@ impl Server {
             if session.is_subscribed(uri) {
                 deliver(
                     &peer,
-                    "notifications/resources/updated",
+                    ResourceUpdated::METHOD,
                     &serde_json::json!({ "uri": uri }),
                 );
             }

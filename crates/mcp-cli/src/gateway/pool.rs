@@ -17,7 +17,9 @@
 //! by the gateway.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use mcp_client::{Client, ConnectError, Status, Supervised, SupervisorError};
@@ -36,10 +38,8 @@ pub(super) const CANCEL_GRACE: Duration = Duration::from_secs(1);
 pub(super) struct Holder(Mutex<Option<Call>>);
 
 impl Holder {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Call>> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn lock(&self) -> parking_lot::MutexGuard<'_, Option<Call>> {
+        self.0.lock()
     }
 
     /// The request holding the connection now.
@@ -116,10 +116,8 @@ impl Pool {
         pool
     }
 
-    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<Extra>> {
-        self.idle
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn idle(&self) -> parking_lot::MutexGuard<'_, Vec<Extra>> {
+        self.idle.lock()
     }
 
     /// Lends a connection to `call`, waiting for one to be free if all are lent.

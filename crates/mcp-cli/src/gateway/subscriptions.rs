@@ -9,7 +9,9 @@
 //! and memory stays bounded by the URIs held.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use mcp_client::{Client, Status, Supervised};
 use mcp_jsonrpc::ErrorObject;
@@ -35,10 +37,8 @@ struct State {
 }
 
 impl Subscriptions {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn lock(&self) -> parking_lot::MutexGuard<'_, State> {
+        self.state.lock()
     }
 
     /// One more holder of `uri`; refused when [`MAX_SUBSCRIPTIONS`] distinct URIs are held on
