@@ -9,7 +9,7 @@ use mcp_types::{GetPromptParams, ListPromptsResult};
 
 use super::Session;
 use super::dispatch::Call;
-use super::reply::{encode, fail, list_page};
+use super::reply::{encode, fail};
 use crate::echo::echo;
 
 impl Session {
@@ -17,17 +17,9 @@ impl Session {
         &self,
         params: Option<&RawValue>,
     ) -> BoxFuture<'static, HandlerResult> {
-        let items: Vec<_> = self
-            .server
-            .read()
-            .prompts
-            .values()
-            .map(|p| p.prompt.clone())
-            .collect();
-        list_page(
+        self.list(
             params,
-            &items,
-            self.server.config.page_size,
+            |reg| reg.prompts.values().map(|p| p.prompt.clone()).collect(),
             |prompts, next_cursor| ListPromptsResult {
                 prompts,
                 next_cursor,

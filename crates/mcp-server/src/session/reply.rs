@@ -58,3 +58,17 @@ pub(super) fn list_page<T: Clone, R: Serialize>(
         Err(e) => fail(e),
     }
 }
+
+impl super::Session {
+    /// A page of one of the registry's lists: `pick` reads the items, `build` makes the
+    /// result from a page and the next cursor.
+    pub(super) fn list<T: Clone, R: Serialize>(
+        &self,
+        params: Option<&mcp_jsonrpc::RawValue>,
+        pick: impl FnOnce(&crate::registry::Registry) -> Vec<T>,
+        build: impl FnOnce(Vec<T>, Option<String>) -> R,
+    ) -> BoxFuture<'static, HandlerResult> {
+        let items = pick(&self.server.read());
+        list_page(params, &items, self.server.config.page_size, build)
+    }
+}

@@ -8,7 +8,7 @@ use mcp_types::{EmptyResult, ListResourceTemplatesResult, ListResourcesResult, R
 
 use super::Session;
 use super::dispatch::Call;
-use super::reply::{encode, fail, list_page, ready};
+use super::reply::{encode, fail, ready};
 use crate::echo::echo;
 
 impl Session {
@@ -32,17 +32,9 @@ impl Session {
         &self,
         params: Option<&RawValue>,
     ) -> BoxFuture<'static, HandlerResult> {
-        let items: Vec<_> = self
-            .server
-            .read()
-            .resources
-            .values()
-            .map(|r| r.resource.clone())
-            .collect();
-        list_page(
+        self.list(
             params,
-            &items,
-            self.server.config.page_size,
+            |reg| reg.resources.values().map(|r| r.resource.clone()).collect(),
             |resources, next_cursor| ListResourcesResult {
                 resources,
                 next_cursor,
@@ -55,17 +47,9 @@ impl Session {
         &self,
         params: Option<&RawValue>,
     ) -> BoxFuture<'static, HandlerResult> {
-        let items: Vec<_> = self
-            .server
-            .read()
-            .templates
-            .iter()
-            .map(|t| t.template.clone())
-            .collect();
-        list_page(
+        self.list(
             params,
-            &items,
-            self.server.config.page_size,
+            |reg| reg.templates.iter().map(|t| t.template.clone()).collect(),
             |resource_templates, next_cursor| ListResourceTemplatesResult {
                 resource_templates,
                 next_cursor,

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::Session;
 use super::dispatch::Call;
-use super::reply::{encode, fail, list_page};
+use super::reply::{encode, fail};
 use crate::echo::echo;
 
 impl Session {
@@ -17,17 +17,9 @@ impl Session {
         &self,
         params: Option<&RawValue>,
     ) -> BoxFuture<'static, HandlerResult> {
-        let items: Vec<_> = self
-            .server
-            .read()
-            .tools
-            .values()
-            .map(|t| t.tool.clone())
-            .collect();
-        list_page(
+        self.list(
             params,
-            &items,
-            self.server.config.page_size,
+            |reg| reg.tools.values().map(|t| t.tool.clone()).collect(),
             |tools, next_cursor| ListToolsResult {
                 tools,
                 next_cursor,
