@@ -374,13 +374,21 @@ pub fn modern_post(
     r
 }
 
-/// Waits until `f` holds (checked every 10 ms), at most `secs` seconds; whether it did.
+/// Waits until `f` holds (checked every millisecond), at most `secs` seconds; whether it did.
 pub async fn until(secs: u64, f: impl Fn() -> bool) -> bool {
-    until_async(secs, || std::future::ready(f())).await
+    poll(secs, Duration::from_millis(1), || std::future::ready(f())).await
 }
 
-/// [`until`] for a condition that has to be awaited (a request, say).
-pub async fn until_async<F, Fut>(secs: u64, mut f: F) -> bool
+/// [`until`] for a condition that has to be awaited, a request say (checked every 10 ms).
+pub async fn until_async<F, Fut>(secs: u64, f: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    poll(secs, Duration::from_millis(10), f).await
+}
+
+async fn poll<F, Fut>(secs: u64, every: Duration, mut f: F) -> bool
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
@@ -390,7 +398,7 @@ where
         if Instant::now() > deadline {
             return false;
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::time::sleep(every).await;
     }
     true
 }
