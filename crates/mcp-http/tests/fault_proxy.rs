@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_client::{Client, ClientConfig, ClientHandlers, RetryPolicy};
+use mcp_client::{ClientConfig, ClientHandlers, RetryPolicy};
 use mcp_http::{HttpClientConfig, HttpConfig, ResponseMode, ServeOptions, StreamableHttp};
 use mcp_server::{Ctx, Server};
 use mcp_types::{JsonObject, Tool, ToolAnnotations};
@@ -18,7 +18,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 mod common;
-use common::{serve, until};
+use common::{connect_with, serve, until};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct N {
@@ -228,17 +228,13 @@ async fn the_retrying_client_survives_a_faulty_network() {
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     tokio::spawn(serve_proxy(proxy.clone(), listener));
 
-    let t = mcp_http::client::connect(
-        &url,
-        HttpClientConfig {
-            reuse_connections: false, // one request per connection: each can be faulted
-            standalone_stream: false,
-            default_retry: Duration::from_millis(20),
-            max_reconnect_delay: Duration::from_millis(200),
-            ..HttpClientConfig::default()
-        },
-    )
-    .unwrap();
+    let http = HttpClientConfig {
+        reuse_connections: false, // one request per connection: each can be faulted
+        standalone_stream: false,
+        default_retry: Duration::from_millis(20),
+        max_reconnect_delay: Duration::from_millis(200),
+        ..HttpClientConfig::default()
+    };
     let config = ClientConfig {
         retry: RetryPolicy {
             max_attempts: 8,
@@ -248,11 +244,8 @@ async fn the_retrying_client_survives_a_faulty_network() {
         },
         ..ClientConfig::default()
     };
-    let client = Arc::new(
-        Client::connect(t.incoming, t.outgoing, ClientHandlers::new(), config)
-            .await
-            .unwrap(),
-    );
+    let (client, _handle) = connect_with(&url, http, ClientHandlers::new(), config).await;
+    let client = Arc::new(client.unwrap());
     // Learn which tools are safe (annotations), then turn the faults on once the handshake's
     // three requests (one connection each; `initialized` is POSTed in the background) are done.
     let tools = client.list_tools().await.unwrap();

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use mcp_client::{Client, ClientConfig, ClientHandlers};
+use mcp_client::{ClientConfig, ClientHandlers};
 use mcp_http::{
     HttpClientConfig, HttpConfig, MemoryEventStore, ResponseMode, ServeOptions, StreamableHttp,
 };
@@ -281,16 +281,7 @@ async fn many_sessions_leave_nothing_behind() {
 async fn client_over_http() {
     let srv = start(HttpConfig::default(), ServeOptions::default()).await;
     let (url, http) = (&srv.url, &srv.http);
-    let t = mcp_http::client::connect(url, HttpClientConfig::default()).unwrap();
-    let handle = t.handle.clone();
-    let client = Client::connect(
-        t.incoming,
-        t.outgoing,
-        ClientHandlers::new(),
-        ClientConfig::default(),
-    )
-    .await
-    .unwrap();
+    let (client, handle) = connect(url).await;
     let mut args = JsonObject::new();
     args.insert("message".into(), json!("over http"));
     let r = client.call_tool("echo", args.clone()).await.unwrap();
@@ -504,19 +495,11 @@ async fn legacy_and_modern_clients_on_one_server_at_once() {
     let srv = start(HttpConfig::default(), ServeOptions::default()).await;
     let url = &srv.url;
     let legacy = async {
-        let t = mcp_http::client::connect(url, HttpClientConfig::default()).unwrap();
-        let client = Client::connect(
-            t.incoming,
-            t.outgoing,
-            ClientHandlers::new(),
-            ClientConfig::default(),
-        )
-        .await
-        .unwrap();
+        let (client, handle) = connect(url).await;
         let mut args = JsonObject::new();
         args.insert("message".into(), json!("legacy"));
         let r = client.call_tool("echo", args).await.unwrap();
-        t.handle.close().await;
+        handle.close().await;
         r.content[0].as_text().unwrap().to_owned()
     };
     let modern = async {
@@ -545,10 +528,10 @@ async fn auto_client_over_http_picks_the_era() {
     };
     // A dual-era server: the client speaks 2026-07-28, statelessly.
     let srv = start(HttpConfig::default(), ServeOptions::default()).await;
-    let t = mcp_http::client::connect(&srv.url, HttpClientConfig::default()).unwrap();
-    let client = Client::connect(t.incoming, t.outgoing, ClientHandlers::new(), auto.clone())
-        .await
-        .unwrap();
+    let http = HttpClientConfig::default();
+    let (client, _handle) =
+        connect_with(&srv.url, http.clone(), ClientHandlers::new(), auto.clone()).await;
+    let client = client.unwrap();
     assert!(client.is_modern());
     let mut args = JsonObject::new();
     args.insert("message".into(), json!("modern over http"));
@@ -574,10 +557,8 @@ async fn auto_client_over_http_picks_the_era() {
     .build()
     .unwrap();
     let old = start_with(legacy_only, HttpConfig::default(), ServeOptions::default()).await;
-    let t = mcp_http::client::connect(&old.url, HttpClientConfig::default()).unwrap();
-    let client = Client::connect(t.incoming, t.outgoing, ClientHandlers::new(), auto)
-        .await
-        .unwrap();
+    let (client, _handle) = connect_with(&old.url, http, ClientHandlers::new(), auto).await;
+    let client = client.unwrap();
     assert!(!client.is_modern());
     assert_eq!(
         client.call_tool("echo", args).await.unwrap().content[0].as_text(),

@@ -2,26 +2,16 @@
 //! sockets.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use mcp_client::{Client, ClientConfig, ClientHandlers};
-use mcp_http::{HttpClientConfig, HttpConfig, LegacySse, StreamableHttp};
+use mcp_http::{HttpConfig, LegacySse, StreamableHttp};
 use mcp_types::JsonObject;
 use serde_json::json;
 
 mod common;
-use common::{TOOLS, listen, server, until};
+use common::{TOOLS, connect, listen, server, until};
 
 /// Calls `chatty_echo` (a log message, then the answer) and lists the tools through `url`.
 async fn echo_through(url: &str) -> (String, usize) {
-    let t = mcp_http::client::connect(url, HttpClientConfig::default()).unwrap();
-    let handle = t.handle.clone();
-    let client = Client::connect(
-        t.incoming,
-        t.outgoing,
-        ClientHandlers::new(),
-        ClientConfig::default(),
-    )
-    .await
-    .unwrap();
+    let (client, handle) = connect(url).await;
     let mut args = JsonObject::new();
     args.insert("message".into(), json!("hello"));
     let r = client.call_tool("chatty_echo", args).await.unwrap();

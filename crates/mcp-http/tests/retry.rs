@@ -16,7 +16,7 @@ use mcp_http::{HttpClientConfig, HttpConfig, StreamableHttp};
 use mcp_types::JsonObject;
 
 mod common;
-use common::{TOOLS, listen, server, until};
+use common::{TOOLS, connect_with, listen, server, until};
 
 /// Arguments for `echo`, a tool without annotations (not safe to repeat by default).
 fn echo_ok() -> JsonObject {
@@ -62,7 +62,6 @@ async fn setup() -> (Client, Arc<Faults>) {
             inject(f.clone(), req, next)
         }));
     let url = format!("{}/mcp", listen(app).await);
-    let t = mcp_http::client::connect(&url, HttpClientConfig::default()).unwrap();
     let config = ClientConfig {
         retry: RetryPolicy {
             max_attempts: 4,
@@ -71,9 +70,14 @@ async fn setup() -> (Client, Arc<Faults>) {
         },
         ..ClientConfig::default()
     };
-    let client = Client::connect(t.incoming, t.outgoing, ClientHandlers::new(), config)
-        .await
-        .unwrap();
+    let (client, _handle) = connect_with(
+        &url,
+        HttpClientConfig::default(),
+        ClientHandlers::new(),
+        config,
+    )
+    .await;
+    let client = client.unwrap();
     // `notifications/initialized` is POSTed in the background: arm faults only after it.
     until(10, || faults.posts.load(Ordering::SeqCst) >= 2).await;
     assert_eq!(faults.posts.load(Ordering::SeqCst), 2);

@@ -8,7 +8,8 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use mcp_http::{HttpConfig, ServeOptions, StreamableHttp};
+use mcp_client::{Client, ClientConfig, ClientHandlers, ConnectError};
+use mcp_http::{HttpClientConfig, HttpClientHandle, HttpConfig, ServeOptions, StreamableHttp};
 use mcp_server::{Ctx, Server, ServerBuilder};
 use mcp_types::LoggingLevel;
 use reqwest::StatusCode;
@@ -372,6 +373,31 @@ pub fn modern_post(
         r = r.header("mcp-name", n);
     }
     r
+}
+
+/// A client of `url` over the HTTP client transport once its handshake is done (or how the
+/// handshake failed), and the transport's handle.
+pub async fn connect_with(
+    url: &str,
+    http: HttpClientConfig,
+    handlers: ClientHandlers,
+    config: ClientConfig,
+) -> (Result<Client, ConnectError>, HttpClientHandle) {
+    let t = mcp_http::client::connect(url, http).unwrap();
+    let client = Client::connect(t.incoming, t.outgoing, handlers, config).await;
+    (client, t.handle)
+}
+
+/// A client of `url` with the default settings, and the transport's handle.
+pub async fn connect(url: &str) -> (Client, HttpClientHandle) {
+    let (client, handle) = connect_with(
+        url,
+        HttpClientConfig::default(),
+        ClientHandlers::new(),
+        ClientConfig::default(),
+    )
+    .await;
+    (client.unwrap(), handle)
 }
 
 /// Waits until `f` holds (checked every millisecond), at most `secs` seconds; whether it did.
