@@ -200,9 +200,9 @@ impl HttpSession {
         s
     }
 
-    /// POSTs a body in the session; the status and the messages of the answer.
-    pub async fn post(&self, body: &[u8]) -> (u16, Vec<Value>) {
-        let r = reqwest::Client::new()
+    /// A POST of `body` in the session, to send (and read as it streams).
+    pub fn request(&self, body: &[u8]) -> reqwest::RequestBuilder {
+        reqwest::Client::new()
             .post(&self.url)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
@@ -210,9 +210,11 @@ impl HttpSession {
             .header("mcp-protocol-version", &self.version)
             .body(body.to_vec())
             .timeout(Duration::from_secs(30))
-            .send()
-            .await
-            .unwrap();
+    }
+
+    /// POSTs a body in the session; the status and the messages of the answer.
+    pub async fn post(&self, body: &[u8]) -> (u16, Vec<Value>) {
+        let r = self.request(body).send().await.unwrap();
         let status = r.status().as_u16();
         let ct = r
             .headers()
