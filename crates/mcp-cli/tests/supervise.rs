@@ -17,9 +17,9 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::oneshot;
 
 mod common;
+use common::{first_progress, started};
 
 const MCP: &str = env!("CARGO_BIN_EXE_mcp");
 
@@ -81,30 +81,6 @@ fn supervised_mcp(heartbeat: Option<Heartbeat>) -> Supervised {
     )
 }
 
-/// Request options whose progress callback fires `started` at the first progress
-/// notification: the server is working on the request.
-fn signal_progress() -> (RequestOptions, oneshot::Receiver<()>) {
-    let (tx, rx) = oneshot::channel();
-    let tx = std::sync::Mutex::new(Some(tx));
-    let options = RequestOptions {
-        on_progress: Some(Arc::new(move |_| {
-            if let Some(tx) = tx.lock().unwrap().take() {
-                let _ = tx.send(());
-            }
-        })),
-        ..RequestOptions::default()
-    };
-    (options, rx)
-}
-
-/// Waits for the progress [`signal_progress`] watches for.
-async fn started(rx: oneshot::Receiver<()>) {
-    tokio::time::timeout(Duration::from_secs(20), rx)
-        .await
-        .expect("the server reported progress")
-        .expect("the call is still running");
-}
-
 #[tokio::test]
 async fn a_crashed_server_is_restarted_and_lost_requests_are_reported() {
     let sup = supervised_mcp(None);
@@ -112,7 +88,7 @@ async fn a_crashed_server_is_restarted_and_lost_requests_are_reported() {
     let pid = client.child_pid().await.unwrap();
     // A slow call is in flight (the server reported progress) when the server dies.
     let s2 = sup.clone();
-    let (options, progress) = signal_progress();
+    let (options, progress) = first_progress();
     let slow = tokio::spawn(async move {
         s2.call(|c| async move {
             let args = serde_json::from_value(json!({"steps": 50, "delay_ms": 100})).unwrap();
@@ -420,7 +396,7 @@ async fn graceful_client_shutdown_drains_in_flight_requests() {
     .await
     .unwrap();
     let peer = client.peer().clone();
-    let (options, progress) = signal_progress();
+    let (options, progress) = first_progress();
     let slow = tokio::spawn(async move {
         peer.request_raw(
             "tools/call",

@@ -235,6 +235,42 @@ impl HttpSession {
     }
 }
 
+/// Request options that report the first progress notification: once it has come, the
+/// server is working on the request.
+pub fn first_progress() -> (
+    mcp_client::RequestOptions,
+    tokio::sync::oneshot::Receiver<()>,
+) {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let tx = std::sync::Mutex::new(Some(tx));
+    let options = mcp_client::RequestOptions::default().on_progress(move |_| {
+        if let Some(tx) = tx.lock().unwrap().take() {
+            let _ = tx.send(());
+        }
+    });
+    (options, rx)
+}
+
+/// Waits (at most 20 s) for the progress that [`first_progress`] reports.
+pub async fn started(progress: tokio::sync::oneshot::Receiver<()>) {
+    tokio::time::timeout(Duration::from_secs(20), progress)
+        .await
+        .expect("the server reported progress")
+        .expect("the call is still running");
+}
+
+/// Drives `call` until it has reported progress, then drops it: the request is cancelled
+/// while it runs.
+pub async fn cancel_once_started<T: std::fmt::Debug>(
+    call: impl std::future::Future<Output = T>,
+    progress: tokio::sync::oneshot::Receiver<()>,
+) {
+    tokio::select! {
+        r = call => panic!("the call ended before it was cancelled: {r:?}"),
+        () = started(progress) => {}
+    }
+}
+
 /// The peak resident set size of a process, in KiB (`VmHWM` in /proc/PID/status).
 pub fn peak_rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();

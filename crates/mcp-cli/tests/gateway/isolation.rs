@@ -181,12 +181,13 @@ max_connections = 4
     let (_gateway, url) = serve_gateway(&config).await;
     let (ada, ada_seen) = listener(&url).await;
     let (_bob, bob_seen) = listener(&url).await;
-    let call = ada.call_tool("local__slow", args(json!({"steps": 100, "delay_ms": 50})));
-    assert!(
-        tokio::time::timeout(Duration::from_millis(400), call)
-            .await
-            .is_err()
+    let (options, progress) = common::first_progress();
+    let call = ada.call_tool_with(
+        "local__slow",
+        args(json!({"steps": 100, "delay_ms": 50})),
+        &options,
     );
+    common::cancel_once_started(call, progress).await;
     let deadline = Instant::now() + Duration::from_secs(10);
     while !ada_seen
         .lock()
@@ -228,21 +229,16 @@ max_connections = 1
     let (ada, ada_seen) = talker(&url, EraChoice::Legacy, "Ada").await;
     let (bob, bob_seen) = talker(&url, EraChoice::Legacy, "Bob").await;
     // Ada's slow call holds the connection from its first progress on.
-    let (started_tx, started) = tokio::sync::oneshot::channel();
-    let started_tx = std::sync::Mutex::new(Some(started_tx));
-    let options = RequestOptions::default().on_progress(move |_| {
-        if let Some(tx) = started_tx.lock().unwrap().take() {
-            let _ = tx.send(());
-        }
-    });
+    let (options, started) = common::first_progress();
     let slow = ada.call_tool_with(
         "local__slow",
         args(json!({"steps": 10, "delay_ms": 100})),
         &options,
     );
     let waiting = async {
-        started.await.unwrap();
-        // Bob waits for his turn, and gives up.
+        common::started(started).await;
+        // Bob waits for his turn, and gives up. (That his call does not run shows only as
+        // time passing: 300 ms, while Ada's call has about 900 ms to go.)
         let echo = bob.call_tool("local__echo", args(json!({"message": "bob"})));
         assert!(
             tokio::time::timeout(Duration::from_millis(300), echo)
