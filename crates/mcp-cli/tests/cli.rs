@@ -3,6 +3,8 @@
 
 use std::process::Command;
 
+mod common;
+
 const MCP: &str = env!("CARGO_BIN_EXE_mcp");
 
 fn mcp(args: &[&str]) -> (bool, String, String) {
@@ -27,21 +29,7 @@ fn tools_human_and_json() {
         .lines()
         .map(|l| l.split_whitespace().next().unwrap())
         .collect();
-    assert_eq!(
-        first,
-        [
-            "add",
-            "ask",
-            "converse",
-            "echo",
-            "fail",
-            "log",
-            "sample",
-            "slow",
-            "subscriptions",
-            "touch"
-        ]
-    );
+    assert_eq!(first, common::DEMO_TOOLS);
     assert!(out.contains("Echoes the message back"));
     let (ok, out, _) = mcp(&["tools", "--json", "--", MCP, "serve", "--stdio"]);
     assert!(ok);

@@ -15,10 +15,31 @@ pub struct Raw {
     lines: Lines<BufReader<ChildStdout>>,
 }
 
+/// The demo server's tools, sorted by name.
+pub const DEMO_TOOLS: [&str; 10] = [
+    "add",
+    "ask",
+    "converse",
+    "echo",
+    "fail",
+    "log",
+    "sample",
+    "slow",
+    "subscriptions",
+    "touch",
+];
+
 impl Raw {
+    /// `mcp serve --stdio`.
     pub fn spawn() -> Self {
+        Self::spawn_with(&[])
+    }
+
+    /// `mcp serve --stdio ARGS`.
+    pub fn spawn_with(args: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mcp"))
             .args(["serve", "--stdio"])
+            .args(args)
             .env("MCP_LOG", "off")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -71,6 +92,21 @@ impl Raw {
             }
             before.push(m);
         }
+    }
+
+    /// Receives until a message with `method` arrives.
+    pub async fn recv_method(&mut self, method: &str) -> Value {
+        loop {
+            let m = self.recv().await;
+            if m["method"] == method {
+                return m;
+            }
+        }
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> i32 {
+        i32::try_from(self.child.id().expect("running")).unwrap()
     }
 
     pub async fn request(&mut self, id: i64, method: &str, params: Value) -> Value {

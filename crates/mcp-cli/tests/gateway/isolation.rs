@@ -53,14 +53,7 @@ async fn talker(url: &str, era: EraChoice, me: &'static str) -> (Client, Seen) {
                 l.lock().unwrap().push(format!("log: {text}"));
             }
         });
-    let t = mcp_http::client::connect(url, HttpClientConfig::default()).unwrap();
-    let config = ClientConfig {
-        era,
-        ..ClientConfig::default()
-    };
-    let c = Client::connect(t.incoming, t.outgoing, handlers, config)
-        .await
-        .unwrap();
+    let (c, _handle) = connect(url, handlers, era).await;
     c.set_log_level(LoggingLevel::Debug).await.unwrap();
     (c, seen)
 }
@@ -155,10 +148,7 @@ async fn listener(url: &str) -> (Client, Seen) {
             sink.lock().unwrap().push(text);
         }
     });
-    let t = mcp_http::client::connect(url, HttpClientConfig::default()).unwrap();
-    let c = Client::connect(t.incoming, t.outgoing, handlers, ClientConfig::default())
-        .await
-        .unwrap();
+    let (c, _handle) = connect(url, handlers, EraChoice::Legacy).await;
     c.set_log_level(LoggingLevel::Debug).await.unwrap();
     (c, seen)
 }
