@@ -153,22 +153,32 @@ async fn listener(url: &str) -> (Client, Seen) {
     (c, seen)
 }
 
-/// A request cancelled by its client: what the upstream still says about it (here, the demo's
-/// "slow: cancelled after step N") goes to that client, never to the others.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cancelled_requests_last_words_stay_with_its_client() {
+/// A gateway to one local legacy `mcp serve --stdio` upstream with `max_connections`: its
+/// folder, its process and its URL.
+async fn local_gateway(
+    tag: &str,
+    max_connections: u32,
+) -> (std::path::PathBuf, tokio::process::Child, String) {
     let (dir, config) = config_file(
-        "mcp-gateway-cancelled",
+        tag,
         &format!(
             r#"[[upstream]]
 name = "local"
 command = ["{MCP}", "serve", "--stdio"]
 era = "legacy"
-max_connections = 4
+max_connections = {max_connections}
 "#
         ),
     );
-    let (_gateway, url) = serve_gateway(&config).await;
+    let (gateway, url) = serve_gateway(&config).await;
+    (dir, gateway, url)
+}
+
+/// A request cancelled by its client: what the upstream still says about it (here, the demo's
+/// "slow: cancelled after step N") goes to that client, never to the others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_requests_last_words_stay_with_its_client() {
+    let (dir, _gateway, url) = local_gateway("mcp-gateway-cancelled", 4).await;
     let (ada, ada_seen) = listener(&url).await;
     let (_bob, bob_seen) = listener(&url).await;
     let (options, progress) = common::first_progress();
@@ -204,18 +214,7 @@ max_connections = 4
 /// waiting for its turn can be cancelled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_connection_serves_requests_one_at_a_time() {
-    let (dir, config) = config_file(
-        "mcp-gateway-one",
-        &format!(
-            r#"[[upstream]]
-name = "local"
-command = ["{MCP}", "serve", "--stdio"]
-era = "legacy"
-max_connections = 1
-"#
-        ),
-    );
-    let (_gateway, url) = serve_gateway(&config).await;
+    let (dir, _gateway, url) = local_gateway("mcp-gateway-one", 1).await;
     let (ada, ada_seen) = talker(&url, EraChoice::Legacy, "Ada").await;
     let (bob, bob_seen) = talker(&url, EraChoice::Legacy, "Bob").await;
     // Ada's slow call holds the connection from its first progress on.
