@@ -583,7 +583,27 @@ async fn corpus_over_streamable_http() {
         &common::http_messages("application/json", body),
     );
     s.ping_ok("25").await;
-    // 20: duplicate in-flight id, sent once the first reported progress (it is running).
+    duplicate_in_flight_id(&s).await;
+
+    // 31: batches on 2025-03-26.
+    let old = Streamable::open(&format!("{}/mcp", server.base), "2025-03-26").await;
+    for (bytes, want) in batch_cases() {
+        let (status, replies) = old.post(bytes.as_bytes()).await;
+        check_batch(&bytes, &want, &replies);
+        let expected = match want {
+            BatchWant::Nothing => 202,
+            BatchWant::One(_) => 400,
+            BatchWant::Array(_) => 200,
+        };
+        assert_eq!(status, expected, "{bytes:.60}");
+        old.ping_ok("batch").await;
+    }
+    http_only_cases(&server.base, &s).await;
+}
+
+/// §3c 20: a request reusing the id of one in flight (sent once that one has reported
+/// progress, so surely running) is refused; the first still gets its answer.
+async fn duplicate_in_flight_id(s: &Streamable) {
     let slow = br#"{"jsonrpc":"2.0","id":52,"method":"tools/call","params":{"name":"slow","arguments":{"steps":3,"delay_ms":300},"_meta":{"progressToken":"p52"}}}"#;
     let mut first = s.request(slow).send().await.unwrap();
     assert_eq!(first.headers()["content-type"], "text/event-stream");
@@ -604,21 +624,6 @@ async fn corpus_over_streamable_http() {
     let first = common::http_messages("text/event-stream", &body);
     let answer = first.iter().find(|m| m["id"] == 52).unwrap();
     assert_eq!(answer["result"]["content"][0]["text"], "done after 3 steps");
-
-    // 31: batches on 2025-03-26.
-    let old = Streamable::open(&format!("{}/mcp", server.base), "2025-03-26").await;
-    for (bytes, want) in batch_cases() {
-        let (status, replies) = old.post(bytes.as_bytes()).await;
-        check_batch(&bytes, &want, &replies);
-        let expected = match want {
-            BatchWant::Nothing => 202,
-            BatchWant::One(_) => 400,
-            BatchWant::Array(_) => 200,
-        };
-        assert_eq!(status, expected, "{bytes:.60}");
-        old.ping_ok("batch").await;
-    }
-    http_only_cases(&server.base, &s).await;
 }
 
 /// §3c 17 and 32-39: what only HTTP has.

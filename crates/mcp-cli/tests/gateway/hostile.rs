@@ -74,6 +74,25 @@ fn unsent(gateway_port: u16, client_port: u16) -> Option<u64> {
     })
 }
 
+/// Waits until the gateway's send buffer to the client is full: over 1 MiB waits there, and
+/// no more has been taken for 100 ms (the gateway's writes to that client block).
+async fn send_buffer_full(gateway_port: u16, client_port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (mut last, mut still) = (0, 0);
+    while still < 10 {
+        let queued = unsent(gateway_port, client_port).expect("the client's connection");
+        (last, still) = match queued {
+            q if q > 1 << 20 && q == last => (q, still + 1),
+            q => (q, 0),
+        };
+        assert!(
+            Instant::now() < deadline,
+            "the gateway's send buffer never filled: {last}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_stops_reading_holds_up_nobody() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -128,22 +147,7 @@ async fn a_client_that_stops_reading_holds_up_nobody() {
     // Its call: 3,000 log messages of 8 KiB, far more than its buffers hold.
     let flood = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"demo__log","arguments":{"message":"x".repeat(8192),"repeat":3000}}});
     assert!(post(flood).await.unwrap().status().is_success());
-    // The flood has filled the gateway's send buffer to the stuck client: over 1 MiB
-    // waits there, and no more has been taken for 100 ms (its writes to that client block).
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let (mut last, mut still) = (0, 0);
-    while still < 10 {
-        let queued = unsent(gateway_port, stuck_port).expect("the stuck connection");
-        (last, still) = match queued {
-            q if q > 1 << 20 && q == last => (q, still + 1),
-            q => (q, 0),
-        };
-        assert!(
-            Instant::now() < deadline,
-            "the gateway's send buffer never filled: {last}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    send_buffer_full(gateway_port, stuck_port).await;
     // Another client calls through the same upstream meanwhile.
     let other = client(&url, EraChoice::Legacy).await;
     let started = Instant::now();
