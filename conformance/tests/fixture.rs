@@ -118,6 +118,7 @@ async fn tools_return_exactly_what_the_suite_expects() {
         json!({"name":"John Doe","age":30,"score":95.5,"status":"active","verified":true})
     );
     let tools = c.list_tools().await.unwrap();
+    assert!(!tools.is_empty());
     assert!(tools.iter().all(|t| t.description.is_some()));
     let schema = &tools
         .iter()
@@ -193,5 +194,6 @@ async fn resources_and_prompts_are_exact() {
         .unwrap();
     assert!(matches!(p.messages[0].content, Content::Image(_)));
     let prompts = c.list_prompts(None).await.unwrap();
+    assert!(!prompts.prompts.is_empty());
     assert!(prompts.prompts.iter().all(|p| p.description.is_some()));
 }

@@ -3,6 +3,8 @@
 
 use std::process::Command;
 
+mod common;
+
 const MCP: &str = env!("CARGO_BIN_EXE_mcp");
 
 fn mcp(args: &[&str]) -> (bool, String, String) {
@@ -19,29 +21,18 @@ fn mcp(args: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// The first word of every line.
+fn first_words(out: &str) -> Vec<&str> {
+    out.lines()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect()
+}
+
 #[test]
 fn tools_human_and_json() {
     let (ok, out, _) = mcp(&["tools", "--", MCP, "serve", "--stdio"]);
     assert!(ok);
-    let first: Vec<&str> = out
-        .lines()
-        .map(|l| l.split_whitespace().next().unwrap())
-        .collect();
-    assert_eq!(
-        first,
-        [
-            "add",
-            "ask",
-            "converse",
-            "echo",
-            "fail",
-            "log",
-            "sample",
-            "slow",
-            "subscriptions",
-            "touch"
-        ]
-    );
+    assert_eq!(first_words(&out), common::DEMO_TOOLS);
     assert!(out.contains("Echoes the message back"));
     let (ok, out, _) = mcp(&["tools", "--json", "--", MCP, "serve", "--stdio"]);
     assert!(ok);
@@ -116,10 +107,7 @@ fn call_outputs_and_errors() {
 fn resources_read_prompts_prompt_ping() {
     let (ok, out, _) = mcp(&["resources", "--", MCP, "serve", "--stdio"]);
     assert!(ok);
-    let uris: Vec<&str> = out
-        .lines()
-        .map(|l| l.split_whitespace().next().unwrap())
-        .collect();
+    let uris = first_words(&out);
     assert_eq!(
         uris,
         [

@@ -583,20 +583,7 @@ async fn corpus_over_streamable_http() {
         &common::http_messages("application/json", body),
     );
     s.ping_ok("25").await;
-    // 20: duplicate in-flight id.
-    let slow = br#"{"jsonrpc":"2.0","id":52,"method":"tools/call","params":{"name":"slow","arguments":{"steps":1,"delay_ms":400}}}"#;
-    let first = {
-        let s2 = s.clone();
-        tokio::spawn(async move { s2.post(slow).await })
-    };
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let (_, dup) = s
-        .post(br#"{"jsonrpc":"2.0","id":52,"method":"ping"}"#)
-        .await;
-    assert_eq!(dup[0]["error"]["code"], -32600, "{dup:?}");
-    let (_, first) = first.await.unwrap();
-    let answer = first.iter().find(|m| m["id"] == 52).unwrap();
-    assert_eq!(answer["result"]["content"][0]["text"], "done after 1 steps");
+    duplicate_in_flight_id(&s).await;
 
     // 31: batches on 2025-03-26.
     let old = Streamable::open(&format!("{}/mcp", server.base), "2025-03-26").await;
@@ -612,6 +599,31 @@ async fn corpus_over_streamable_http() {
         old.ping_ok("batch").await;
     }
     http_only_cases(&server.base, &s).await;
+}
+
+/// §3c 20: a request reusing the id of one in flight (sent once that one has reported
+/// progress, so surely running) is refused; the first still gets its answer.
+async fn duplicate_in_flight_id(s: &Streamable) {
+    let slow = br#"{"jsonrpc":"2.0","id":52,"method":"tools/call","params":{"name":"slow","arguments":{"steps":3,"delay_ms":300},"_meta":{"progressToken":"p52"}}}"#;
+    let mut first = s.request(slow).send().await.unwrap();
+    assert_eq!(first.headers()["content-type"], "text/event-stream");
+    let mut body = String::new();
+    while !body.contains("notifications/progress") {
+        let chunk = first
+            .chunk()
+            .await
+            .unwrap()
+            .expect("progress before the end");
+        body.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let (_, dup) = s
+        .post(br#"{"jsonrpc":"2.0","id":52,"method":"ping"}"#)
+        .await;
+    assert_eq!(dup[0]["error"]["code"], -32600, "{dup:?}");
+    body.push_str(&first.text().await.unwrap());
+    let first = common::http_messages("text/event-stream", &body);
+    let answer = first.iter().find(|m| m["id"] == 52).unwrap();
+    assert_eq!(answer["result"]["content"][0]["text"], "done after 3 steps");
 }
 
 /// §3c 17 and 32-39: what only HTTP has.

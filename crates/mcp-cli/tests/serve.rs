@@ -4,17 +4,13 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::time::Duration;
 
-use common::serve_http;
+use common::{Raw, serve_http};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use serde_json::json;
 use tokio::process::Command;
-
-const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
 /// The status of a POST of `body_len` bytes to a fresh session's endpoint.
 async fn post_status(url: &str, body_len: usize) -> u16 {
@@ -74,94 +70,18 @@ async fn limits_come_from_flags_and_the_config_file() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("max_sesions"));
     let _ = std::fs::remove_dir_all(&dir);
-    let _ = INIT;
-}
-
-struct Stdio_ {
-    child: tokio::process::Child,
-    stdin: tokio::process::ChildStdin,
-    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
-}
-
-impl Stdio_ {
-    fn spawn(args: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mcp"))
-            .arg("serve")
-            .arg("--stdio")
-            .args(args)
-            .env("MCP_LOG", "off")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        Self {
-            child,
-            stdin,
-            lines,
-        }
-    }
-
-    async fn send(&mut self, v: &Value) {
-        self.stdin
-            .write_all(format!("{v}\n").as_bytes())
-            .await
-            .unwrap();
-    }
-
-    async fn recv_id(&mut self, id: i64) -> Value {
-        loop {
-            let line = tokio::time::timeout(Duration::from_secs(20), self.lines.next_line())
-                .await
-                .expect("an answer")
-                .unwrap()
-                .expect("stdout open");
-            let v: Value = serde_json::from_str(&line).unwrap();
-            if v["id"] == id && v.get("method").is_none() {
-                return v;
-            }
-        }
-    }
-
-    async fn recv_method(&mut self, method: &str) -> Value {
-        loop {
-            let line = tokio::time::timeout(Duration::from_secs(20), self.lines.next_line())
-                .await
-                .expect("a message")
-                .unwrap()
-                .expect("stdout open");
-            let v: Value = serde_json::from_str(&line).unwrap();
-            if v["method"] == method {
-                return v;
-            }
-        }
-    }
-
-    async fn initialize(&mut self) {
-        self.send(&serde_json::from_str(INIT).unwrap()).await;
-        self.recv_id(0).await;
-        self.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
-            .await;
-    }
-
-    fn pid(&self) -> i32 {
-        i32::try_from(self.child.id().unwrap()).unwrap()
-    }
 }
 
 #[tokio::test]
 async fn sigterm_on_stdio_answers_what_is_in_flight_then_exits() {
-    let mut s = Stdio_::spawn(&[]);
-    s.initialize().await;
-    s.send(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"steps":3,"delay_ms":200},"_meta":{"progressToken":"p"}}}))
+    let mut s = Raw::spawn();
+    s.initialize("2025-11-25").await;
+    s.send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"steps":3,"delay_ms":200},"_meta":{"progressToken":"p"}}}))
         .await;
     // The call is running once its first progress arrives.
     s.recv_method("notifications/progress").await;
     kill(Pid::from_raw(s.pid()), Signal::SIGTERM).unwrap();
-    let answer = s.recv_id(1).await;
+    let (answer, _) = s.recv_id(json!(1)).await;
     assert_eq!(answer["result"]["content"][0]["text"], "done after 3 steps");
     let status = tokio::time::timeout(Duration::from_secs(10), s.child.wait())
         .await
@@ -200,8 +120,8 @@ async fn sigterm_on_a_stdio_gateway_stops_its_upstream_children() {
         ),
     )
     .unwrap();
-    let mut s = Stdio_::spawn(&["--config", cfg.to_str().unwrap()]);
-    s.initialize().await;
+    let mut s = Raw::spawn_with(&["--config", cfg.to_str().unwrap()]);
+    s.initialize("2025-11-25").await;
     let upstream = tokio::time::timeout(Duration::from_secs(10), async {
         loop {
             if let Some(c) = children(s.pid()).first() {
@@ -236,32 +156,25 @@ async fn sigterm_on_a_stdio_gateway_stops_its_upstream_children() {
 
 #[tokio::test]
 async fn max_line_on_stdio_drops_a_longer_line_and_goes_on() {
-    let mut s = Stdio_::spawn(&["--max-line", "1KiB"]);
-    s.initialize().await;
+    let mut s = Raw::spawn_with(&["--max-line", "1KiB"]);
+    s.initialize("2025-11-25").await;
     let long = "x".repeat(2048);
-    s.send(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":long}}}))
+    s.send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":long}}}))
         .await;
-    s.send(&json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"short"}}}))
+    s.send(json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"short"}}}))
         .await;
     // The oversized line has no answer; the next one is read and answered.
-    let answer = loop {
-        let line = tokio::time::timeout(Duration::from_secs(20), s.lines.next_line())
-            .await
-            .expect("an answer")
-            .unwrap()
-            .expect("stdout open");
-        let v: Value = serde_json::from_str(&line).unwrap();
-        assert_ne!(v["id"], 1, "the oversized line was answered: {line:.200}");
-        if v["id"] == 2 {
-            break v;
-        }
-    };
+    let (answer, before) = s.recv_id(json!(2)).await;
+    assert!(
+        before.iter().all(|m| m["id"] != 1),
+        "the oversized line was answered"
+    );
     assert_eq!(answer["result"]["content"][0]["text"], "short");
     // Without the flag the default limit (4 MiB) lets the same line through.
-    let mut d = Stdio_::spawn(&[]);
-    d.initialize().await;
-    d.send(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":long}}}))
+    let mut d = Raw::spawn();
+    d.initialize("2025-11-25").await;
+    d.send(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":long}}}))
         .await;
-    let answer = d.recv_id(1).await;
+    let (answer, _) = d.recv_id(json!(1)).await;
     assert_eq!(answer["result"]["content"][0]["text"], long);
 }

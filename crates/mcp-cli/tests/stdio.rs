@@ -42,21 +42,7 @@ async fn lifecycle_and_negotiation() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        names,
-        [
-            "add",
-            "ask",
-            "converse",
-            "echo",
-            "fail",
-            "log",
-            "sample",
-            "slow",
-            "subscriptions",
-            "touch"
-        ]
-    );
+    assert_eq!(names, common::DEMO_TOOLS);
     s.close().await;
 }
 

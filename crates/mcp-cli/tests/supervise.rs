@@ -3,8 +3,9 @@
 //! real child processes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use mcp_client::{
@@ -12,11 +13,13 @@ use mcp_client::{
     Status, Supervised, SupervisorConfig, SupervisorError,
 };
 use mcp_transport::{ChildConfig, ChildProcess, Exit};
-use nix::sys::signal::{Signal, kill};
+use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
-use serde_json::json;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 mod common;
+use common::{first_progress, started};
 
 const MCP: &str = env!("CARGO_BIN_EXE_mcp");
 
@@ -63,33 +66,37 @@ fn generation(s: &Status) -> u64 {
     }
 }
 
-#[tokio::test]
-async fn a_crashed_server_is_restarted_and_lost_requests_are_reported() {
-    let sup = Supervised::spawn(
+/// `mcp serve --stdio` under a supervisor with a fast backoff and `heartbeat`.
+fn supervised_mcp(heartbeat: Option<Heartbeat>) -> Supervised {
+    Supervised::spawn(
         MCP,
         vec!["serve".into(), "--stdio".into()],
         ClientHandlers::new(),
         quick_child(),
         SupervisorConfig {
             backoff: fast_backoff(),
+            heartbeat,
             ..SupervisorConfig::default()
         },
-    );
+    )
+}
+
+#[tokio::test]
+async fn a_crashed_server_is_restarted_and_lost_requests_are_reported() {
+    let sup = supervised_mcp(None);
     let client = sup.client().await.unwrap();
     let pid = client.child_pid().await.unwrap();
-    // A slow call is in flight when the server dies.
+    // A slow call is in flight (the server reported progress) when the server dies.
     let s2 = sup.clone();
+    let (options, progress) = first_progress();
     let slow = tokio::spawn(async move {
         s2.call(|c| async move {
-            c.call_tool(
-                "slow",
-                serde_json::from_value(json!({"steps": 50, "delay_ms": 100})).unwrap(),
-            )
-            .await
+            let args = serde_json::from_value(json!({"steps": 50, "delay_ms": 100})).unwrap();
+            c.call_tool_with("slow", args, &options).await
         })
         .await
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    started(progress).await;
     kill(Pid::from_raw(i32::try_from(pid).unwrap()), Signal::SIGKILL).unwrap();
     let lost = tokio::time::timeout(Duration::from_secs(10), slow)
         .await
@@ -154,8 +161,14 @@ async fn a_crash_loop_is_detected_instead_of_spinning() {
     let e = sup.client().await.unwrap_err();
     assert!(matches!(e, SupervisorError::CrashLoop { .. }), "{e:?}");
     assert!(e.to_string().contains("crash loop"), "{e}");
-    // No spinning during the cooldown. (Proving that nothing happens takes waiting: half a
-    // second is five times the backoff, so a spinning supervisor would have retried.)
+    // No spinning during the cooldown: the next attempt is set 30 s out, and none is made
+    // meanwhile. (An attempt not made leaves nothing to wait for: 500 ms are 25 of the
+    // backoff's base delays, time for many attempts if it spun.)
+    let Status::CrashLoop { until, .. } = sup.status() else {
+        panic!("{:?}", sup.status())
+    };
+    let wait = until.saturating_duration_since(tokio::time::Instant::now());
+    assert!(wait > Duration::from_secs(25), "next attempt in {wait:?}");
     let before = attempts.load(Ordering::SeqCst);
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(attempts.load(Ordering::SeqCst), before);
@@ -163,9 +176,97 @@ async fn a_crash_loop_is_detected_instead_of_spinning() {
     sup.stop().await;
 }
 
+/// A TCP proxy on 127.0.0.1 to `upstream` that counts what passes: the occurrences of `up`
+/// in the client's bytes and of `down` in the server's, each counted before it is forwarded.
+struct CountingProxy {
+    addr: SocketAddr,
+    up: Arc<AtomicUsize>,
+    down: Arc<AtomicUsize>,
+}
+
+impl CountingProxy {
+    async fn start(upstream: SocketAddr, up: &'static [u8], down: &'static [u8]) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (ups, downs) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (u, d) = (ups.clone(), downs.clone());
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(server) = tokio::net::TcpStream::connect(upstream).await else {
+                    continue;
+                };
+                let (cr, cw) = client.into_split();
+                let (sr, sw) = server.into_split();
+                tokio::spawn(pump(cr, sw, up, u.clone()));
+                tokio::spawn(pump(sr, cw, down, d.clone()));
+            }
+        });
+        CountingProxy {
+            addr,
+            up: ups,
+            down: downs,
+        }
+    }
+
+    fn counts(&self) -> (usize, usize) {
+        (
+            self.up.load(Ordering::SeqCst),
+            self.down.load(Ordering::SeqCst),
+        )
+    }
+}
+
+/// Copies `from` to `to`, counting the occurrences of `token` (also across reads).
+async fn pump(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    token: &'static [u8],
+    count: Arc<AtomicUsize>,
+) {
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut seen = Vec::new();
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        seen.extend_from_slice(&buf[..n]);
+        let found = seen.windows(token.len()).filter(|w| *w == token).count();
+        count.fetch_add(found, Ordering::SeqCst);
+        // Keep what could be the start of a token cut by this read.
+        seen.drain(..seen.len() - seen.len().min(token.len() - 1));
+        if to.write_all(&buf[..n]).await.is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown().await;
+}
+
+/// Waits until `f` holds, polling every 10 ms for at most 20 s; whether it did.
+async fn until(f: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !f() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    true
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn heartbeats_keep_a_2026_http_server_up() {
     let (_server, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    // Between client and server, a proxy counts the heartbeats (a 2026-07-28 server has no
+    // `ping`: they are `server/discover`) and their answers.
+    let upstream = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let proxy = CountingProxy::start(
+        upstream.parse().unwrap(),
+        br#""method":"server/discover""#,
+        br#""supportedVersions""#,
+    )
+    .await;
+    let url = format!("http://{}/mcp", proxy.addr);
     let connector: mcp_client::supervisor::Connector = Arc::new(move || {
         let url = url.clone();
         Box::pin(async move {
@@ -192,26 +293,62 @@ async fn heartbeats_keep_a_2026_http_server_up() {
         },
     );
     assert!(sup.client().await.unwrap().is_modern());
-    // Ten heartbeats sent and answered (a 2026-07-28 server has no `ping`: server/discover),
-    // and no restart meanwhile.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while sup.heartbeats_answered() < 10 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(
-        sup.heartbeats_answered() >= 10,
-        "only {} heartbeats answered",
-        sup.heartbeats_answered()
-    );
+    // Ten heartbeats sent and answered after the connection was made.
+    let (sent, answered) = proxy.counts();
+    let ten = until(|| {
+        let (s, a) = proxy.counts();
+        s >= sent + 10 && a >= answered + 10
+    })
+    .await;
+    assert!(ten, "heartbeats (sent, answered): {:?}", proxy.counts());
     assert_eq!(generation(&sup.status()), 1, "{:?}", sup.status());
     sup.stop().await;
 }
 
+/// `mcp serve --stdio` behind `tee`s that log what goes in and out, in its own process group
+/// (the shell's): `sh -c 'tee IN | mcp serve --stdio | tee OUT'`.
+fn logged_mcp(dir: &std::path::Path) -> Vec<String> {
+    let script = r#"tee -a "$1" | "$2" serve --stdio | tee -a "$3""#;
+    let (input, output) = (dir.join("in.log"), dir.join("out.log"));
+    [
+        "-c",
+        script,
+        "sh",
+        input.to_str().unwrap(),
+        MCP,
+        output.to_str().unwrap(),
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+/// The ids of the logged `ping` requests that the logged answers answered.
+fn pings_answered(dir: &std::path::Path) -> usize {
+    let messages = |file: &str| -> Vec<Value> {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    let answers: Vec<Value> = messages("out.log")
+        .into_iter()
+        .filter(|m| m.get("result").is_some())
+        .map(|m| m["id"].clone())
+        .collect();
+    messages("in.log")
+        .iter()
+        .filter(|m| m["method"] == "ping" && answers.contains(&m["id"]))
+        .count()
+}
+
 #[tokio::test]
 async fn missed_heartbeats_restart_a_hung_server() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("hung-server-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
     let sup = Supervised::spawn(
-        MCP,
-        vec!["serve".into(), "--stdio".into()],
+        "sh",
+        logged_mcp(&dir),
         ClientHandlers::new(),
         quick_child(),
         SupervisorConfig {
@@ -226,15 +363,13 @@ async fn missed_heartbeats_restart_a_hung_server() {
     );
     let client = sup.client().await.unwrap();
     let pid = i32::try_from(client.child_pid().await.unwrap()).unwrap();
-    // Alive and answering: heartbeats are answered, and keep it up.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while sup.heartbeats_answered() < 3 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(sup.heartbeats_answered() >= 3, "heartbeats are answered");
+    // Alive and answering: heartbeats (pings, seen going in and answered coming out) keep
+    // it up.
+    let answered = until(|| pings_answered(&dir) >= 3).await;
+    assert!(answered, "{} heartbeats answered", pings_answered(&dir));
     assert_eq!(generation(&sup.status()), 1);
     // Hung (stopped, not dead): only the heartbeat can tell.
-    kill(Pid::from_raw(pid), Signal::SIGSTOP).unwrap();
+    killpg(Pid::from_raw(pid), Signal::SIGSTOP).unwrap();
     let up = wait_for(&sup, |s| generation(s) == 2).await;
     let Status::Up { client, .. } = up else {
         unreachable!()
@@ -247,6 +382,7 @@ async fn missed_heartbeats_restart_a_hung_server() {
     assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists());
     sup.call(|c| async move { c.ping().await }).await.unwrap();
     sup.stop().await;
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
@@ -260,15 +396,17 @@ async fn graceful_client_shutdown_drains_in_flight_requests() {
     .await
     .unwrap();
     let peer = client.peer().clone();
+    let (options, progress) = first_progress();
     let slow = tokio::spawn(async move {
         peer.request_raw(
             "tools/call",
             json!({"name":"slow","arguments":{"steps":3,"delay_ms":100}}),
-            &RequestOptions::default(),
+            &options,
         )
         .await
     });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // In flight: the server has done its first step.
+    started(progress).await;
     let late_peer = client.peer().clone();
     let exit = client.shutdown(Duration::from_secs(5)).await;
     let r = slow

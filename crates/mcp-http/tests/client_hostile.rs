@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::Request;
 use axum::http::{HeaderMap, StatusCode};
@@ -15,9 +15,14 @@ use mcp_http::HttpClientConfig;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+mod common;
+use common::{connect_with, listen, until};
+
 /// What a fake server saw of one request.
 #[derive(Debug, Clone)]
 struct Seen {
+    /// When it arrived.
+    at: Instant,
     method: String,
     path: String,
     headers: HeaderMap,
@@ -49,6 +54,7 @@ where
                 .await
                 .unwrap_or_default();
             let seen = Seen {
+                at: Instant::now(),
                 method: parts.method.to_string(),
                 path: parts.uri.to_string(),
                 headers: parts.headers,
@@ -58,10 +64,7 @@ where
             answer(&seen)
         }
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { mcp_http::serve_router(listener, app).await });
-    (base, log)
+    (listen(app).await, log)
 }
 
 /// The answer to `initialize`: tools declared, a session id, the version asked for.
@@ -137,7 +140,9 @@ impl Recorder {
         format!("http://{}{path}", self.addr)
     }
 
-    /// Waits a little for stragglers, then asserts that nothing at all arrived.
+    /// Asserts that nothing at all arrived. A connection never made leaves no sign to wait
+    /// for: callers have already seen the client refuse (an error, or the session closed), so
+    /// a request that went there anyway would be under way; 200 ms are for such a straggler.
     async fn assert_untouched(&self) {
         tokio::time::sleep(Duration::from_millis(200)).await;
         let seen = self.seen.lock().unwrap().clone();
@@ -159,28 +164,27 @@ fn secrets() -> HttpClientConfig {
     }
 }
 
-/// Connects and performs the handshake; `None` if it hangs.
-async fn connect(url: &str, http: HttpClientConfig) -> Option<Result<Client, ConnectError>> {
-    let t = mcp_http::client::connect(url, http).unwrap();
-    let handshake = Client::connect(
-        t.incoming,
-        t.outgoing,
-        ClientHandlers::new(),
-        ClientConfig::default(),
-    );
+/// Connects and performs the handshake with `config`; `None` if it hangs.
+async fn handshake_with(
+    url: &str,
+    http: HttpClientConfig,
+    config: ClientConfig,
+) -> Option<Result<Client, ConnectError>> {
+    let handshake = connect_with(url, http, ClientHandlers::new(), config);
     tokio::time::timeout(Duration::from_secs(20), handshake)
         .await
         .ok()
+        .map(|(client, _handle)| client)
 }
 
+/// [`handshake_with`] the default client settings.
+async fn handshake(url: &str, http: HttpClientConfig) -> Option<Result<Client, ConnectError>> {
+    handshake_with(url, http, ClientConfig::default()).await
+}
+
+/// Waits until the server has seen a request like `what`.
 async fn wait_for(log: &Log, what: impl Fn(&Seen) -> bool) -> bool {
-    for _ in 0..250 {
-        if log.lock().unwrap().iter().any(&what) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    false
+    until(5, || log.lock().unwrap().iter().any(&what)).await
 }
 
 #[tokio::test]
@@ -194,16 +198,14 @@ async fn no_request_follows_a_redirect_to_another_origin() {
         _ => redirect_to(target.clone()),
     })
     .await;
-    let t = mcp_http::client::connect(&format!("{base}/mcp"), secrets()).unwrap();
-    let handle = t.handle.clone();
-    let client = Client::connect(
-        t.incoming,
-        t.outgoing,
+    let (client, handle) = connect_with(
+        &format!("{base}/mcp"),
+        secrets(),
         ClientHandlers::new(),
         ClientConfig::default(),
     )
-    .await
-    .unwrap();
+    .await;
+    let client = client.unwrap();
     assert_eq!(handle.session_id().as_deref(), Some("session-1"));
     // A request (POST with a session id and a body).
     let listed = tokio::time::timeout(Duration::from_secs(5), client.list_tools()).await;
@@ -228,17 +230,15 @@ async fn modern_requests_follow_no_redirect_to_another_origin() {
     let other = Recorder::start().await;
     let target = other.url("/mcp");
     let (base, log) = fake(move |_| redirect_to(target.clone())).await;
-    let t = mcp_http::client::connect(&format!("{base}/mcp"), secrets()).unwrap();
     let config = ClientConfig {
         era: mcp_client::EraChoice::Modern,
         ..ClientConfig::default()
     };
-    let handshake = Client::connect(t.incoming, t.outgoing, ClientHandlers::new(), config);
-    let client = tokio::time::timeout(Duration::from_secs(20), handshake).await;
+    let client = handshake_with(&format!("{base}/mcp"), secrets(), config).await;
     other.assert_untouched().await;
     let seen = log.lock().unwrap().clone();
     assert_eq!(seen[0].headers["mcp-method"], "server/discover", "{seen:?}");
-    let Ok(Err(ConnectError::Initialize(CallError::Transport(e)))) = client else {
+    let Some(Err(ConnectError::Initialize(CallError::Transport(e)))) = client else {
         panic!("connected through a redirect, or hung")
     };
     assert_eq!(e.status(), Some(307));
@@ -254,7 +254,7 @@ async fn the_legacy_stream_follows_no_redirect_to_another_origin() {
         _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
     })
     .await;
-    let client = connect(&format!("{base}/sse"), secrets()).await;
+    let client = handshake(&format!("{base}/sse"), secrets()).await;
     assert!(log.lock().unwrap().iter().any(|s| s.method == "GET"));
     other.assert_untouched().await;
     let Some(Err(ConnectError::Initialize(CallError::Transport(e)))) = client else {
@@ -286,7 +286,7 @@ async fn legacy_posts_follow_no_redirect_to_another_origin() {
         },
     )
     .await;
-    let client = connect(&format!("{base}/sse"), secrets()).await;
+    let client = handshake(&format!("{base}/sse"), secrets()).await;
     other.assert_untouched().await;
     let Some(Err(ConnectError::Initialize(CallError::Transport(e)))) = client else {
         panic!("connected through a redirect, or hung")
@@ -310,7 +310,7 @@ async fn redirects_within_the_origin_keep_headers_and_body() {
         },
     )
     .await;
-    let client = connect(&format!("{base}/old"), secrets())
+    let client = handshake(&format!("{base}/old"), secrets())
         .await
         .unwrap()
         .unwrap();
@@ -373,7 +373,7 @@ async fn a_legacy_endpoint_on_another_origin_is_refused() {
         format!(" http://{b}/message"),
     ] {
         let base = legacy_announcing(endpoint.clone()).await;
-        let client = connect(&format!("{base}/sse"), secrets()).await;
+        let client = handshake(&format!("{base}/sse"), secrets()).await;
         let Some(Err(ConnectError::Initialize(CallError::Transport(e)))) = client else {
             panic!("{endpoint:?}: connected, or hung")
         };
@@ -385,7 +385,7 @@ async fn a_legacy_endpoint_on_another_origin_is_refused() {
     // A relative endpoint resolves against the URL, as a browser would: against a URL without
     // a path, `127.0.0.1:PORT/message` is the path `/127.0.0.1:PORT/message` on the same server.
     let base = legacy_announcing(format!("{b}/message")).await;
-    let client = connect(&base, secrets()).await;
+    let client = handshake(&base, secrets()).await;
     other.assert_untouched().await;
     assert!(
         matches!(client, Some(Err(_))),
@@ -411,33 +411,36 @@ async fn retry_zero_server() -> (String, Log) {
     .await
 }
 
-/// GETs the server receives in one second once the first one has arrived.
-async fn gets_in_a_second(log: &Log) -> usize {
-    let gets = || {
-        log.lock()
-            .unwrap()
-            .iter()
+/// The time between the first GET the server receives and the `n`th after it (waiting up to
+/// 20 s for them): at least `n` reconnection delays.
+async fn time_for_gets(log: &Log, n: usize) -> Duration {
+    let gets = || -> Vec<Instant> {
+        let log = log.lock().unwrap();
+        log.iter()
             .filter(|s| s.method == "GET")
-            .count()
+            .map(|s| s.at)
+            .collect()
     };
-    assert!(wait_for(log, |s| s.method == "GET").await, "no GET");
-    let before = gets();
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    gets() - before
+    let reopened = until(20, || gets().len() > n).await;
+    let at = gets();
+    assert!(reopened, "the stream is still reopened: {} GETs", at.len());
+    at[n] - at[0]
 }
 
 #[tokio::test]
 async fn retry_zero_does_not_make_the_standalone_stream_spin() {
     let (base, log) = retry_zero_server().await;
-    let _client = connect(&format!("{base}/mcp"), HttpClientConfig::default())
+    let _client = handshake(&format!("{base}/mcp"), HttpClientConfig::default())
         .await
         .unwrap()
         .unwrap();
     let floor = HttpClientConfig::default().min_reconnect_delay;
     assert_eq!(floor, Duration::from_millis(100));
-    let n = gets_in_a_second(&log).await;
-    assert!(n <= 12, "{n} GETs in 1 s with a {floor:?} floor");
-    assert!(n >= 2, "the stream is still reopened: {n}");
+    let spent = time_for_gets(&log, 5).await;
+    assert!(
+        spent >= 5 * floor,
+        "5 reopened GETs in {spent:?} with a {floor:?} floor"
+    );
 }
 
 #[tokio::test]
@@ -447,16 +450,18 @@ async fn retry_zero_does_not_make_resumption_spin() {
         standalone_stream: false,
         ..HttpClientConfig::default()
     };
-    let client = connect(&format!("{base}/mcp"), http)
+    let client = handshake(&format!("{base}/mcp"), http)
         .await
         .unwrap()
         .unwrap();
     // The answer never comes: the call keeps resuming its stream until it is dropped.
     let call = tokio::spawn(async move { client.list_tools().await });
-    let n = gets_in_a_second(&log).await;
+    let spent = time_for_gets(&log, 5).await;
     call.abort();
-    assert!(n <= 12, "{n} resumption GETs in 1 s with a 100 ms floor");
-    assert!(n >= 2, "the answer is still resumed: {n}");
+    assert!(
+        spent >= 5 * Duration::from_millis(100),
+        "5 resumption GETs in {spent:?} with a 100 ms floor"
+    );
 }
 
 /// A server whose `tools/list` pages are all empty, each with a `nextCursor` from `cursor`.
@@ -484,10 +489,9 @@ fn pages_asked(log: &Log) -> usize {
         .count()
 }
 
-#[tokio::test]
-async fn list_tools_stops_on_a_repeated_cursor() {
-    let (base, log) = endless_pages(|_| "again".to_owned()).await;
-    let client = connect(&format!("{base}/mcp"), HttpClientConfig::default())
+/// `list_tools` of a client with `config` against the server at `base`: why it failed.
+async fn list_tools_fails(base: &str, config: ClientConfig) -> String {
+    let client = handshake_with(&format!("{base}/mcp"), HttpClientConfig::default(), config)
         .await
         .unwrap()
         .unwrap();
@@ -497,6 +501,13 @@ async fn list_tools_stops_on_a_repeated_cursor() {
     let Err(CallError::Protocol(why)) = listed else {
         panic!("{listed:?}")
     };
+    why
+}
+
+#[tokio::test]
+async fn list_tools_stops_on_a_repeated_cursor() {
+    let (base, log) = endless_pages(|_| "again".to_owned()).await;
+    let why = list_tools_fails(&base, ClientConfig::default()).await;
     assert!(why.contains("\"again\"") && why.contains("repeat"), "{why}");
     assert_eq!(pages_asked(&log), 2);
 }
@@ -505,20 +516,11 @@ async fn list_tools_stops_on_a_repeated_cursor() {
 async fn list_tools_stops_after_max_pages() {
     assert_eq!(ClientConfig::default().max_pages, 1000);
     let (base, log) = endless_pages(|n| format!("page-{n}")).await;
-    let t = mcp_http::client::connect(&format!("{base}/mcp"), HttpClientConfig::default()).unwrap();
     let config = ClientConfig {
         max_pages: 20,
         ..ClientConfig::default()
     };
-    let client = Client::connect(t.incoming, t.outgoing, ClientHandlers::new(), config)
-        .await
-        .unwrap();
-    let listed = tokio::time::timeout(Duration::from_secs(20), client.list_tools())
-        .await
-        .expect("list_tools never ended");
-    let Err(CallError::Protocol(why)) = listed else {
-        panic!("{listed:?}")
-    };
+    let why = list_tools_fails(&base, config).await;
     assert!(why.contains("20 pages"), "{why}");
     assert_eq!(pages_asked(&log), 20);
 }
@@ -583,10 +585,8 @@ async fn requests_after_the_handshake_wait_for_the_standalone_stream() {
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    tokio::spawn(async move { mcp_http::serve_router(listener, app).await });
-    let client = connect(&url, HttpClientConfig::default())
+    let url = format!("{}/mcp", listen(app).await);
+    let client = handshake(&url, HttpClientConfig::default())
         .await
         .unwrap()
         .unwrap();

@@ -10,12 +10,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_client::{Client, ClientConfig, ClientHandlers, RetryPolicy};
-use mcp_http::{HttpClientConfig, HttpConfig, ResponseMode, StreamableHttp};
+use mcp_client::{ClientConfig, ClientHandlers, RetryPolicy};
+use mcp_http::{HttpClientConfig, HttpConfig, ResponseMode, ServeOptions, StreamableHttp};
 use mcp_server::{Ctx, Server};
 use mcp_types::{JsonObject, Tool, ToolAnnotations};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+
+mod common;
+use common::{connect_with, serve, until};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct N {
@@ -62,6 +65,8 @@ fn server(gets: Counts, bumps: Counts) -> Server {
 #[derive(Default, Debug)]
 struct Tally {
     connections: AtomicU64,
+    /// Connections being handled now.
+    open: AtomicU64,
     passed: AtomicU64,
     delayed: AtomicU64,
     refused_503: AtomicU64,
@@ -125,7 +130,9 @@ async fn serve_proxy(proxy: Arc<Proxy>, listener: TcpListener) {
         let proxy = proxy.clone();
         tokio::spawn(async move {
             proxy.tally.connections.fetch_add(1, Ordering::Relaxed);
-            handle(proxy, client).await;
+            proxy.tally.open.fetch_add(1, Ordering::Relaxed);
+            handle(proxy.clone(), client).await;
+            proxy.tally.open.fetch_sub(1, Ordering::Relaxed);
         });
     }
 }
@@ -210,11 +217,9 @@ async fn the_retrying_client_survives_a_faulty_network() {
             ..HttpConfig::default()
         },
     );
-    let upstream = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let upstream_addr = upstream.local_addr().unwrap();
-    tokio::spawn(async move { http.serve(upstream).await });
+    let upstream = serve(http, Default::default(), ServeOptions::default()).await;
     let proxy = Arc::new(Proxy {
-        upstream: upstream_addr,
+        upstream: upstream.addr,
         tally: Tally::default(),
         rng: AtomicU64::new(0x9e37_79b9_7f4a_7c15),
         armed: false.into(),
@@ -223,17 +228,13 @@ async fn the_retrying_client_survives_a_faulty_network() {
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     tokio::spawn(serve_proxy(proxy.clone(), listener));
 
-    let t = mcp_http::client::connect(
-        &url,
-        HttpClientConfig {
-            reuse_connections: false, // one request per connection: each can be faulted
-            standalone_stream: false,
-            default_retry: Duration::from_millis(20),
-            max_reconnect_delay: Duration::from_millis(200),
-            ..HttpClientConfig::default()
-        },
-    )
-    .unwrap();
+    let http = HttpClientConfig {
+        reuse_connections: false, // one request per connection: each can be faulted
+        standalone_stream: false,
+        default_retry: Duration::from_millis(20),
+        max_reconnect_delay: Duration::from_millis(200),
+        ..HttpClientConfig::default()
+    };
     let config = ClientConfig {
         retry: RetryPolicy {
             max_attempts: 8,
@@ -243,15 +244,20 @@ async fn the_retrying_client_survives_a_faulty_network() {
         },
         ..ClientConfig::default()
     };
-    let client = Arc::new(
-        Client::connect(t.incoming, t.outgoing, ClientHandlers::new(), config)
-            .await
-            .unwrap(),
-    );
-    // Learn which tools are safe (annotations), then turn the faults on.
+    let (client, _handle) = connect_with(&url, http, ClientHandlers::new(), config).await;
+    let client = Arc::new(client.unwrap());
+    // Learn which tools are safe (annotations), then turn the faults on once the handshake's
+    // three requests (one connection each; `initialized` is POSTed in the background) are done.
     let tools = client.list_tools().await.unwrap();
     assert_eq!(tools.len(), 2);
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    let t = &proxy.tally;
+    assert!(
+        until(10, || {
+            t.connections.load(Ordering::Relaxed) >= 3 && t.open.load(Ordering::Relaxed) == 0
+        })
+        .await,
+        "the handshake's connections ended: {t:?}"
+    );
     proxy.armed.store(true, Ordering::Relaxed);
 
     const SAFE: u64 = 200;
@@ -297,6 +303,7 @@ async fn the_retrying_client_survives_a_faulty_network() {
     }
     assert_eq!(safe_ok, SAFE, "every safe call completed");
     let bumps = bumps.lock().unwrap().clone();
+    assert!(!unsafe_ok.is_empty(), "some unsafe calls completed");
     for n in &unsafe_ok {
         assert_eq!(
             bumps.get(n),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_http::{HttpConfig, MemoryEventStore, ResponseMode, ServeOptions, StreamableHttp};
-use mcp_server::{Ctx, Server};
+use mcp_server::Server;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -16,12 +16,7 @@ use common::*;
 
 #[tokio::test]
 async fn a_server_named_error_keeps_its_sessions() {
-    let server = Server::builder("error", "1")
-        .tool("echo", "echoes", |_c: Ctx, a: Echo| async move {
-            Ok::<_, String>(a.message)
-        })
-        .build()
-        .unwrap();
+    let server = with_tools(Server::builder("error", "1")).build().unwrap();
     let s = start_with(server, HttpConfig::default(), ServeOptions::default()).await;
     let r = init(&s.url, None).await;
     assert_eq!(r.status(), StatusCode::OK);
@@ -109,12 +104,7 @@ async fn parallel_calls_in_one_session_are_all_answered_sse() {
 /// Sends `notifications/cancelled` for request `id` of the session.
 async fn cancel(http: &reqwest::Client, url: &str, session: &str, id: u64) {
     let body = json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":id,"reason":"test"}});
-    let r = http
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-session-id", session)
-        .body(body.to_string())
+    let r = post_with(http, url, Some(session), body.to_string())
         .send()
         .await
         .unwrap();
@@ -166,18 +156,19 @@ async fn cancelled_requests_leave_nothing_behind() {
         };
         for round in 1..=rounds {
             let before = s.http.tracked_streams();
-            let pending = http
-                .post(&s.url)
-                .header("content-type", "application/json")
-                .header("accept", "application/json, text/event-stream")
-                .header("mcp-session-id", &id)
-                .body(call(round, tool, json!({"ms": 60_000})))
-                .send();
+            let pending = post_with(
+                &http,
+                &s.url,
+                Some(&id),
+                call(round, tool, json!({"ms": 60_000})),
+            )
+            .send();
             let pending = tokio::spawn(pending);
             // The request is in flight once the server has seen it.
-            while s.http.tracked_streams() == before {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
+            assert!(
+                until(10, || s.http.tracked_streams() != before).await,
+                "round {round}: the server never saw the request"
+            );
             cancel(&http, &s.url, &id, round).await;
             ends_without_a_result(pending).await;
             if round == 100 {
@@ -206,22 +197,34 @@ async fn a_reopened_get_stream_frees_the_old_streams_events() {
         StreamableHttp::with_event_store(server.clone(), HttpConfig::default(), store.clone());
     let s = serve(http, Default::default(), ServeOptions::default()).await;
     let id = session(&s.url).await;
-    let get = || {
-        reqwest::Client::new()
-            .get(&s.url)
-            .header("accept", "text/event-stream")
-            .header("mcp-session-id", &id)
-            .send()
-    };
     let mut baseline = None;
     for round in 0..20 {
-        let stream = get().await.unwrap();
+        let mut stream = get_stream(&s.url, &id).send().await.unwrap();
         assert_eq!(stream.status(), StatusCode::OK);
         server.notify_resource_list_changed().await;
         server.notify_resource_list_changed().await;
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        // Both were stored and sent on this stream: the client has them.
+        let mut body = String::new();
+        let both = tokio::time::timeout(Duration::from_secs(10), async {
+            while body.matches("notifications/resources/list_changed").count() < 2 {
+                let chunk = stream
+                    .chunk()
+                    .await
+                    .unwrap()
+                    .expect("the stream stays open");
+                body.push_str(&String::from_utf8_lossy(&chunk));
+            }
+        })
+        .await;
+        assert!(
+            both.is_ok(),
+            "round {round}: the notifications arrived: {body:?}"
+        );
         drop(stream);
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(
+            until(10, || s.http.stream_count() == 0).await,
+            "round {round}: the server noticed the dropped stream"
+        );
         if round == 2 {
             baseline = Some(store.event_count());
         }
@@ -256,6 +259,19 @@ async fn stored_events_have_a_byte_cap() {
             .await;
     }
     assert!(small_total.byte_count() <= 5_000);
+    let events_of = |session: &'static str| {
+        use mcp_http::EventStore;
+        small_total.replay(session, "t", 0, u64::MAX)
+    };
+    assert_eq!(
+        events_of("s1").await.len(),
+        1,
+        "the first sessions keep theirs"
+    );
+    assert!(
+        events_of("s10").await.is_empty(),
+        "the last ones store nothing"
+    );
 }
 
 #[tokio::test]
@@ -290,23 +306,8 @@ async fn modern_requests_and_listen_streams_are_capped() {
     )
     .await;
     let modern = |id: u64, method: &str, params: Value| {
-        let mut params = params;
-        params["_meta"] = json!({
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {}
-        });
         let name = params["name"].as_str().map(str::to_owned);
-        let mut r = post(
-            &s.url,
-            None,
-            json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}).to_string(),
-        )
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", method);
-        if let Some(n) = name {
-            r = r.header("mcp-name", n);
-        }
-        r.send()
+        modern_post(&s.url, id, method, name.as_deref(), params).send()
     };
     let listen = modern(
         1,
@@ -409,6 +410,36 @@ async fn connections_are_capped() {
     assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
 }
 
+/// Reads HTTP/2 frames until both the server's SETTINGS and its ACK of ours have come.
+async fn settings_exchanged(tcp: &mut tokio::net::TcpStream) {
+    use tokio::io::AsyncReadExt;
+    const SETTINGS: u8 = 0x4;
+    let (mut settings, mut ack) = (false, false);
+    let mut bytes = Vec::new();
+    let mut buf = vec![0u8; 4096];
+    while !(settings && ack) {
+        let n = tcp.read(&mut buf).await.unwrap();
+        assert!(n > 0, "the connection closed during the SETTINGS exchange");
+        bytes.extend_from_slice(&buf[..n]);
+        // Whole frames: a 9-byte header (24-bit length, type, flags, stream), then the payload.
+        while bytes.len() >= 9 {
+            let len =
+                usize::from(bytes[0]) << 16 | usize::from(bytes[1]) << 8 | usize::from(bytes[2]);
+            if bytes.len() < 9 + len {
+                break;
+            }
+            if bytes[3] == SETTINGS {
+                if bytes[4] & 0x1 == 0 {
+                    settings = true;
+                } else {
+                    ack = true;
+                }
+            }
+            bytes.drain(..9 + len);
+        }
+    }
+}
+
 #[tokio::test]
 async fn idle_http2_connections_are_closed() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -425,14 +456,11 @@ async fn idle_http2_connections_are_closed() {
     tcp.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
         .await
         .unwrap();
-    let mut buf = vec![0u8; 4096];
-    // The server's SETTINGS (and the ACK of ours).
-    let n = tokio::time::timeout(Duration::from_secs(2), tcp.read(&mut buf))
+    // The server's SETTINGS, and its ACK of ours: it has nothing more to write.
+    tokio::time::timeout(Duration::from_secs(10), settings_exchanged(&mut tcp))
         .await
-        .unwrap()
-        .unwrap();
-    assert!(n >= 9, "server settings");
-    tokio::time::sleep(Duration::from_millis(50)).await;
+        .expect("the server's SETTINGS and its ACK of ours");
+    let mut buf = vec![0u8; 4096];
     // ACK the server's SETTINGS: the last bytes moved are a read on the server's side.
     tcp.write_all(b"\x00\x00\x00\x04\x01\x00\x00\x00\x00")
         .await
@@ -459,10 +487,9 @@ async fn a_legacy_client_that_never_reads_blocks_nobody() {
     };
     let legacy = mcp_http::LegacySse::new(server.clone(), config.clone());
     let http = StreamableHttp::new(server.clone(), config);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
     let app = http.router().merge(legacy.router());
-    tokio::spawn(async move { mcp_http::serve_router(listener, app).await });
+    let s = serve_routed(http, app, Default::default(), ServeOptions::default()).await;
+    let addr = s.addr;
     // The stuck client: a small receive buffer, reads the endpoint event, then nothing.
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
@@ -496,9 +523,9 @@ async fn a_legacy_client_that_never_reads_blocks_nobody() {
             .is_success()
     );
     // A healthy Streamable HTTP client listening on its GET stream (for list changes only).
-    let id = session(&format!("http://{addr}/mcp")).await;
+    let id = session(&s.url).await;
     let r = post(
-        &format!("http://{addr}/mcp"),
+        &s.url,
         Some(&id),
         r#"{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"emergency"}}"#,
     )
@@ -506,13 +533,7 @@ async fn a_legacy_client_that_never_reads_blocks_nobody() {
     .await
     .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
-    let get = reqwest::Client::new()
-        .get(format!("http://{addr}/mcp"))
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", &id)
-        .send()
-        .await
-        .unwrap();
+    let get = get_stream(&s.url, &id).send().await.unwrap();
     assert_eq!(get.status(), StatusCode::OK);
     let reader = tokio::spawn(async move {
         let mut get = get;
@@ -527,8 +548,10 @@ async fn a_legacy_client_that_never_reads_blocks_nobody() {
         }
         false
     });
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(legacy.session_count(), 1);
+    assert!(
+        until(10, || legacy.session_count() == 1).await,
+        "the stuck client's session is open"
+    );
     // Server-wide messages, far more than the stuck client's buffers hold: none waits.
     let big = "x".repeat(8 * 1024);
     tokio::time::timeout(Duration::from_secs(20), async {
@@ -545,37 +568,25 @@ async fn a_legacy_client_that_never_reads_blocks_nobody() {
     // disconnected.
     let got = tokio::time::timeout(Duration::from_secs(10), reader).await;
     assert_eq!(got.map(Result::unwrap), Ok(true));
-    let gone = tokio::time::timeout(Duration::from_secs(10), async {
-        while legacy.session_count() > 0 {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await;
-    assert!(gone.is_ok(), "the stuck client was disconnected");
+    assert!(
+        until(10, || legacy.session_count() == 0).await,
+        "the stuck client was disconnected"
+    );
 }
 
 #[tokio::test]
 async fn a_batch_whose_requests_are_all_cancelled_ends_its_post() {
     let s = start(HttpConfig::default(), ServeOptions::default()).await;
-    let init = INIT.replace("2025-11-25", "2025-03-26");
-    let r = post(&s.url, None, init).send().await.unwrap();
-    let id = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-    let r = post(
-        &s.url,
-        Some(&id),
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    )
-    .send()
-    .await
-    .unwrap();
-    assert_eq!(r.status(), StatusCode::ACCEPTED);
+    let old = Session::open_at(&s.url, "2025-03-26").await;
+    let id = old.id.clone();
     let before = s.http.tracked_streams();
     let batch = format!("[{}]", call(7, "sleep", json!({"ms": 60_000})));
-    let pending = tokio::spawn(post(&s.url, Some(&id), batch).send());
-    while s.http.tracked_streams() == before {
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-    cancel(&reqwest::Client::new(), &s.url, &id, 7).await;
+    let pending = tokio::spawn(old.post(batch).send());
+    assert!(
+        until(10, || s.http.tracked_streams() != before).await,
+        "the server never saw the batch"
+    );
+    cancel(&old.http, &s.url, &id, 7).await;
     ends_without_a_result(pending).await;
     ping_ok(&s.url, &id).await;
 }

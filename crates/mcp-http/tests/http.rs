@@ -1,141 +1,36 @@
 //! The Streamable HTTP server and client over real sockets on 127.0.0.1.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use mcp_client::{Client, ClientConfig, ClientHandlers};
-use mcp_http::{HttpClientConfig, HttpConfig, ResponseMode, StreamableHttp};
-use mcp_server::{Ctx, Server};
-use mcp_types::{JsonObject, LoggingLevel};
+use mcp_client::{ClientConfig, ClientHandlers};
+use mcp_http::{
+    HttpClientConfig, HttpConfig, MemoryEventStore, ResponseMode, ServeOptions, StreamableHttp,
+};
+use mcp_server::Server;
+use mcp_types::JsonObject;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Echo {
-    message: String,
-}
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Nothing {}
-
-fn server() -> Server {
-    Server::builder("http-test", "1")
-        .tool("echo", "echo", |_c: Ctx, a: Echo| async move {
-            Ok::<_, String>(a.message)
-        })
-        .tool(
-            "chatty",
-            "logs then answers",
-            |c: Ctx, _a: Nothing| async move {
-                c.log(LoggingLevel::Info, None, json!("working")).await;
-                Ok::<_, String>("done")
-            },
-        )
-        .tool(
-            "polling",
-            "closes its stream, answers later",
-            |c: Ctx, _a: Nothing| async move {
-                c.peer().close_stream().await;
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                Ok::<_, String>("late answer")
-            },
-        )
-        .build()
-        .unwrap()
-}
-
-async fn start(config: HttpConfig) -> (String, StreamableHttp) {
-    let http = StreamableHttp::new(server(), config);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let h = http.clone();
-    tokio::spawn(async move { h.serve(listener).await });
-    (url, http)
-}
-
-struct Raw {
-    http: reqwest::Client,
-    url: String,
-    session: Option<String>,
-}
-
-const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-
-impl Raw {
-    fn new(url: &str) -> Self {
-        Raw {
-            http: reqwest::Client::new(),
-            url: url.to_owned(),
-            session: None,
-        }
-    }
-
-    fn post(&self, body: &str) -> reqwest::RequestBuilder {
-        let mut r = self
-            .http
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(body.to_owned());
-        if let Some(s) = &self.session {
-            r = r
-                .header("mcp-session-id", s)
-                .header("mcp-protocol-version", "2025-11-25");
-        }
-        r
-    }
-
-    async fn init(url: &str) -> Self {
-        let mut raw = Raw::new(url);
-        let r = raw.post(INIT).send().await.unwrap();
-        assert_eq!(r.status(), StatusCode::OK);
-        raw.session = Some(r.headers()["mcp-session-id"].to_str().unwrap().to_owned());
-        let r = raw
-            .post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), StatusCode::ACCEPTED);
-        assert!(r.text().await.unwrap().is_empty());
-        raw
-    }
-
-    fn get(&self) -> reqwest::RequestBuilder {
-        let mut r = self
-            .http
-            .get(&self.url)
-            .header("accept", "text/event-stream");
-        if let Some(s) = &self.session {
-            r = r.header("mcp-session-id", s);
-        }
-        r
-    }
-}
-
-/// SSE body → (event ids, data payloads).
-fn sse(body: &str) -> (Vec<String>, Vec<Value>) {
-    let mut p = mcp_http::sse::SseParser::new(1 << 20);
-    let events = p.push(body.as_bytes());
-    let ids = events.iter().filter_map(|e| e.id.clone()).collect();
-    let data = events
-        .iter()
-        .filter(|e| !e.data.is_empty())
-        .map(|e| serde_json::from_str(&e.data).unwrap())
-        .collect();
-    (ids, data)
-}
+mod common;
+use common::*;
 
 #[tokio::test]
 async fn status_codes() {
-    let (url, _http) = start(HttpConfig {
-        max_body: 4096,
-        ..HttpConfig::default()
-    })
+    let srv = start(
+        HttpConfig {
+            max_body: 4096,
+            ..HttpConfig::default()
+        },
+        ServeOptions::default(),
+    )
     .await;
-    let raw = Raw::new(&url);
+    let url = srv.url.clone();
+    let raw = reqwest::Client::new();
     // No session on a non-initialize request: 400.
-    let r = raw
-        .post(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+    let r = post(&url, None, r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
         .send()
         .await
         .unwrap();
@@ -143,20 +38,14 @@ async fn status_codes() {
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["error"]["code"], -32600);
     // Malformed JSON: 400 with a parse error.
-    let r = raw.post("{nope").send().await.unwrap();
+    let r = post(&url, None, "{nope").send().await.unwrap();
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
     assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], -32700);
     // Unknown session: 404.
-    let r = raw
-        .post(INIT)
-        .header("mcp-session-id", "00ff")
-        .send()
-        .await
-        .unwrap();
+    let r = post(&url, Some("00ff"), INIT).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
     // Content-Type: 415. Accept: 406. Body size: 413.
     let r = raw
-        .http
         .post(&url)
         .header("content-type", "text/plain")
         .header("accept", "application/json, text/event-stream")
@@ -166,7 +55,6 @@ async fn status_codes() {
         .unwrap();
     assert_eq!(r.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
     let r = raw
-        .http
         .post(&url)
         .header("content-type", "application/json")
         .header("accept", "application/json")
@@ -175,47 +63,45 @@ async fn status_codes() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::NOT_ACCEPTABLE);
-    let r = raw
-        .post(&format!(r#"{{"pad":"{}"}}"#, "x".repeat(8192)))
+    let r = post(&url, None, format!(r#"{{"pad":"{}"}}"#, "x".repeat(8192)))
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
     // DNS rebinding: 403 for a foreign Host or Origin.
-    let r = raw
-        .post(INIT)
+    let r = post(&url, None, INIT)
         .header("host", "evil.example.com")
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
-    let r = raw
-        .post(INIT)
+    let r = post(&url, None, INIT)
         .header("origin", "http://evil.example.com")
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
     // Unsupported protocol version header: 400.
-    let s = Raw::init(&url).await;
-    let r = s
-        .post(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
-        .header("mcp-protocol-version", "1999-01-01")
-        .send()
-        .await
-        .unwrap();
+    let s = Session::open(&url).await;
+    let r = post(
+        &url,
+        Some(&s.id),
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+    )
+    .header("mcp-protocol-version", "1999-01-01")
+    .send()
+    .await
+    .unwrap();
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
     // Absent version header means 2025-03-26, which is accepted.
-    let r = s
-        .http
-        .post(&url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-session-id", s.session.clone().unwrap())
-        .body(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#)
-        .send()
-        .await
-        .unwrap();
+    let r = post(
+        &url,
+        Some(&s.id),
+        r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+    )
+    .send()
+    .await
+    .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     // Batches only on a 2025-03-26 session.
     let r = s
@@ -225,10 +111,9 @@ async fn status_codes() {
         .unwrap();
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
     // GET: Accept 406; a second standalone stream 409.
-    let r = s
-        .http
+    let r = raw
         .get(&url)
-        .header("mcp-session-id", s.session.clone().unwrap())
+        .header("mcp-session-id", &s.id)
         .header("accept", "application/json")
         .send()
         .await
@@ -239,16 +124,10 @@ async fn status_codes() {
     assert_eq!(s.get().send().await.unwrap().status(), StatusCode::CONFLICT);
     drop(first);
     // Unsupported method: 405.
-    let r = s.http.put(&url).send().await.unwrap();
+    let r = raw.put(&url).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED);
     // DELETE ends the session; it is then 404.
-    let r = s
-        .http
-        .delete(&url)
-        .header("mcp-session-id", s.session.clone().unwrap())
-        .send()
-        .await
-        .unwrap();
+    let r = s.delete().send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     let r = s
         .post(r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#)
@@ -260,14 +139,15 @@ async fn status_codes() {
 
 #[tokio::test]
 async fn batches_on_2025_03_26() {
-    let (url, _http) = start(HttpConfig::default()).await;
-    let mut raw = Raw::new(&url);
-    let init = INIT.replace("2025-11-25", "2025-03-26");
-    let r = raw.post(&init).send().await.unwrap();
-    raw.session = Some(r.headers()["mcp-session-id"].to_str().unwrap().to_owned());
-    let r = raw.http.post(&url).header("content-type", "application/json").header("accept", "application/json, text/event-stream")
-        .header("mcp-session-id", raw.session.clone().unwrap()).header("mcp-protocol-version", "2025-03-26")
-        .body(r#"[{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]"#)
+    let srv = start(HttpConfig::default(), ServeOptions::default()).await;
+    let r = post(&srv.url, None, INIT.replace(VERSION, "2025-03-26"))
+        .send()
+        .await
+        .unwrap();
+    let id = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    // `initialized` comes in the batch.
+    let r = post(&srv.url, Some(&id), r#"[{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]"#)
+        .header("mcp-protocol-version", "2025-03-26")
         .send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     let body: Value = r.json().await.unwrap();
@@ -276,8 +156,8 @@ async fn batches_on_2025_03_26() {
 
 #[tokio::test]
 async fn json_and_sse_responses_and_three_concurrent_posts() {
-    let (url, _http) = start(HttpConfig::default()).await;
-    let s = Raw::init(&url).await;
+    let srv = start(HttpConfig::default(), ServeOptions::default()).await;
+    let s = Session::open(&srv.url).await;
     // Auto mode: a plain answer is JSON...
     let r = s.post(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}"#).send().await.unwrap();
     assert_eq!(r.headers()["content-type"], "application/json");
@@ -296,7 +176,7 @@ async fn json_and_sse_responses_and_three_concurrent_posts() {
     let bodies: Vec<String> = (10..13)
         .map(|i| format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/list"}}"#))
         .collect();
-    let answers = futures::future::join_all(bodies.iter().map(|b| s.post(b).send())).await;
+    let answers = futures::future::join_all(bodies.iter().map(|b| s.post(b.clone()).send())).await;
     for (i, a) in answers.into_iter().enumerate() {
         let a = a.unwrap();
         assert_eq!(a.status(), StatusCode::OK);
@@ -306,16 +186,20 @@ async fn json_and_sse_responses_and_three_concurrent_posts() {
 
 #[tokio::test]
 async fn resumption_replays_the_right_stream_only() {
-    let (url, _http) = start(HttpConfig {
+    let store = Arc::new(MemoryEventStore::new(1024));
+    let config = HttpConfig {
         response_mode: ResponseMode::Sse,
         ..HttpConfig::default()
-    })
-    .await;
-    let a = Raw::init(&url).await;
+    };
+    let http = StreamableHttp::with_event_store(server(), config, store.clone());
+    let srv = serve(http, Default::default(), ServeOptions::default()).await;
+    let url = srv.url.clone();
+    let a = Session::open(&url).await;
     // A second stream in the same session, finished, whose events must not leak into the first.
     let other = a.post(r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"chatty","arguments":{}}}"#).send().await.unwrap();
     let (other_ids, _) = sse(&other.text().await.unwrap());
-    // The polling tool closes its stream after the priming event.
+    // The polling tool closes its stream after the priming event (which is not stored).
+    let stored = store.event_count();
     let r = a.post(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"polling","arguments":{}}}"#).send().await.unwrap();
     let (ids, data) = sse(&r.text().await.unwrap());
     assert!(
@@ -323,7 +207,11 @@ async fn resumption_replays_the_right_stream_only() {
         "the answer is not on the closed stream: {data:?}"
     );
     let last = ids.last().unwrap().clone();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Resumed once the answer is stored, so that it is replayed rather than sent live.
+    assert!(
+        until(10, || store.event_count() > stored).await,
+        "the late answer was stored"
+    );
     let r = a.get().header("last-event-id", &last).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     let (_, data) = sse(&r.text().await.unwrap());
@@ -342,7 +230,7 @@ async fn resumption_replays_the_right_stream_only() {
     assert!(data.iter().all(|m| m["id"] != 7), "{data:?}");
     assert_eq!(data.last().unwrap()["id"], 5);
     // Another session cannot resume it.
-    let b = Raw::init(&url).await;
+    let b = Session::open(&url).await;
     let r = b.get().header("last-event-id", &last).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
 }
@@ -353,18 +241,13 @@ async fn idle_sessions_expire() {
         session_idle_timeout: Duration::from_millis(200),
         ..HttpConfig::default()
     };
-    let (url, http) = start(config).await;
-    let s = Raw::init(&url).await;
-    assert_eq!(http.session_count(), 1);
-    let mut gone = false;
-    for _ in 0..100 {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        if http.session_count() == 0 {
-            gone = true;
-            break;
-        }
-    }
-    assert!(gone, "the idle session was not reaped");
+    let srv = start(config, ServeOptions::default()).await;
+    let s = Session::open(&srv.url).await;
+    assert_eq!(srv.http.session_count(), 1);
+    assert!(
+        until(10, || srv.http.session_count() == 0).await,
+        "the idle session was not reaped"
+    );
     let r = s
         .post(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
         .send()
@@ -377,46 +260,28 @@ async fn idle_sessions_expire() {
 async fn many_sessions_leave_nothing_behind() {
     let srv = server();
     let http = StreamableHttp::new(srv.clone(), HttpConfig::default());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let h = http.clone();
-    tokio::spawn(async move { h.serve(listener).await });
-    let srv_sessions = || http.session_count();
+    let running = serve(http, Default::default(), ServeOptions::default()).await;
+    let (url, http) = (&running.url, &running.http);
     for _ in 0..5 {
-        let sessions = futures::future::join_all((0..100).map(|_| Raw::init(&url))).await;
-        assert_eq!(srv_sessions(), 100);
-        futures::future::join_all(sessions.iter().map(|s| {
-            s.http
-                .delete(&url)
-                .header("mcp-session-id", s.session.clone().unwrap())
-                .send()
-        }))
-        .await;
-        assert_eq!(srv_sessions(), 0);
+        let sessions = futures::future::join_all((0..100).map(|_| Session::open(url))).await;
+        assert_eq!(http.session_count(), 100);
+        assert!(srv.session_count() >= 100, "an engine connection each");
+        futures::future::join_all(sessions.iter().map(|s| s.delete().send())).await;
+        assert_eq!(http.session_count(), 0);
     }
     // Every engine connection behind those sessions has ended too.
-    for _ in 0..100 {
-        if srv.session_count() == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(srv.session_count(), 0, "engine connections left behind");
+    assert!(
+        until(10, || srv.session_count() == 0).await,
+        "engine connections left behind: {}",
+        srv.session_count()
+    );
 }
 
 #[tokio::test]
 async fn client_over_http() {
-    let (url, http) = start(HttpConfig::default()).await;
-    let t = mcp_http::client::connect(&url, HttpClientConfig::default()).unwrap();
-    let handle = t.handle.clone();
-    let client = Client::connect(
-        t.incoming,
-        t.outgoing,
-        ClientHandlers::new(),
-        ClientConfig::default(),
-    )
-    .await
-    .unwrap();
+    let srv = start(HttpConfig::default(), ServeOptions::default()).await;
+    let (url, http) = (&srv.url, &srv.http);
+    let (client, handle) = connect(url).await;
     let mut args = JsonObject::new();
     args.insert("message".into(), json!("over http"));
     let r = client.call_tool("echo", args.clone()).await.unwrap();
@@ -442,12 +307,7 @@ async fn client_over_http() {
     );
     // The server forgets the session: the client starts a new one by itself.
     let old = handle.session_id().unwrap();
-    let raw = reqwest::Client::new();
-    raw.delete(&url)
-        .header("mcp-session-id", &old)
-        .send()
-        .await
-        .unwrap();
+    delete(url, &old).send().await.unwrap();
     let r = client.call_tool("echo", args).await.unwrap();
     assert_eq!(r.content[0].as_text(), Some("over http"));
     assert_ne!(handle.session_id().unwrap(), old);
@@ -460,8 +320,8 @@ async fn client_over_http() {
 /// A store that counts what passes through it, around the in-memory one.
 struct Counting {
     inner: mcp_http::MemoryEventStore,
-    appends: std::sync::atomic::AtomicUsize,
-    replays: std::sync::atomic::AtomicUsize,
+    appends: AtomicUsize,
+    replays: AtomicUsize,
 }
 
 impl mcp_http::EventStore for Counting {
@@ -472,8 +332,7 @@ impl mcp_http::EventStore for Counting {
         seq: u64,
         data: &'a str,
     ) -> futures::future::BoxFuture<'a, ()> {
-        self.appends
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.appends.fetch_add(1, Ordering::Relaxed);
         self.inner.append(session, stream, seq, data)
     }
     fn replay<'a>(
@@ -483,8 +342,7 @@ impl mcp_http::EventStore for Counting {
         after: u64,
         before: u64,
     ) -> futures::future::BoxFuture<'a, Vec<(u64, String)>> {
-        self.replays
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.replays.fetch_add(1, Ordering::Relaxed);
         self.inner.replay(session, stream, after, before)
     }
     fn forget_stream<'a>(
@@ -501,8 +359,8 @@ impl mcp_http::EventStore for Counting {
 
 #[tokio::test]
 async fn a_plugged_in_event_store_is_used() {
-    let store = std::sync::Arc::new(Counting {
-        inner: mcp_http::MemoryEventStore::new(16),
+    let store = Arc::new(Counting {
+        inner: MemoryEventStore::new(16),
         appends: Default::default(),
         replays: Default::default(),
     });
@@ -511,13 +369,16 @@ async fn a_plugged_in_event_store_is_used() {
         ..HttpConfig::default()
     };
     let http = StreamableHttp::with_event_store(server(), config, store.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    tokio::spawn(async move { http.serve(listener).await });
-    let a = Raw::init(&url).await;
+    let srv = serve(http, Default::default(), ServeOptions::default()).await;
+    let a = Session::open(&srv.url).await;
+    let appended = store.appends.load(Ordering::Relaxed);
     let r = a.post(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"polling","arguments":{}}}"#).send().await.unwrap();
     let (ids, _) = sse(&r.text().await.unwrap());
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Resumed once the late answer went into the store, so that it is replayed from there.
+    assert!(
+        until(10, || store.appends.load(Ordering::Relaxed) > appended).await,
+        "the late answer was appended"
+    );
     let r = a
         .get()
         .header("last-event-id", ids.last().unwrap())
@@ -526,49 +387,19 @@ async fn a_plugged_in_event_store_is_used() {
         .unwrap();
     let (_, data) = sse(&r.text().await.unwrap());
     assert_eq!(data[0]["id"], 7);
-    assert!(store.appends.load(std::sync::atomic::Ordering::Relaxed) >= 2);
-    assert_eq!(store.replays.load(std::sync::atomic::Ordering::Relaxed), 1);
-}
-
-const MODERN_META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"m","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}"#;
-
-fn modern_post(
-    http: &reqwest::Client,
-    url: &str,
-    method: &str,
-    name: Option<&str>,
-    params: &str,
-) -> reqwest::RequestBuilder {
-    let body = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{{{MODERN_META}{params}}}}}"#
-    );
-    let mut r = http
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", method)
-        .body(body);
-    if let Some(n) = name {
-        r = r.header("mcp-name", n);
-    }
-    r
+    assert!(store.appends.load(Ordering::Relaxed) >= 2);
+    assert_eq!(store.replays.load(Ordering::Relaxed), 1);
 }
 
 #[tokio::test]
 async fn modern_requests_are_stateless_and_headers_checked() {
-    let (url, http) = start(HttpConfig::default()).await;
-    let c = reqwest::Client::new();
-    let r = modern_post(
-        &c,
-        &url,
-        "tools/call",
-        Some("echo"),
-        r#","name":"echo","arguments":{"message":"stateless"}"#,
-    )
-    .send()
-    .await
-    .unwrap();
+    let srv = start(HttpConfig::default(), ServeOptions::default()).await;
+    let (url, http) = (&srv.url, &srv.http);
+    let echo = |message: &str| json!({"name":"echo","arguments":{"message":message}});
+    let r = modern_post(url, 1, "tools/call", Some("echo"), echo("stateless"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     assert!(
         r.headers().get("mcp-session-id").is_none(),
@@ -579,27 +410,20 @@ async fn modern_requests_are_stateless_and_headers_checked() {
     assert_eq!(body["result"]["resultType"], "complete");
     assert_eq!(http.session_count(), 0);
     // Without a log level in _meta the handler's log message is not sent: plain JSON.
-    let r = modern_post(
-        &c,
-        &url,
-        "tools/call",
-        Some("chatty"),
-        r#","name":"chatty","arguments":{}"#,
-    )
-    .send()
-    .await
-    .unwrap();
+    let chatty = json!({"name":"chatty","arguments":{}});
+    let r = modern_post(url, 1, "tools/call", Some("chatty"), chatty.clone())
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.headers()["content-type"], "application/json");
     // With one, the request's notification comes first on an SSE stream, then the result.
-    let body = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"info"},"name":"chatty","arguments":{}}}"#;
-    let r = c
-        .post(&url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "chatty")
-        .body(body)
+    let mut params = chatty;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/logLevel": "info"
+    });
+    let r = modern_post(url, 2, "tools/call", Some("chatty"), params)
         .send()
         .await
         .unwrap();
@@ -609,11 +433,11 @@ async fn modern_requests_are_stateless_and_headers_checked() {
     assert_eq!(data[1]["result"]["content"][0]["text"], "done");
     // Base64 sentinel names are decoded before comparing.
     let r = modern_post(
-        &c,
-        &url,
+        url,
+        1,
         "tools/call",
         Some("=?base64?ZWNobw==?="),
-        r#","name":"echo","arguments":{"message":"b64"}"#,
+        echo("b64"),
     )
     .send()
     .await
@@ -625,13 +449,7 @@ async fn modern_requests_are_stateless_and_headers_checked() {
         ("tools/call", Some("other")),
         ("tools/call", None),
     ] {
-        let mut req = modern_post(
-            &c,
-            &url,
-            "tools/call",
-            name,
-            r#","name":"echo","arguments":{"message":"x"}"#,
-        );
+        let mut req = modern_post(url, 1, "tools/call", name, echo("x"));
         if method != "tools/call" {
             req = req.header("mcp-method", method);
         }
@@ -640,13 +458,13 @@ async fn modern_requests_are_stateless_and_headers_checked() {
         assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], -32020);
     }
     // Unknown method: 404 with -32601; unknown version: 400 with -32022.
-    let r = modern_post(&c, &url, "no/such", None, "")
+    let r = modern_post(url, 1, "no/such", None, json!({}))
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
     assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], -32601);
-    let r = modern_post(&c, &url, "tools/list", None, "")
+    let r = modern_post(url, 1, "tools/list", None, json!({}))
         .header("mcp-protocol-version", "1900-01-01")
         .send()
         .await
@@ -654,7 +472,7 @@ async fn modern_requests_are_stateless_and_headers_checked() {
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
     assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], -32022);
     // server/discover, and no GET stream in the modern era.
-    let r = modern_post(&c, &url, "server/discover", None, "")
+    let r = modern_post(url, 1, "server/discover", None, json!({}))
         .send()
         .await
         .unwrap();
@@ -662,8 +480,8 @@ async fn modern_requests_are_stateless_and_headers_checked() {
         r.json::<Value>().await.unwrap()["result"]["supportedVersions"][0],
         "2026-07-28"
     );
-    let r = c
-        .get(&url)
+    let r = reqwest::Client::new()
+        .get(url)
         .header("accept", "text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")
         .send()
@@ -674,35 +492,22 @@ async fn modern_requests_are_stateless_and_headers_checked() {
 
 #[tokio::test]
 async fn legacy_and_modern_clients_on_one_server_at_once() {
-    let (url, _http) = start(HttpConfig::default()).await;
+    let srv = start(HttpConfig::default(), ServeOptions::default()).await;
+    let url = &srv.url;
     let legacy = async {
-        let t = mcp_http::client::connect(&url, HttpClientConfig::default()).unwrap();
-        let client = Client::connect(
-            t.incoming,
-            t.outgoing,
-            ClientHandlers::new(),
-            ClientConfig::default(),
-        )
-        .await
-        .unwrap();
+        let (client, handle) = connect(url).await;
         let mut args = JsonObject::new();
         args.insert("message".into(), json!("legacy"));
         let r = client.call_tool("echo", args).await.unwrap();
-        t.handle.close().await;
+        handle.close().await;
         r.content[0].as_text().unwrap().to_owned()
     };
     let modern = async {
-        let c = reqwest::Client::new();
-        let r = modern_post(
-            &c,
-            &url,
-            "tools/call",
-            Some("echo"),
-            r#","name":"echo","arguments":{"message":"modern"}"#,
-        )
-        .send()
-        .await
-        .unwrap();
+        let params = json!({"name":"echo","arguments":{"message":"modern"}});
+        let r = modern_post(url, 1, "tools/call", Some("echo"), params)
+            .send()
+            .await
+            .unwrap();
         let v: Value = r.json().await.unwrap();
         v["result"]["content"][0]["text"]
             .as_str()
@@ -722,17 +527,17 @@ async fn auto_client_over_http_picks_the_era() {
         ..ClientConfig::default()
     };
     // A dual-era server: the client speaks 2026-07-28, statelessly.
-    let (url, http) = start(HttpConfig::default()).await;
-    let t = mcp_http::client::connect(&url, HttpClientConfig::default()).unwrap();
-    let client = Client::connect(t.incoming, t.outgoing, ClientHandlers::new(), auto.clone())
-        .await
-        .unwrap();
+    let srv = start(HttpConfig::default(), ServeOptions::default()).await;
+    let http = HttpClientConfig::default();
+    let (client, _handle) =
+        connect_with(&srv.url, http.clone(), ClientHandlers::new(), auto.clone()).await;
+    let client = client.unwrap();
     assert!(client.is_modern());
     let mut args = JsonObject::new();
     args.insert("message".into(), json!("modern over http"));
     let r = client.call_tool("echo", args.clone()).await.unwrap();
     assert_eq!(r.content[0].as_text(), Some("modern over http"));
-    assert_eq!(http.session_count(), 0, "no session in 2026-07-28");
+    assert_eq!(srv.http.session_count(), 0, "no session in 2026-07-28");
     assert_eq!(
         client
             .call_tool("polling", JsonObject::new())
@@ -743,29 +548,21 @@ async fn auto_client_over_http_picks_the_era() {
         Some("late answer")
     );
     // A legacy-only server: the probe fails, the client falls back to a session.
-    let legacy_only = Server::builder("old", "1")
-        .config(mcp_server::ServerConfig {
+    let legacy_only = with_tools(
+        Server::builder("old", "1").config(mcp_server::ServerConfig {
             modern: false,
             ..Default::default()
-        })
-        .tool("echo", "echo", |_c: Ctx, a: Echo| async move {
-            Ok::<_, String>(a.message)
-        })
-        .build()
-        .unwrap();
-    let old = StreamableHttp::new(legacy_only, HttpConfig::default());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let old_url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let o = old.clone();
-    tokio::spawn(async move { o.serve(listener).await });
-    let t = mcp_http::client::connect(&old_url, HttpClientConfig::default()).unwrap();
-    let client = Client::connect(t.incoming, t.outgoing, ClientHandlers::new(), auto)
-        .await
-        .unwrap();
+        }),
+    )
+    .build()
+    .unwrap();
+    let old = start_with(legacy_only, HttpConfig::default(), ServeOptions::default()).await;
+    let (client, _handle) = connect_with(&old.url, http, ClientHandlers::new(), auto).await;
+    let client = client.unwrap();
     assert!(!client.is_modern());
     assert_eq!(
         client.call_tool("echo", args).await.unwrap().content[0].as_text(),
         Some("modern over http")
     );
-    assert_eq!(old.session_count(), 1);
+    assert_eq!(old.http.session_count(), 1);
 }

@@ -2,55 +2,23 @@
 //! sockets.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use mcp_client::{Client, ClientConfig, ClientHandlers};
-use mcp_http::{HttpClientConfig, HttpConfig, LegacySse, StreamableHttp};
-use mcp_server::{Ctx, Server};
-use mcp_types::{JsonObject, LoggingLevel};
+use mcp_http::{HttpConfig, LegacySse, StreamableHttp};
+use mcp_types::JsonObject;
 use serde_json::json;
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Echo {
-    message: String,
-}
+mod common;
+use common::{TOOLS, connect, listen, server, until};
 
-fn server() -> Server {
-    Server::builder("legacy-test", "1")
-        .tool("echo", "echo", |c: Ctx, a: Echo| async move {
-            c.log(LoggingLevel::Info, None, json!("echoing")).await;
-            Ok::<_, String>(a.message)
-        })
-        .build()
-        .unwrap()
-}
-
-async fn listen(router: axum::Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { mcp_http::serve_router(listener, router).await });
-    base
-}
-
-async fn echo_through(url: &str) -> (String, u32) {
-    let t = mcp_http::client::connect(url, HttpClientConfig::default()).unwrap();
-    let handle = t.handle.clone();
-    let client = Client::connect(
-        t.incoming,
-        t.outgoing,
-        ClientHandlers::new(),
-        ClientConfig::default(),
-    )
-    .await
-    .unwrap();
+/// Calls `chatty_echo` (a log message, then the answer) and lists the tools through `url`.
+async fn echo_through(url: &str) -> (String, usize) {
+    let (client, handle) = connect(url).await;
     let mut args = JsonObject::new();
     args.insert("message".into(), json!("hello"));
-    let r = client.call_tool("echo", args).await.unwrap();
+    let r = client.call_tool("chatty_echo", args).await.unwrap();
     let tools = client.list_tools().await.unwrap().len();
     client.close().await;
     handle.close().await;
-    (
-        r.content[0].as_text().unwrap().to_owned(),
-        u32::try_from(tools).unwrap(),
-    )
+    (r.content[0].as_text().unwrap().to_owned(), tools)
 }
 
 #[tokio::test]
@@ -60,7 +28,7 @@ async fn legacy_only_server_is_reached_through_the_probe() {
     // The URL of the SSE stream: POST initialize there gets 405, so the client falls back.
     assert_eq!(
         echo_through(&format!("{base}/sse")).await,
-        ("hello".to_owned(), 1)
+        ("hello".to_owned(), TOOLS.len())
     );
 }
 
@@ -70,7 +38,7 @@ async fn streamable_only_server_needs_no_fallback() {
     let base = listen(http.router()).await;
     assert_eq!(
         echo_through(&format!("{base}/mcp")).await,
-        ("hello".to_owned(), 1)
+        ("hello".to_owned(), TOOLS.len())
     );
 }
 
@@ -138,13 +106,10 @@ async fn legacy_wire_format_and_checks() {
     assert_eq!(r.status(), 403);
     // Closing the stream ends the session.
     drop(stream);
-    for _ in 0..50 {
-        if legacy.session_count() == 0 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    assert_eq!(legacy.session_count(), 0);
+    assert!(
+        until(10, || legacy.session_count() == 0).await,
+        "the session ended with its stream"
+    );
     assert_eq!(
         post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
             .await

@@ -2,6 +2,8 @@
 //! and other sessions are not affected. Graceful shutdown drains in-flight requests.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use mcp_http::{HttpConfig, ResponseMode, ServeOptions};
@@ -62,8 +64,6 @@ async fn start_server_with_principals(server: mcp_server::Server, config: HttpCo
             ..config
         },
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
     let router = http.router().layer(axum::middleware::from_fn(
         |mut req: axum::extract::Request, next: axum::middleware::Next| async move {
             let user = req
@@ -77,23 +77,7 @@ async fn start_server_with_principals(server: mcp_server::Server, config: HttpCo
             next.run(req).await
         },
     ));
-    let token = shutdown.clone();
-    let done = tokio::spawn(async move {
-        mcp_http::serve_router_with(
-            listener,
-            router,
-            ServeOptions::default(),
-            token.cancelled_owned(),
-        )
-        .await
-    });
-    Running {
-        url: format!("http://{addr}/mcp"),
-        addr,
-        http,
-        shutdown,
-        done,
-    }
+    serve_routed(http, router, shutdown, ServeOptions::default()).await
 }
 
 async fn init_as(url: &str, user: &str) -> reqwest::Response {
@@ -135,12 +119,7 @@ async fn sessions_per_principal() {
         "a refused initialize allocates nothing"
     );
     // Ending a session frees a slot.
-    let r = reqwest::Client::new()
-        .delete(&s.url)
-        .header("mcp-session-id", &a1)
-        .send()
-        .await
-        .unwrap();
+    let r = delete(&s.url, &a1).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(init_as(&s.url, "alice").await.status(), StatusCode::OK);
 }
@@ -199,10 +178,12 @@ async fn sessions_and_new_session_rate_per_address() {
         "429 says when to come back"
     );
     assert_eq!(s.http.session_count(), ok, "refusals allocate nothing");
-    tokio::time::sleep(Duration::from_millis(1100)).await;
-    assert_eq!(
-        init(&s.url, None).await.status(),
-        StatusCode::OK,
+    // Emptied by the burst, the bucket refills (2 a second): a new session is admitted again.
+    assert!(
+        until_async(10, || async {
+            init(&s.url, None).await.status() == StatusCode::OK
+        })
+        .await,
         "the bucket refills"
     );
 }
@@ -211,14 +192,9 @@ async fn sessions_and_new_session_rate_per_address() {
 async fn burst_is_served(config: HttpConfig, n: usize) {
     let s = start(config, ServeOptions::default()).await;
     let http = reqwest::Client::new();
-    let burst = futures::future::join_all((0..n).map(|_| {
-        http.post(&s.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(INIT)
-            .send()
-    }))
-    .await;
+    let burst =
+        futures::future::join_all((0..n).map(|_| post_with(&http, &s.url, None, INIT).send()))
+            .await;
     let refused: Vec<String> = burst
         .into_iter()
         .map(Result::unwrap)
@@ -261,49 +237,83 @@ async fn a_session_with_a_request_in_progress_is_not_idle() {
     )
     .await;
     let id = session(&s.url).await;
-    let r = post(&s.url, Some(&id), call(1, "sleep", json!({"ms": 1500})))
-        .send()
-        .await
-        .unwrap();
+    let started = Instant::now();
+    let (url, sid) = (s.url.clone(), id.clone());
+    let slow = tokio::spawn(async move {
+        let r = post(&url, Some(&sid), call(1, "sleep", json!({"ms": 1500})))
+            .send()
+            .await
+            .unwrap();
+        answer(r).await
+    });
+    // The call sleeps 1.5 s from after `started`, so for the first 1.4 s it is surely in
+    // progress: over four idle timeouts (and reaper rounds), the session must stay. (Not
+    // checked after the answer: the idle clock runs from a request's arrival, so an answered
+    // session may expire at the reaper's next round.)
+    let ran = until(10, || {
+        assert_eq!(
+            s.http.session_count(),
+            1,
+            "the session expired while its request was in progress"
+        );
+        started.elapsed() >= Duration::from_millis(1400)
+    })
+    .await;
+    assert!(ran);
     assert_eq!(
-        answer(r).await["result"]["content"][0]["text"],
+        slow.await.unwrap()["result"]["content"][0]["text"],
         "slept 1500"
     );
-    ping_ok(&s.url, &id).await;
 }
 
 #[tokio::test]
 async fn a_modern_request_counts_until_its_handler_finishes() {
-    let s = start(
-        HttpConfig {
-            max_stateless_requests: 1,
-            ..HttpConfig::default()
-        },
-        ServeOptions::default(),
-    )
-    .await;
-    let body = |id: u64| {
-        json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{
-            "name":"sleep","arguments":{"ms":1500},
-            "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
-                     "io.modelcontextprotocol/clientCapabilities":{}}}})
-        .to_string()
+    // `watched` sleeps 1500 ms, then says it is done.
+    let done = Arc::new(AtomicBool::new(false));
+    let d = done.clone();
+    let server = with_tools(mcp_server::Server::builder("limits", "1"))
+        .tool(
+            "watched",
+            "sleeps, then says so",
+            move |_c: mcp_server::Ctx, a: Sleep| {
+                let done = d.clone();
+                async move {
+                    tokio::time::sleep(Duration::from_millis(a.ms)).await;
+                    done.store(true, Ordering::SeqCst);
+                    Ok::<_, String>(format!("slept {}", a.ms))
+                }
+            },
+        )
+        .build()
+        .unwrap();
+    let config = HttpConfig {
+        max_stateless_requests: 1,
+        ..HttpConfig::default()
     };
+    let s = start_with(server, config, ServeOptions::default()).await;
     let modern = |id: u64| {
-        post(&s.url, None, body(id))
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", "tools/call")
-            .header("mcp-name", "sleep")
-            .send()
+        let params = json!({"name":"watched","arguments":{"ms":1500}});
+        modern_post(&s.url, id, "tools/call", Some("watched"), params).send()
     };
     // The client hangs up while its call runs.
     let hung_up = tokio::spawn(modern(1));
     assert!(until(10, || s.http.stateless_in_flight() == 1).await);
     hung_up.abort();
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(s.http.stateless_in_flight(), 1, "the handler still runs");
     let r = modern(2).await.unwrap();
     assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    // The slot stays taken until the handler is done (read in this order: a slot given back
+    // before `done` was set would be seen).
+    let finished = until(10, || {
+        let in_flight = s.http.stateless_in_flight();
+        let finished = done.load(Ordering::SeqCst);
+        assert!(
+            in_flight == 1 || finished,
+            "the slot came back while the handler ran"
+        );
+        finished
+    })
+    .await;
+    assert!(finished, "the handler finished");
     assert!(until(10, || s.http.stateless_in_flight() == 0).await);
 }
 
@@ -324,7 +334,10 @@ async fn sessions_that_never_initialize_expire() {
         .unwrap()
         .to_owned();
     let done = session(&s.url).await;
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert!(
+        until(10, || s.http.session_count() == 1).await,
+        "a session was reaped"
+    );
     let r = post(
         &s.url,
         Some(&stalled),
@@ -371,7 +384,10 @@ async fn requests_and_streams_per_session() {
     };
     let a = slow(1);
     let b = slow(2);
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert!(
+        until(10, || s.http.stream_count() == 2).await,
+        "both slow calls are running"
+    );
     // Third request while two run: busy at once, marked transient.
     let r = post(&s.url, Some(&id), call(3, "sleep", json!({"ms": 1})))
         .send()
@@ -384,13 +400,7 @@ async fn requests_and_streams_per_session() {
     // The other session is not affected.
     ping_ok(&s.url, &other).await;
     // Streams: two POST streams are attached; a GET stream makes three; a fourth is refused.
-    let get = reqwest::Client::new()
-        .get(&s.url)
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", &id)
-        .send()
-        .await
-        .unwrap();
+    let get = get_stream(&s.url, &id).send().await.unwrap();
     assert_eq!(get.status(), StatusCode::OK);
     let r = post(
         &s.url,
@@ -410,7 +420,10 @@ async fn requests_and_streams_per_session() {
         "slept 600"
     );
     drop(get);
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(
+        until(10, || s.http.stream_count() == 0).await,
+        "the streams are let go"
+    );
     ping_ok(&s.url, &id).await;
 }
 
@@ -521,14 +534,9 @@ async fn graceful_shutdown_drains_in_flight_requests() {
     )
     .await;
     let id = session(&s.url).await;
-    let get = reqwest::Client::new()
-        .get(&s.url)
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", &id)
-        .send()
-        .await
-        .unwrap();
+    let get = get_stream(&s.url, &id).send().await.unwrap();
     assert_eq!(get.status(), StatusCode::OK);
+    let before = s.http.tracked_streams();
     let url = s.url.clone();
     let sid = id.clone();
     let slow = tokio::spawn(async move {
@@ -540,7 +548,10 @@ async fn graceful_shutdown_drains_in_flight_requests() {
         )
         .await
     });
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert!(
+        until(10, || s.http.tracked_streams() != before).await,
+        "the slow call is in flight"
+    );
     let start = Instant::now();
     s.shutdown.cancel();
     // The standalone stream ends rather than holding the drain open.
@@ -604,16 +615,9 @@ async fn request_state_belongs_to_its_principal() {
         if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
             p.extend(e.clone());
         }
-        post(
-            &s.url,
-            None,
-            json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":params}).to_string(),
-        )
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "ask")
-        .header("x-test-user", user)
-        .send()
+        modern_post(&s.url, 1, "tools/call", Some("ask"), params)
+            .header("x-test-user", user)
+            .send()
     };
     let first = answer(call("alice", json!({})).await.unwrap()).await;
     assert_eq!(first["result"]["resultType"], "input_required", "{first}");

@@ -13,11 +13,15 @@ use mcp_client::{
     CallError, Client, ClientConfig, ClientHandlers, RequestOptions, RetryChoice, RetryPolicy,
 };
 use mcp_http::{HttpClientConfig, HttpConfig, StreamableHttp};
-use mcp_server::{Ctx, Server};
 use mcp_types::JsonObject;
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Nothing {}
+mod common;
+use common::{TOOLS, connect_with, listen, server, until};
+
+/// Arguments for `echo`, a tool without annotations (not safe to repeat by default).
+fn echo_ok() -> JsonObject {
+    serde_json::from_value(serde_json::json!({"message": "ok"})).unwrap()
+}
 
 /// Fails the next `armed` POSTs: the first with 503 + Retry-After: 1, the others with 502.
 #[derive(Default)]
@@ -50,25 +54,14 @@ async fn inject(faults: Arc<Faults>, req: Request<axum::body::Body>, next: Next)
 }
 
 async fn setup() -> (Client, Arc<Faults>) {
-    let server = Server::builder("faulty", "1")
-        .tool(
-            "plain",
-            "not annotated",
-            |_c: Ctx, _a: Nothing| async move { Ok::<_, String>("ok") },
-        )
-        .build()
-        .unwrap();
     let faults = Arc::new(Faults::default());
     let f = faults.clone();
-    let app = StreamableHttp::new(server, HttpConfig::default())
+    let app = StreamableHttp::new(server(), HttpConfig::default())
         .router()
         .layer(axum::middleware::from_fn(move |req, next| {
             inject(f.clone(), req, next)
         }));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    tokio::spawn(async move { mcp_http::serve_router(listener, app).await });
-    let t = mcp_http::client::connect(&url, HttpClientConfig::default()).unwrap();
+    let url = format!("{}/mcp", listen(app).await);
     let config = ClientConfig {
         retry: RetryPolicy {
             max_attempts: 4,
@@ -77,16 +70,16 @@ async fn setup() -> (Client, Arc<Faults>) {
         },
         ..ClientConfig::default()
     };
-    let client = Client::connect(t.incoming, t.outgoing, ClientHandlers::new(), config)
-        .await
-        .unwrap();
+    let (client, _handle) = connect_with(
+        &url,
+        HttpClientConfig::default(),
+        ClientHandlers::new(),
+        config,
+    )
+    .await;
+    let client = client.unwrap();
     // `notifications/initialized` is POSTed in the background: arm faults only after it.
-    for _ in 0..200 {
-        if faults.posts.load(Ordering::SeqCst) >= 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    until(10, || faults.posts.load(Ordering::SeqCst) >= 2).await;
     assert_eq!(faults.posts.load(Ordering::SeqCst), 2);
     (client, faults)
 }
@@ -98,7 +91,7 @@ async fn safe_calls_are_retried_with_backoff_and_retry_after() {
     let before = faults.posts.load(Ordering::SeqCst);
     let start = Instant::now();
     let tools = client.list_tools().await.unwrap();
-    assert_eq!(tools.len(), 1);
+    assert_eq!(tools.len(), TOOLS.len());
     assert_eq!(
         faults.posts.load(Ordering::SeqCst) - before,
         4,
@@ -115,10 +108,7 @@ async fn unsafe_calls_are_not_retried_unless_asked() {
     let (client, faults) = setup().await;
     faults.armed.store(1, Ordering::SeqCst);
     let before = faults.posts.load(Ordering::SeqCst);
-    let e = client
-        .call_tool("plain", JsonObject::new())
-        .await
-        .unwrap_err();
+    let e = client.call_tool("echo", echo_ok()).await.unwrap_err();
     assert_eq!(
         faults.posts.load(Ordering::SeqCst) - before,
         1,
@@ -130,8 +120,8 @@ async fn unsafe_calls_are_not_retried_unless_asked() {
     faults.failed.store(1, Ordering::SeqCst); // a 502 this time: no Retry-After
     let r = client
         .call_tool_retry(
-            "plain",
-            JsonObject::new(),
+            "echo",
+            echo_ok(),
             &RequestOptions::default(),
             RetryChoice::Always,
         )

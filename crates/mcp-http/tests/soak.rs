@@ -15,6 +15,9 @@ use mcp_http::{HttpConfig, ResponseMode, StreamableHttp};
 use mcp_server::{Ctx, Server};
 use serde_json::{Value, json};
 
+mod common;
+use common::{Session, VERSION};
+
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Work {
     n: u64,
@@ -62,7 +65,7 @@ fn soak_server() {
                             "sessions": http.session_count(),
                             "streams": http.stream_count(),
                             "tasks": tasks,
-                            "rss_kib": rss_kib(std::process::id()),
+                            "rss_kib": rss_kib(std::process::id()).unwrap_or(0),
                         })
                         .to_string(),
                     )
@@ -86,7 +89,8 @@ fn soak_server() {
     });
 }
 
-fn rss_kib(pid: u32) -> u64 {
+/// The resident set size of a process in KiB, if it can be read (and is not zero).
+fn rss_kib(pid: u32) -> Option<u64> {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
@@ -95,11 +99,17 @@ fn rss_kib(pid: u32) -> u64 {
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|v| v.parse().ok())
         })
-        .unwrap_or(0)
+        .filter(|&kib| kib > 0)
+}
+
+/// The server's RSS in KiB: a soak that cannot measure it fails rather than compare zeros.
+fn server_rss(pid: u32) -> u64 {
+    rss_kib(pid).unwrap_or_else(|| panic!("no RSS for the server process {pid}"))
 }
 
 #[derive(Default)]
 struct Totals {
+    sessions: AtomicU64,
     calls: AtomicU64,
     responses: AtomicU64,
     duplicates: AtomicU64,
@@ -123,25 +133,6 @@ impl Rng {
     fn chance(&mut self, percent: u64) -> bool {
         self.next() % 100 < percent
     }
-}
-
-fn post(
-    http: &reqwest::Client,
-    url: &str,
-    session: Option<&str>,
-    body: String,
-) -> reqwest::RequestBuilder {
-    let mut r = http
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body);
-    if let Some(s) = session {
-        r = r
-            .header("mcp-session-id", s)
-            .header("mcp-protocol-version", "2025-11-25");
-    }
-    r
 }
 
 /// Reads SSE events until the response to `id` (or the end); `cut` stops after the first
@@ -184,45 +175,19 @@ async fn session_life(
     totals: Arc<Totals>,
 ) {
     let mut rng = Rng(seed | 1);
-    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"soak","version":"1"}}});
-    let r = post(&http, &url, None, init.to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let session = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-    let _ = r.bytes().await;
-    let r = post(
-        &http,
-        &url,
-        Some(&session),
-        json!({"jsonrpc":"2.0","method":"notifications/initialized"}).to_string(),
-    )
-    .send()
-    .await
-    .unwrap();
-    assert_eq!(r.status(), 202);
+    let session = Session::open_with(&http, &url, VERSION).await;
+    totals.sessions.fetch_add(1, Ordering::Relaxed);
     // Sometimes a standalone stream, dropped at some point.
     let standalone = if rng.chance(30) {
         totals.get_streams.fetch_add(1, Ordering::Relaxed);
-        Some(
-            http.get(&url)
-                .header("accept", "text/event-stream")
-                .header("mcp-session-id", &session)
-                .send()
-                .await
-                .unwrap(),
-        )
+        Some(session.get().send().await.unwrap())
     } else {
         None
     };
     for k in 1..=calls {
         totals.calls.fetch_add(1, Ordering::Relaxed);
         let body = json!({"jsonrpc":"2.0","id":k,"method":"tools/call","params":{"name":"work","arguments":{"n":k},"_meta":{"progressToken":k}}});
-        let r = post(&http, &url, Some(&session), body.to_string())
-            .send()
-            .await
-            .unwrap();
+        let r = session.post(body.to_string()).send().await.unwrap();
         assert_eq!(r.status(), 200);
         let cut = rng.chance(30);
         let mut last_event = None;
@@ -238,10 +203,8 @@ async fn session_life(
                 break;
             };
             totals.resumes.fetch_add(1, Ordering::Relaxed);
-            let r = http
-                .get(&url)
-                .header("accept", "text/event-stream")
-                .header("mcp-session-id", &session)
+            let r = session
+                .get()
                 .header("last-event-id", &last)
                 .send()
                 .await
@@ -265,12 +228,7 @@ async fn session_life(
     }
     drop(standalone);
     if rng.chance(90) {
-        let r = http
-            .delete(&url)
-            .header("mcp-session-id", &session)
-            .send()
-            .await
-            .unwrap();
+        let r = session.delete().send().await.unwrap();
         assert_eq!(r.status(), 200);
         totals.deleted.fetch_add(1, Ordering::Relaxed);
     } else {
@@ -284,29 +242,16 @@ async fn stats(url: &str) -> Value {
         .pool_max_idle_per_host(0)
         .build()
         .unwrap();
-    let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"stats","version":"1"}}});
-    let r = post(http, url, None, init.to_string())
-        .send()
-        .await
-        .unwrap();
-    let session = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
-    let _ = r.bytes().await;
+    let session = Session::open_with(http, url, VERSION).await;
     let call = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"stats","arguments":{}}});
-    let r = post(http, url, Some(&session), call.to_string())
-        .send()
-        .await
-        .unwrap();
+    let r = session.post(call.to_string()).send().await.unwrap();
     let mut responses = Vec::new();
     read_until(r, 1, false, &mut None, &mut responses).await;
     let text = responses[0]["result"]["content"][0]["text"]
         .as_str()
         .unwrap()
         .to_owned();
-    http.delete(url)
-        .header("mcp-session-id", &session)
-        .send()
-        .await
-        .unwrap();
+    session.delete().send().await.unwrap();
     // The stats session itself is counted (its session and its call's stream): take it out.
     let mut v: Value = serde_json::from_str(&text).unwrap();
     v["sessions"] = json!(v["sessions"].as_u64().unwrap() - 1);
@@ -350,22 +295,18 @@ async fn settle(url: &str, baseline_tasks: u64) -> Value {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "soak test: run with scripts/soak.sh"]
-async fn soak_1000_sessions() {
-    let sessions: u64 = std::env::var("SOAK_SESSIONS")
+/// A positive count from the environment, or `default`: a soak of nothing measures nothing.
+fn setting(name: &str, default: u64) -> u64 {
+    let v = std::env::var(name)
         .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1000);
-    let waves: u64 = std::env::var("SOAK_WAVES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3);
-    let calls: u64 = 5;
-    assert!(
-        sessions > 0 && waves > 0,
-        "a soak run that measures nothing proves nothing (SOAK_SESSIONS and SOAK_WAVES > 0)"
-    );
+        .map_or(Some(default), |v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{name} is not a number"));
+    assert!(v > 0, "{name}=0 would measure nothing");
+    v
+}
+
+/// Starts [`soak_server`] in its own process: the process, its pid and its URL.
+async fn start_server() -> (tokio::process::Child, u32, String) {
     let mut child = tokio::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "soak_server", "--ignored", "--nocapture"])
         .env("SOAK_SERVER", "1")
@@ -385,53 +326,94 @@ async fn soak_1000_sessions() {
             break p.parse::<u16>().unwrap();
         }
     };
-    let url = format!("http://127.0.0.1:{port}/mcp");
+    (child, server_pid, format!("http://127.0.0.1:{port}/mcp"))
+}
+
+/// The largest RSS seen by a sampler every 100 ms, and how many samples it took.
+#[derive(Default)]
+struct Peak {
+    kib: AtomicU64,
+    samples: AtomicU64,
+}
+
+impl Peak {
+    fn sample(&self, pid: u32) {
+        self.kib.fetch_max(server_rss(pid), Ordering::Relaxed);
+        self.samples.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The measured waves: RSS after each, and the peak sampled while they ran.
+async fn measured_waves(
+    url: &str,
+    pid: u32,
+    (waves, sessions, calls): (u64, u64, u64),
+    baseline_tasks: u64,
+    totals: &Arc<Totals>,
+) -> (Vec<u64>, Arc<Peak>) {
+    let peak = Arc::new(Peak::default());
+    let mut rss_waves = Vec::new();
+    for w in 0..waves {
+        let sampler = {
+            let peak = peak.clone();
+            tokio::spawn(async move {
+                loop {
+                    peak.sample(pid);
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            })
+        };
+        wave(url, sessions, calls, w + 2, totals).await;
+        sampler.abort();
+        peak.sample(pid);
+        let s = settle(url, baseline_tasks).await;
+        eprintln!("soak: after wave {}: {s}", w + 1);
+        rss_waves.push(server_rss(pid));
+    }
+    (rss_waves, peak)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "soak test: run with scripts/soak.sh"]
+async fn soak_1000_sessions() {
+    let sessions = setting("SOAK_SESSIONS", 1000);
+    let waves = setting("SOAK_WAVES", 3);
+    let calls: u64 = 5;
+    let (mut child, server_pid, url) = start_server().await;
     let started = Instant::now();
-    let rss_cold = rss_kib(server_pid);
+    let rss_cold = server_rss(server_pid);
     let first = stats(&url).await;
     let baseline_tasks = first["tasks"].as_u64().unwrap();
+    assert!(baseline_tasks > 0, "the server's runtime reports its tasks");
     // Warm-up waves: the allocator's arenas and the tables reach their working size (RSS
     // measured this way plateaus from the second wave on; what is compared is the plateau).
     let warm = Arc::new(Totals::default());
     wave(&url, sessions, calls, 1, &warm).await;
     settle(&url, baseline_tasks).await;
-    let rss_one_wave = rss_kib(server_pid);
+    let rss_one_wave = server_rss(server_pid);
     wave(&url, sessions, calls, 100, &warm).await;
     let after_warm = settle(&url, baseline_tasks).await;
-    let rss_start = rss_kib(server_pid);
+    let rss_start = server_rss(server_pid);
     let totals = Arc::new(Totals::default());
-    let mut peak = rss_start;
-    let mut rss_waves = Vec::new();
-    for w in 0..waves {
-        let sampler = {
-            let pid = server_pid;
-            tokio::spawn(async move {
-                let mut peak = 0;
-                loop {
-                    peak = peak.max(rss_kib(pid));
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    if peak == u64::MAX {
-                        return peak;
-                    }
-                }
-            })
-        };
-        wave(&url, sessions, calls, w + 2, &totals).await;
-        sampler.abort();
-        peak = peak.max(rss_kib(server_pid));
-        let s = settle(&url, baseline_tasks).await;
-        eprintln!("soak: after wave {}: {s}", w + 1);
-        rss_waves.push(rss_kib(server_pid));
-    }
+    let (rss_waves, peak) = measured_waves(
+        &url,
+        server_pid,
+        (waves, sessions, calls),
+        baseline_tasks,
+        &totals,
+    )
+    .await;
     let end = settle(&url, baseline_tasks).await;
-    let rss_end = rss_kib(server_pid);
+    let rss_end = server_rss(server_pid);
     let t = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let peak_kib = t(&peak.kib).max(rss_start);
     eprintln!(
-        "soak: {waves} waves x {sessions} concurrent sessions x {calls} calls in {:?}: {} calls, {} responses, {} lost, {} duplicated; \
+        "soak: {waves} waves x {sessions} concurrent sessions x {calls} calls in {:?}: {} sessions, {} calls, {} responses, {} lost, {} duplicated; \
          {} streams cut and {} resumes; {} GET streams; {} sessions deleted, {} abandoned to the reaper; \
          server after: {end}; tasks at start {baseline_tasks} (after warm-up {}); \
-         RSS cold {rss_cold} KiB, after one warm-up wave {rss_one_wave} KiB, after two {rss_start} KiB, after each wave {rss_waves:?} KiB, peak >= {peak} KiB, end {rss_end} KiB",
+         RSS cold {rss_cold} KiB, after one warm-up wave {rss_one_wave} KiB, after two {rss_start} KiB, after each wave {rss_waves:?} KiB, peak >= {peak_kib} KiB ({} samples), end {rss_end} KiB",
         started.elapsed(),
+        t(&totals.sessions),
         t(&totals.calls),
         t(&totals.responses),
         t(&totals.lost),
@@ -442,12 +424,16 @@ async fn soak_1000_sessions() {
         t(&totals.deleted),
         t(&totals.abandoned),
         after_warm["tasks"],
+        t(&peak.samples),
     );
-    assert!(
-        rss_start > 0 && rss_end > 0,
-        "the server's RSS could not be read (/proc/PID/status): nothing was measured"
+    // What was measured: every session lived, every call was made and answered.
+    assert_eq!(t(&totals.sessions), waves * sessions, "sessions opened");
+    assert_eq!(
+        t(&totals.deleted) + t(&totals.abandoned),
+        waves * sessions,
+        "sessions ended"
     );
-    assert!(t(&totals.responses) > 0, "no call was answered");
+    assert_eq!(t(&totals.calls), waves * sessions * calls, "calls made");
     assert_eq!(t(&totals.lost), 0, "every response arrived");
     assert_eq!(t(&totals.duplicates), 0, "and only once");
     assert_eq!(t(&totals.responses), waves * sessions * calls);
@@ -457,6 +443,10 @@ async fn soak_1000_sessions() {
     assert!(
         end["tasks"].as_u64().unwrap() <= baseline_tasks,
         "no task left: {end} vs {baseline_tasks}"
+    );
+    assert!(
+        t(&peak.samples) >= 2 * waves,
+        "RSS was sampled during and after every wave"
     );
     assert!(
         rss_end as f64 <= rss_start as f64 * 1.10,

@@ -15,10 +15,31 @@ pub struct Raw {
     lines: Lines<BufReader<ChildStdout>>,
 }
 
+/// The demo server's tools, sorted by name.
+pub const DEMO_TOOLS: [&str; 10] = [
+    "add",
+    "ask",
+    "converse",
+    "echo",
+    "fail",
+    "log",
+    "sample",
+    "slow",
+    "subscriptions",
+    "touch",
+];
+
 impl Raw {
+    /// `mcp serve --stdio`.
     pub fn spawn() -> Self {
+        Self::spawn_with(&[])
+    }
+
+    /// `mcp serve --stdio ARGS`.
+    pub fn spawn_with(args: &[&str]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mcp"))
             .args(["serve", "--stdio"])
+            .args(args)
             .env("MCP_LOG", "off")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -71,6 +92,21 @@ impl Raw {
             }
             before.push(m);
         }
+    }
+
+    /// Receives until a message with `method` arrives.
+    pub async fn recv_method(&mut self, method: &str) -> Value {
+        loop {
+            let m = self.recv().await;
+            if m["method"] == method {
+                return m;
+            }
+        }
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> i32 {
+        i32::try_from(self.child.id().expect("running")).unwrap()
     }
 
     pub async fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
@@ -200,9 +236,9 @@ impl HttpSession {
         s
     }
 
-    /// POSTs a body in the session; the status and the messages of the answer.
-    pub async fn post(&self, body: &[u8]) -> (u16, Vec<Value>) {
-        let r = reqwest::Client::new()
+    /// A POST of `body` in the session, to send (and read as it streams).
+    pub fn request(&self, body: &[u8]) -> reqwest::RequestBuilder {
+        reqwest::Client::new()
             .post(&self.url)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
@@ -210,9 +246,11 @@ impl HttpSession {
             .header("mcp-protocol-version", &self.version)
             .body(body.to_vec())
             .timeout(Duration::from_secs(30))
-            .send()
-            .await
-            .unwrap();
+    }
+
+    /// POSTs a body in the session; the status and the messages of the answer.
+    pub async fn post(&self, body: &[u8]) -> (u16, Vec<Value>) {
+        let r = self.request(body).send().await.unwrap();
         let status = r.status().as_u16();
         let ct = r
             .headers()
@@ -230,6 +268,42 @@ impl HttpSession {
             .await;
         assert_eq!(status, 200, "{name}: the next request works");
         assert_eq!(m[0]["result"], json!({}), "{name}");
+    }
+}
+
+/// Request options that report the first progress notification: once it has come, the
+/// server is working on the request.
+pub fn first_progress() -> (
+    mcp_client::RequestOptions,
+    tokio::sync::oneshot::Receiver<()>,
+) {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let tx = std::sync::Mutex::new(Some(tx));
+    let options = mcp_client::RequestOptions::default().on_progress(move |_| {
+        if let Some(tx) = tx.lock().unwrap().take() {
+            let _ = tx.send(());
+        }
+    });
+    (options, rx)
+}
+
+/// Waits (at most 20 s) for the progress that [`first_progress`] reports.
+pub async fn started(progress: tokio::sync::oneshot::Receiver<()>) {
+    tokio::time::timeout(Duration::from_secs(20), progress)
+        .await
+        .expect("the server reported progress")
+        .expect("the call is still running");
+}
+
+/// Drives `call` until it has reported progress, then drops it: the request is cancelled
+/// while it runs.
+pub async fn cancel_once_started<T: std::fmt::Debug>(
+    call: impl std::future::Future<Output = T>,
+    progress: tokio::sync::oneshot::Receiver<()>,
+) {
+    tokio::select! {
+        r = call => panic!("the call ended before it was cancelled: {r:?}"),
+        () = started(progress) => {}
     }
 }
 

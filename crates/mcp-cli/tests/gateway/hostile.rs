@@ -55,6 +55,44 @@ allow_tools = ["echo"]
 
 /// A legacy HTTP+SSE client of the gateway that stops reading while its call floods it with
 /// log messages holds up nobody else's calls through the same upstream.
+/// The bytes the gateway (listening on `gateway_port`) has written to its connection with the
+/// client at 127.0.0.1:`client_port` that the client has not yet acknowledged
+/// (`tx_queue` in /proc/net/tcp).
+fn unsent(gateway_port: u16, client_port: u16) -> Option<u64> {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    let (local, remote) = (
+        format!("0100007F:{gateway_port:04X}"),
+        format!("0100007F:{client_port:04X}"),
+    );
+    table.lines().skip(1).find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.get(1) != Some(&local.as_str()) || f.get(2) != Some(&remote.as_str()) {
+            return None;
+        }
+        let (tx, _rx) = f.get(4)?.split_once(':')?;
+        u64::from_str_radix(tx, 16).ok()
+    })
+}
+
+/// Waits until the gateway's send buffer to the client is full: over 1 MiB waits there, and
+/// no more has been taken for 100 ms (the gateway's writes to that client block).
+async fn send_buffer_full(gateway_port: u16, client_port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (mut last, mut still) = (0, 0);
+    while still < 10 {
+        let queued = unsent(gateway_port, client_port).expect("the client's connection");
+        (last, still) = match queued {
+            q if q > 1 << 20 && q == last => (q, still + 1),
+            q => (q, 0),
+        };
+        assert!(
+            Instant::now() < deadline,
+            "the gateway's send buffer never filled: {last}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_stops_reading_holds_up_nobody() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -80,6 +118,8 @@ async fn a_client_that_stops_reading_holds_up_nobody() {
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
     let stuck = socket.connect(addr.parse().unwrap()).await.unwrap();
+    let stuck_port = stuck.local_addr().unwrap().port();
+    let gateway_port = stuck.peer_addr().unwrap().port();
     let (rd, mut wr) = stuck.into_split();
     wr.write_all(b"GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
         .await
@@ -107,7 +147,7 @@ async fn a_client_that_stops_reading_holds_up_nobody() {
     // Its call: 3,000 log messages of 8 KiB, far more than its buffers hold.
     let flood = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"demo__log","arguments":{"message":"x".repeat(8192),"repeat":3000}}});
     assert!(post(flood).await.unwrap().status().is_success());
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    send_buffer_full(gateway_port, stuck_port).await;
     // Another client calls through the same upstream meanwhile.
     let other = client(&url, EraChoice::Legacy).await;
     let started = Instant::now();

@@ -53,14 +53,7 @@ async fn talker(url: &str, era: EraChoice, me: &'static str) -> (Client, Seen) {
                 l.lock().unwrap().push(format!("log: {text}"));
             }
         });
-    let t = mcp_http::client::connect(url, HttpClientConfig::default()).unwrap();
-    let config = ClientConfig {
-        era,
-        ..ClientConfig::default()
-    };
-    let c = Client::connect(t.incoming, t.outgoing, handlers, config)
-        .await
-        .unwrap();
+    let (c, _handle) = connect(url, handlers, era).await;
     c.set_log_level(LoggingLevel::Debug).await.unwrap();
     (c, seen)
 }
@@ -155,38 +148,46 @@ async fn listener(url: &str) -> (Client, Seen) {
             sink.lock().unwrap().push(text);
         }
     });
-    let t = mcp_http::client::connect(url, HttpClientConfig::default()).unwrap();
-    let c = Client::connect(t.incoming, t.outgoing, handlers, ClientConfig::default())
-        .await
-        .unwrap();
+    let (c, _handle) = connect(url, handlers, EraChoice::Legacy).await;
     c.set_log_level(LoggingLevel::Debug).await.unwrap();
     (c, seen)
+}
+
+/// A gateway to one local legacy `mcp serve --stdio` upstream with `max_connections`: its
+/// folder, its process and its URL.
+async fn local_gateway(
+    tag: &str,
+    max_connections: u32,
+) -> (std::path::PathBuf, tokio::process::Child, String) {
+    let (dir, config) = config_file(
+        tag,
+        &format!(
+            r#"[[upstream]]
+name = "local"
+command = ["{MCP}", "serve", "--stdio"]
+era = "legacy"
+max_connections = {max_connections}
+"#
+        ),
+    );
+    let (gateway, url) = serve_gateway(&config).await;
+    (dir, gateway, url)
 }
 
 /// A request cancelled by its client: what the upstream still says about it (here, the demo's
 /// "slow: cancelled after step N") goes to that client, never to the others.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_requests_last_words_stay_with_its_client() {
-    let (dir, config) = config_file(
-        "mcp-gateway-cancelled",
-        &format!(
-            r#"[[upstream]]
-name = "local"
-command = ["{MCP}", "serve", "--stdio"]
-era = "legacy"
-max_connections = 4
-"#
-        ),
-    );
-    let (_gateway, url) = serve_gateway(&config).await;
+    let (dir, _gateway, url) = local_gateway("mcp-gateway-cancelled", 4).await;
     let (ada, ada_seen) = listener(&url).await;
     let (_bob, bob_seen) = listener(&url).await;
-    let call = ada.call_tool("local__slow", args(json!({"steps": 100, "delay_ms": 50})));
-    assert!(
-        tokio::time::timeout(Duration::from_millis(400), call)
-            .await
-            .is_err()
+    let (options, progress) = common::first_progress();
+    let call = ada.call_tool_with(
+        "local__slow",
+        args(json!({"steps": 100, "delay_ms": 50})),
+        &options,
     );
+    common::cancel_once_started(call, progress).await;
     let deadline = Instant::now() + Duration::from_secs(10);
     while !ada_seen
         .lock()
@@ -213,36 +214,20 @@ max_connections = 4
 /// waiting for its turn can be cancelled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_connection_serves_requests_one_at_a_time() {
-    let (dir, config) = config_file(
-        "mcp-gateway-one",
-        &format!(
-            r#"[[upstream]]
-name = "local"
-command = ["{MCP}", "serve", "--stdio"]
-era = "legacy"
-max_connections = 1
-"#
-        ),
-    );
-    let (_gateway, url) = serve_gateway(&config).await;
+    let (dir, _gateway, url) = local_gateway("mcp-gateway-one", 1).await;
     let (ada, ada_seen) = talker(&url, EraChoice::Legacy, "Ada").await;
     let (bob, bob_seen) = talker(&url, EraChoice::Legacy, "Bob").await;
     // Ada's slow call holds the connection from its first progress on.
-    let (started_tx, started) = tokio::sync::oneshot::channel();
-    let started_tx = std::sync::Mutex::new(Some(started_tx));
-    let options = RequestOptions::default().on_progress(move |_| {
-        if let Some(tx) = started_tx.lock().unwrap().take() {
-            let _ = tx.send(());
-        }
-    });
+    let (options, started) = common::first_progress();
     let slow = ada.call_tool_with(
         "local__slow",
         args(json!({"steps": 10, "delay_ms": 100})),
         &options,
     );
     let waiting = async {
-        started.await.unwrap();
-        // Bob waits for his turn, and gives up.
+        common::started(started).await;
+        // Bob waits for his turn, and gives up. (That his call does not run shows only as
+        // time passing: 300 ms, while Ada's call has about 900 ms to go.)
         let echo = bob.call_tool("local__echo", args(json!({"message": "bob"})));
         assert!(
             tokio::time::timeout(Duration::from_millis(300), echo)

@@ -35,15 +35,25 @@ fn free_port() -> u16 {
         .port()
 }
 
-async fn client(url: &str, era: EraChoice) -> Client {
+/// A client of `url` over HTTP with `handlers`, speaking `era`, and its transport's handle.
+async fn connect(
+    url: &str,
+    handlers: ClientHandlers,
+    era: EraChoice,
+) -> (Client, mcp_http::HttpClientHandle) {
     let t = mcp_http::client::connect(url, HttpClientConfig::default()).unwrap();
     let config = ClientConfig {
         era,
         ..ClientConfig::default()
     };
-    Client::connect(t.incoming, t.outgoing, ClientHandlers::new(), config)
+    let c = Client::connect(t.incoming, t.outgoing, handlers, config)
         .await
-        .unwrap()
+        .unwrap();
+    (c, t.handle)
+}
+
+async fn client(url: &str, era: EraChoice) -> Client {
+    connect(url, ClientHandlers::new(), era).await.0
 }
 
 /// Writes a gateway config into a fresh temporary folder: (folder, file).
@@ -127,14 +137,7 @@ async fn answering_client(
             })
         })
         .on_event(move |e| sink.lock().unwrap().push(e));
-    let t = mcp_http::client::connect(url, HttpClientConfig::default()).unwrap();
-    let config = ClientConfig {
-        era,
-        ..ClientConfig::default()
-    };
-    let c = Client::connect(t.incoming, t.outgoing, handlers, config)
-        .await
-        .unwrap();
+    let (c, _handle) = connect(url, handlers, era).await;
     (c, events)
 }
 

@@ -317,12 +317,13 @@ era = "modern"
 
     // Cancellation: dropping the call cancels it at the gateway, which cancels it upstream;
     // the upstream tool notices and says so in a log message.
-    let call = legacy.call_tool("local__slow", args(json!({"steps": 100, "delay_ms": 50})));
-    assert!(
-        tokio::time::timeout(Duration::from_millis(400), call)
-            .await
-            .is_err()
+    let (options, progress) = common::first_progress();
+    let call = legacy.call_tool_with(
+        "local__slow",
+        args(json!({"steps": 100, "delay_ms": 50})),
+        &options,
     );
+    common::cancel_once_started(call, progress).await;
     let log = seen(&legacy_events, "the upstream's cancellation", |e| {
         matches!(e, ServerEvent::Log(p) if p.data.as_str().is_some_and(|s| s.starts_with("slow: cancelled after step")))
     })

@@ -33,16 +33,7 @@ era = "legacy"
 
 /// A gateway client that keeps its HTTP handle (to end the session with DELETE).
 async fn closable(url: &str) -> (Client, mcp_http::HttpClientHandle) {
-    let t = mcp_http::client::connect(url, HttpClientConfig::default()).unwrap();
-    let c = Client::connect(
-        t.incoming,
-        t.outgoing,
-        ClientHandlers::new(),
-        ClientConfig::default(),
-    )
-    .await
-    .unwrap();
-    (c, t.handle)
+    connect(url, ClientHandlers::new(), EraChoice::Legacy).await
 }
 
 /// Waits until the upstream's clients hold `want` subscriptions.
