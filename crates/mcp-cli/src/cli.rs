@@ -132,7 +132,7 @@ pub(crate) enum Command {
     /// result; for `echo` the text must be the message that call sent, and each call sends
     /// another); a phase with errors prints them instead of a rate, and the exit code is 1.
     #[command(
-        after_help = "Examples:\n  mcp bench --requests 50000 -- mcp serve --stdio\n  mcp bench http://127.0.0.1:8080/mcp --clients 64 --duration 5s\n  mcp bench http://127.0.0.1:8080/mcp --clients 64 --session shared --duration 5s\n  mcp bench http://127.0.0.1:8080/mcp --clients 64 --era modern --duration 5s\n  mcp bench http://127.0.0.1:8080/mcp --burst 2000\n  mcp bench http://127.0.0.1:8080/mcp --idle-sessions 1000 --server-pid 1234\n  mcp bench --pipeline --window 256 --requests 100000 -- mcp serve --stdio\n  mcp bench --expect hello -- ./canned_server   (a server answering one fixed text)"
+        after_help = "Examples:\n  mcp bench --requests 50000 -- mcp serve --stdio\n  mcp bench http://127.0.0.1:8080/mcp --clients 64 --duration 5s\n  mcp bench http://127.0.0.1:8080/mcp --clients 64 --session shared --duration 5s\n  mcp bench http://127.0.0.1:8080/mcp --clients 64 --era modern --duration 5s\n  mcp bench http://127.0.0.1:8080/mcp --burst 2000\n  mcp bench http://127.0.0.1:8080/mcp --idle-sessions 1000 --server-pid 1234\n  mcp bench --pipeline --window 256 --requests 100000 -- mcp serve --stdio\n  mcp bench --cold-start 50 -- mcp serve --stdio\n  mcp bench --expect hello -- ./canned_server   (a server answering one fixed text)"
     )]
     Bench(Box<BenchArgs>),
 }
@@ -218,6 +218,10 @@ pub(crate) struct BenchArgs {
     /// (needs --server-pid).
     #[arg(long)]
     pub(crate) idle_sessions: Option<usize>,
+    /// Start the stdio server this many times, one after another, and report the time from
+    /// spawn to `initialize` answered and the RSS after its first `tools/call`.
+    #[arg(long, conflicts_with_all = ["idle_sessions", "burst", "duration", "url"])]
+    pub(crate) cold_start: Option<usize>,
     /// Pid of the server, for RSS and CPU figures of an HTTP target.
     #[arg(long)]
     pub(crate) server_pid: Option<u32>,

@@ -14,6 +14,7 @@ mod burst;
 mod calls;
 mod check;
 mod client;
+mod cold;
 mod idle;
 mod stats;
 mod wire;
@@ -69,6 +70,8 @@ pub(crate) struct Plan {
     /// Open this many sessions at once instead of calling.
     pub(crate) burst: Option<usize>,
     pub(crate) idle_sessions: Option<usize>,
+    /// Start the stdio server this many times instead of calling.
+    pub(crate) cold_start: Option<usize>,
     pub(crate) server_pid: Option<u32>,
     pub(crate) era: mcp_client::EraChoice,
     pub(crate) json: bool,
@@ -237,6 +240,68 @@ fn cpu_line(cpu: &Value) -> Option<String> {
     Some(s)
 }
 
+/// `--cold-start N`: N fresh server processes, spawn to `initialize` answered, and RSS after
+/// the first call.
+async fn cold_start(plan: &Plan, n: usize) -> anyhow::Result<()> {
+    let Target::Command(command) = &plan.target else {
+        bail!("--cold-start starts a stdio server: give its command after --");
+    };
+    let command = command.clone();
+    // Blocking is fine: nothing else runs on the CLI's one-thread runtime meanwhile.
+    let starts = cold::run(plan, &command, n)?;
+    let mut rss = starts.rss_kib.clone();
+    rss.sort_unstable();
+    let rss_median = rss.get(rss.len() / 2).copied();
+    let tally = starts.tally;
+    let errors = tally.errors();
+    let latency = percentiles(tally.latencies.clone());
+    let checked = format!(
+        "initialize answered with protocolVersion, then one tools/call: {}",
+        plan.expect.describe(&plan.payload)
+    );
+    if plan.json {
+        let report = json!({"target": plan.target.describe(), "checked": checked,
+            "starts": tally.total(), "errors": errors, "spawn_to_initialize": latency,
+            "rss_after_first_call_kib": {"median": rss_median, "min": rss.first(), "max": rss.last()}});
+        println!("{report}");
+    } else {
+        println!("{:11} {}", "target", plan.target.describe());
+        println!("{:11} {checked}", "checked");
+        let mut line = format!(
+            "{:11} {} starts, {errors} errors",
+            "cold start",
+            tally.total()
+        );
+        for (kind, (n, detail)) in &tally.failures {
+            let _ = write!(line, "\n{:11}   {kind} x{n}: {detail}", "");
+        }
+        if errors == 0 {
+            let ms = |k: &str| latency[k].as_f64().unwrap_or_default();
+            let _ = write!(
+                line,
+                ", spawn to initialize answered ms p50 {:.2} p90 {:.2} max {:.2}",
+                ms("p50_ms"),
+                ms("p90_ms"),
+                ms("max_ms")
+            );
+        }
+        println!("{line}");
+        if let (Some(kib), Some(lo), Some(hi)) = (rss_median, rss.first(), rss.last()) {
+            println!(
+                "{:11} RSS after the first call: median {:.1} MiB (min {:.1}, max {:.1})",
+                "server",
+                kib as f64 / 1024.0,
+                *lo as f64 / 1024.0,
+                *hi as f64 / 1024.0
+            );
+        }
+    }
+    if errors > 0 {
+        bail!("cold start: {errors} of {n} starts failed the check");
+    }
+    Ok(())
+}
+
 /// Runs the plan and prints the figures; fails when any answer failed its check.
 pub(crate) async fn run(plan: Plan) -> anyhow::Result<()> {
     if let Some(n) = plan.idle_sessions {
@@ -247,6 +312,9 @@ pub(crate) async fn run(plan: Plan) -> anyhow::Result<()> {
             println!("{}", serde_json::to_string_pretty(&report)?);
         }
         return Ok(());
+    }
+    if let Some(n) = plan.cold_start {
+        return cold_start(&plan, n).await;
     }
     let (phases, extra, driver) = match (&plan.target, plan.driver) {
         (Target::Url(url), Driver::Raw) => raw(&plan, url).await?,

@@ -3,6 +3,11 @@
 //! A schema without `$schema` is JSON Schema 2020-12 (the MCP default). An explicit `$schema`
 //! naming draft-04, draft-06, draft-07, 2019-09 or 2020-12 is honoured; any other dialect is
 //! refused with a clear error when the tool is registered, not when it is called.
+//!
+//! Schemas made only of plain typed properties are checked by [`simple`], which needs no
+//! start-up work; every other schema by the `jsonschema` crate, with the same verdicts.
+
+mod simple;
 
 use std::fmt;
 
@@ -34,8 +39,19 @@ const KNOWN_DIALECTS: &[&str] = &[
 
 /// A compiled schema.
 pub struct CompiledSchema {
-    validator: Validator,
+    check: Check,
 }
+
+/// Who checks instances.
+enum Check {
+    /// The subset [`simple`] handles.
+    Simple(simple::Simple),
+    /// The full validator.
+    Full(Box<Validator>),
+}
+
+/// Most violations reported for one instance.
+const MAX_ERRORS: usize = 20;
 
 impl fmt::Debug for CompiledSchema {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -50,6 +66,11 @@ impl CompiledSchema {
     /// [`SchemaError`] for an unknown dialect or an invalid schema.
     pub fn compile(schema: &JsonObject) -> Result<Self, SchemaError> {
         let mut schema = Value::Object(schema.clone());
+        if let Some(s) = simple::Simple::parse(&schema) {
+            return Ok(Self {
+                check: Check::Simple(s),
+            });
+        }
         match schema.get("$schema") {
             None => {
                 if let Value::Object(m) = &mut schema {
@@ -72,7 +93,14 @@ impl CompiledSchema {
         }
         let validator =
             jsonschema::validator_for(&schema).map_err(|e| SchemaError::Invalid(e.to_string()))?;
-        Ok(Self { validator })
+        Ok(Self {
+            check: Check::Full(Box::new(validator)),
+        })
+    }
+
+    /// Whether the fast path checks this schema (see [`simple`]).
+    pub fn is_simple(&self) -> bool {
+        matches!(self.check, Check::Simple(_))
     }
 
     /// Validates an instance; on failure, every error as `path: message`.
@@ -80,13 +108,16 @@ impl CompiledSchema {
     /// # Errors
     /// The list of violations.
     pub fn validate(&self, instance: &Value) -> Result<(), Vec<String>> {
-        if self.validator.is_valid(instance) {
+        let validator = match &self.check {
+            Check::Simple(s) => return s.validate(instance, MAX_ERRORS),
+            Check::Full(v) => v,
+        };
+        if validator.is_valid(instance) {
             return Ok(());
         }
-        Err(self
-            .validator
+        Err(validator
             .iter_errors(instance)
-            .take(20)
+            .take(MAX_ERRORS)
             .map(|e| {
                 let path = e.instance_path().to_string();
                 if path.is_empty() {

@@ -1,0 +1,160 @@
+//! Cold start of a stdio server: the time from spawning it to its answer to `initialize`,
+//! and its resident memory once it has answered its first `tools/call`.
+//!
+//! Each start is a new process driven over raw pipes (no SDK client in the way): write
+//! `initialize`, read the answer (its id and `protocolVersion` checked), then
+//! `notifications/initialized` and one `tools/call` checked like every other call. The RSS
+//! is read from `/proc/<pid>/status` right after that answer, then stdin is closed and the
+//! process must exit.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::Plan;
+use super::check::{Failure, Tally};
+use super::stats::status_kib;
+
+/// What the starts measured: spawn to `initialize` answered, and RSS after the first call.
+pub(crate) struct ColdStarts {
+    pub(crate) tally: Tally,
+    pub(crate) rss_kib: Vec<u64>,
+}
+
+/// Starts the server `n` times, one after another.
+pub(crate) fn run(plan: &Plan, command: &[String], n: usize) -> anyhow::Result<ColdStarts> {
+    let (program, args) = command
+        .split_first()
+        .ok_or_else(|| anyhow::anyhow!("--cold-start needs a server command after --"))?;
+    let mut out = ColdStarts {
+        tally: Tally::default(),
+        rss_kib: Vec::with_capacity(n),
+    };
+    for i in 0..n {
+        let started = Instant::now();
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let outcome = start_once(plan, &mut child, started, i as u64 + 1);
+        let outcome = outcome.and_then(|(latency, rss)| {
+            stop(&mut child)?;
+            Ok((latency, rss))
+        });
+        match outcome {
+            Ok((latency, rss)) => {
+                out.tally.record(Ok(()), latency);
+                out.rss_kib.extend(rss);
+            }
+            Err(f) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                out.tally.record(Err(f), started.elapsed());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// One start: returns the time to the `initialize` answer and the RSS after the first call.
+fn start_once(
+    plan: &Plan,
+    child: &mut Child,
+    started: Instant,
+    n: u64,
+) -> Result<(Duration, Option<u64>), Failure> {
+    let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(Failure::Transport("no pipes to the child".into()));
+    };
+    let mut stdout = BufReader::new(stdout);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "mcp-bench", "version": env!("CARGO_PKG_VERSION")}}});
+    send(&mut stdin, &init)?;
+    let answer = answer_to(&mut stdout, 1)?;
+    let latency = started.elapsed();
+    if answer["result"]["protocolVersion"].as_str().is_none() {
+        return Err(Failure::Wrong(format!(
+            "initialize answered without protocolVersion: {}",
+            super::check::clip(&answer.to_string())
+        )));
+    }
+    send(
+        &mut stdin,
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )?;
+    let (args, sent) = plan.payload.arguments(n);
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": plan.tool, "arguments": args}});
+    send(&mut stdin, &call)?;
+    let answer = answer_to(&mut stdout, 2)?;
+    if let Some(e) = answer.get("error") {
+        let code = e["code"].as_i64().unwrap_or_default();
+        return Err(Failure::Rpc(code, e["message"].to_string()));
+    }
+    let result = &answer["result"];
+    let texts = result["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["text"].as_str());
+    let is_error = result["isError"].as_bool().unwrap_or(false);
+    plan.expect.check(sent.as_deref(), is_error, texts)?;
+    let rss = status_kib(child.id(), "VmRSS:");
+    drop(stdin);
+    Ok((latency, rss))
+}
+
+fn send(stdin: &mut ChildStdin, msg: &Value) -> Result<(), Failure> {
+    let mut line = msg.to_string();
+    line.push('\n');
+    stdin
+        .write_all(line.as_bytes())
+        .and_then(|()| stdin.flush())
+        .map_err(|e| Failure::Transport(format!("writing to the server: {e}")))
+}
+
+/// Reads lines until the response with this id (notifications and requests are skipped).
+fn answer_to(stdout: &mut BufReader<ChildStdout>, id: u64) -> Result<Value, Failure> {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match stdout.read_line(&mut line) {
+            Ok(0) => return Err(Failure::Transport("the server closed its stdout".into())),
+            Ok(_) => {}
+            Err(e) => return Err(Failure::Transport(format!("reading: {e}"))),
+        }
+        let msg: Value = serde_json::from_str(&line).map_err(|e| {
+            Failure::Wrong(format!("not JSON ({e}): {}", super::check::clip(&line)))
+        })?;
+        if msg.get("method").is_some() {
+            continue;
+        }
+        if msg["id"].as_u64() != Some(id) {
+            return Err(Failure::Wrong(format!(
+                "answer with id {}, expected {id}",
+                msg["id"]
+            )));
+        }
+        return Ok(msg);
+    }
+}
+
+/// Waits up to 5 s for the server to exit after its stdin closed.
+fn stop(child: &mut Child) -> Result<(), Failure> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => return Ok(()),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
+            Ok(None) => {
+                return Err(Failure::Timeout);
+            }
+            Err(e) => return Err(Failure::Transport(format!("waiting for the server: {e}"))),
+        }
+    }
+}
