@@ -125,6 +125,9 @@ impl Simple {
     /// Checks an instance; each violation as `path: message` (path a JSON pointer, left out
     /// at the root), at most `limit`.
     pub(crate) fn validate(&self, instance: &Value, limit: usize) -> Result<(), Vec<String>> {
+        if self.is_valid(instance) {
+            return Ok(());
+        }
         let mut errors = Vec::new();
         self.check(instance, &mut String::new(), &mut errors, limit);
         if errors.is_empty() {
@@ -134,6 +137,53 @@ impl Simple {
         }
     }
 
+    /// The verdict alone: no paths or messages built, nothing allocated.
+    fn is_valid(&self, v: &Value) -> bool {
+        if let Some(b) = self.always {
+            return b;
+        }
+        if self.types.is_some_and(|t| t & type_of(v) == 0) {
+            return false;
+        }
+        match v {
+            Value::Object(m) => {
+                self.required.iter().all(|name| m.contains_key(name))
+                    && m.iter().all(|(key, value)| {
+                        match self.properties.iter().find(|(name, _)| name == key) {
+                            Some((_, s)) => s.is_valid(value),
+                            None => self.additional.as_ref().is_none_or(|s| s.is_valid(value)),
+                        }
+                    })
+            }
+            Value::Array(items) => self
+                .items
+                .as_ref()
+                .is_none_or(|s| items.iter().all(|i| s.is_valid(i))),
+            Value::Number(n) => {
+                let ok = |bound: &Option<Number>, bad: Ordering, exclusive: bool| {
+                    bound.as_ref().is_none_or(|b| {
+                        let o = compare(n, b);
+                        o != bad && !(exclusive && o == Ordering::Equal)
+                    })
+                };
+                ok(&self.minimum, Ordering::Less, false)
+                    && ok(&self.maximum, Ordering::Greater, false)
+                    && ok(&self.exclusive_minimum, Ordering::Less, true)
+                    && ok(&self.exclusive_maximum, Ordering::Greater, true)
+            }
+            Value::String(s) => {
+                if self.min_length.is_none() && self.max_length.is_none() {
+                    return true;
+                }
+                let chars = s.chars().count() as u64;
+                self.min_length.is_none_or(|min| chars >= min)
+                    && self.max_length.is_none_or(|max| chars <= max)
+            }
+            Value::Null | Value::Bool(_) => true,
+        }
+    }
+
+    /// Every violation, with its place (the slow path, for invalid instances only).
     fn check(&self, v: &Value, path: &mut String, errors: &mut Vec<String>, limit: usize) {
         let mut fail = |path: &str, msg: String| {
             if errors.len() < limit {
