@@ -1,4 +1,10 @@
 #!/usr/bin/env bash
+# First the performance table (scripts/bench_table.py): the floor, our SDK's echo server,
+# `mcp serve` and rmcp's echo server side by side in one run, over Streamable HTTP (64
+# connections with a session each, 64 in one session, 1 connection), stdio (sequential,
+# pipelined, cold start, RSS) and the memory of an idle session; the server pinned to one
+# core and the driver to the other. Then more shapes of `mcp serve` alone:
+#
 # Streamable HTTP figures of `mcp serve`, every answer checked by `mcp bench`'s raw driver
 # (status, content type, id, and the text of each echo: every call sends its own message).
 # A refusal such as 429 is an error, and a figure with errors shows them instead of a rate.
@@ -15,6 +21,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-5}
 cargo build --release -p mcp-cli --bins --examples >/dev/null
+# rmcp is fetched from crates.io into bench/compare's own lockfile, never into the workspace.
+(cd bench/compare && cargo build --release --examples >/dev/null)
+table_failed=0
+python3 scripts/bench_table.py "$secs" || table_failed=1
+echo
 mcp=target/release/mcp
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 url="http://127.0.0.1:$port/mcp"
@@ -65,6 +76,9 @@ stop
 start target/release/examples/bare_http "127.0.0.1:$port"
 figure "floor: bare_http (no MCP machinery), 64 connections" --clients 64 --duration "${secs}s"
 stop
+if [ "$table_failed" = 1 ]; then
+  failed+=("the table above")
+fi
 if [ ${#failed[@]} -gt 0 ]; then
   echo "figures with errors (no rate given): ${#failed[@]}"
   printf '   %s\n' "${failed[@]}"

@@ -106,7 +106,7 @@ pub async fn run(
             frame = incoming.recv(), if input_open && queue.len() < max_queued => {
                 match frame {
                     Some(Inbound::Failed { id, error }) => peer.fail(id, error),
-                    Some(Inbound::Frame(bytes)) => {
+                    Some(input @ (Inbound::Frame(_) | Inbound::Message(_))) => {
                         let cx = Conn {
                             peer: &peer,
                             service: &service,
@@ -114,7 +114,14 @@ pub async fn run(
                             in_flight: &in_flight,
                             closing: &closing,
                         };
-                        on_frame(&cx, &bytes, &mut queue, &mut tasks);
+                        match input {
+                            Inbound::Message(msg) => on_message(&cx, *msg, &mut queue),
+                            other => {
+                                if let Some(bytes) = other.frame() {
+                                    on_frame(&cx, bytes, &mut queue, &mut tasks);
+                                }
+                            }
+                        }
                     }
                     None => {
                         input_open = false;

@@ -8,7 +8,7 @@ use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use mcp_jsonrpc::{ErrorCode, ErrorObject, Frame, Message, RequestId};
+use mcp_jsonrpc::{ErrorCode, ErrorObject, Frame, Inbound, Message, RequestId};
 use mcp_types::{Feature, InitializeParams, ProtocolVersion};
 use tokio::sync::mpsc;
 
@@ -28,6 +28,19 @@ struct Posted {
     entry_errors: Vec<Message>,
     /// The body the engine gets (the valid entries only, when some were invalid).
     body: Bytes,
+}
+
+impl Posted {
+    /// What the engine gets: a lone message as decoded here (not decoded twice), a batch as
+    /// its text.
+    fn take_input(&mut self) -> Inbound {
+        if !self.batch && self.messages.len() == 1 {
+            if let Some(m) = self.messages.pop() {
+                return Inbound::Message(Box::new(m));
+            }
+        }
+        Inbound::Frame(self.body.to_vec())
+    }
 }
 
 /// Decodes a POST body; invalid entries of a batch are answered here, each with its own
@@ -131,7 +144,7 @@ pub(crate) async fn handle_post(State(inner): State<Arc<Inner>>, request: Reques
         return match posted.messages.into_iter().next() {
             Some(m) => {
                 let principal = client.principal().map(str::to_owned);
-                crate::stateless::handle(&inner, headers, m, posted.body, principal).await
+                crate::stateless::handle(&inner, headers, m, principal).await
             }
             None => bad_request("empty request"),
         };
@@ -271,7 +284,8 @@ async fn answer(
         (ids.clone(), ids.len())
     };
     let (token, rx) = session.open_post_stream(&routed, answers, mode == ResponseMode::Sse);
-    if !session.feed(posted.body.to_vec()).await {
+    let mut posted = posted;
+    if !session.feed(posted.take_input()).await {
         return session_not_found();
     }
     let reply = Reply {
@@ -286,8 +300,8 @@ async fn answer(
 
 /// A POST with no request in it (notifications, responses, invalid batch entries): 202, or
 /// the errors of its invalid entries.
-async fn accept_only(session: &Session, posted: Posted) -> Response {
-    if !posted.messages.is_empty() && !session.feed(posted.body.to_vec()).await {
+async fn accept_only(session: &Session, mut posted: Posted) -> Response {
+    if !posted.messages.is_empty() && !session.feed(posted.take_input()).await {
         return session_not_found();
     }
     if !posted.entry_errors.is_empty() {

@@ -320,7 +320,6 @@ pub(crate) async fn handle(
     inner: &Arc<Inner>,
     headers: &HeaderMap,
     message: Message,
-    body: Bytes,
     principal: Option<String>,
 ) -> Response {
     let req = match message {
@@ -349,10 +348,13 @@ pub(crate) async fn handle(
         let _permits = permits;
         serving.await;
     });
-    if in_tx.send(Inbound::Frame(body.to_vec())).await.is_err() {
+    let id = req.id.clone();
+    // Already decoded here: the engine takes the message as it is.
+    let input = Inbound::Message(Box::new(Message::Request(req)));
+    if in_tx.send(input).await.is_err() {
         return error_response(
             StatusCode::INTERNAL_SERVER_ERROR,
-            Some(req.id),
+            Some(id),
             ErrorObject::internal("the server is gone"),
         );
     }
@@ -361,7 +363,7 @@ pub(crate) async fn handle(
     let Some(first) = next_message(&mut out_rx).await else {
         return error_response(
             StatusCode::INTERNAL_SERVER_ERROR,
-            Some(req.id),
+            Some(id),
             ErrorObject::internal("no response"),
         );
     };

@@ -10,10 +10,14 @@ use std::time::Duration;
 use crate::id::RequestId;
 
 /// What a transport hands to the engine.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Inbound {
     /// One received JSON text (a message or a batch), not yet decoded.
     Frame(Vec<u8>),
+    /// One message the transport has already decoded (under the same limits as a frame), so
+    /// the engine does not decode it a second time. Streamable HTTP decodes each POST to
+    /// find its ids and session before handing it on.
+    Message(Box<crate::Message>),
     /// The transport could not deliver our request `id` or bring back its answer: the
     /// request fails with this error instead of waiting for its timeout.
     Failed {
@@ -29,7 +33,7 @@ impl Inbound {
     pub fn frame(&self) -> Option<&[u8]> {
         match self {
             Inbound::Frame(bytes) => Some(bytes),
-            Inbound::Failed { .. } => None,
+            Inbound::Message(_) | Inbound::Failed { .. } => None,
         }
     }
 }

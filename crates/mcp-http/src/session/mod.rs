@@ -185,10 +185,10 @@ impl Session {
     }
 
     /// Hands a POST body to the engine. False once the session is closed.
-    pub(crate) async fn feed(&self, body: Vec<u8>) -> bool {
+    pub(crate) async fn feed(&self, input: Inbound) -> bool {
         let tx = self.incoming.lock().clone();
         match tx {
-            Some(tx) => tx.send(Inbound::Frame(body)).await.is_ok(),
+            Some(tx) => tx.send(input).await.is_ok(),
             None => false,
         }
     }

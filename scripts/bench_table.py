@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""One run of every figure of the performance table: the floor, our SDK's echo server,
+`mcp serve` (the CLI's demo server) and rmcp's echo server, side by side.
+
+Every figure comes from `mcp bench`, which checks each answer (status, id, and the echoed
+text: each call sends its own message). A figure with errors is printed as its error count,
+never as a rate, and the script exits 1. With two or more cores the server runs pinned to
+core 0 and the driver to core 1 (taskset), so neither takes the other's core.
+
+Run by scripts/bench-http.sh, which builds the binaries first. Arguments: seconds per HTTP
+figure (default 5). Environment: STDIO_CALLS (default 20000), STARTS (default 50),
+IDLE (default 1000 sessions).
+"""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+SECS = sys.argv[1] if len(sys.argv) > 1 else "5"
+STDIO_CALLS = os.environ.get("STDIO_CALLS", "20000")
+STARTS = os.environ.get("STARTS", "50")
+IDLE = os.environ.get("IDLE", "1000")
+MCP = "target/release/mcp"
+CMP = "bench/compare/target/release/examples"
+PIN = shutil.which("taskset") is not None and (os.cpu_count() or 1) >= 2
+SERVER_CPU = ["taskset", "-c", "0"] if PIN else []
+DRIVER_CPU = ["taskset", "-c", "1"] if PIN else []
+
+# name -> (HTTP server command with {addr}, stdio server command)
+SERVERS = {
+    "floor": ([ "target/release/examples/bare_http", "{addr}"],
+              ["target/release/examples/bare_echo"]),
+    "ours": ([f"{CMP}/ours_echo", "--listen", "{addr}"], [f"{CMP}/ours_echo", "--stdio"]),
+    "mcp serve": ([MCP, "serve", "--listen", "{addr}"], [MCP, "serve", "--stdio"]),
+    "rmcp": ([f"{CMP}/rmcp_echo", "--listen", "{addr}"], [f"{CMP}/rmcp_echo", "--stdio"]),
+}
+failed = []
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def bench(args, label):
+    """Runs `mcp bench --json ARGS` on the driver's core; returns its report, or None."""
+    out = subprocess.run(DRIVER_CPU + [MCP, "bench", "--json"] + args,
+                         capture_output=True, text=True)
+    try:
+        report = json.loads(out.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        failed.append(f"{label}: no report ({out.stderr.strip()[-200:]})")
+        return None
+    if report.get("errors", 0):
+        failed.append(f"{label}: {report['errors']} errors")
+    return report
+
+
+class Http:
+    """An HTTP server on the server's core, for the duration of a `with`."""
+
+    def __init__(self, name):
+        self.port = free_port()
+        cmd = [a.replace("{addr}", f"127.0.0.1:{self.port}") for a in SERVERS[name][0]]
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.proc = subprocess.Popen(SERVER_CPU + cmd, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+
+    def __enter__(self):
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(self.url, timeout=1)
+                return self
+            except urllib.error.HTTPError:
+                return self  # it answers (405 or 400 for a bare GET)
+            except OSError:
+                time.sleep(0.05)
+        raise SystemExit(f"server did not start: {self.url}")
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        self.proc.wait()
+
+
+def rate(report, phase):
+    if report is None:
+        return "no report"
+    p = report["phases"].get(phase, {})
+    if p.get("errors"):
+        return f"{p['errors']} errors"
+    return p.get("calls_per_sec")
+
+
+def http_figures(name):
+    figs = {}
+    shapes = {
+        "http_each": ["--clients", "64"],
+        "http_shared": ["--clients", "64", "--session", "shared"],
+        "http_one": ["--clients", "1"],
+    }
+    with Http(name) as s:
+        for key, shape in shapes.items():
+            if name == "floor" and key == "http_shared":
+                continue  # no sessions: the same as a session each
+            r = bench([s.url, "--duration", f"{SECS}s", "--server-pid", str(s.proc.pid)] + shape,
+                      f"{name} {key}")
+            figs[key] = rate(r, "calls")
+            if r:
+                figs[key + "_driver_cpu"] = r["cpu"].get("driver_cpu_s", 0) / max(
+                    r["cpu"].get("wall_s", 1), 1e-9)
+    if name == "floor":
+        figs["http_shared"] = figs["http_each"]
+        return figs
+    with Http(name) as s:
+        r = bench([s.url, "--idle-sessions", IDLE, "--server-pid", str(s.proc.pid)],
+                  f"{name} idle sessions")
+        if r:
+            figs["idle"] = r.get("session_only", {}).get("bytes_per_session")
+    return figs
+
+
+def stdio_figures(name):
+    cmd = SERVER_CPU + SERVERS[name][1]
+    figs = {}
+    r = bench(["--requests", STDIO_CALLS, "--"] + cmd, f"{name} stdio")
+    figs["stdio_seq"] = rate(r, "sequential")
+    figs["stdio_pipe"] = rate(r, "pipelined")
+    if r:
+        figs["stdio_rss"] = r.get("server_peak_rss_kib")
+    r = bench(["--cold-start", STARTS, "--"] + cmd, f"{name} cold start")
+    if r and not r.get("errors"):
+        figs["cold"] = r["spawn_to_initialize"]["p50_ms"]
+        figs["first_rss"] = r["rss_after_first_call_kib"]["median"]
+    return figs
+
+
+def fmt(v, unit=""):
+    if v is None:
+        return "—"
+    if isinstance(v, str):
+        return v
+    if unit == "ms":
+        return f"{v:.2f} ms"
+    if unit == "kib":
+        return f"{v / 1024:.1f} MB"
+    if unit == "bytes":
+        return f"{v / 1024:.1f} KiB"
+    return f"{v / 1000:.1f}k"
+
+
+def ratio(a, b):
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b:
+        return f"{a / b:.2f}x"
+    return "—"
+
+
+def main():
+    figures = {}
+    for name in SERVERS:
+        print(f"measuring {name} ...", file=sys.stderr)
+        figures[name] = {**http_figures(name), **stdio_figures(name)}
+    rows = [
+        ("Streamable HTTP, 64 connections, a session each (calls/s)", "http_each", ""),
+        ("Streamable HTTP, 64 connections in one session (calls/s)", "http_shared", ""),
+        ("Streamable HTTP, 1 connection (calls/s)", "http_one", ""),
+        ("stdio, sequential calls/s", "stdio_seq", ""),
+        ("stdio, pipelined calls/s (window 1024)", "stdio_pipe", ""),
+        ("stdio, peak RSS in those calls", "stdio_rss", "kib"),
+        ("cold start, spawn to initialize answered (median)", "cold", "ms"),
+        ("RSS after the first call (stdio, median)", "first_rss", "kib"),
+        (f"memory per idle HTTP session ({IDLE} sessions)", "idle", "bytes"),
+    ]
+    f = figures
+    print(f"Every answer checked; 0 errors in every figure unless a cell says otherwise. "
+          f"{'Server on core 0, driver on core 1' if PIN else 'Server and driver unpinned'}; "
+          f"HTTP figures {SECS} s each, stdio {STDIO_CALLS} calls, {STARTS} cold starts.\n")
+    print("| measurement | floor | ours (SDK echo) | `mcp serve` | rmcp | ours/floor | ours/rmcp |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for label, key, unit in rows:
+        cells = [f[n].get(key) for n in SERVERS]
+        print(f"| {label} | " + " | ".join(fmt(c, unit) for c in cells)
+              + f" | {ratio(cells[1], cells[0])} | {ratio(cells[1], cells[3])} |")
+    driver = f["floor"].get("http_each_driver_cpu")
+    if isinstance(driver, float):
+        print(f"\nThe driver used {100 * driver:.0f}% of its core while the floor ran at 64 "
+              f"connections: above ~90%, the floor is the driver's limit, not the server's.")
+    if failed:
+        print("\nFigures with errors (no rate given):")
+        for line in failed:
+            print(f"   {line}")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
