@@ -73,7 +73,7 @@ fn validate(c: &mut Criterion) {
     let fast = CompiledSchema::compile(schema.as_object().unwrap()).unwrap();
     assert!(fast.is_simple());
     // `pattern` is outside the fast path's keywords: the same schema on the full validator.
-    let mut full_schema = schema.clone();
+    let mut full_schema = schema;
     full_schema["properties"]["message"]["pattern"] = json!(".*");
     let full = CompiledSchema::compile(full_schema.as_object().unwrap()).unwrap();
     assert!(!full.is_simple());
