@@ -145,9 +145,9 @@ fn fast_path_verdicts_equal_the_full_validator() {
 #[test]
 fn other_schemas_go_to_the_full_validator() {
     for schema in full_schemas() {
-        match CompiledSchema::compile(schema.as_object().unwrap()) {
-            Ok(c) => assert!(!c.is_simple(), "{schema} should not take the fast path"),
-            Err(_) => {} // refused at registration, as before
+        // Either refused at registration, as before, or compiled by the full validator.
+        if let Ok(c) = CompiledSchema::compile(schema.as_object().unwrap()) {
+            assert!(!c.is_simple(), "{schema} should not take the fast path");
         }
     }
     // Malformed values are still refused when registered, by the full validator.
