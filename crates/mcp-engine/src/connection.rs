@@ -105,7 +105,7 @@ pub async fn run(
             }
             frame = incoming.recv(), if input_open && queue.len() < max_queued => {
                 match frame {
-                    Some(Inbound::Failed { id, error }) => peer.fail(id, error),
+                    Some(Inbound::Failed { id, error }) => peer.fail(id, *error),
                     Some(input @ (Inbound::Frame(_) | Inbound::Message(_))) => {
                         let cx = Conn {
                             peer: &peer,

@@ -120,11 +120,11 @@ impl Peer {
     }
 
     fn outbound(&self, line: String, kind: OutKind) -> Outbound {
-        Outbound::Message(OutMessage {
+        Outbound::Message(Box::new(OutMessage {
             line,
             related: self.related.clone(),
             kind,
-        })
+        }))
     }
 
     /// Sends a response (or batch of responses) to the request this peer is scoped to.

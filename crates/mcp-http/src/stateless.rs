@@ -456,7 +456,7 @@ fn stream_answer(
 async fn next_message(rx: &mut mpsc::Receiver<Outbound>) -> Option<OutMessage> {
     loop {
         if let Outbound::Message(m) = rx.recv().await? {
-            return Some(m);
+            return Some(*m);
         }
     }
 }

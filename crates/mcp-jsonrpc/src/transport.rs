@@ -24,7 +24,7 @@ pub enum Inbound {
         /// The id of the request that failed.
         id: RequestId,
         /// Why.
-        error: TransportError,
+        error: Box<TransportError>,
     },
 }
 
@@ -101,8 +101,9 @@ impl OutMessage {
 /// What the engine hands to a transport.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outbound {
-    /// A message to write.
-    Message(OutMessage),
+    /// A message to write (boxed: a channel of these holds 32 slots from the start, and a
+    /// small slot keeps every idle session small).
+    Message(Box<OutMessage>),
     /// End the stream of incoming request `id` without ending the request: its remaining
     /// messages wait for the client to resume (Streamable HTTP polling). Transports with one
     /// stream ignore it.
@@ -115,11 +116,11 @@ pub enum Outbound {
 impl Outbound {
     /// A message that belongs to no particular request.
     pub fn unrelated(line: String, kind: OutKind) -> Self {
-        Outbound::Message(OutMessage {
+        Outbound::Message(Box::new(OutMessage {
             line,
             related: None,
             kind,
-        })
+        }))
     }
 
     /// The message, if this is one.
@@ -197,5 +198,25 @@ impl TransportError {
             TransportError::Http { retry_after, .. } => *retry_after,
             _ => None,
         }
+    }
+}
+#[cfg(test)]
+mod sizes {
+    use super::*;
+
+    /// Each channel of these holds its first 32 slots from the start: a session has an input
+    /// and an output channel, so every byte here is 32 bytes of every idle session.
+    #[test]
+    fn channel_items_stay_small() {
+        assert!(
+            size_of::<Inbound>() <= 40,
+            "Inbound is {} bytes",
+            size_of::<Inbound>()
+        );
+        assert!(
+            size_of::<Outbound>() <= 96,
+            "Outbound is {} bytes",
+            size_of::<Outbound>()
+        );
     }
 }

@@ -261,7 +261,7 @@ async fn dispatch(st: Arc<State>, mut from_engine: mpsc::Receiver<Outbound>) {
                 let open = gate.wait_for(|open| *open);
                 let _ = tokio::time::timeout(STANDALONE_GATE, open).await;
             }
-            st.post(out, opener).await
+            st.post(*out, opener).await
         });
     }
 }
@@ -289,7 +289,13 @@ impl State {
     async fn fail(&self, id: Option<RequestId>, error: TransportError) {
         match id {
             Some(id) => {
-                let _ = self.to_engine.send(Inbound::Failed { id, error }).await;
+                let _ = self
+                    .to_engine
+                    .send(Inbound::Failed {
+                        id,
+                        error: Box::new(error),
+                    })
+                    .await;
             }
             None => tracing::warn!("a notification or response was not delivered: {error}"),
         }

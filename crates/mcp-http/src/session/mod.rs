@@ -236,11 +236,11 @@ mod tests {
                 method: "notifications/progress".to_owned(),
             }
         };
-        Outbound::Message(OutMessage {
+        Outbound::Message(Box::new(OutMessage {
             line: line.to_owned(),
             related: related.map(RequestId::Number),
             kind,
-        })
+        }))
     }
 
     #[tokio::test]
