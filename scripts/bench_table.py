@@ -8,8 +8,9 @@ never as a rate, and the script exits 1. With two or more cores the server runs 
 core 0 and the driver to core 1 (taskset), so neither takes the other's core.
 
 Run by scripts/bench-http.sh, which builds the binaries first. Arguments: seconds per HTTP
-figure (default 5). Environment: STDIO_CALLS (default 20000), STARTS (default 50),
-IDLE (default 1000 sessions).
+figure (default 5). Environment: ROUNDS (default 3: every server is measured once per round,
+in turn, and each cell is the median of its rounds), STDIO_CALLS (default 20000), STARTS
+(default 50), IDLE (default 1000 sessions).
 """
 
 import json
@@ -25,6 +26,7 @@ SECS = sys.argv[1] if len(sys.argv) > 1 else "5"
 STDIO_CALLS = os.environ.get("STDIO_CALLS", "20000")
 STARTS = os.environ.get("STARTS", "50")
 IDLE = os.environ.get("IDLE", "1000")
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
 MCP = "target/release/mcp"
 CMP = "bench/compare/target/release/examples"
 PIN = shutil.which("taskset") is not None and (os.cpu_count() or 1) >= 2
@@ -162,11 +164,25 @@ def ratio(a, b):
     return "—"
 
 
+def median(values):
+    """The median of a cell's rounds; any round with errors makes the cell that error."""
+    bad = [v for v in values if isinstance(v, str)]
+    if bad:
+        return bad[0]
+    nums = sorted(v for v in values if v is not None)
+    return nums[len(nums) // 2] if nums else None
+
+
 def main():
-    figures = {}
-    for name in SERVERS:
-        print(f"measuring {name} ...", file=sys.stderr)
-        figures[name] = {**http_figures(name), **stdio_figures(name)}
+    rounds = {name: [] for name in SERVERS}
+    for r in range(ROUNDS):
+        for name in SERVERS:
+            print(f"round {r + 1}/{ROUNDS}: {name} ...", file=sys.stderr)
+            rounds[name].append({**http_figures(name), **stdio_figures(name)})
+    figures = {
+        name: {k: median([f.get(k) for f in fs]) for k in set().union(*fs)}
+        for name, fs in rounds.items()
+    }
     rows = [
         ("Streamable HTTP, 64 connections, a session each (calls/s)", "http_each", ""),
         ("Streamable HTTP, 64 connections in one session (calls/s)", "http_shared", ""),
@@ -181,7 +197,8 @@ def main():
     f = figures
     print(f"Every answer checked; 0 errors in every figure unless a cell says otherwise. "
           f"{'Server on core 0, driver on core 1' if PIN else 'Server and driver unpinned'}; "
-          f"HTTP figures {SECS} s each, stdio {STDIO_CALLS} calls, {STARTS} cold starts.\n")
+          f"HTTP figures {SECS} s each, stdio {STDIO_CALLS} calls, {STARTS} cold starts; "
+          f"each cell the median of {ROUNDS} rounds, the servers taking turns.\n")
     print("| measurement | floor | ours (SDK echo) | `mcp serve` | rmcp | ours/floor | ours/rmcp |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for label, key, unit in rows:
