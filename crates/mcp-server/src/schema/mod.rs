@@ -45,7 +45,7 @@ pub struct CompiledSchema {
 /// Who checks instances.
 enum Check {
     /// The subset [`simple`] handles.
-    Simple(simple::Simple),
+    Simple(Box<simple::Simple>),
     /// The full validator.
     Full(Box<Validator>),
 }
@@ -68,7 +68,7 @@ impl CompiledSchema {
         let mut schema = Value::Object(schema.clone());
         if let Some(s) = simple::Simple::parse(&schema) {
             return Ok(Self {
-                check: Check::Simple(s),
+                check: Check::Simple(Box::new(s)),
             });
         }
         match schema.get("$schema") {

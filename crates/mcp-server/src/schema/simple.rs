@@ -9,10 +9,13 @@
 //! the full validator's (a differential test holds this module to it).
 //!
 //! Keywords: `type`, `properties`, `required`, `additionalProperties`, `items`, `minimum`,
-//! `maximum`, `exclusiveMinimum`, `exclusiveMaximum`, `minLength`, `maxLength`, the
-//! annotations (`title`, `description`, `$comment`, `default`, `examples`, `readOnly`,
-//! `writeOnly`, `deprecated`), `format` where the type excludes strings (it constrains only
-//! strings), boolean schemas, and a top-level `$schema` naming 2020-12.
+//! `maximum`, `exclusiveMinimum`, `exclusiveMaximum`, `minLength`, `maxLength`, `enum` and
+//! `const` of strings, booleans and null, `anyOf`, `oneOf`, `allOf`, `$ref` to a top-level
+//! `$defs` entry (`#/$defs/Name`, no cycles), the annotations (`title`, `description`,
+//! `$comment`, `default`, `examples`, `readOnly`, `writeOnly`, `deprecated`), `format` where
+//! the type excludes strings (it constrains only strings), boolean schemas, and a top-level
+//! `$schema` naming 2020-12. That is what schemars writes for argument structs of plain
+//! fields, nested structs, `Option`s and unit enums.
 
 use std::cmp::Ordering;
 
@@ -32,22 +35,37 @@ const TYPES: [(&str, u8); 7] = [
 ];
 
 /// A schema of the subset, ready to check instances.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Simple {
+    root: Node,
+    /// The top-level `$defs`, which `$ref`s point into by index.
+    defs: Vec<Node>,
+}
+
+/// One schema object of the subset.
+#[derive(Debug, Default)]
+struct Node {
     /// A boolean schema: `true` accepts everything, `false` nothing.
     always: Option<bool>,
     /// Allowed types (bits of [`TYPES`]); `None`: any.
     types: Option<u8>,
-    properties: Vec<(String, Simple)>,
+    properties: Vec<(String, Node)>,
     required: Vec<String>,
-    additional: Option<Box<Simple>>,
-    items: Option<Box<Simple>>,
+    additional: Option<Box<Node>>,
+    items: Option<Box<Node>>,
     minimum: Option<Number>,
     maximum: Option<Number>,
     exclusive_minimum: Option<Number>,
     exclusive_maximum: Option<Number>,
     min_length: Option<u64>,
     max_length: Option<u64>,
+    /// `enum` and `const`: the instance must be one of each list.
+    choices: Vec<Vec<Value>>,
+    any_of: Vec<Node>,
+    one_of: Vec<Node>,
+    all_of: Vec<Node>,
+    /// `$ref`: an index into [`Simple::defs`].
+    reference: Option<usize>,
 }
 
 impl Simple {
@@ -60,25 +78,122 @@ impl Simple {
                 Some(_) => return None,
             }
         }
-        Self::parse_at(schema, true)
+        let empty = Map::new();
+        let defs = match schema.get("$defs") {
+            None => &empty,
+            Some(d) => d.as_object()?,
+        };
+        let names: Vec<&str> = defs.keys().map(String::as_str).collect();
+        let simple = Simple {
+            root: Node::parse(schema, true, &names)?,
+            defs: defs
+                .values()
+                .map(|d| Node::parse(d, false, &names))
+                .collect::<Option<_>>()?,
+        };
+        simple.acyclic().then_some(simple)
     }
 
-    fn parse_at(schema: &Value, top: bool) -> Option<Simple> {
+    /// Whether following `$ref`s can never come back to where it started.
+    fn acyclic(&self) -> bool {
+        // 0 unvisited, 1 on the current path, 2 done.
+        fn visit(i: usize, edges: &[Vec<usize>], state: &mut [u8]) -> bool {
+            match state[i] {
+                1 => return false,
+                2 => return true,
+                _ => {}
+            }
+            state[i] = 1;
+            let ok = edges[i].iter().all(|&j| visit(j, edges, state));
+            state[i] = 2;
+            ok
+        }
+        let edges: Vec<Vec<usize>> = self
+            .defs
+            .iter()
+            .map(|d| {
+                let mut refs = Vec::new();
+                d.refs(&mut refs);
+                refs
+            })
+            .collect();
+        let mut state = vec![0u8; self.defs.len()];
+        (0..self.defs.len()).all(|i| visit(i, &edges, &mut state))
+    }
+
+    /// Checks an instance; each violation as `path: message` (path a JSON pointer, left out
+    /// at the root), at most `limit`.
+    pub(crate) fn validate(&self, instance: &Value, limit: usize) -> Result<(), Vec<String>> {
+        if self.root.is_valid(instance, &self.defs) {
+            return Ok(());
+        }
+        let mut errors = Vec::new();
+        let mut out = Errors {
+            list: &mut errors,
+            limit,
+            defs: &self.defs,
+        };
+        self.root.check(instance, &mut String::new(), &mut out);
+        if errors.is_empty() {
+            // The verdict is what counts; a message is owed.
+            errors.push(format!("{instance} is not valid"));
+        }
+        Err(errors)
+    }
+}
+
+/// Where the slow path collects violations.
+struct Errors<'a> {
+    list: &'a mut Vec<String>,
+    limit: usize,
+    defs: &'a [Node],
+}
+
+impl Errors<'_> {
+    fn push(&mut self, path: &str, msg: String) {
+        if self.list.len() < self.limit {
+            self.list.push(if path.is_empty() {
+                msg
+            } else {
+                format!("{path}: {msg}")
+            });
+        }
+    }
+}
+
+impl Node {
+    fn parse(schema: &Value, top: bool, defs: &[&str]) -> Option<Node> {
         let m = match schema {
             Value::Bool(b) => {
-                return Some(Simple {
+                return Some(Node {
                     always: Some(*b),
-                    ..Simple::default()
+                    ..Node::default()
                 });
             }
             Value::Object(m) => m,
             _ => return None,
         };
-        let mut s = Simple::default();
+        let list = |v: &Value| -> Option<Vec<Node>> {
+            let items = v.as_array().filter(|a| !a.is_empty())?;
+            items.iter().map(|i| Node::parse(i, false, defs)).collect()
+        };
+        let mut s = Node::default();
         let mut format = false;
         for (k, v) in m {
             match k.as_str() {
-                "$schema" if top => {}
+                "$schema" | "$defs" if top => {}
+                "$ref" => {
+                    let name = v.as_str()?.strip_prefix("#/$defs/")?;
+                    if name.contains(['~', '/', '%']) {
+                        return None;
+                    }
+                    s.reference = Some(defs.iter().position(|d| *d == name)?);
+                }
+                "enum" => s.choices.push(plain_values(v.as_array()?)?),
+                "const" => s.choices.push(plain_values(std::slice::from_ref(v))?),
+                "anyOf" => s.any_of = list(v)?,
+                "oneOf" => s.one_of = list(v)?,
+                "allOf" => s.all_of = list(v)?,
                 "title" | "description" | "$comment" => {
                     v.as_str()?;
                 }
@@ -97,14 +212,14 @@ impl Simple {
                 "properties" => {
                     for (name, sub) in v.as_object()? {
                         s.properties
-                            .push((name.clone(), Self::parse_at(sub, false)?));
+                            .push((name.clone(), Node::parse(sub, false, defs)?));
                     }
                 }
                 "required" => s.required = unique_strings(v)?,
                 "additionalProperties" => {
-                    s.additional = Some(Box::new(Self::parse_at(v, false)?));
+                    s.additional = Some(Box::new(Node::parse(v, false, defs)?));
                 }
-                "items" => s.items = Some(Box::new(Self::parse_at(v, false)?)),
+                "items" => s.items = Some(Box::new(Node::parse(v, false, defs)?)),
                 "minimum" => s.minimum = Some(v.as_number()?.clone()),
                 "maximum" => s.maximum = Some(v.as_number()?.clone()),
                 "exclusiveMinimum" => s.exclusive_minimum = Some(v.as_number()?.clone()),
@@ -122,55 +237,54 @@ impl Simple {
         Some(s)
     }
 
-    /// Checks an instance; each violation as `path: message` (path a JSON pointer, left out
-    /// at the root), at most `limit`.
-    pub(crate) fn validate(&self, instance: &Value, limit: usize) -> Result<(), Vec<String>> {
-        if self.is_valid(instance) {
-            return Ok(());
-        }
-        let mut errors = Vec::new();
-        self.check(instance, &mut String::new(), &mut errors, limit);
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(errors)
+    /// Every `$ref` index inside this node.
+    fn refs(&self, out: &mut Vec<usize>) {
+        out.extend(self.reference);
+        let subs = self.properties.iter().map(|(_, n)| n);
+        let subs = subs
+            .chain(self.additional.as_deref())
+            .chain(self.items.as_deref());
+        let subs = subs
+            .chain(&self.any_of)
+            .chain(&self.one_of)
+            .chain(&self.all_of);
+        for n in subs {
+            n.refs(out);
         }
     }
 
     /// The verdict alone: no paths or messages built, nothing allocated.
-    fn is_valid(&self, v: &Value) -> bool {
+    fn is_valid(&self, v: &Value, defs: &[Node]) -> bool {
         if let Some(b) = self.always {
             return b;
         }
-        if self.types.is_some_and(|t| t & type_of(v) == 0) {
+        if self.types.is_some_and(|t| t & type_of(v) == 0)
+            || !self.choices.iter().all(|c| c.contains(v))
+            || !self.reference.is_none_or(|i| defs[i].is_valid(v, defs))
+            || !self.all_of.iter().all(|n| n.is_valid(v, defs))
+            || !(self.any_of.is_empty() || self.any_of.iter().any(|n| n.is_valid(v, defs)))
+            || !(self.one_of.is_empty()
+                || self.one_of.iter().filter(|n| n.is_valid(v, defs)).count() == 1)
+        {
             return false;
         }
         match v {
             Value::Object(m) => {
                 self.required.iter().all(|name| m.contains_key(name))
                     && m.iter().all(|(key, value)| {
-                        match self.properties.iter().find(|(name, _)| name == key) {
-                            Some((_, s)) => s.is_valid(value),
-                            None => self.additional.as_ref().is_none_or(|s| s.is_valid(value)),
-                        }
+                        self.schema_of(key).is_none_or(|s| s.is_valid(value, defs))
                     })
             }
             Value::Array(items) => self
                 .items
                 .as_ref()
-                .is_none_or(|s| items.iter().all(|i| s.is_valid(i))),
-            Value::Number(n) => {
-                let ok = |bound: &Option<Number>, bad: Ordering, exclusive: bool| {
-                    bound.as_ref().is_none_or(|b| {
-                        let o = compare(n, b);
-                        o != bad && !(exclusive && o == Ordering::Equal)
-                    })
-                };
-                ok(&self.minimum, Ordering::Less, false)
-                    && ok(&self.maximum, Ordering::Greater, false)
-                    && ok(&self.exclusive_minimum, Ordering::Less, true)
-                    && ok(&self.exclusive_maximum, Ordering::Greater, true)
-            }
+                .is_none_or(|s| items.iter().all(|i| s.is_valid(i, defs))),
+            Value::Number(n) => self.bounds().iter().all(|(bound, bad, exclusive, _)| {
+                bound.is_none_or(|b| {
+                    let o = compare(n, b);
+                    o != *bad && !(*exclusive && o == Ordering::Equal)
+                })
+            }),
             Value::String(s) => {
                 if self.min_length.is_none() && self.max_length.is_none() {
                     return true;
@@ -183,63 +297,73 @@ impl Simple {
         }
     }
 
+    /// The schema a property's value must meet: its own, else `additionalProperties`.
+    fn schema_of(&self, key: &str) -> Option<&Node> {
+        match self.properties.iter().find(|(name, _)| name == key) {
+            Some((_, s)) => Some(s),
+            None => self.additional.as_deref(),
+        }
+    }
+
+    /// The numeric limits: the bound, the order that breaks it, whether equality breaks it
+    /// too, and the words for the message.
+    fn bounds(&self) -> [(Option<&Number>, Ordering, bool, &'static str); 4] {
+        [
+            (self.minimum.as_ref(), Ordering::Less, false, "less than"),
+            (
+                self.maximum.as_ref(),
+                Ordering::Greater,
+                false,
+                "greater than",
+            ),
+            (
+                self.exclusive_minimum.as_ref(),
+                Ordering::Less,
+                true,
+                "less than or equal to",
+            ),
+            (
+                self.exclusive_maximum.as_ref(),
+                Ordering::Greater,
+                true,
+                "greater than or equal to",
+            ),
+        ]
+    }
+
     /// Every violation, with its place (the slow path, for invalid instances only).
-    fn check(&self, v: &Value, path: &mut String, errors: &mut Vec<String>, limit: usize) {
-        let mut fail = |path: &str, msg: String| {
-            if errors.len() < limit {
-                errors.push(if path.is_empty() {
-                    msg
-                } else {
-                    format!("{path}: {msg}")
-                });
-            }
-        };
+    fn check(&self, v: &Value, path: &mut String, out: &mut Errors<'_>) {
         if let Some(b) = self.always {
             if !b {
-                fail(path, format!("False schema does not allow {v}"));
+                out.push(path, format!("False schema does not allow {v}"));
             }
             return;
         }
         if let Some(t) = self.types
             && t & type_of(v) == 0
         {
-            fail(path, format!("{v} is not of type {}", type_names(t)));
+            out.push(path, format!("{v} is not of type {}", type_names(t)));
         }
+        self.check_combined(v, path, out);
         match v {
-            Value::Object(m) => self.check_object(m, path, errors, limit),
+            Value::Object(m) => self.check_object(m, path, out),
             Value::Array(items) => {
                 if let Some(schema) = &self.items {
                     for (i, item) in items.iter().enumerate() {
                         let len = path.len();
                         path.push('/');
                         path.push_str(&i.to_string());
-                        schema.check(item, path, errors, limit);
+                        schema.check(item, path, out);
                         path.truncate(len);
                     }
                 }
             }
             Value::Number(n) => {
-                let bounds = [
-                    (&self.minimum, Ordering::Less, false, "less than"),
-                    (&self.maximum, Ordering::Greater, false, "greater than"),
-                    (
-                        &self.exclusive_minimum,
-                        Ordering::Less,
-                        true,
-                        "less than or equal to",
-                    ),
-                    (
-                        &self.exclusive_maximum,
-                        Ordering::Greater,
-                        true,
-                        "greater than or equal to",
-                    ),
-                ];
-                for (bound, bad, exclusive, words) in bounds {
+                for (bound, bad, exclusive, words) in self.bounds() {
                     if let Some(b) = bound {
                         let o = compare(n, b);
                         if o == bad || (exclusive && o == Ordering::Equal) {
-                            fail(path, format!("{n} is {words} the limit {b}"));
+                            out.push(path, format!("{n} is {words} the limit {b}"));
                         }
                     }
                 }
@@ -247,49 +371,84 @@ impl Simple {
             Value::String(s) => {
                 let chars = || s.chars().count() as u64;
                 if self.min_length.is_some_and(|min| chars() < min) {
-                    fail(path, format!("{v} is shorter than the limit"));
+                    out.push(path, format!("{v} is shorter than the limit"));
                 }
                 if self.max_length.is_some_and(|max| chars() > max) {
-                    fail(path, format!("{v} is longer than the limit"));
+                    out.push(path, format!("{v} is longer than the limit"));
                 }
             }
             Value::Null | Value::Bool(_) => {}
         }
     }
 
-    fn check_object(
-        &self,
-        m: &Map<String, Value>,
-        path: &mut String,
-        errors: &mut Vec<String>,
-        limit: usize,
-    ) {
+    /// `enum`, `const`, `$ref`, `allOf`, `anyOf`, `oneOf`.
+    fn check_combined(&self, v: &Value, path: &mut String, out: &mut Errors<'_>) {
+        let defs = out.defs;
+        for choices in &self.choices {
+            if !choices.contains(v) {
+                let list: Vec<String> = choices.iter().map(Value::to_string).collect();
+                out.push(path, format!("{v} is not one of [{}]", list.join(", ")));
+            }
+        }
+        if let Some(i) = self.reference {
+            defs[i].check(v, path, out);
+        }
+        for n in &self.all_of {
+            n.check(v, path, out);
+        }
+        if !self.any_of.is_empty() && !self.any_of.iter().any(|n| n.is_valid(v, defs)) {
+            out.push(
+                path,
+                format!("{v} is not valid under any of the schemas listed in 'anyOf'"),
+            );
+        }
+        if !self.one_of.is_empty() {
+            match self.one_of.iter().filter(|n| n.is_valid(v, defs)).count() {
+                1 => {}
+                0 => out.push(
+                    path,
+                    format!("{v} is not valid under any of the schemas listed in 'oneOf'"),
+                ),
+                _ => out.push(
+                    path,
+                    format!("{v} is valid under more than one of the schemas listed in 'oneOf'"),
+                ),
+            }
+        }
+    }
+
+    fn check_object(&self, m: &Map<String, Value>, path: &mut String, out: &mut Errors<'_>) {
         for name in &self.required {
-            if !m.contains_key(name) && errors.len() < limit {
+            if !m.contains_key(name) {
                 let msg = format!("{} is a required property", Value::String(name.clone()));
-                errors.push(if path.is_empty() {
-                    msg
-                } else {
-                    format!("{path}: {msg}")
-                });
+                out.push(path, msg);
             }
         }
         for (key, value) in m {
-            let schema = match self.properties.iter().find(|(name, _)| name == key) {
-                Some((_, s)) => s,
-                None => match &self.additional {
-                    Some(s) => s,
-                    None => continue,
-                },
+            let Some(schema) = self.schema_of(key) else {
+                continue;
             };
             let len = path.len();
             path.push('/');
             // A JSON pointer escapes `~` and `/`.
             path.push_str(&key.replace('~', "~0").replace('/', "~1"));
-            schema.check(value, path, errors, limit);
+            schema.check(value, path, out);
             path.truncate(len);
         }
     }
+}
+
+/// `enum` or `const` values, when each is a string, a boolean or null (equality of numbers,
+/// arrays and objects is left to the full validator) and they are distinct.
+fn plain_values(values: &[Value]) -> Option<Vec<Value>> {
+    let mut out: Vec<Value> = Vec::with_capacity(values.len());
+    for v in values {
+        if !matches!(v, Value::String(_) | Value::Bool(_) | Value::Null) || out.contains(v) {
+            return None;
+        }
+        out.push(v.clone());
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 fn type_bit(name: &str) -> u8 {
