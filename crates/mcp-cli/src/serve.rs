@@ -42,6 +42,8 @@ pub(crate) struct ServeArgs {
 
 /// Runs `mcp serve`.
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    // First: a signal while upstreams are being connected must still end in a clean stop.
+    let shutdown = mcp_http::shutdown_on_signal();
     let gateway_config = args.config.as_deref().map(gateway::load).transpose()?;
     let file_limits = gateway_config
         .as_ref()
@@ -58,13 +60,20 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         limits.stdio(&mut server_config);
     }
     let gateway_mode = gateway_config.is_some();
-    let (server, upstreams) = match gateway_config {
-        Some(c) => gateway::start(c, server_config).await?,
-        None => (demo::server_with(server_config)?, Vec::new()),
-    };
-    let shutdown = mcp_http::shutdown_on_signal();
     let mut options = mcp_http::ServeOptions::default();
     limits.serve(&mut options);
+    let (server, upstreams) = match gateway_config {
+        // A signal while connecting lets the connecting finish (so what was opened is closed
+        // again below), but waits no longer than the drain deadline.
+        Some(c) => tokio::select! {
+            started = gateway::start(c, server_config) => started?,
+            () = async {
+                shutdown.cancelled().await;
+                tokio::time::sleep(options.drain_deadline).await;
+            } => anyhow::bail!("stopped by a signal while connecting to the upstreams"),
+        },
+        None => (demo::server_with(server_config)?, Vec::new()),
+    };
     let served = if args.stdio {
         serve_stdio(
             &server,

@@ -412,6 +412,60 @@ fn bench_pipeline_only_and_errors_counted() {
     assert!(!ok && err.contains("cannot be used with"), "{err}");
 }
 
+#[test]
+fn bench_cold_start_checks_every_start() {
+    let (ok, out, err) = mcp(&[
+        "bench",
+        "--cold-start",
+        "3",
+        "--json",
+        "--",
+        MCP,
+        "serve",
+        "--stdio",
+    ]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(
+        (v["starts"].as_u64(), v["errors"].as_u64()),
+        (Some(3), Some(0)),
+        "{v}"
+    );
+    assert!(
+        v["spawn_to_initialize"]["p50_ms"].as_f64().unwrap() > 0.0,
+        "{v}"
+    );
+    // The resident memory of a live process after its first call: at least a few hundred KiB.
+    assert!(
+        v["rss_after_first_call_kib"]["median"].as_u64().unwrap() > 100,
+        "{v}"
+    );
+    // The first call is checked like any other: a failing tool makes every start an error.
+    let (ok, out, err) = mcp(&[
+        "bench",
+        "--cold-start",
+        "2",
+        "--tool",
+        "fail",
+        "--args",
+        "{}",
+        "--",
+        MCP,
+        "serve",
+        "--stdio",
+    ]);
+    assert!(!ok);
+    assert!(out.contains("2 starts, 2 errors"), "{out}");
+    assert!(out.contains("isError x2"), "{out}");
+    assert!(!out.contains("spawn to initialize answered"), "{out}");
+    assert!(err.contains("2 of 2 starts failed the check"), "{err}");
+    // A server that is not one: no answer to initialize is an error too, not a hang.
+    let (ok, out, _) = mcp(&["bench", "--cold-start", "1", "--", "true"]);
+    assert!(!ok && out.contains("1 starts, 1 errors"), "{out}");
+    let (ok, _, err) = mcp(&["bench", "--cold-start", "1", "http://127.0.0.1:1/mcp"]);
+    assert!(!ok && err.contains("cannot be used with"), "{err}");
+}
+
 /// An MCP server over HTTP (on its own thread) whose lists never end: every page of
 /// `prompts/list`, `resources/list` and `resources/templates/list` is empty, with the cursor
 /// "again".

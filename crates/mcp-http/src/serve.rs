@@ -237,23 +237,33 @@ impl axum::body::HttpBody for Tracked {
     }
 }
 
-/// A token cancelled on SIGTERM or Ctrl-C, for [`serve_router_with`] and the CLI.
+/// A token cancelled on SIGTERM or Ctrl-C (SIGINT), for [`serve_router_with`] and the CLI.
+///
+/// The handlers are in place when this returns, so a signal that comes while the program is
+/// still starting (connecting upstreams, say) is not the default action, which kills the
+/// process without cleanup: it cancels the token, and the program drains when it gets there.
 pub fn shutdown_on_signal() -> CancellationToken {
     let token = CancellationToken::new();
     let t = token.clone();
-    tokio::spawn(async move {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            let Ok(mut term) = signal(SignalKind::terminate()) else {
-                return;
-            };
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            return token;
+        };
+        tokio::spawn(async move {
             tokio::select! {
                 _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
+                _ = int.recv() => {}
             }
-        }
-        #[cfg(not(unix))]
+            t.cancel();
+        });
+    }
+    #[cfg(not(unix))]
+    tokio::spawn(async move {
         let _ = tokio::signal::ctrl_c().await;
         t.cancel();
     });
