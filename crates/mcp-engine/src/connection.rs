@@ -79,6 +79,13 @@ pub async fn run(
     let closing = CancellationToken::new();
     let max_queued = config.max_queued.max(1);
     let killed = peer.killed().clone();
+    let cx = Conn {
+        peer: &peer,
+        service: &service,
+        config: &config,
+        in_flight: &in_flight,
+        closing: &closing,
+    };
 
     loop {
         if !input_open && queue.is_empty() {
@@ -106,23 +113,8 @@ pub async fn run(
             frame = incoming.recv(), if input_open && queue.len() < max_queued => {
                 match frame {
                     Some(Inbound::Failed { id, error }) => peer.fail(id, *error),
-                    Some(input @ (Inbound::Frame(_) | Inbound::Message(_))) => {
-                        let cx = Conn {
-                            peer: &peer,
-                            service: &service,
-                            config: &config,
-                            in_flight: &in_flight,
-                            closing: &closing,
-                        };
-                        match input {
-                            Inbound::Message(msg) => on_message(&cx, *msg, &mut queue),
-                            other => {
-                                if let Some(bytes) = other.frame() {
-                                    on_frame(&cx, bytes, &mut queue, &mut tasks);
-                                }
-                            }
-                        }
-                    }
+                    Some(Inbound::Frame(bytes)) => on_frame(&cx, &bytes, &mut queue, &mut tasks),
+                    Some(Inbound::Message(msg)) => on_message(&cx, *msg, &mut queue),
                     None => {
                         input_open = false;
                         closing.cancel();

@@ -252,7 +252,7 @@ async fn answer(
     inner: &Arc<Inner>,
     session: Arc<Session>,
     new_session: bool,
-    posted: Posted,
+    mut posted: Posted,
 ) -> Response {
     let ids: Vec<RequestId> = posted
         .messages
@@ -284,7 +284,6 @@ async fn answer(
         (ids.clone(), ids.len())
     };
     let (token, rx) = session.open_post_stream(&routed, answers, mode == ResponseMode::Sse);
-    let mut posted = posted;
     if !session.feed(posted.take_input()).await {
         return session_not_found();
     }

@@ -246,10 +246,9 @@ async fn cold_start(plan: &Plan, n: usize) -> anyhow::Result<()> {
     let Target::Command(command) = &plan.target else {
         bail!("--cold-start starts a stdio server: give its command after --");
     };
-    let command = command.clone();
     // Blocking is fine: nothing else runs on the CLI's one-thread runtime meanwhile.
-    let starts = cold::run(plan, &command, n)?;
-    let mut rss = starts.rss_kib.clone();
+    let starts = cold::run(plan, command, n)?;
+    let mut rss = starts.rss_kib;
     rss.sort_unstable();
     let rss_median = rss.get(rss.len() / 2).copied();
     let tally = starts.tally;
