@@ -22,6 +22,11 @@ async fn connect(
     // nor sent Last-Event-ID. Without it, the only GET is the resumption.
     let http = mcp_http::HttpClientConfig {
         standalone_stream: scenario != "sse-retry",
+        authorizer: if scenario.starts_with("auth/") {
+            Some(oauth(url, scenario)?)
+        } else {
+            None
+        },
         ..mcp_http::HttpClientConfig::default()
     };
     let t = mcp_http::client::connect(url, http)?;
@@ -35,6 +40,49 @@ async fn connect(
     };
     let client = Client::connect(t.incoming, t.outgoing, handlers, config).await?;
     Ok((client, t.handle))
+}
+
+/// The suite's `MCP_CONFORMANCE_CONTEXT` (credentials for some auth scenarios).
+fn context() -> serde_json::Value {
+    std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or_default()
+}
+
+/// The OAuth client of the `auth/*` scenarios: headless authorization (the suite's
+/// authorization servers approve at once), client credentials for the extension scenarios.
+fn oauth(
+    url: &str,
+    scenario: &str,
+) -> Result<std::sync::Arc<dyn mcp_http::client::Authorizer>, Error> {
+    use mcp_auth::client::{Flow, Headless, OAuthClient, OAuthConfig, SigningKey};
+    let ctx = context();
+    let text = |k: &str| ctx[k].as_str().map(str::to_owned);
+    let flow = if scenario.starts_with("auth/client-credentials") {
+        let key = match text("private_key_pem") {
+            Some(pem) => {
+                let alg = text("signing_algorithm").unwrap_or_else(|| "ES256".into());
+                Some(SigningKey {
+                    pem,
+                    algorithm: alg.parse()?,
+                    kid: None,
+                })
+            }
+            None => None,
+        };
+        Flow::ClientCredentials(key)
+    } else {
+        Flow::AuthorizationCode(std::sync::Arc::new(Headless::new(
+            "http://localhost:3000/callback",
+        )?))
+    };
+    let mut config = OAuthConfig::new(url, flow);
+    config.client_id = text("client_id");
+    config.client_secret = text("client_secret");
+    config.client_metadata_url = Some("https://conformance-test.local/client-metadata.json".into());
+    config.client_name = "mcp-rs-conformance-client".into();
+    Ok(std::sync::Arc::new(OAuthClient::new(config)?))
 }
 
 /// `tools/list` when the server declares tools; a server without them is not an error.
@@ -148,11 +196,18 @@ async fn run(scenario: &str, url: &str) -> Result<(), Error> {
                     let _ = client.call_tool(&t.name, JsonObject::new()).await;
                 }
             }
+            // Authorized: list, then call the test tool (step-up scenarios gate the call).
+            _ if scenario.starts_with("auth/") => {
+                client.list_tools().await?;
+                let r = client.call_tool("test-tool", JsonObject::new()).await?;
+                if r.failed() {
+                    return Err("test-tool failed".into());
+                }
+            }
             // Scenarios that only need a working connection and a listing.
-            _ if !scenario.starts_with("auth/") => {
+            _ => {
                 list_tools_if_offered(&client).await?;
             }
-            other => return Err(format!("scenario {other} is not supported by this client").into()),
         }
         Ok(())
     }

@@ -74,15 +74,12 @@ impl State {
 
     /// POSTs one message to the HTTP+SSE endpoint (its answer comes on the stream).
     pub(super) async fn legacy_post(&self, endpoint: &str, line: &str, request: Option<RequestId>) {
-        let mut req = self
+        let req = self
             .http
             .post(endpoint)
             .header("content-type", "application/json")
             .body(line.to_owned());
-        for (k, v) in &self.config.headers {
-            req = req.header(k.as_str(), v.as_str());
-        }
-        match req.send().await {
+        match self.credentials(req).send().await {
             Ok(r) if r.status().is_success() => {}
             Ok(r) => {
                 let failure = Failure::of(&r);

@@ -15,6 +15,7 @@
 //! (the one SSE reader: POST answers, resumption, the standalone stream) and `failure`
 //! (what a failed exchange becomes).
 
+mod auth;
 mod failure;
 mod legacy;
 mod modern;
@@ -25,6 +26,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use auth::{Authorizer, Challenge};
 use mcp_jsonrpc::{ErrorObject, Inbound, Message, OutMessage, Outbound, RequestId, TransportError};
 use mcp_types::methods::{Initialized, Notification as _, Request as _};
 use parking_lot::Mutex;
@@ -66,6 +68,9 @@ pub struct HttpClientConfig {
     pub standalone_stream: bool,
     /// Keep idle connections open for reuse (off: one connection per request).
     pub reuse_connections: bool,
+    /// Supplies the `Authorization` header and answers 401/403 challenges (OAuth). An
+    /// `Authorization` in `headers` is then not sent.
+    pub authorizer: Option<std::sync::Arc<dyn Authorizer>>,
 }
 
 impl Default for HttpClientConfig {
@@ -79,6 +84,7 @@ impl Default for HttpClientConfig {
             max_reconnect_delay: Duration::from_secs(30),
             standalone_stream: true,
             reuse_connections: true,
+            authorizer: None,
         }
     }
 }
@@ -268,14 +274,55 @@ async fn dispatch(st: Arc<State>, mut from_engine: mpsc::Receiver<Outbound>) {
 
 impl State {
     fn request(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
-        let mut req = self.http.request(method, &self.url);
-        for (k, v) in &self.config.headers {
-            req = req.header(k.as_str(), v.as_str());
-        }
+        let req = self.http.request(method, &self.url);
+        let mut req = self.credentials(req);
         if let Some(v) = self.version.lock().clone() {
             req = req.header("mcp-protocol-version", v);
         }
         req
+    }
+
+    /// The configured headers and the authorizer's `Authorization`.
+    fn credentials(&self, mut req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        let auth = self.config.authorizer.as_ref().map(|a| a.authorization());
+        for (k, v) in &self.config.headers {
+            if auth.is_some() && k.eq_ignore_ascii_case("authorization") {
+                continue;
+            }
+            req = req.header(k.as_str(), v.as_str());
+        }
+        if let Some(Some(value)) = auth {
+            req = req.header(reqwest::header::AUTHORIZATION, value);
+        }
+        req
+    }
+
+    /// A 401 or 403: asks the authorizer for credentials that answer it. `Ok(true)`: send
+    /// the request again; `Ok(false)`: the refusal stands.
+    async fn answer_challenge(
+        &self,
+        resp: &reqwest::Response,
+        tries: &mut u32,
+    ) -> Result<bool, TransportError> {
+        let status = resp.status().as_u16();
+        let Some(authorizer) = &self.config.authorizer else {
+            return Ok(false);
+        };
+        if !matches!(status, 401 | 403) || *tries >= auth::MAX_CHALLENGES {
+            return Ok(false);
+        }
+        *tries += 1;
+        let challenge = Challenge::of(resp);
+        authorizer
+            .challenged(&challenge)
+            .await
+            .map_err(|why| TransportError::Http {
+                status,
+                retry_after: None,
+                location: None,
+                message: format!("authorization failed: {why}"),
+                body: String::new(),
+            })
     }
 
     /// Hands a message from the server to the engine.

@@ -72,26 +72,17 @@ impl State {
     /// A 2026-07-28 request: stateless, with the standard headers; JSON or SSE answer.
     pub(super) async fn post_modern(self: &Arc<Self>, posted: &Posted, h: Standard) {
         let request = posted.request.clone();
-        let mut req = self
-            .http
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", &h.version)
-            .header("mcp-method", &h.method)
-            .body(posted.line.clone());
-        if let Some(n) = &h.name {
-            req = req.header("mcp-name", n);
-        }
-        for (k, v) in self.param_headers(&h.method, &posted.line) {
-            req = req.header(k, v);
-        }
-        for (k, v) in &self.config.headers {
-            req = req.header(k.as_str(), v.as_str());
-        }
-        let resp = match req.send().await {
-            Ok(r) => r,
-            Err(e) => return self.fail(request, no_answer(&e)).await,
+        let mut tries = 0;
+        let resp = loop {
+            let resp = match self.modern_request(posted, &h).send().await {
+                Ok(r) => r,
+                Err(e) => return self.fail(request, no_answer(&e)).await,
+            };
+            match self.answer_challenge(&resp, &mut tries).await {
+                Ok(true) => continue,
+                Ok(false) => break resp,
+                Err(e) => return self.fail(request, e).await,
+            }
         };
         let failure = Failure::of(&resp);
         if is_sse(&resp) {
@@ -117,6 +108,25 @@ impl State {
             _ if failure.status.is_success() && request.is_none() => {}
             _ => self.fail(request, failure.error(&body)).await,
         }
+    }
+
+    /// A 2026-07-28 POST with its standard headers.
+    fn modern_request(&self, posted: &Posted, h: &Standard) -> reqwest::RequestBuilder {
+        let mut req = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", &h.version)
+            .header("mcp-method", &h.method)
+            .body(posted.line.clone());
+        if let Some(n) = &h.name {
+            req = req.header("mcp-name", n);
+        }
+        for (k, v) in self.param_headers(&h.method, &posted.line) {
+            req = req.header(k, v);
+        }
+        self.credentials(req)
     }
 
     /// Remembers which tool arguments are mirrored into `Mcp-Param-*` headers.

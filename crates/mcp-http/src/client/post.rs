@@ -18,6 +18,15 @@ enum Next {
     Done,
 }
 
+/// How often one POST was sent again, and why.
+#[derive(Default)]
+struct Tries {
+    /// Once, after the session expired.
+    session: bool,
+    /// After authorization challenges.
+    challenges: u32,
+}
+
 impl State {
     /// POSTs one message. `opener` (for `notifications/initialized`) opens the standalone
     /// gate once the GET stream has its answer, or when this POST fails.
@@ -45,9 +54,9 @@ impl State {
         {
             return self.post_modern(&posted, modern).await;
         }
-        let mut retried = false;
+        let mut tries = Tries::default();
         loop {
-            match self.post_once(&posted, &mut retried).await {
+            match self.post_once(&posted, &mut tries).await {
                 Next::Retry => continue,
                 Next::Done => return,
                 Next::Read(resp) => {
@@ -64,7 +73,7 @@ impl State {
 
     /// Sends the POST once and sorts out its status: the HTTP+SSE probe, an expired session,
     /// a refusal.
-    async fn post_once(self: &Arc<Self>, posted: &Posted, retried: &mut bool) -> Next {
+    async fn post_once(self: &Arc<Self>, posted: &Posted, tries: &mut Tries) -> Next {
         let session = self.session.lock().clone();
         let resp = match self
             .post_request(&posted.line, session.as_deref())
@@ -99,10 +108,10 @@ impl State {
         if status == reqwest::StatusCode::NOT_FOUND
             && session.is_some()
             && !posted.initialize
-            && !*retried
+            && !tries.session
         {
             // The session is gone: start a new one and try once more.
-            *retried = true;
+            tries.session = true;
             if self.reinitialize().await {
                 return Next::Retry;
             }
@@ -113,6 +122,14 @@ impl State {
             .and_then(|v| v.to_str().ok())
         {
             *self.session.lock() = Some(id.to_owned());
+        }
+        match self.answer_challenge(&resp, &mut tries.challenges).await {
+            Ok(true) => return Next::Retry,
+            Ok(false) => {}
+            Err(e) => {
+                self.fail(posted.request.clone(), e).await;
+                return Next::Done;
+            }
         }
         if !status.is_success() {
             self.refused(resp, posted).await;

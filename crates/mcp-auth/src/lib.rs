@@ -1,0 +1,41 @@
+//! OAuth 2.1 authorization for MCP, both sides.
+//!
+//! - [`client`]: what an MCP client needs to reach a protected server: discovery (RFC 9728,
+//!   RFC 8414, OpenID), the authorization code grant with PKCE, client registration (Client
+//!   ID Metadata Documents, RFC 7591), refresh, step-up, client credentials, SSRF guards and
+//!   a token store. [`client::OAuthClient`] plugs into the Streamable HTTP client transport.
+//! - [`server`]: what a protected MCP server needs: token verifiers (JWT against a JWKS,
+//!   RFC 7662 introspection, static tokens) for the Streamable HTTP server's authentication.
+//! - [`challenge`] and [`metadata`]: the documents and headers both sides share.
+
+#![forbid(unsafe_code)]
+
+pub mod challenge;
+pub mod client;
+pub mod metadata;
+pub mod server;
+
+/// Why authorization failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthError {
+    /// Discovery found no usable metadata.
+    #[error("discovery: {0}")]
+    Discovery(String),
+    /// Something was refused for safety: an address, a scheme, a mismatched resource or
+    /// issuer, a missing PKCE, a state that does not match, too many attempts.
+    #[error("refused: {0}")]
+    Refused(String),
+    /// The authorization server refused or answered badly.
+    #[error("{0}")]
+    Server(String),
+    /// An HTTP request failed.
+    #[error("HTTP request failed: {0}")]
+    Http(#[source] reqwest::Error),
+    /// The token store could not be read or written.
+    #[error("token store: {0}")]
+    Store(String),
+    /// The configuration is not usable.
+    #[error("configuration: {0}")]
+    Config(String),
+}

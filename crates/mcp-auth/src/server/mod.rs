@@ -1,0 +1,1 @@
+//! The protected resource side (to come in this change).
