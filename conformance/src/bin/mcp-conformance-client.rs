@@ -56,7 +56,7 @@ fn oauth(
     url: &str,
     scenario: &str,
 ) -> Result<std::sync::Arc<dyn mcp_http::client::Authorizer>, Error> {
-    use mcp_auth::client::{Flow, Headless, OAuthClient, OAuthConfig, SigningKey};
+    use mcp_auth::client::{Assertion, Flow, Headless, OAuthClient, OAuthConfig, SigningKey};
     let ctx = context();
     let text = |k: &str| ctx[k].as_str().map(str::to_owned);
     let flow = if scenario.starts_with("auth/client-credentials") {
@@ -72,6 +72,19 @@ fn oauth(
             None => None,
         };
         Flow::ClientCredentials(key)
+    } else if let (Some(endpoint), Some(id_token)) =
+        (text("idp_token_endpoint"), text("idp_id_token"))
+    {
+        // Enterprise-managed authorization (cross-app access): ID token -> ID-JAG -> token.
+        Flow::JwtBearer(Assertion::IdJag {
+            idp_token_endpoint: endpoint,
+            idp_client_id: text("idp_client_id").unwrap_or_default(),
+            idp_client_secret: None,
+            id_token,
+        })
+    } else if let Some(jwt) = text("valid_jwt") {
+        // Workload identity federation: the workload's own JWT.
+        Flow::JwtBearer(Assertion::Jwt(jwt))
     } else {
         Flow::AuthorizationCode(std::sync::Arc::new(Headless::new(
             "http://localhost:3000/callback",

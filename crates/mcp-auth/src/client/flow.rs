@@ -257,6 +257,7 @@ pub(super) async fn authorization_code(
         endpoint: token_endpoint,
         form,
         auth: ClientAuthentication::Registered(&client),
+        any_token_type: false,
     }
     .send(&oauth.http)
     .await?;
@@ -317,6 +318,103 @@ pub(super) async fn client_credentials(
         endpoint: token_endpoint,
         form,
         auth,
+        any_token_type: false,
+    }
+    .send(&oauth.http)
+    .await?;
+    let base = Grant {
+        issuer: meta.issuer.clone(),
+        resource: found.resource.clone(),
+        token_endpoint: token_endpoint.clone(),
+        client,
+        ..Grant::default()
+    };
+    Ok(answer.into_grant(base, scope))
+}
+
+/// The JWT bearer grant (RFC 7523 §2.1) with `assertion`, or with an Identity Assertion JWT
+/// Authorization Grant obtained first by token exchange at the enterprise IdP (RFC 8693,
+/// SEP-990). A refused grant is not retried with another grant type.
+pub(super) async fn jwt_bearer(
+    oauth: &OAuthClient,
+    found: &Discovered,
+    scopes: &[String],
+    assertion: &super::Assertion,
+) -> Result<Grant, AuthError> {
+    let meta = &found.server;
+    let token_endpoint = meta.token_endpoint.as_ref().ok_or_else(|| {
+        AuthError::Discovery(format!("{} lists no token endpoint", meta.issuer))
+    })?;
+    let token_url = Url::parse(token_endpoint)
+        .map_err(|e| AuthError::Discovery(format!("token endpoint {token_endpoint:?}: {e}")))?;
+    oauth.policy.check(&token_url, "token endpoint")?;
+    let scope = (!scopes.is_empty()).then(|| scopes.join(" "));
+    let jwt = match assertion {
+        super::Assertion::Jwt(jwt) => jwt.clone(),
+        super::Assertion::IdJag {
+            idp_token_endpoint,
+            idp_client_id,
+            idp_client_secret,
+            id_token,
+        } => {
+            let idp = Url::parse(idp_token_endpoint).map_err(|e| {
+                AuthError::Config(format!("IdP token endpoint {idp_token_endpoint:?}: {e}"))
+            })?;
+            oauth.policy.check(&idp, "IdP token endpoint")?;
+            let mut form = vec![
+                ("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange".to_owned()),
+                ("requested_token_type", "urn:ietf:params:oauth:token-type:id-jag".to_owned()),
+                ("subject_token", id_token.clone()),
+                ("subject_token_type", "urn:ietf:params:oauth:token-type:id_token".to_owned()),
+                ("audience", meta.issuer.clone()),
+                ("resource", found.resource.clone()),
+            ];
+            if let Some(s) = &scope {
+                form.push(("scope", s.clone()));
+            }
+            let idp_client = RegisteredClient {
+                client_id: idp_client_id.clone(),
+                client_secret: idp_client_secret.clone(),
+                auth_method: if idp_client_secret.is_some() {
+                    "client_secret_basic".to_owned()
+                } else {
+                    "none".to_owned()
+                },
+                redirect_uri: None,
+            };
+            TokenRequest {
+                endpoint: idp_token_endpoint,
+                form,
+                auth: ClientAuthentication::Registered(&idp_client),
+                any_token_type: true,
+            }
+            .send(&oauth.http)
+            .await?
+            .access_token
+        }
+    };
+    let client_id = oauth.config.client_id.clone().ok_or_else(|| {
+        AuthError::Config("the JWT bearer grant needs a client id".into())
+    })?;
+    let client = RegisteredClient {
+        client_id,
+        client_secret: oauth.config.client_secret.clone(),
+        auth_method: auth_method(meta, oauth.config.client_secret.is_some()),
+        redirect_uri: None,
+    };
+    let mut form = vec![
+        ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer".to_owned()),
+        ("assertion", jwt),
+        ("resource", found.resource.clone()),
+    ];
+    if let Some(s) = &scope {
+        form.push(("scope", s.clone()));
+    }
+    let answer = TokenRequest {
+        endpoint: token_endpoint,
+        form,
+        auth: ClientAuthentication::Registered(&client),
+        any_token_type: false,
     }
     .send(&oauth.http)
     .await?;

@@ -39,6 +39,42 @@ pub enum Flow {
     /// The client credentials grant (machine to machine), authenticated with the configured
     /// client secret ([`OAuthConfig::client_secret`]) or with this key (`private_key_jwt`).
     ClientCredentials(Option<SigningKey>),
+    /// The JWT bearer grant (RFC 7523) with an assertion, as the configured client
+    /// (workload identity federation, enterprise-managed authorization).
+    JwtBearer(Assertion),
+}
+
+/// The assertion of a JWT bearer grant.
+#[derive(Clone)]
+pub enum Assertion {
+    /// A JWT the workload already holds (workload identity federation, SEP-1933).
+    Jwt(String),
+    /// An Identity Assertion JWT Authorization Grant, obtained by exchanging the user's ID
+    /// token at the enterprise IdP (RFC 8693; SEP-990, enterprise-managed authorization).
+    IdJag {
+        /// The IdP's token endpoint.
+        idp_token_endpoint: String,
+        /// This client's id at the IdP.
+        idp_client_id: String,
+        /// Its secret there, if it has one.
+        idp_client_secret: Option<String>,
+        /// The user's ID token from the IdP.
+        id_token: String,
+    },
+}
+
+impl std::fmt::Debug for Assertion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Assertion::Jwt(_) => f.write_str("Assertion::Jwt(..)"),
+            Assertion::IdJag {
+                idp_token_endpoint, ..
+            } => f
+                .debug_struct("Assertion::IdJag")
+                .field("idp_token_endpoint", idp_token_endpoint)
+                .finish_non_exhaustive(),
+        }
+    }
 }
 
 /// Settings of an [`OAuthClient`].
@@ -218,6 +254,7 @@ impl OAuthClient {
             endpoint: &grant.token_endpoint,
             form,
             auth: token::ClientAuthentication::Registered(&client),
+            any_token_type: false,
         }
         .send(&self.http)
         .await;
@@ -301,6 +338,9 @@ impl OAuthClient {
         let grant = match &self.config.flow {
             Flow::ClientCredentials(key) => {
                 flow::client_credentials(self, &found, &scopes, key.as_ref()).await?
+            }
+            Flow::JwtBearer(assertion) => {
+                flow::jwt_bearer(self, &found, &scopes, assertion).await?
             }
             Flow::AuthorizationCode(agent) => {
                 flow::authorization_code(self, &found, &scopes, agent.as_ref()).await?

@@ -12,7 +12,7 @@ use crate::AuthError;
 /// A token endpoint's successful answer (RFC 6749 §5.1).
 #[derive(Deserialize)]
 pub(crate) struct TokenResponse {
-    access_token: String,
+    pub(crate) access_token: String,
     #[serde(default)]
     token_type: Option<String>,
     #[serde(default)]
@@ -110,6 +110,8 @@ pub(crate) struct TokenRequest<'a> {
     pub(crate) endpoint: &'a str,
     pub(crate) form: Vec<(&'static str, String)>,
     pub(crate) auth: ClientAuthentication<'a>,
+    /// Accept any `token_type` (a token exchange issues assertions, `N_A`), not only Bearer.
+    pub(crate) any_token_type: bool,
 }
 
 impl TokenRequest<'_> {
@@ -176,7 +178,7 @@ impl TokenRequest<'_> {
         }
         let token: TokenResponse = serde_json::from_slice(&body)
             .map_err(|e| AuthError::Server(format!("token response: {e}")))?;
-        if let Some(t) = &token.token_type {
+        if let (Some(t), false) = (&token.token_type, self.any_token_type) {
             if !t.eq_ignore_ascii_case("bearer") {
                 return Err(AuthError::Server(format!(
                     "token type {t:?} is not supported (Bearer only)"
