@@ -81,25 +81,7 @@ impl BearerChallenge {
 }
 
 /// Writes a `Bearer` challenge: `Bearer k1="v1", k2="v2"` (values quoted and escaped).
-pub fn bearer(params: &[(&str, &str)]) -> String {
-    let mut out = String::from("Bearer");
-    for (i, (k, v)) in params.iter().enumerate() {
-        out.push_str(if i == 0 { " " } else { ", " });
-        out.push_str(k);
-        out.push_str("=\"");
-        for c in v.chars() {
-            if c == '"' || c == '\\' {
-                out.push('\\');
-            }
-            // Header values cannot carry control characters.
-            if !c.is_control() {
-                out.push(c);
-            }
-        }
-        out.push('"');
-    }
-    out
-}
+pub use mcp_http::auth::bearer_challenge as bearer;
 
 struct Lexer<'a> {
     s: &'a str,

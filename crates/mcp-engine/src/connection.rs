@@ -114,7 +114,7 @@ pub async fn run(
                 match frame {
                     Some(Inbound::Failed { id, error }) => peer.fail(id, *error),
                     Some(Inbound::Frame(bytes)) => on_frame(&cx, &bytes, &mut queue, &mut tasks),
-                    Some(Inbound::Message(msg)) => on_message(&cx, *msg, &mut queue),
+                    Some(Inbound::Message(msg, context)) => on_message(&cx, *msg, context, &mut queue),
                     None => {
                         input_open = false;
                         closing.cancel();
@@ -174,7 +174,7 @@ fn panicked(panic: &(dyn std::any::Any + Send)) -> ErrorObject {
 
 fn on_frame(cx: &Conn<'_>, bytes: &[u8], queue: &mut VecDeque<Queued>, tasks: &mut JoinSet<()>) {
     match Frame::decode_limited(bytes, cx.config.max_batch) {
-        Frame::Single(Ok(msg)) => on_message(cx, msg, queue),
+        Frame::Single(Ok(msg)) => on_message(cx, msg, None, queue),
         Frame::Single(Err(e)) => {
             // An empty batch (`[]`) is always answered: it is valid JSON, never a stray log
             // line, so answering cannot start an error storm. Unparseable input is not.
@@ -220,13 +220,18 @@ fn error_reply(e: DecodeError, answer_unidentified: bool) -> Option<Message> {
     Some(Message::error(e.id, e.error))
 }
 
-fn on_message(cx: &Conn<'_>, msg: Message, queue: &mut VecDeque<Queued>) {
+fn on_message(
+    cx: &Conn<'_>,
+    msg: Message,
+    context: Option<mcp_jsonrpc::TransportContext>,
+    queue: &mut VecDeque<Queued>,
+) {
     match msg {
         Message::Response(r) => cx.peer.complete(r.id, r.outcome.map_err(CallError::Rpc)),
         Message::Notification(n) => on_notification(cx, n, queue),
         Message::Request(r) => {
             let id = r.id.clone();
-            if let Err(e) = accept(cx, r, Reply::Alone, queue) {
+            if let Err(e) = accept(cx, r, Reply::Alone, context, queue) {
                 cx.peer
                     .scoped(id.clone())
                     .try_send_response(Message::error(Some(id), e).encode());
@@ -266,6 +271,7 @@ fn accept(
     cx: &Conn<'_>,
     r: Request,
     reply: Reply,
+    transport: Option<mcp_jsonrpc::TransportContext>,
     queue: &mut VecDeque<Queued>,
 ) -> Result<(), ErrorObject> {
     let id = r.id.clone();
@@ -298,6 +304,7 @@ fn accept(
         peer: cx.peer.scoped(id.clone()),
         cancel,
         closing: cx.closing.clone(),
+        transport,
     };
     let fut = cx.service.call(r, ctx);
     queue.push_back(Queued { id, fut, reply });
@@ -367,7 +374,7 @@ fn on_batch(
                 let id = r.id.clone();
                 first_id.get_or_insert_with(|| id.clone());
                 let (tx, rx) = oneshot::channel();
-                slots.push(match accept(cx, r, Reply::Batch(tx), queue) {
+                slots.push(match accept(cx, r, Reply::Batch(tx), None, queue) {
                     Ok(()) => Slot::Pending(rx),
                     Err(e) => Slot::Ready(Message::error(Some(id), e)),
                 });

@@ -26,5 +26,5 @@ pub use connection::run;
 pub use error::CallError;
 pub use options::{EngineConfig, ProgressCallback, RequestOptions};
 pub use peer::Peer;
-pub use serve::{Connection, Serve};
+pub use serve::{Connection, Identity, Serve};
 pub use service::{HandlerResult, RequestContext, Service};

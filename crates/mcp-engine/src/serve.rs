@@ -40,3 +40,23 @@ impl<T: Serve + ?Sized> Serve for std::sync::Arc<T> {
         (**self).serve(connection)
     }
 }
+
+/// Who a transport verified the other side to be (from a bearer token, say).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Identity {
+    /// The subject (the token's `sub`): sessions and state belong to it.
+    pub subject: String,
+    /// The scopes the token grants.
+    pub scopes: Vec<String>,
+    /// The client the token was issued to, if known.
+    pub client_id: Option<String>,
+    /// The token's claims (or the introspection answer).
+    pub claims: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Identity {
+    /// Whether the token grants `scope`.
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scopes.iter().any(|s| s == scope)
+    }
+}

@@ -21,6 +21,9 @@ pub struct RequestContext {
     /// Cancelled when the connection's input has ended: no more requests will come, and
     /// long-lived requests (subscriptions) should wind down.
     pub closing: CancellationToken,
+    /// What the transport knows about the request (for Streamable HTTP, the HTTP request's
+    /// `http::Extensions`, with the verified [`crate::Identity`] among them).
+    pub transport: Option<mcp_jsonrpc::TransportContext>,
 }
 
 /// Handles one connection's incoming traffic. Server sessions and clients implement it.

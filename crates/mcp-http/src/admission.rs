@@ -71,7 +71,13 @@ pub(crate) fn common_checks(config: &HttpConfig, headers: &HeaderMap) -> Result<
     version_checks(headers)
 }
 
-pub(crate) fn session_of(inner: &Inner, headers: &HeaderMap) -> Result<Arc<Session>, Response> {
+/// The session a request names, if it exists and belongs to the request's principal (a
+/// session used with another subject's token does not exist for it: 404).
+pub(crate) fn session_of(
+    inner: &Inner,
+    headers: &HeaderMap,
+    principal: Option<&str>,
+) -> Result<Arc<Session>, Response> {
     let Some(id) = header_str(headers, SESSION_HEADER) else {
         return Err(bad_request(
             "Bad Request: Mcp-Session-Id header is required",
@@ -83,6 +89,7 @@ pub(crate) fn session_of(inner: &Inner, headers: &HeaderMap) -> Result<Arc<Sessi
     inner
         .sessions()
         .get(id)
+        .filter(|s| s.owner.as_deref() == principal)
         .cloned()
         .ok_or_else(session_not_found)
 }

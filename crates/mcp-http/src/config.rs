@@ -83,6 +83,8 @@ pub struct HttpConfig {
     /// Cancelled to shut down: new POSTs get 503, standalone and legacy SSE streams end once
     /// their session's in-flight requests are answered. See [`crate::serve_router_with`].
     pub shutdown: tokio_util::sync::CancellationToken,
+    /// Bearer-token protection (OAuth 2.1 resource server); `None`: no authentication.
+    pub auth: Option<std::sync::Arc<crate::auth::HttpAuth>>,
 }
 
 impl HttpConfig {
@@ -126,6 +128,7 @@ impl Default for HttpConfig {
             stall_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
             shutdown: tokio_util::sync::CancellationToken::new(),
+            auth: None,
         }
     }
 }

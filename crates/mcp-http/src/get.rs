@@ -3,20 +3,31 @@
 
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use mcp_jsonrpc::ErrorCode;
 
+use crate::clients::Principal;
 use crate::admission::{accepting, common_checks, session_of, stream_slot};
 use crate::respond::*;
 use crate::server::Inner;
 use crate::sse_out::{priming, sse_event, sse_response};
 
-pub(crate) async fn handle_get(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Response {
-    if let Err(r) = common_checks(&inner.config, &headers) {
-        return r;
-    }
+/// Host/Origin checks, then the bearer token: the request's headers and principal.
+async fn checked(inner: &Inner, request: Request) -> Result<(HeaderMap, Option<String>), Response> {
+    let (mut parts, _) = request.into_parts();
+    common_checks(&inner.config, &parts.headers)?;
+    crate::auth::authenticate(inner.config.auth.as_deref(), &mut parts).await?;
+    let principal = parts.extensions.get::<Principal>().map(|p| p.0.clone());
+    Ok((parts.headers, principal))
+}
+
+pub(crate) async fn handle_get(State(inner): State<Arc<Inner>>, request: Request) -> Response {
+    let (headers, principal) = match checked(&inner, request).await {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
     if !accepts(&headers, "text/event-stream") {
         return rpc_error(
             StatusCode::NOT_ACCEPTABLE,
@@ -29,7 +40,7 @@ pub(crate) async fn handle_get(State(inner): State<Arc<Inner>>, headers: HeaderM
         // 2026-07-28 has no GET stream (subscriptions/listen replaces it).
         return StatusCode::METHOD_NOT_ALLOWED.into_response();
     }
-    let session = match session_of(&inner, &headers) {
+    let session = match session_of(&inner, &headers, principal.as_deref()) {
         Ok(s) => s,
         Err(r) => return r,
     };
@@ -72,11 +83,12 @@ pub(crate) async fn handle_get(State(inner): State<Arc<Inner>>, headers: HeaderM
     )
 }
 
-pub(crate) async fn handle_delete(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Response {
-    if let Err(r) = common_checks(&inner.config, &headers) {
-        return r;
-    }
-    let session = match session_of(&inner, &headers) {
+pub(crate) async fn handle_delete(State(inner): State<Arc<Inner>>, request: Request) -> Response {
+    let (headers, principal) = match checked(&inner, request).await {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let session = match session_of(&inner, &headers, principal.as_deref()) {
         Ok(s) => s,
         Err(r) => return r,
     };

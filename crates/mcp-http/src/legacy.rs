@@ -12,9 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::Mutex;
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::{Query, Request, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures::StreamExt;
@@ -34,6 +34,8 @@ use crate::sse_out::{KEEP_ALIVE, sse_body, sse_message};
 struct Legacy {
     input: mpsc::Sender<Inbound>,
     initialized: Arc<AtomicBool>,
+    /// The verified principal that opened it: only it may post to it.
+    owner: Option<String>,
 }
 
 struct Inner {
@@ -115,7 +117,13 @@ impl LegacySse {
 }
 
 async fn open_stream(State(inner): State<Arc<Inner>>, request: Request) -> Response {
-    let (parts, _) = request.into_parts();
+    let (mut parts, _) = request.into_parts();
+    if guard::check(&inner.config, &parts.headers).is_err() {
+        return forbidden_host();
+    }
+    if let Err(r) = crate::auth::authenticate(inner.config.auth.as_deref(), &mut parts).await {
+        return r;
+    }
     let client = match admit(&inner, &parts) {
         Ok(c) => c,
         Err(r) => return r,
@@ -185,6 +193,7 @@ fn start(
     let legacy = Legacy {
         input: in_tx,
         initialized: initialized.clone(),
+        owner: client.principal().map(str::to_owned),
     };
     inner.sessions().insert(id.to_owned(), legacy);
     let serving = inner.service.serve(Connection {
@@ -256,12 +265,20 @@ struct SessionQuery {
 async fn receive(
     State(inner): State<Arc<Inner>>,
     Query(q): Query<SessionQuery>,
-    headers: HeaderMap,
-    body: Body,
+    request: Request,
 ) -> Response {
-    if guard::check(&inner.config, &headers).is_err() {
+    let (mut parts, body) = request.into_parts();
+    if guard::check(&inner.config, &parts.headers).is_err() {
         return forbidden_host();
     }
+    if let Err(r) = crate::auth::authenticate(inner.config.auth.as_deref(), &mut parts).await {
+        return r;
+    }
+    let headers = &parts.headers;
+    let principal = parts
+        .extensions
+        .get::<crate::Principal>()
+        .map(|p| p.0.as_str());
     let Some(id) = q.session_id else {
         return refuse(StatusCode::BAD_REQUEST, "sessionId is required");
     };
@@ -271,23 +288,32 @@ async fn receive(
     if inner.config.shutdown.is_cancelled() {
         return refuse(StatusCode::SERVICE_UNAVAILABLE, "Server is shutting down");
     }
-    let Some(legacy) = inner.sessions().get(&id).cloned() else {
+    let legacy = inner
+        .sessions()
+        .get(&id)
+        .filter(|l| l.owner.as_deref() == principal)
+        .cloned();
+    let Some(legacy) = legacy else {
         return session_not_found();
     };
-    let body = match crate::respond::read_body(&inner.config, &headers, body).await {
+    let body = match crate::respond::read_body(&inner.config, headers, body).await {
         Ok(b) => b,
         Err(r) => return r,
     };
     let max_batch = inner.engine.max_batch;
-    match mcp_jsonrpc::Frame::decode_limited(&body, max_batch) {
-        mcp_jsonrpc::Frame::Single(Err(e)) => return decode_error_response(e),
-        mcp_jsonrpc::Frame::Single(Ok(m)) if handshake_done(&m) => {
-            legacy.initialized.store(true, Ordering::Relaxed);
-        }
-        mcp_jsonrpc::Frame::Batch(items) if items.iter().flatten().any(handshake_done) => {
-            legacy.initialized.store(true, Ordering::Relaxed);
-        }
-        _ => {}
+    let decoded: Vec<mcp_jsonrpc::Message> =
+        match mcp_jsonrpc::Frame::decode_limited(&body, max_batch) {
+            mcp_jsonrpc::Frame::Single(Err(e)) => return decode_error_response(e),
+            mcp_jsonrpc::Frame::Single(Ok(m)) => vec![m],
+            mcp_jsonrpc::Frame::Batch(items) => items.into_iter().flatten().collect(),
+        };
+    if decoded.iter().any(handshake_done) {
+        legacy.initialized.store(true, Ordering::Relaxed);
+    }
+    if let Err(r) =
+        crate::auth::check_scopes(inner.config.auth.as_deref(), &parts.extensions, &decoded)
+    {
+        return r;
     }
     let tx = legacy.input;
     match tokio::time::timeout(

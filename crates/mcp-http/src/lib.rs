@@ -22,6 +22,7 @@
 #![allow(clippy::result_large_err)]
 
 mod admission;
+pub mod auth;
 #[cfg(feature = "client")]
 pub mod client;
 mod clients;
@@ -43,6 +44,7 @@ mod stateless;
 
 #[cfg(feature = "client")]
 pub use client::{HttpClientConfig, HttpClientError, HttpClientHandle, HttpClientTransport};
+pub use auth::{HttpAuth, Identity, ScopePolicy, TokenError, TokenVerifier};
 pub use clients::Principal;
 pub use config::{HttpConfig, ResponseMode};
 pub use event_store::{EventStore, MemoryEventStore};

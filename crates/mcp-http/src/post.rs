@@ -33,10 +33,10 @@ struct Posted {
 impl Posted {
     /// What the engine gets: a lone message as decoded here (not decoded twice), a batch as
     /// its text.
-    fn take_input(&mut self) -> Inbound {
+    fn take_input(&mut self, context: mcp_jsonrpc::TransportContext) -> Inbound {
         if !self.batch && self.messages.len() == 1 {
             if let Some(m) = self.messages.pop() {
-                return Inbound::Message(Box::new(m));
+                return Inbound::Message(Box::new(m), Some(context));
             }
         }
         Inbound::Frame(self.body.to_vec())
@@ -113,11 +113,14 @@ fn media_checks(headers: &HeaderMap) -> Result<(), Response> {
 }
 
 pub(crate) async fn handle_post(State(inner): State<Arc<Inner>>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
-    let headers = &parts.headers;
-    if let Err(r) = header_checks(&inner, headers) {
+    let (mut parts, body) = request.into_parts();
+    if let Err(r) = header_checks(&inner, &parts.headers) {
         return r;
     }
+    if let Err(r) = crate::auth::authenticate(inner.config.auth.as_deref(), &mut parts).await {
+        return r;
+    }
+    let headers = &parts.headers;
     let body = match read_body(&inner.config, headers, body).await {
         Ok(b) => b,
         Err(r) => return r,
@@ -136,7 +139,13 @@ pub(crate) async fn handle_post(State(inner): State<Arc<Inner>>, request: Reques
         Ok(p) => p,
         Err(r) => return r,
     };
+    if let Err(r) =
+        crate::auth::check_scopes(inner.config.auth.as_deref(), &parts.extensions, &posted.messages)
+    {
+        return r;
+    }
     let client = Client::of(&inner.config, &parts.extensions);
+    let context: mcp_jsonrpc::TransportContext = Arc::new(parts.extensions.clone());
     if modern {
         if posted.batch {
             return bad_request("JSON-RPC batches are not part of protocol 2026-07-28");
@@ -144,7 +153,7 @@ pub(crate) async fn handle_post(State(inner): State<Arc<Inner>>, request: Reques
         return match posted.messages.into_iter().next() {
             Some(m) => {
                 let principal = client.principal().map(str::to_owned);
-                crate::stateless::handle(&inner, headers, m, principal).await
+                crate::stateless::handle(&inner, headers, m, principal, context).await
             }
             None => bad_request("empty request"),
         };
@@ -162,7 +171,7 @@ pub(crate) async fn handle_post(State(inner): State<Arc<Inner>>, request: Reques
             "JSON-RPC batches are not supported by the negotiated protocol version",
         );
     }
-    answer(&inner, session, new_session, posted).await
+    answer(&inner, session, new_session, posted, context).await
 }
 
 /// The session a POST belongs to, or a new one for an `initialize` without a session id.
@@ -176,9 +185,11 @@ fn find_or_start(
         Some(id) if !plausible_session_id(id) => {
             Err(bad_request("Bad Request: malformed Mcp-Session-Id"))
         }
+        // A session is only ever used by the principal that opened it: to anyone else it
+        // does not exist.
         Some(id) => match inner.sessions().get(id).cloned() {
-            Some(s) => Ok((s, false)),
-            None => Err(session_not_found()),
+            Some(s) if s.owner.as_deref() == client.principal() => Ok((s, false)),
+            _ => Err(session_not_found()),
         },
         None => {
             let init = posted.messages.iter().find_map(|m| match m {
@@ -253,6 +264,7 @@ async fn answer(
     session: Arc<Session>,
     new_session: bool,
     mut posted: Posted,
+    context: mcp_jsonrpc::TransportContext,
 ) -> Response {
     let ids: Vec<RequestId> = posted
         .messages
@@ -263,7 +275,7 @@ async fn answer(
         })
         .collect();
     if ids.is_empty() {
-        return accept_only(&session, posted).await;
+        return accept_only(&session, posted, context).await;
     }
     let mode = inner.config.response_mode;
     if mode == ResponseMode::Sse {
@@ -284,7 +296,7 @@ async fn answer(
         (ids.clone(), ids.len())
     };
     let (token, rx) = session.open_post_stream(&routed, answers, mode == ResponseMode::Sse);
-    if !session.feed(posted.take_input()).await {
+    if !session.feed(posted.take_input(context)).await {
         return session_not_found();
     }
     let reply = Reply {
@@ -299,8 +311,12 @@ async fn answer(
 
 /// A POST with no request in it (notifications, responses, invalid batch entries): 202, or
 /// the errors of its invalid entries.
-async fn accept_only(session: &Session, mut posted: Posted) -> Response {
-    if !posted.messages.is_empty() && !session.feed(posted.take_input()).await {
+async fn accept_only(
+    session: &Session,
+    mut posted: Posted,
+    context: mcp_jsonrpc::TransportContext,
+) -> Response {
+    if !posted.messages.is_empty() && !session.feed(posted.take_input(context)).await {
         return session_not_found();
     }
     if !posted.entry_errors.is_empty() {

@@ -65,7 +65,8 @@ impl Inner {
     ) -> Arc<Session> {
         let (in_tx, in_rx) = mpsc::channel(64);
         let (out_tx, mut out_rx) = mpsc::channel(1024);
-        let session = Session::new(id, in_tx, version, self.store.clone(), client.key());
+        let owner = client.principal().map(str::to_owned);
+        let session = Session::new(id, in_tx, version, self.store.clone(), client.key(), owner);
         let serving = self.service.serve(Connection {
             incoming: in_rx,
             outgoing: out_tx,
@@ -210,14 +211,18 @@ impl StreamableHttp {
                 }
             }
         });
-        axum::Router::new()
+        let endpoint = axum::Router::new()
             .route(
                 &self.inner.config.path,
                 post(crate::post::handle_post)
                     .get(crate::get::handle_get)
                     .delete(crate::get::handle_delete),
             )
-            .with_state(self.inner.clone())
+            .with_state(self.inner.clone());
+        match &self.inner.config.auth {
+            Some(auth) => endpoint.merge(crate::auth::metadata_router(auth, &self.inner.config.path)),
+            None => endpoint,
+        }
     }
 
     /// Serves on `listener` until the future is dropped (TCP_NODELAY on every connection).

@@ -321,6 +321,7 @@ pub(crate) async fn handle(
     headers: &HeaderMap,
     message: Message,
     principal: Option<String>,
+    context: mcp_jsonrpc::TransportContext,
 ) -> Response {
     let req = match message {
         Message::Request(r) => r,
@@ -350,7 +351,7 @@ pub(crate) async fn handle(
     });
     let id = req.id.clone();
     // Already decoded here: the engine takes the message as it is.
-    let input = Inbound::Message(Box::new(Message::Request(req)));
+    let input = Inbound::Message(Box::new(Message::Request(req)), Some(context));
     if in_tx.send(input).await.is_err() {
         return error_response(
             StatusCode::INTERNAL_SERVER_ERROR,

@@ -26,4 +26,4 @@ pub use message::{
     to_raw,
 };
 pub use serde_json::value::RawValue;
-pub use transport::{Inbound, OutKind, OutMessage, Outbound, TransportError};
+pub use transport::{Inbound, OutKind, OutMessage, Outbound, TransportContext, TransportError};

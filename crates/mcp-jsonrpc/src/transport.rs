@@ -9,6 +9,10 @@ use std::time::Duration;
 
 use crate::id::RequestId;
 
+/// What a transport knows about one incoming message, passed through the engine to its
+/// handler untouched (Streamable HTTP passes the request's `http::Extensions`).
+pub type TransportContext = std::sync::Arc<dyn std::any::Any + Send + Sync>;
+
 /// What a transport hands to the engine.
 #[derive(Debug, Clone)]
 pub enum Inbound {
@@ -16,8 +20,10 @@ pub enum Inbound {
     Frame(Vec<u8>),
     /// One message the transport has already decoded (under the same limits as a frame), so
     /// the engine does not decode it a second time. Streamable HTTP decodes each POST to
-    /// find its ids and session before handing it on.
-    Message(Box<crate::Message>),
+    /// find its ids and session before handing it on. The context, if any, is what the
+    /// transport knows about the request that carried it (for HTTP, the request's
+    /// extensions: the verified identity, what the user's middleware added); handlers see it.
+    Message(Box<crate::Message>, Option<TransportContext>),
     /// The transport could not deliver our request `id` or bring back its answer: the
     /// request fails with this error instead of waiting for its timeout.
     Failed {
@@ -33,7 +39,7 @@ impl Inbound {
     pub fn frame(&self) -> Option<&[u8]> {
         match self {
             Inbound::Frame(bytes) => Some(bytes),
-            Inbound::Message(_) | Inbound::Failed { .. } => None,
+            Inbound::Message(..) | Inbound::Failed { .. } => None,
         }
     }
 }

@@ -69,6 +69,25 @@ impl Ctx {
         self.session.principal.as_deref()
     }
 
+    /// Who the caller is, when the transport verified a token: subject, scopes, client and
+    /// claims (Streamable HTTP with bearer-token protection).
+    pub fn identity(&self) -> Option<&mcp_engine::Identity> {
+        self.http_extensions()?
+            .get::<Arc<mcp_engine::Identity>>()
+            .map(|i| &**i)
+    }
+
+    /// The extensions of the HTTP request that carried this request (Streamable HTTP only):
+    /// what the user's own middleware put there is visible to handlers.
+    pub fn http_extensions(&self) -> Option<&http::Extensions> {
+        self.transport_context::<http::Extensions>()
+    }
+
+    /// What the transport attached to this request, if it is a `T`.
+    pub fn transport_context<T: std::any::Any>(&self) -> Option<&T> {
+        self.rc.transport.as_deref()?.downcast_ref::<T>()
+    }
+
     /// The request id.
     pub fn request_id(&self) -> &RequestId {
         &self.rc.id

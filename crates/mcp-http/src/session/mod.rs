@@ -66,6 +66,8 @@ pub(crate) struct Session {
     order: tokio::sync::Mutex<()>,
     /// Who opened the session: the key its per-client limits count under.
     pub(crate) client: Option<String>,
+    /// The verified principal that opened it: only it may use the session.
+    pub(crate) owner: Option<String>,
     /// When the session was made.
     pub(crate) created: Instant,
     /// `notifications/initialized` (or a first request after `initialize`) has been seen.
@@ -94,6 +96,7 @@ impl Session {
         version: ProtocolVersion,
         store: Arc<dyn EventStore>,
         client: Option<String>,
+        owner: Option<String>,
     ) -> Arc<Self> {
         Arc::new(Self {
             id,
@@ -105,6 +108,7 @@ impl Session {
             store,
             order: tokio::sync::Mutex::new(()),
             client,
+            owner,
             created: Instant::now(),
             initialized: std::sync::atomic::AtomicBool::new(false),
         })
