@@ -149,7 +149,10 @@ mod tests {
         let c = BearerChallenge::parse(r#"bearer realm=x, Basic realm="y""#).unwrap();
         assert_eq!(c.get("realm"), Some("x"));
         assert!(BearerChallenge::parse(r#"Basic realm="y""#).is_none());
-        assert_eq!(BearerChallenge::parse("Bearer").unwrap(), BearerChallenge::default());
+        assert_eq!(
+            BearerChallenge::parse("Bearer").unwrap(),
+            BearerChallenge::default()
+        );
     }
 
     #[test]

@@ -215,6 +215,9 @@ mod tests {
             canonical_resource(&u("HTTPS://A.Example:443/mcp/")),
             "https://a.example/mcp"
         );
-        assert_eq!(canonical_resource(&u("http://localhost:3000")), "http://localhost:3000");
+        assert_eq!(
+            canonical_resource(&u("http://localhost:3000")),
+            "http://localhost:3000"
+        );
     }
 }

@@ -30,7 +30,9 @@ async fn open_session(url: &str, token: &str) -> String {
 }
 
 fn call(name: &str) -> String {
-    format!(r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"{name}","arguments":{{}}}}}}"#)
+    format!(
+        r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"{name}","arguments":{{}}}}}}"#
+    )
 }
 
 /// The text of a JSON or SSE answer.
@@ -41,7 +43,10 @@ async fn text_of(r: reqwest::Response) -> String {
         .find_map(|l| l.strip_prefix("data: "))
         .map_or(body.clone(), str::to_owned);
     let v: Value = serde_json::from_str(&json).unwrap();
-    v["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+    v["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 #[tokio::test]
@@ -52,7 +57,10 @@ async fn no_token_gets_a_challenge_to_the_metadata() {
     assert_eq!(r.status(), 401);
     let c = challenge(&r);
     let prm_url = c.resource_metadata().unwrap().to_owned();
-    assert!(prm_url.ends_with("/.well-known/oauth-protected-resource/mcp"), "{prm_url}");
+    assert!(
+        prm_url.ends_with("/.well-known/oauth-protected-resource/mcp"),
+        "{prm_url}"
+    );
     assert_eq!(c.scopes().unwrap(), ["mcp"]);
     // The metadata, at the path-inserted and the root URIs.
     for u in [prm_url.clone(), prm_url.replace("/mcp", "")] {
@@ -107,24 +115,62 @@ async fn bad_tokens_are_refused_with_401() {
     let url = start_mcp(&issuer).await;
     let header = |alg: &str| {
         use base64::Engine as _;
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!(r#"{{"alg":"{alg}","typ":"JWT"}}"#))
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(format!(r#"{{"alg":"{alg}","typ":"JWT"}}"#))
     };
     let payload = {
         use base64::Engine as _;
         let claims = json!({"iss": issuer, "aud": url, "sub": "mallory", "scope": "mcp", "exp": now() + 600});
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(claims.to_string())
     };
-    let claims = json!({"iss": issuer, "aud": url, "sub": "mallory", "scope": "mcp", "exp": now() + 600});
+    let claims =
+        json!({"iss": issuer, "aud": url, "sub": "mallory", "scope": "mcp", "exp": now() + 600});
     let cases: Vec<(&str, String)> = vec![
-        ("expired", token_for(&issuer, &url, "a", "mcp", json!({"exp": now() - 600}))),
-        ("not yet valid", token_for(&issuer, &url, "a", "mcp", json!({"nbf": now() + 600}))),
-        ("wrong issuer", token_for(&issuer, &url, "a", "mcp", json!({"iss": "https://evil.example"}))),
-        ("wrong audience", token_for(&issuer, &url, "a", "mcp", json!({"aud": "https://other.example/mcp"}))),
-        ("no audience", token_for(&issuer, &url, "a", "mcp", json!({"aud": null}))),
-        ("no exp", token_for(&issuer, &url, "a", "mcp", json!({"exp": null}))),
+        (
+            "expired",
+            token_for(&issuer, &url, "a", "mcp", json!({"exp": now() - 600})),
+        ),
+        (
+            "not yet valid",
+            token_for(&issuer, &url, "a", "mcp", json!({"nbf": now() + 600})),
+        ),
+        (
+            "wrong issuer",
+            token_for(
+                &issuer,
+                &url,
+                "a",
+                "mcp",
+                json!({"iss": "https://evil.example"}),
+            ),
+        ),
+        (
+            "wrong audience",
+            token_for(
+                &issuer,
+                &url,
+                "a",
+                "mcp",
+                json!({"aud": "https://other.example/mcp"}),
+            ),
+        ),
+        (
+            "no audience",
+            token_for(&issuer, &url, "a", "mcp", json!({"aud": null})),
+        ),
+        (
+            "no exp",
+            token_for(&issuer, &url, "a", "mcp", json!({"exp": null})),
+        ),
         // Signed with another key under the published key's id.
-        ("bad signature", sign(&claims, RSA2, Algorithm::RS256, Some("rsa-1"))),
-        ("unknown kid", sign(&claims, RSA2, Algorithm::RS256, Some("rsa-9"))),
+        (
+            "bad signature",
+            sign(&claims, RSA2, Algorithm::RS256, Some("rsa-1")),
+        ),
+        (
+            "unknown kid",
+            sign(&claims, RSA2, Algorithm::RS256, Some("rsa-9")),
+        ),
         ("alg none", format!("{}.{payload}.", header("none"))),
         // HS/RS confusion: the public key used as an HMAC secret.
         ("HS256 with the public key", {
@@ -148,7 +194,8 @@ async fn bad_tokens_are_refused_with_401() {
 async fn an_unknown_key_id_fetches_the_keys_again() {
     let (issuer, st) = start_as().await;
     let url = start_mcp(&issuer).await;
-    let claims = json!({"iss": issuer, "aud": url, "sub": "bob", "scope": "mcp", "exp": now() + 600});
+    let claims =
+        json!({"iss": issuer, "aud": url, "sub": "bob", "scope": "mcp", "exp": now() + 600});
     let t2 = sign(&claims, RSA2, Algorithm::RS256, Some("rsa-2"));
     assert_eq!(post(&url, Some(&t2), None, INIT).await.status(), 401);
     // The issuer rotates its keys in: the next token with that kid is accepted.
@@ -180,9 +227,18 @@ async fn insufficient_scope_gets_403_with_the_scopes_needed() {
     let c = challenge(&r);
     assert_eq!(c.error(), Some("insufficient_scope"));
     assert_eq!(c.scopes().unwrap(), ["mcp", "admin"]);
-    assert!(c.resource_metadata().unwrap().ends_with("/oauth-protected-resource/mcp"));
+    assert!(
+        c.resource_metadata()
+            .unwrap()
+            .ends_with("/oauth-protected-resource/mcp")
+    );
     // Other tools still work, and with the scope the tool does too.
-    assert_eq!(post(&url, Some(&t), Some(&s), &call("whoami")).await.status(), 200);
+    assert_eq!(
+        post(&url, Some(&t), Some(&s), &call("whoami"))
+            .await
+            .status(),
+        200
+    );
     let admin = token_for(&issuer, &url, "carol", "mcp admin", json!({}));
     let r = post(&url, Some(&admin), Some(&s), &call("admin")).await;
     assert_eq!(text_of(r).await, "admin done");
@@ -195,7 +251,12 @@ async fn a_session_used_with_another_subjects_token_does_not_exist() {
     let alice = token_for(&issuer, &url, "alice", "mcp", json!({}));
     let bob = token_for(&issuer, &url, "bob", "mcp", json!({}));
     let s = open_session(&url, &alice).await;
-    assert_eq!(post(&url, Some(&bob), Some(&s), &call("whoami")).await.status(), 404);
+    assert_eq!(
+        post(&url, Some(&bob), Some(&s), &call("whoami"))
+            .await
+            .status(),
+        404
+    );
     let http = reqwest::Client::new();
     for last_event in [None, Some("1")] {
         let mut get = http
@@ -251,15 +312,26 @@ async fn opaque_tokens_are_introspected_and_cached() {
     assert_eq!(post(&url, Some("opaque-2"), None, INIT).await.status(), 401);
     // Revoked at the issuer: the cached answer stands until the cache expires (30 s here).
     st.lock().opaque.remove("opaque-1");
-    assert_eq!(post(&url, Some("opaque-1"), Some(&s), &call("whoami")).await.status(), 200);
-    assert_eq!(post(&url, Some("opaque-other"), None, INIT).await.status(), 401);
+    assert_eq!(
+        post(&url, Some("opaque-1"), Some(&s), &call("whoami"))
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(
+        post(&url, Some("opaque-other"), None, INIT).await.status(),
+        401
+    );
 }
 
 #[tokio::test]
 async fn static_tokens_stand_for_their_subjects() {
     let (issuer, _as) = start_as().await;
     let verifier = StaticTokens::new(
-        vec![("tok-a".into(), "ann".into()), ("tok-b".into(), "ben".into())],
+        vec![
+            ("tok-a".into(), "ann".into()),
+            ("tok-b".into(), "ben".into()),
+        ],
         vec!["mcp".into()],
     )
     .unwrap();
@@ -267,7 +339,16 @@ async fn static_tokens_stand_for_their_subjects() {
     let s = open_session(&url, "tok-a").await;
     let r = post(&url, Some("tok-a"), Some(&s), &call("whoami")).await;
     assert_eq!(text_of(r).await, "ann mcp");
-    assert_eq!(post(&url, Some("tok-b"), Some(&s), &call("whoami")).await.status(), 404);
+    assert_eq!(
+        post(&url, Some("tok-b"), Some(&s), &call("whoami"))
+            .await
+            .status(),
+        404
+    );
     assert_eq!(post(&url, Some("tok-c"), None, INIT).await.status(), 401);
-    assert_eq!(post(&url, Some("tok-a "), None, INIT).await.status(), 200, "trimmed like a header");
+    assert_eq!(
+        post(&url, Some("tok-a "), None, INIT).await.status(),
+        200,
+        "trimmed like a header"
+    );
 }

@@ -131,7 +131,12 @@ impl HttpAuth {
             params.push(("error", code));
             params.push(("error_description", description));
         }
-        oauth_error(StatusCode::UNAUTHORIZED, &bearer_challenge(&params), code, description)
+        oauth_error(
+            StatusCode::UNAUTHORIZED,
+            &bearer_challenge(&params),
+            code,
+            description,
+        )
     }
 
     /// A 403 for a token without `required`.
@@ -144,7 +149,12 @@ impl HttpAuth {
             ("resource_metadata", &self.metadata_url),
             ("error_description", &description),
         ]);
-        oauth_error(StatusCode::FORBIDDEN, &challenge, "insufficient_scope", &description)
+        oauth_error(
+            StatusCode::FORBIDDEN,
+            &challenge,
+            "insufficient_scope",
+            &description,
+        )
     }
 }
 
@@ -162,7 +172,10 @@ fn oauth_error(status: StatusCode, challenge: &str, code: &str, description: &st
 fn json(status: StatusCode, body: &serde_json::Value) -> Response {
     (
         status,
-        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
         body.to_string(),
     )
         .into_response()
@@ -241,9 +254,7 @@ pub(crate) async fn authenticate(
     if !missing.is_empty() {
         return Err(auth.insufficient(&auth.scopes.all));
     }
-    parts
-        .extensions
-        .insert(Principal(identity.subject.clone()));
+    parts.extensions.insert(Principal(identity.subject.clone()));
     parts.extensions.insert(Arc::new(identity));
     Ok(())
 }
@@ -303,7 +314,8 @@ mod tests {
             ..ScopePolicy::default()
         };
         p.methods.insert("tools/call".into(), vec!["tools".into()]);
-        p.tools.insert("delete".into(), vec!["admin".into(), "mcp".into()]);
+        p.tools
+            .insert("delete".into(), vec!["admin".into(), "mcp".into()]);
         let call = |name: &str| {
             Message::decode(
                 format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{name}"}}}}"#)

@@ -8,8 +8,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use mcp_jsonrpc::ErrorCode;
 
-use crate::clients::Principal;
 use crate::admission::{accepting, common_checks, session_of, stream_slot};
+use crate::clients::Principal;
 use crate::respond::*;
 use crate::server::Inner;
 use crate::sse_out::{priming, sse_event, sse_response};

@@ -42,9 +42,9 @@ pub mod sse;
 mod sse_out;
 mod stateless;
 
+pub use auth::{HttpAuth, Identity, ScopePolicy, TokenError, TokenVerifier};
 #[cfg(feature = "client")]
 pub use client::{HttpClientConfig, HttpClientError, HttpClientHandle, HttpClientTransport};
-pub use auth::{HttpAuth, Identity, ScopePolicy, TokenError, TokenVerifier};
 pub use clients::Principal;
 pub use config::{HttpConfig, ResponseMode};
 pub use event_store::{EventStore, MemoryEventStore};

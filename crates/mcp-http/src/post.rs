@@ -139,9 +139,11 @@ pub(crate) async fn handle_post(State(inner): State<Arc<Inner>>, request: Reques
         Ok(p) => p,
         Err(r) => return r,
     };
-    if let Err(r) =
-        crate::auth::check_scopes(inner.config.auth.as_deref(), &parts.extensions, &posted.messages)
-    {
+    if let Err(r) = crate::auth::check_scopes(
+        inner.config.auth.as_deref(),
+        &parts.extensions,
+        &posted.messages,
+    ) {
         return r;
     }
     let client = Client::of(&inner.config, &parts.extensions);

@@ -220,7 +220,9 @@ impl StreamableHttp {
             )
             .with_state(self.inner.clone());
         match &self.inner.config.auth {
-            Some(auth) => endpoint.merge(crate::auth::metadata_router(auth, &self.inner.config.path)),
+            Some(auth) => {
+                endpoint.merge(crate::auth::metadata_router(auth, &self.inner.config.path))
+            }
             None => endpoint,
         }
     }

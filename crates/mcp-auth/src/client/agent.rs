@@ -110,14 +110,14 @@ impl UserAgent for Loopback {
     fn authorize<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<String, AuthError>> {
         Box::pin(async move {
             let checked = check_authorization_url(url)?;
-            let listener = self
-                .listener
-                .lock()
-                .take()
-                .ok_or_else(|| AuthError::Config("the loopback listener was used already".into()))?;
+            let listener = self.listener.lock().take().ok_or_else(|| {
+                AuthError::Config("the loopback listener was used already".into())
+            })?;
             let opened = self.open_browser && open_browser(checked.as_str());
             if opened {
-                eprintln!("Opened the authorization page in your browser. If it did not open, visit:");
+                eprintln!(
+                    "Opened the authorization page in your browser. If it did not open, visit:"
+                );
             } else {
                 eprintln!("To authorize, open this URL in a browser:");
             }
@@ -175,7 +175,9 @@ async fn receive(listener: &TcpListener, port: u16) -> Result<String, AuthError>
             .filter(|t| t.starts_with("/callback"));
         let Some(target) = target else {
             let _ = conn
-                .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                .write_all(
+                    b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                )
                 .await;
             continue;
         };

@@ -42,7 +42,10 @@ async fn fetch<T: serde::de::DeserializeOwned>(
     if !resp.status().is_success() {
         return Ok(None);
     }
-    if resp.content_length().is_some_and(|n| n > MAX_DOCUMENT as u64) {
+    if resp
+        .content_length()
+        .is_some_and(|n| n > MAX_DOCUMENT as u64)
+    {
         return Err(AuthError::Discovery(format!("{url}: document too large")));
     }
     let body = resp.bytes().await.map_err(AuthError::Http)?;
@@ -91,8 +94,8 @@ async fn authorization_server(
     policy: HostPolicy,
     issuer: &str,
 ) -> Result<Option<AuthorizationServerMetadata>, AuthError> {
-    let url = Url::parse(issuer)
-        .map_err(|e| AuthError::Discovery(format!("issuer {issuer:?}: {e}")))?;
+    let url =
+        Url::parse(issuer).map_err(|e| AuthError::Discovery(format!("issuer {issuer:?}: {e}")))?;
     policy.check(&url, "authorization server")?;
     for candidate in authorization_server_urls(&url) {
         if let Some(meta) = fetch::<AuthorizationServerMetadata>(http, &candidate).await? {

@@ -5,12 +5,12 @@
 use serde::Deserialize;
 use url::Url;
 
+use super::OAuthClient;
 use super::agent::UserAgent;
 use super::discover::Discovered;
 use super::guard::check_authorization_url;
 use super::store::{Grant, RegisteredClient};
 use super::token::{ClientAuthentication, SigningKey, TokenRequest, pkce_challenge, random_string};
-use super::OAuthClient;
 use crate::AuthError;
 use crate::metadata::AuthorizationServerMetadata;
 
@@ -87,9 +87,13 @@ async fn register(
         .map_err(|e| AuthError::Server(format!("client registration answer: {e}")))?;
     let has_secret = r.client_secret.is_some();
     Ok(RegisteredClient {
-        auth_method: r
-            .token_endpoint_auth_method
-            .unwrap_or_else(|| if has_secret { auth_method(meta, true) } else { "none".into() }),
+        auth_method: r.token_endpoint_auth_method.unwrap_or_else(|| {
+            if has_secret {
+                auth_method(meta, true)
+            } else {
+                "none".into()
+            }
+        }),
         client_id: r.client_id,
         client_secret: r.client_secret,
         redirect_uri: Some(redirect_uri.to_owned()),
@@ -113,7 +117,10 @@ async fn client_identity(
             redirect_uri: Some(redirect_uri.to_owned()),
         });
     }
-    if let (Some(url), Some(true)) = (&c.client_metadata_url, meta.client_id_metadata_document_supported) {
+    if let (Some(url), Some(true)) = (
+        &c.client_metadata_url,
+        meta.client_id_metadata_document_supported,
+    ) {
         return Ok(RegisteredClient {
             client_id: url.clone(),
             client_secret: None,
@@ -126,14 +133,20 @@ async fn client_identity(
         .lock()
         .clients
         .iter()
-        .find(|(issuer, r)| *issuer == meta.issuer && r.redirect_uri.as_deref() == Some(redirect_uri))
+        .find(|(issuer, r)| {
+            *issuer == meta.issuer && r.redirect_uri.as_deref() == Some(redirect_uri)
+        })
         .map(|(_, r)| r.clone());
     if let Some(r) = known {
         return Ok(r);
     }
     if let Some(store) = &c.store {
         if let Some(r) = store.client(&meta.issuer, redirect_uri)? {
-            oauth.held.lock().clients.push((meta.issuer.clone(), r.clone()));
+            oauth
+                .held
+                .lock()
+                .clients
+                .push((meta.issuer.clone(), r.clone()));
             return Ok(r);
         }
     }
@@ -148,7 +161,11 @@ async fn client_identity(
     if let Some(store) = &c.store {
         store.put_client(&meta.issuer, redirect_uri, &r)?;
     }
-    oauth.held.lock().clients.push((meta.issuer.clone(), r.clone()));
+    oauth
+        .held
+        .lock()
+        .clients
+        .push((meta.issuer.clone(), r.clone()));
     Ok(r)
 }
 
@@ -166,7 +183,9 @@ fn read_callback(
             .map(|(_, v)| v.into_owned())
     };
     if let Some(e) = get("error") {
-        let d = get("error_description").map(|d| format!(" ({d})")).unwrap_or_default();
+        let d = get("error_description")
+            .map(|d| format!(" ({d})"))
+            .unwrap_or_default();
         return Err(AuthError::Server(format!("authorization refused: {e}{d}")));
     }
     if get("state").as_deref() != Some(state) {
@@ -185,7 +204,8 @@ fn read_callback(
         }
         None if meta.authorization_response_iss_parameter_supported == Some(true) => {
             return Err(AuthError::Refused(
-                "the authorization server promised an iss parameter and sent none (RFC 9207)".into(),
+                "the authorization server promised an iss parameter and sent none (RFC 9207)"
+                    .into(),
             ));
         }
         _ => {}
@@ -279,9 +299,10 @@ pub(super) async fn client_credentials(
     key: Option<&SigningKey>,
 ) -> Result<Grant, AuthError> {
     let meta = &found.server;
-    let token_endpoint = meta.token_endpoint.as_ref().ok_or_else(|| {
-        AuthError::Discovery(format!("{} lists no token endpoint", meta.issuer))
-    })?;
+    let token_endpoint = meta
+        .token_endpoint
+        .as_ref()
+        .ok_or_else(|| AuthError::Discovery(format!("{} lists no token endpoint", meta.issuer)))?;
     let token_url = Url::parse(token_endpoint)
         .map_err(|e| AuthError::Discovery(format!("token endpoint {token_endpoint:?}: {e}")))?;
     oauth.policy.check(&token_url, "token endpoint")?;
@@ -342,9 +363,10 @@ pub(super) async fn jwt_bearer(
     assertion: &super::Assertion,
 ) -> Result<Grant, AuthError> {
     let meta = &found.server;
-    let token_endpoint = meta.token_endpoint.as_ref().ok_or_else(|| {
-        AuthError::Discovery(format!("{} lists no token endpoint", meta.issuer))
-    })?;
+    let token_endpoint = meta
+        .token_endpoint
+        .as_ref()
+        .ok_or_else(|| AuthError::Discovery(format!("{} lists no token endpoint", meta.issuer)))?;
     let token_url = Url::parse(token_endpoint)
         .map_err(|e| AuthError::Discovery(format!("token endpoint {token_endpoint:?}: {e}")))?;
     oauth.policy.check(&token_url, "token endpoint")?;
@@ -362,10 +384,19 @@ pub(super) async fn jwt_bearer(
             })?;
             oauth.policy.check(&idp, "IdP token endpoint")?;
             let mut form = vec![
-                ("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange".to_owned()),
-                ("requested_token_type", "urn:ietf:params:oauth:token-type:id-jag".to_owned()),
+                (
+                    "grant_type",
+                    "urn:ietf:params:oauth:grant-type:token-exchange".to_owned(),
+                ),
+                (
+                    "requested_token_type",
+                    "urn:ietf:params:oauth:token-type:id-jag".to_owned(),
+                ),
                 ("subject_token", id_token.clone()),
-                ("subject_token_type", "urn:ietf:params:oauth:token-type:id_token".to_owned()),
+                (
+                    "subject_token_type",
+                    "urn:ietf:params:oauth:token-type:id_token".to_owned(),
+                ),
                 ("audience", meta.issuer.clone()),
                 ("resource", found.resource.clone()),
             ];
@@ -393,9 +424,11 @@ pub(super) async fn jwt_bearer(
             .access_token
         }
     };
-    let client_id = oauth.config.client_id.clone().ok_or_else(|| {
-        AuthError::Config("the JWT bearer grant needs a client id".into())
-    })?;
+    let client_id = oauth
+        .config
+        .client_id
+        .clone()
+        .ok_or_else(|| AuthError::Config("the JWT bearer grant needs a client id".into()))?;
     let client = RegisteredClient {
         client_id,
         client_secret: oauth.config.client_secret.clone(),
@@ -403,7 +436,10 @@ pub(super) async fn jwt_bearer(
         redirect_uri: None,
     };
     let mut form = vec![
-        ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer".to_owned()),
+        (
+            "grant_type",
+            "urn:ietf:params:oauth:grant-type:jwt-bearer".to_owned(),
+        ),
         ("assertion", jwt),
         ("resource", found.resource.clone()),
     ];

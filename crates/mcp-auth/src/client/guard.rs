@@ -165,9 +165,8 @@ impl reqwest::dns::Resolve for Resolver {
         let policy = self.0;
         Box::pin(async move {
             let host = name.as_str().to_owned();
-            let found: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
-                .await?
-                .collect();
+            let found: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             let allowed: Vec<SocketAddr> = found
                 .iter()
                 .copied()
@@ -250,18 +249,36 @@ mod tests {
             let u = Url::parse(bad).unwrap();
             assert!(p.check(&u, "metadata").is_err(), "{bad} must be refused");
         }
-        assert!(p.check(&Url::parse("https://as.example.com/x").unwrap(), "m").is_ok());
-        assert!(p.check(&Url::parse("https://8.8.8.8/x").unwrap(), "m").is_ok());
+        assert!(
+            p.check(&Url::parse("https://as.example.com/x").unwrap(), "m")
+                .is_ok()
+        );
+        assert!(
+            p.check(&Url::parse("https://8.8.8.8/x").unwrap(), "m")
+                .is_ok()
+        );
     }
 
     #[test]
     fn loopback_server_may_use_loopback_but_not_private() {
         let p = HostPolicy::for_server(&Url::parse("http://localhost:3000/mcp").unwrap(), false);
-        assert!(p.check(&Url::parse("http://127.0.0.1:9/x").unwrap(), "m").is_ok());
-        assert!(p.check(&Url::parse("http://localhost:9/x").unwrap(), "m").is_ok());
-        assert!(p.check(&Url::parse("https://10.0.0.1/x").unwrap(), "m").is_err());
+        assert!(
+            p.check(&Url::parse("http://127.0.0.1:9/x").unwrap(), "m")
+                .is_ok()
+        );
+        assert!(
+            p.check(&Url::parse("http://localhost:9/x").unwrap(), "m")
+                .is_ok()
+        );
+        assert!(
+            p.check(&Url::parse("https://10.0.0.1/x").unwrap(), "m")
+                .is_err()
+        );
         let open = HostPolicy::for_server(&Url::parse("https://a.example/").unwrap(), true);
-        assert!(open.check(&Url::parse("https://10.0.0.1/x").unwrap(), "m").is_ok());
+        assert!(
+            open.check(&Url::parse("https://10.0.0.1/x").unwrap(), "m")
+                .is_ok()
+        );
     }
 
     #[test]

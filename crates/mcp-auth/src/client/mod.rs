@@ -294,10 +294,20 @@ impl OAuthClient {
     /// Answers a challenge.
     async fn on_challenge(&self, challenge: &Challenge) -> Result<bool, AuthError> {
         let bearer = BearerChallenge::find(&challenge.www_authenticate).unwrap_or_default();
-        let sent = self.held.lock().grant.as_ref().map(|g| g.access_token.clone());
+        let sent = self
+            .held
+            .lock()
+            .grant
+            .as_ref()
+            .map(|g| g.access_token.clone());
         let _one = self.authorizing.lock().await;
         // Another request's authorization finished while this one waited: retry with it.
-        let now = self.held.lock().grant.as_ref().map(|g| g.access_token.clone());
+        let now = self
+            .held
+            .lock()
+            .grant
+            .as_ref()
+            .map(|g| g.access_token.clone());
         if now.is_some() && now != sent {
             return Ok(true);
         }
@@ -311,13 +321,17 @@ impl OAuthClient {
         if step_up.is_none() {
             let can_refresh = {
                 let held = self.held.lock();
-                held.grant.as_ref().is_some_and(|g| g.refresh_token.is_some())
+                held.grant
+                    .as_ref()
+                    .is_some_and(|g| g.refresh_token.is_some())
                     && held.refreshed_for != sent
             };
             if can_refresh {
                 match self.refresh().await {
                     Ok(_) => return Ok(true),
-                    Err(e) => tracing::info!("refreshing the token failed ({e}); authorizing again"),
+                    Err(e) => {
+                        tracing::info!("refreshing the token failed ({e}); authorizing again")
+                    }
                 }
             }
         }

@@ -145,7 +145,9 @@ impl TokenStore {
         }
         let text = serde_json::to_vec_pretty(file)
             .map_err(|e| AuthError::Store(format!("encoding the store: {e}")))?;
-        let tmp = self.path.with_extension(format!("tmp{}", std::process::id()));
+        let tmp = self
+            .path
+            .with_extension(format!("tmp{}", std::process::id()));
         let mut options = std::fs::OpenOptions::new();
         options.write(true).create(true).truncate(true);
         #[cfg(unix)]
@@ -237,7 +239,10 @@ impl TokenStore {
         issuer: &str,
         redirect_uri: &str,
     ) -> Result<Option<RegisteredClient>, AuthError> {
-        Ok(self.read()?.clients.remove(&Self::key(issuer, redirect_uri)))
+        Ok(self
+            .read()?
+            .clients
+            .remove(&Self::key(issuer, redirect_uri)))
     }
 
     /// Keeps a client registered at `issuer`.
@@ -274,12 +279,18 @@ mod tests {
             ..Grant::default()
         };
         store.put_grant(&g).unwrap();
-        assert_eq!(store.grant_for("https://a.example/mcp").unwrap(), Some(g.clone()));
+        assert_eq!(
+            store.grant_for("https://a.example/mcp").unwrap(),
+            Some(g.clone())
+        );
         assert!(store.grant_for("https://b.example/mcp").unwrap().is_none());
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(store.path()).unwrap().permissions().mode();
+            let mode = std::fs::metadata(store.path())
+                .unwrap()
+                .permissions()
+                .mode();
             assert_eq!(mode & 0o777, 0o600);
         }
         assert!(!format!("{g:?}").contains("secret-token"), "never in Debug");

@@ -117,16 +117,15 @@ pub(crate) struct TokenRequest<'a> {
 impl TokenRequest<'_> {
     /// Sends it and turns a good answer into a grant (issuer, resource and client filled in
     /// by the caller).
-    pub(crate) async fn send(
-        mut self,
-        http: &reqwest::Client,
-    ) -> Result<TokenResponse, AuthError> {
+    pub(crate) async fn send(mut self, http: &reqwest::Client) -> Result<TokenResponse, AuthError> {
         let mut basic = None;
         match &self.auth {
             ClientAuthentication::Registered(c) => match c.auth_method.as_str() {
                 "client_secret_basic" => {
                     // RFC 6749 §2.3.1: both parts form-urlencoded before base64.
-                    let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+                    let enc = |s: &str| {
+                        url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>()
+                    };
                     let secret = c.client_secret.as_deref().unwrap_or_default();
                     basic = Some(format!(
                         "Basic {}",

@@ -106,9 +106,14 @@ impl Introspection {
         if exp.is_some_and(|e| e <= now) {
             return Err(TokenError::Invalid("the token has expired".into()));
         }
-        if let (Some(want), Some(iss)) = (&self.config.issuer, answer.get("iss").and_then(|v| v.as_str())) {
+        if let (Some(want), Some(iss)) = (
+            &self.config.issuer,
+            answer.get("iss").and_then(|v| v.as_str()),
+        ) {
             if want.trim_end_matches('/') != iss.trim_end_matches('/') {
-                return Err(TokenError::Invalid("the token is from another issuer".into()));
+                return Err(TokenError::Invalid(
+                    "the token is from another issuer".into(),
+                ));
             }
         }
         let audiences: Vec<&str> = match answer.get("aud") {
@@ -116,12 +121,20 @@ impl Introspection {
             Some(serde_json::Value::Array(a)) => a.iter().filter_map(|v| v.as_str()).collect(),
             _ => Vec::new(),
         };
-        if !audiences.is_empty() && !audiences.iter().any(|a| self.config.audiences.iter().any(|w| w == a)) {
-            return Err(TokenError::Invalid("the token is for another audience".into()));
+        if !audiences.is_empty()
+            && !audiences
+                .iter()
+                .any(|a| self.config.audiences.iter().any(|w| w == a))
+        {
+            return Err(TokenError::Invalid(
+                "the token is for another audience".into(),
+            ));
         }
         let identity = identity_of(answer);
         if identity.subject.is_empty() {
-            return Err(TokenError::Invalid("the introspection answer has no sub".into()));
+            return Err(TokenError::Invalid(
+                "the introspection answer has no sub".into(),
+            ));
         }
         let mut ttl = self.config.cache_for;
         if let Some(e) = exp {

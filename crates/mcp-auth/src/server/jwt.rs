@@ -219,8 +219,9 @@ impl JwtVerifier {
         v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         v.leeway = self.config.leeway.as_secs();
         v.validate_nbf = true;
-        let data = jsonwebtoken::decode::<serde_json::Map<String, serde_json::Value>>(token, &key, &v)
-            .map_err(|e| TokenError::Invalid(e.to_string()))?;
+        let data =
+            jsonwebtoken::decode::<serde_json::Map<String, serde_json::Value>>(token, &key, &v)
+                .map_err(|e| TokenError::Invalid(e.to_string()))?;
         Ok(identity_of(data.claims))
     }
 }

@@ -36,7 +36,9 @@ pub fn protect(
     let url = url::Url::parse(resource)
         .map_err(|e| AuthError::Config(format!("resource {resource:?}: {e}")))?;
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(AuthError::Config(format!("resource {resource:?} is not an http(s) URL")));
+        return Err(AuthError::Config(format!(
+            "resource {resource:?} is not an http(s) URL"
+        )));
     }
     let path = url.path().trim_end_matches('/');
     let metadata_url = format!(

@@ -6,11 +6,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use axum::Json;
 use axum::extract::{Form, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
-use axum::Json;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use mcp_auth::server::{JwtConfig, JwtVerifier, ScopePolicy, TokenVerifier, protect};
 use mcp_http::{HttpConfig, StreamableHttp};
@@ -132,7 +132,13 @@ async fn authorize(State(st): State<As>, Query(q): Query<HashMap<String, String>
     let get = |k: &str| q.get(k).cloned().unwrap_or_default();
     s.codes.insert(
         code.clone(),
-        (get("client_id"), get("redirect_uri"), get("code_challenge"), get("resource"), get("scope")),
+        (
+            get("client_id"),
+            get("redirect_uri"),
+            get("code_challenge"),
+            get("resource"),
+            get("scope"),
+        ),
     );
     let mut to = url::Url::parse(&get("redirect_uri")).unwrap();
     to.query_pairs_mut()
@@ -146,7 +152,10 @@ async fn register(State(st): State<As>, Json(body): Json<Value>) -> Response {
     let mut s = st.lock();
     s.next += 1;
     let id = format!("client-{}", s.next);
-    s.requests.push(("/register".into(), HashMap::from([("client_id".into(), id.clone())])));
+    s.requests.push((
+        "/register".into(),
+        HashMap::from([("client_id".into(), id.clone())]),
+    ));
     (
         StatusCode::CREATED,
         Json(json!({"client_id": id, "redirect_uris": body["redirect_uris"], "token_endpoint_auth_method": "none"})),
@@ -157,7 +166,8 @@ async fn register(State(st): State<As>, Json(body): Json<Value>) -> Response {
 fn pkce(verifier: &str) -> String {
     use base64::Engine as _;
     use sha2::Digest as _;
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier.as_bytes()))
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(sha2::Sha256::digest(verifier.as_bytes()))
 }
 
 /// Mints an access token (and a refresh token).
@@ -167,11 +177,15 @@ fn mint(s: &mut AsState, sub: &str, resource: &str, scope: &str, refresh: bool) 
         "exp": now() + s.ttl, "iat": now(), "client_id": "test",
     });
     let token = sign(&claims, RSA, Algorithm::RS256, Some("rsa-1"));
-    let mut answer = json!({"access_token": token, "token_type": "Bearer", "expires_in": s.ttl, "scope": scope});
+    let mut answer =
+        json!({"access_token": token, "token_type": "Bearer", "expires_in": s.ttl, "scope": scope});
     if refresh {
         s.next += 1;
         let r = format!("refresh-{}", s.next);
-        s.refresh.insert(r.clone(), (sub.to_owned(), resource.to_owned(), scope.to_owned()));
+        s.refresh.insert(
+            r.clone(),
+            (sub.to_owned(), resource.to_owned(), scope.to_owned()),
+        );
         answer["refresh_token"] = json!(r);
     }
     answer
@@ -181,7 +195,11 @@ fn oauth_error(code: &str) -> Response {
     (StatusCode::BAD_REQUEST, Json(json!({"error": code}))).into_response()
 }
 
-async fn token(State(st): State<As>, headers: HeaderMap, Form(f): Form<HashMap<String, String>>) -> Response {
+async fn token(
+    State(st): State<As>,
+    headers: HeaderMap,
+    Form(f): Form<HashMap<String, String>>,
+) -> Response {
     let mut s = st.lock();
     let mut logged = f.clone();
     if let Some(a) = headers.get("authorization") {
@@ -191,7 +209,8 @@ async fn token(State(st): State<As>, headers: HeaderMap, Form(f): Form<HashMap<S
     let get = |k: &str| f.get(k).cloned().unwrap_or_default();
     match get("grant_type").as_str() {
         "authorization_code" => {
-            let Some((client, redirect, challenge, resource, scope)) = s.codes.remove(&get("code")) else {
+            let Some((client, redirect, challenge, resource, scope)) = s.codes.remove(&get("code"))
+            else {
                 return oauth_error("invalid_grant");
             };
             if pkce(&get("code_verifier")) != challenge
@@ -202,8 +221,18 @@ async fn token(State(st): State<As>, headers: HeaderMap, Form(f): Form<HashMap<S
                 return oauth_error("invalid_grant");
             }
             let wants_refresh = scope.split(' ').any(|x| x == "offline_access");
-            let scope: Vec<&str> = scope.split(' ').filter(|x| *x != "offline_access" && !x.is_empty()).collect();
-            Json(mint(&mut s, "user-1", &resource, &scope.join(" "), wants_refresh)).into_response()
+            let scope: Vec<&str> = scope
+                .split(' ')
+                .filter(|x| ["mcp", "admin"].contains(x))
+                .collect();
+            Json(mint(
+                &mut s,
+                "user-1",
+                &resource,
+                &scope.join(" "),
+                wants_refresh,
+            ))
+            .into_response()
         }
         "refresh_token" => {
             if s.refuse_refresh {
@@ -215,14 +244,21 @@ async fn token(State(st): State<As>, headers: HeaderMap, Form(f): Form<HashMap<S
             Json(mint(&mut s, &sub, &resource, &scope, true)).into_response()
         }
         "client_credentials" => {
-            let basic = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("");
+            let basic = headers
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
             use base64::Engine as _;
             let expect = format!(
                 "Basic {}",
                 base64::engine::general_purpose::STANDARD.encode("machine:machine-secret")
             );
             if basic != expect {
-                return (StatusCode::UNAUTHORIZED, Json(json!({"error": "invalid_client"}))).into_response();
+                return (
+                    StatusCode::UNAUTHORIZED,
+                    Json(json!({"error": "invalid_client"})),
+                )
+                    .into_response();
             }
             let resource = get("resource");
             let scope = get("scope");
@@ -235,7 +271,12 @@ async fn token(State(st): State<As>, headers: HeaderMap, Form(f): Form<HashMap<S
 async fn introspect(State(st): State<As>, Form(f): Form<HashMap<String, String>>) -> Json<Value> {
     let s = st.lock();
     let token = f.get("token").cloned().unwrap_or_default();
-    Json(s.opaque.get(&token).cloned().unwrap_or(json!({"active": false})))
+    Json(
+        s.opaque
+            .get(&token)
+            .cloned()
+            .unwrap_or(json!({"active": false})),
+    )
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -245,33 +286,67 @@ pub struct Nothing {}
 /// `admin` tool needs the `admin` scope.
 pub fn mcp_server() -> Server {
     Server::builder("protected", "1")
-        .tool("whoami", "who is calling", |c: Ctx, _a: Nothing| async move {
-            let id = c.identity().ok_or("no identity")?;
-            Ok::<_, String>(format!("{} {}", id.subject, id.scopes.join(",")))
-        })
-        .tool("admin", "needs the admin scope", |_c: Ctx, _a: Nothing| async move {
-            Ok::<_, String>("admin done".to_owned())
-        })
+        .tool(
+            "whoami",
+            "who is calling",
+            |c: Ctx, _a: Nothing| async move {
+                let id = c.identity().ok_or("no identity")?;
+                Ok::<_, String>(format!("{} {}", id.subject, id.scopes.join(",")))
+            },
+        )
+        .tool(
+            "admin",
+            "needs the admin scope",
+            |_c: Ctx, _a: Nothing| async move { Ok::<_, String>("admin done".to_owned()) },
+        )
         .build()
         .unwrap()
 }
 
 /// A protected MCP endpoint: its URL (`http://ADDR/mcp`) and the verifier.
 pub async fn start_mcp_with(issuer: &str, verifier: Option<Arc<dyn TokenVerifier>>) -> String {
+    start_mcp_made(issuer, |url| {
+        verifier.unwrap_or_else(|| {
+            let mut cfg = JwtConfig::new(issuer, url);
+            cfg.min_refetch = std::time::Duration::ZERO;
+            Arc::new(JwtVerifier::new(cfg).unwrap())
+        })
+    })
+    .await
+}
+
+/// A protected MCP endpoint whose verifier is made for its URL.
+pub async fn start_mcp_made(
+    issuer: &str,
+    make: impl FnOnce(&str) -> Arc<dyn TokenVerifier>,
+) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let verifier = verifier.unwrap_or_else(|| {
-        let mut cfg = JwtConfig::new(issuer, url.clone());
-        cfg.min_refetch = std::time::Duration::ZERO;
-        Arc::new(JwtVerifier::new(cfg).unwrap())
-    });
+    start_mcp_full(issuer, listener, url, make, vec!["mcp".into()]).await
+}
+
+/// A protected MCP endpoint on `listener` whose requests all need `all`.
+pub async fn start_mcp_full(
+    issuer: &str,
+    listener: tokio::net::TcpListener,
+    url: String,
+    make: impl FnOnce(&str) -> Arc<dyn TokenVerifier>,
+    all: Vec<String>,
+) -> String {
+    let verifier = make(&url);
     let mut scopes = ScopePolicy {
-        all: vec!["mcp".into()],
+        all,
         ..ScopePolicy::default()
     };
     scopes.tools.insert("admin".into(), vec!["admin".into()]);
-    let auth = protect(&url, vec![issuer.to_owned()], verifier, scopes, Some(vec!["mcp".into(), "admin".into()]))
-        .unwrap();
+    let auth = protect(
+        &url,
+        vec![issuer.to_owned()],
+        verifier,
+        scopes,
+        Some(vec!["mcp".into(), "admin".into()]),
+    )
+    .unwrap();
     let http = StreamableHttp::new(
         mcp_server(),
         HttpConfig {
@@ -304,7 +379,12 @@ pub fn token_for(issuer: &str, aud: &str, sub: &str, scope: &str, changes: Value
 pub const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
 /// A raw POST with an optional bearer token and session.
-pub async fn post(url: &str, token: Option<&str>, session: Option<&str>, body: &str) -> reqwest::Response {
+pub async fn post(
+    url: &str,
+    token: Option<&str>,
+    session: Option<&str>,
+    body: &str,
+) -> reqwest::Response {
     let mut r = reqwest::Client::new()
         .post(url)
         .header("content-type", "application/json")
@@ -318,4 +398,63 @@ pub async fn post(url: &str, token: Option<&str>, session: Option<&str>, body: &
         r = r.header("mcp-session-id", s);
     }
     r.send().await.unwrap()
+}
+
+/// Connects an MCP client over HTTP with `authorizer`.
+pub async fn connect(
+    url: &str,
+    authorizer: Arc<dyn mcp_http::client::Authorizer>,
+) -> Result<(mcp_client::Client, mcp_http::HttpClientHandle), mcp_client::ConnectError> {
+    let t = mcp_http::client::connect(
+        url,
+        mcp_http::HttpClientConfig {
+            authorizer: Some(authorizer),
+            standalone_stream: false,
+            ..mcp_http::HttpClientConfig::default()
+        },
+    )
+    .unwrap();
+    let client = mcp_client::Client::connect(
+        t.incoming,
+        t.outgoing,
+        mcp_client::ClientHandlers::new(),
+        mcp_client::ClientConfig::default(),
+    )
+    .await?;
+    Ok((client, t.handle))
+}
+
+/// The text a tool answered.
+pub async fn call_text(client: &mcp_client::Client, tool: &str) -> Result<String, String> {
+    let r = client
+        .call_tool(tool, serde_json::Map::new())
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(r.content
+        .first()
+        .and_then(|c| c.as_text())
+        .unwrap_or_default()
+        .to_owned())
+}
+
+/// The requests the authorization server saw at `path`.
+pub fn seen(st: &As, path: &str) -> Vec<HashMap<String, String>> {
+    st.lock()
+        .requests
+        .iter()
+        .filter(|(p, _)| p == path)
+        .map(|(_, f)| f.clone())
+        .collect()
+}
+
+/// An error and its causes, on one line.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
 }
