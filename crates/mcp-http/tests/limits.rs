@@ -118,8 +118,14 @@ async fn sessions_per_principal() {
         4,
         "a refused initialize allocates nothing"
     );
-    // Ending a session frees a slot.
+    // Only its principal may end a session; ending it frees a slot.
     let r = delete(&s.url, &a1).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    let r = delete(&s.url, &a1)
+        .header("x-test-user", "alice")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(init_as(&s.url, "alice").await.status(), StatusCode::OK);
 }
