@@ -118,6 +118,18 @@ pub(crate) enum Command {
         #[command(flatten)]
         reach: inspect::Reach,
     },
+    /// Log in to an OAuth-protected server (browser flow); the client commands then use the
+    /// stored tokens, refreshing them as needed.
+    #[command(
+        after_help = "Examples:\n  mcp login https://mcp.example.com/mcp\n  mcp login --no-browser https://mcp.example.com/mcp\n  mcp login --client-id my-app --scope mcp:read https://mcp.example.com/mcp"
+    )]
+    Login(Box<crate::login::LoginArgs>),
+    /// Remove the tokens `mcp login` stored for a server.
+    #[command(after_help = "Examples:\n  mcp logout https://mcp.example.com/mcp")]
+    Logout {
+        /// The MCP server's URL.
+        url: String,
+    },
     /// Print a shell completion script.
     #[command(
         after_help = "Examples:\n  mcp completions bash > ~/.local/share/bash-completion/completions/mcp\n  mcp completions zsh > ~/.zfunc/_mcp\n  mcp completions fish > ~/.config/fish/completions/mcp.fish"

@@ -9,7 +9,9 @@ mod demo;
 mod gateway;
 mod inspect;
 mod limits;
+mod login;
 mod progress;
+mod protect;
 mod serve;
 mod target;
 
@@ -79,6 +81,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Prompts { url, reach } => inspect::prompts(url, reach).await,
         Command::Prompt { words, arg, reach } => inspect::prompt(words, arg, reach).await,
         Command::Ping { url, reach } => inspect::ping(url, reach).await,
+        Command::Login(args) => login::login(*args).await,
+        Command::Logout { url } => login::logout(&url),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             clap_complete::generate(shell, &mut Cli::command(), "mcp", &mut std::io::stdout());

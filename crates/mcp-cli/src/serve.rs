@@ -26,9 +26,6 @@ pub(crate) struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub(crate) listen: std::net::SocketAddr,
-    /// Allow listening on a non-loopback address.
-    #[arg(long)]
-    pub(crate) allow_remote: bool,
     /// Host names accepted in `Host`/`Origin` besides the loopback names (DNS-rebinding
     /// protection); repeat for several.
     #[arg(long = "allowed-host")]
@@ -38,6 +35,8 @@ pub(crate) struct ServeArgs {
     pub(crate) response_mode: ResponseModeArg,
     #[command(flatten)]
     pub(crate) limits: Limits,
+    #[command(flatten)]
+    pub(crate) auth: crate::protect::AuthArgs,
 }
 
 /// Runs `mcp serve`.
@@ -45,6 +44,10 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     // First: a signal while upstreams are being connected must still end in a clean stop.
     let shutdown = mcp_http::shutdown_on_signal();
     let gateway_config = args.config.as_deref().map(gateway::load).transpose()?;
+    let auth = args.auth.build(
+        gateway_config.as_ref().and_then(|c| c.auth.as_ref()),
+        args.listen,
+    )?;
     let file_limits = gateway_config
         .as_ref()
         .map(|c| c.limits.clone())
@@ -84,7 +87,16 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .await;
         Ok(())
     } else {
-        serve_http(&args, &limits, server, gateway_mode, shutdown, options).await
+        serve_http(
+            &args,
+            &limits,
+            server,
+            gateway_mode,
+            auth,
+            shutdown,
+            options,
+        )
+        .await
     };
     stop_upstreams(&upstreams).await;
     served
@@ -118,16 +130,22 @@ async fn serve_http(
     limits: &Limits,
     server: Server,
     gateway_mode: bool,
+    auth: Option<mcp_http::HttpAuth>,
     shutdown: CancellationToken,
     options: mcp_http::ServeOptions,
 ) -> anyhow::Result<()> {
     let listen = args.listen;
-    if !listen.ip().is_loopback() {
-        if !args.allow_remote {
-            bail!("refusing to listen on non-loopback {listen} without --allow-remote");
+    if !listen.ip().is_loopback() && auth.is_none() {
+        if !args.auth.allow_unauthenticated {
+            bail!(
+                "refusing to listen on non-loopback {listen} without authentication: protect it \
+                 with --auth-issuer/--auth-audience or --auth-token-file, or pass \
+                 --allow-unauthenticated"
+            );
         }
         tracing::warn!(
-            "listening on non-loopback address {listen}: anyone who can reach it can use this server"
+            "listening on non-loopback address {listen} without authentication: anyone who can \
+             reach it can use this server"
         );
     }
     let mut hosts = args.allowed_hosts.clone();
@@ -138,6 +156,7 @@ async fn serve_http(
         allowed_hosts: hosts,
         response_mode: args.response_mode.into(),
         shutdown: shutdown.clone(),
+        auth: auth.map(std::sync::Arc::new),
         ..Default::default()
     };
     limits.http(&mut config);

@@ -79,6 +79,15 @@ pub(crate) async fn connect_with(
     };
     let result = match target {
         Target::Url(url) => {
+            let mut http_config = http_config;
+            // Stored tokens (`mcp login`), unless the command gave its own Authorization.
+            let explicit = http_config
+                .headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+            if !explicit && http_config.authorizer.is_none() {
+                http_config.authorizer = crate::login::stored_authorizer(url).await?;
+            }
             let (channels, session) = mcp_http::client::connect(url, http_config)?.into_parts();
             Client::connect_over(channels, session, handlers, config)
                 .await

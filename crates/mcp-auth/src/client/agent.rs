@@ -13,6 +13,16 @@ pub trait UserAgent: std::fmt::Debug + Send + Sync + 'static {
     /// The redirect URI the authorization server sends the user back to.
     fn redirect_uri(&self) -> String;
 
+    /// Whether a user can be taken through authorization now; checked before discovery, so
+    /// that nothing (a client registration, say) is done for an authorization that cannot
+    /// happen. The error says what the user should do instead.
+    ///
+    /// # Errors
+    /// Why not.
+    fn available(&self) -> Result<(), AuthError> {
+        Ok(())
+    }
+
     /// Shows `url` (already checked: http(s) only) to the user, and returns the URL the
     /// authorization server redirected back to, with its query (`code`, `state`...).
     fn authorize<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<String, AuthError>>;

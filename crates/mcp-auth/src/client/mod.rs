@@ -199,14 +199,36 @@ impl OAuthClient {
         self.held.lock().grant.clone()
     }
 
-    /// Gets a token now, without waiting for a challenge (`mcp login`): discovery from the
-    /// server's well-known metadata, then the configured flow.
+    /// Gets a token now, without waiting for a request to be refused (`mcp login`): the
+    /// server's challenge to an unauthenticated request (for its `resource_metadata` and
+    /// `scope`), then discovery and the configured flow.
     ///
     /// # Errors
     /// Whatever stopped discovery or authorization.
     pub async fn authorize(&self) -> Result<Grant, AuthError> {
         let _one = self.authorizing.lock().await;
-        self.run_authorization(None, None).await
+        let probe = r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#;
+        let challenge = match self
+            .http
+            .post(self.server.clone())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(probe)
+            .send()
+            .await
+        {
+            Ok(r) if r.status() == reqwest::StatusCode::UNAUTHORIZED => {
+                let headers: Vec<String> = r
+                    .headers()
+                    .get_all(reqwest::header::WWW_AUTHENTICATE)
+                    .iter()
+                    .filter_map(|v| v.to_str().ok().map(str::to_owned))
+                    .collect();
+                BearerChallenge::find(&headers)
+            }
+            _ => None,
+        };
+        self.run_authorization(challenge.as_ref(), None).await
     }
 
     /// Refreshes the access token if it has expired (or will within a minute) and a refresh
@@ -345,6 +367,9 @@ impl OAuthClient {
         challenge: Option<&BearerChallenge>,
         step_up: Option<Vec<String>>,
     ) -> Result<Grant, AuthError> {
+        if let Flow::AuthorizationCode(agent) = &self.config.flow {
+            agent.available()?;
+        }
         self.count_authorization()?;
         let found = discover::discover(
             &self.http,

@@ -26,6 +26,9 @@ pub(crate) struct Config {
     /// The limits of `mcp serve` (`[limits]`; flags override them).
     #[serde(default)]
     pub(crate) limits: crate::limits::Limits,
+    /// How clients of the gateway authenticate (`[auth]`; the `--auth-*` flags override it).
+    #[serde(default)]
+    pub(crate) auth: Option<crate::protect::AuthFile>,
 }
 
 pub(super) fn default_heartbeat_ms() -> u64 {
@@ -86,6 +89,31 @@ pub(crate) struct Upstream {
     /// Never these tools.
     #[serde(default)]
     pub(crate) deny_tools: Vec<String>,
+    /// The gateway's own credentials for `url` (`[upstream.auth]`). A client's token is never
+    /// passed upstream: the gateway authenticates as itself.
+    #[serde(default)]
+    pub(crate) auth: Option<UpstreamAuth>,
+    /// The authorizer built from `auth`, shared by every connection to this upstream.
+    #[serde(skip)]
+    pub(crate) authorizer: Arc<std::sync::OnceLock<Arc<dyn mcp_http::client::Authorizer>>>,
+}
+
+/// How the gateway authenticates to one upstream: give exactly one way.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UpstreamAuth {
+    /// A file holding a static bearer token.
+    pub(crate) bearer_file: Option<std::path::PathBuf>,
+    /// OAuth client credentials: the client id (with `client_secret_file`).
+    pub(crate) client_id: Option<String>,
+    /// A file holding the client secret.
+    pub(crate) client_secret_file: Option<std::path::PathBuf>,
+    /// Scopes to ask for with client credentials.
+    #[serde(default)]
+    pub(crate) scopes: Vec<String>,
+    /// Use (and refresh) the tokens `mcp login URL` stored for this upstream.
+    #[serde(default)]
+    pub(crate) login: bool,
 }
 
 impl Upstream {
@@ -141,6 +169,19 @@ pub(crate) fn load(path: &std::path::Path) -> anyhow::Result<Config> {
                 "upstream {:?}: `env` is for `command` upstreams (use `headers` for a URL)",
                 u.name
             );
+        }
+        if let Some(a) = &u.auth {
+            let ways = [a.bearer_file.is_some(), a.client_id.is_some(), a.login];
+            if u.url.is_none() || ways.iter().filter(|w| **w).count() != 1 {
+                bail!(
+                    "upstream {:?}: [upstream.auth] is for a `url` upstream and takes exactly one \
+                     of bearer_file, client_id (with client_secret_file) and login = true",
+                    u.name
+                );
+            }
+            if a.client_id.is_some() != a.client_secret_file.is_some() {
+                bail!("upstream {:?}: client_id needs client_secret_file", u.name);
+            }
         }
         if let Some(k) = u
             .env

@@ -71,10 +71,14 @@ pub(super) async fn connect(
     };
     match &upstream.url {
         Some(url) => {
+            let authorizer = authorizer(&upstream, url).await.map_err(|e| {
+                mcp_client::ConnectError::Initialize(CallError::Protocol(format!("{e:#}")))
+            })?;
             let t = mcp_http::client::connect(
                 url,
                 mcp_http::HttpClientConfig {
                     headers: upstream.headers.clone().into_iter().collect(),
+                    authorizer,
                     ..Default::default()
                 },
             )
@@ -94,6 +98,40 @@ pub(super) async fn connect(
             Client::spawn(&program, &args, handlers, config).await
         }
     }
+}
+
+/// The gateway's own credentials for an HTTP upstream (built once, shared by its
+/// connections): a static token, client credentials, or the tokens of `mcp login`.
+async fn authorizer(
+    upstream: &Upstream,
+    url: &str,
+) -> anyhow::Result<Option<Arc<dyn mcp_http::client::Authorizer>>> {
+    use mcp_auth::client::{Flow, OAuthClient, OAuthConfig};
+    let Some(auth) = &upstream.auth else {
+        return Ok(None);
+    };
+    if let Some(a) = upstream.authorizer.get() {
+        return Ok(Some(a.clone()));
+    }
+    let read = |p: &std::path::Path| -> anyhow::Result<String> {
+        let t = std::fs::read_to_string(p)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))?;
+        Ok(t.trim().to_owned())
+    };
+    let made: Arc<dyn mcp_http::client::Authorizer> = if let Some(p) = &auth.bearer_file {
+        Arc::new(crate::login::StaticBearer::new(read(p)?))
+    } else if let (Some(id), Some(secret)) = (&auth.client_id, &auth.client_secret_file) {
+        let mut c = OAuthConfig::new(url, Flow::ClientCredentials(None));
+        c.client_id = Some(id.clone());
+        c.client_secret = Some(read(secret)?);
+        c.scopes = (!auth.scopes.is_empty()).then(|| auth.scopes.clone());
+        Arc::new(OAuthClient::new(c)?)
+    } else {
+        crate::login::stored_authorizer(url)
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("no config directory for the token store"))?
+    };
+    Ok(Some(upstream.authorizer.get_or_init(|| made).clone()))
 }
 
 /// Passes an upstream's notifications on, in order, never waiting for a client: one that

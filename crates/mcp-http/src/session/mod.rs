@@ -227,7 +227,14 @@ mod tests {
         let (tx, rx) = mpsc::channel(8);
         let store = Arc::new(MemoryEventStore::new(64));
         (
-            Session::new("t".into(), tx, ProtocolVersion::V2025_11_25, store, None, None),
+            Session::new(
+                "t".into(),
+                tx,
+                ProtocolVersion::V2025_11_25,
+                store,
+                None,
+                None,
+            ),
             rx,
         )
     }
