@@ -16,6 +16,11 @@ impl BearerChallenge {
 
     /// The `Bearer` challenge in one header value.
     pub fn parse(header: &str) -> Option<Self> {
+        Self::parse_scheme(header, "bearer")
+    }
+
+    /// The challenge of `scheme` (`Bearer`, `DPoP`; case-insensitive) in one header value.
+    pub fn parse_scheme(header: &str, scheme_name: &str) -> Option<Self> {
         let mut lexer = Lexer { s: header, i: 0 };
         let mut current: Option<(String, Vec<(String, String)>)> = None;
         let mut found = None;
@@ -37,7 +42,7 @@ impl BearerChallenge {
             } else {
                 // A new auth scheme starts.
                 if let Some((scheme, params)) = current.take() {
-                    if scheme.eq_ignore_ascii_case("bearer") {
+                    if scheme.eq_ignore_ascii_case(scheme_name) {
                         found = Some(params);
                         break;
                     }
@@ -47,7 +52,7 @@ impl BearerChallenge {
         }
         if found.is_none() {
             if let Some((scheme, params)) = current {
-                if scheme.eq_ignore_ascii_case("bearer") {
+                if scheme.eq_ignore_ascii_case(scheme_name) {
                     found = Some(params);
                 }
             }

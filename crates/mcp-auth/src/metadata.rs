@@ -64,6 +64,9 @@ pub struct AuthorizationServerMetadata {
     /// Client ID Metadata Documents are accepted as `client_id`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_id_metadata_document_supported: Option<bool>,
+    /// DPoP proof algorithms the server accepts (RFC 9449 §5.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
     /// RFC 9207: the authorization response carries `iss`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authorization_response_iss_parameter_supported: Option<bool>,

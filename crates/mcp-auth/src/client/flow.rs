@@ -273,11 +273,22 @@ pub(super) async fn authorization_code(
         ("code_verifier", verifier),
         ("resource", found.resource.clone()),
     ];
+    // A sender-constrained token where the server offers DPoP with ES256 (RFC 9449).
+    let dpop_offered = meta
+        .dpop_signing_alg_values_supported
+        .as_ref()
+        .is_some_and(|a| a.iter().any(|x| x == "ES256"));
+    let dpop = if oauth.config.dpop && dpop_offered {
+        Some(oauth.dpop_key()?)
+    } else {
+        None
+    };
     let answer = TokenRequest {
         endpoint: token_endpoint,
         form,
         auth: ClientAuthentication::Registered(&client),
         any_token_type: false,
+        dpop: dpop.as_ref(),
     }
     .send(&oauth.http)
     .await?;
@@ -286,6 +297,7 @@ pub(super) async fn authorization_code(
         resource: found.resource.clone(),
         token_endpoint: token_endpoint.clone(),
         client,
+        dpop_key: dpop.as_ref().map(super::dpop::DpopKey::export),
         ..Grant::default()
     };
     Ok(answer.into_grant(base, scope))
@@ -340,6 +352,7 @@ pub(super) async fn client_credentials(
         form,
         auth,
         any_token_type: false,
+        dpop: None,
     }
     .send(&oauth.http)
     .await?;
@@ -418,6 +431,7 @@ pub(super) async fn jwt_bearer(
                 form,
                 auth: ClientAuthentication::Registered(&idp_client),
                 any_token_type: true,
+                dpop: None,
             }
             .send(&oauth.http)
             .await?
@@ -451,6 +465,7 @@ pub(super) async fn jwt_bearer(
         form,
         auth: ClientAuthentication::Registered(&client),
         any_token_type: false,
+        dpop: None,
     }
     .send(&oauth.http)
     .await?;

@@ -10,6 +10,7 @@
 
 mod agent;
 mod discover;
+mod dpop;
 mod flow;
 pub mod guard;
 mod store;
@@ -109,6 +110,8 @@ pub struct OAuthConfig {
     pub store: Option<TokenStore>,
     /// Authorizations allowed within [`AUTHORIZATION_WINDOW`] (step-up loops end there).
     pub max_authorizations: u32,
+    /// Ask for DPoP-bound tokens (RFC 9449) where the authorization server offers them.
+    pub dpop: bool,
 }
 
 impl OAuthConfig {
@@ -126,6 +129,7 @@ impl OAuthConfig {
             allow_private_hosts: false,
             store: None,
             max_authorizations: 3,
+            dpop: true,
         }
     }
 }
@@ -145,6 +149,10 @@ struct Held {
     refreshed_for: Option<String>,
     /// Clients registered (or chosen) per issuer in this process.
     clients: Vec<(String, RegisteredClient)>,
+    /// The DPoP key, once there is one.
+    dpop: Option<dpop::DpopKey>,
+    /// The resource server's latest DPoP nonce.
+    rs_nonce: Option<String>,
 }
 
 /// An OAuth client for one MCP server. Cheap to share; give it to the transport as
@@ -250,6 +258,20 @@ impl OAuthClient {
         Ok(())
     }
 
+    /// The DPoP key: the held grant's, else a new one (kept for later grants).
+    fn dpop_key(&self) -> Result<dpop::DpopKey, AuthError> {
+        let mut held = self.held.lock();
+        if let Some(k) = &held.dpop {
+            return Ok(k.clone());
+        }
+        let key = match held.grant.as_ref().and_then(|g| g.dpop_key.as_deref()) {
+            Some(text) => dpop::DpopKey::import(text)?,
+            None => dpop::DpopKey::generate()?,
+        };
+        held.dpop = Some(key.clone());
+        Ok(key)
+    }
+
     /// Takes note of a new grant: held, and stored.
     fn keep(&self, grant: Grant) -> Result<Grant, AuthError> {
         if let Some(store) = &self.config.store {
@@ -277,11 +299,17 @@ impl OAuthClient {
             ("resource", grant.resource.clone()),
         ];
         let client = grant.client.clone();
+        let key = if grant.dpop_key.is_some() {
+            Some(self.dpop_key()?)
+        } else {
+            None
+        };
         let answer = token::TokenRequest {
             endpoint: &grant.token_endpoint,
             form,
             auth: token::ClientAuthentication::Registered(&client),
             any_token_type: false,
+            dpop: key.as_ref(),
         }
         .send(&self.http)
         .await;
@@ -315,7 +343,20 @@ impl OAuthClient {
 
     /// Answers a challenge.
     async fn on_challenge(&self, challenge: &Challenge) -> Result<bool, AuthError> {
-        let bearer = BearerChallenge::find(&challenge.www_authenticate).unwrap_or_default();
+        let dpop = challenge
+            .www_authenticate
+            .iter()
+            .find_map(|h| BearerChallenge::parse_scheme(h, "DPoP"));
+        // RFC 9449 §9: the resource server wants its nonce in the proof; no new token needed.
+        if let (Some(d), Some(nonce)) = (&dpop, &challenge.dpop_nonce) {
+            if d.error() == Some("use_dpop_nonce") {
+                self.held.lock().rs_nonce = Some(nonce.clone());
+                return Ok(true);
+            }
+        }
+        let bearer = BearerChallenge::find(&challenge.www_authenticate)
+            .or(dpop)
+            .unwrap_or_default();
         let sent = self
             .held
             .lock()
@@ -431,11 +472,27 @@ impl OAuthClient {
 
 impl Authorizer for OAuthClient {
     fn authorization(&self) -> Option<String> {
-        self.held
-            .lock()
-            .grant
-            .as_ref()
-            .map(|g| format!("Bearer {}", g.access_token))
+        self.held.lock().grant.as_ref().map(|g| {
+            let scheme = if g.token_type.as_deref() == Some("DPoP") {
+                "DPoP"
+            } else {
+                "Bearer"
+            };
+            format!("{scheme} {}", g.access_token)
+        })
+    }
+
+    fn proof(&self, method: &str, url: &str) -> Option<String> {
+        let (token, nonce) = {
+            let held = self.held.lock();
+            let g = held.grant.as_ref()?;
+            if g.token_type.as_deref() != Some("DPoP") {
+                return None;
+            }
+            (g.access_token.clone(), held.rs_nonce.clone())
+        };
+        let key = self.dpop_key().ok()?;
+        key.proof(method, url, Some(&token), nonce.as_deref()).ok()
     }
 
     fn challenged<'a>(&'a self, challenge: &'a Challenge) -> BoxFuture<'a, Result<bool, String>> {

@@ -28,6 +28,12 @@ pub struct Grant {
     pub scope: Option<String>,
     /// The token endpoint, for refreshing.
     pub token_endpoint: String,
+    /// `DPoP` for a sender-constrained token (RFC 9449), else bearer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_type: Option<String>,
+    /// The DPoP key the token is bound to (PKCS#8, base64url).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_key: Option<String>,
     /// The client the grant belongs to.
     pub client: RegisteredClient,
 }

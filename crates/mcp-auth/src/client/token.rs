@@ -112,6 +112,8 @@ pub(crate) struct TokenRequest<'a> {
     pub(crate) auth: ClientAuthentication<'a>,
     /// Accept any `token_type` (a token exchange issues assertions, `N_A`), not only Bearer.
     pub(crate) any_token_type: bool,
+    /// Ask for a token bound to this key (DPoP).
+    pub(crate) dpop: Option<&'a super::dpop::DpopKey>,
 }
 
 impl TokenRequest<'_> {
@@ -153,16 +155,38 @@ impl TokenRequest<'_> {
                     .push(("client_assertion", key.assertion(client_id, issuer)?));
             }
         }
-        let mut req = http
-            .post(self.endpoint)
-            .header("accept", "application/json")
-            .form(&self.form);
-        if let Some(b) = basic {
-            req = req.header(reqwest::header::AUTHORIZATION, b);
-        }
-        let resp = req.send().await.map_err(AuthError::Http)?;
-        let status = resp.status();
-        let body = resp.bytes().await.map_err(AuthError::Http)?;
+        let mut nonce: Option<String> = None;
+        let (status, body) = loop {
+            let mut req = http
+                .post(self.endpoint)
+                .header("accept", "application/json")
+                .form(&self.form);
+            if let Some(b) = &basic {
+                req = req.header(reqwest::header::AUTHORIZATION, b.as_str());
+            }
+            if let Some(key) = self.dpop {
+                req = req.header(
+                    "dpop",
+                    key.proof("POST", self.endpoint, None, nonce.as_deref())?,
+                );
+            }
+            let resp = req.send().await.map_err(AuthError::Http)?;
+            let status = resp.status();
+            let new_nonce = resp
+                .headers()
+                .get("dpop-nonce")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let body = resp.bytes().await.map_err(AuthError::Http)?;
+            // RFC 9449 §8: the server wants a nonce in the proof; once more with it.
+            let wants_nonce = status == reqwest::StatusCode::BAD_REQUEST
+                && serde_json::from_slice::<ErrorResponse>(&body)
+                    .is_ok_and(|e| e.error == "use_dpop_nonce");
+            match new_nonce {
+                Some(n) if wants_nonce && self.dpop.is_some() && nonce.is_none() => nonce = Some(n),
+                _ => break (status, body),
+            }
+        };
         if !status.is_success() {
             return Err(match serde_json::from_slice::<ErrorResponse>(&body) {
                 Ok(e) => AuthError::Server(format!(
@@ -178,7 +202,8 @@ impl TokenRequest<'_> {
         let token: TokenResponse = serde_json::from_slice(&body)
             .map_err(|e| AuthError::Server(format!("token response: {e}")))?;
         if let (Some(t), false) = (&token.token_type, self.any_token_type) {
-            if !t.eq_ignore_ascii_case("bearer") {
+            let dpop = self.dpop.is_some() && t.eq_ignore_ascii_case("dpop");
+            if !t.eq_ignore_ascii_case("bearer") && !dpop {
                 return Err(AuthError::Server(format!(
                     "token type {t:?} is not supported (Bearer only)"
                 )));
@@ -196,6 +221,11 @@ impl TokenResponse {
             access_token: self.access_token,
             refresh_token: self.refresh_token.or(base.refresh_token.clone()),
             expires_at: self.expires_in.map(|s| now() + s),
+            token_type: self
+                .token_type
+                .filter(|t| t.eq_ignore_ascii_case("dpop"))
+                .map(|_| "DPoP".to_owned())
+                .or(base.token_type.clone()),
             scope: self.scope.or(requested_scope).or(base.scope.clone()),
             ..base
         }

@@ -11,6 +11,8 @@ pub struct Challenge {
     pub status: u16,
     /// The `WWW-Authenticate` header values, as sent.
     pub www_authenticate: Vec<String>,
+    /// The `DPoP-Nonce` header (RFC 9449 §9), if sent.
+    pub dpop_nonce: Option<String>,
 }
 
 impl Challenge {
@@ -24,6 +26,11 @@ impl Challenge {
                 .filter_map(|v| v.to_str().ok())
                 .map(str::to_owned)
                 .collect(),
+            dpop_nonce: resp
+                .headers()
+                .get("dpop-nonce")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
         }
     }
 }
@@ -32,6 +39,12 @@ impl Challenge {
 pub trait Authorizer: std::fmt::Debug + Send + Sync + 'static {
     /// The `Authorization` header value for the next request (`Bearer …`), if there is one.
     fn authorization(&self) -> Option<String>;
+
+    /// A `DPoP` proof header for a `method` request to `url`, for sender-constrained tokens
+    /// (RFC 9449); `None` (the default) for bearer tokens.
+    fn proof(&self, _method: &str, _url: &str) -> Option<String> {
+        None
+    }
 
     /// The server refused a request with `challenge`. Returns `Ok(true)` once credentials
     /// that answer it are in place (the request is then sent again), `Ok(false)` when this is

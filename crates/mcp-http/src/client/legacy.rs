@@ -79,7 +79,7 @@ impl State {
             .post(endpoint)
             .header("content-type", "application/json")
             .body(line.to_owned());
-        match self.credentials(req).send().await {
+        match self.credentials(req, "POST", endpoint).send().await {
             Ok(r) if r.status().is_success() => {}
             Ok(r) => {
                 let failure = Failure::of(&r);

@@ -274,8 +274,8 @@ async fn dispatch(st: Arc<State>, mut from_engine: mpsc::Receiver<Outbound>) {
 
 impl State {
     fn request(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
-        let req = self.http.request(method, &self.url);
-        let mut req = self.credentials(req);
+        let req = self.http.request(method.clone(), &self.url);
+        let mut req = self.credentials(req, method.as_str(), &self.url);
         if let Some(v) = self.version.lock().clone() {
             req = req.header("mcp-protocol-version", v);
         }
@@ -283,8 +283,21 @@ impl State {
     }
 
     /// The configured headers and the authorizer's `Authorization`.
-    fn credentials(&self, mut req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    fn credentials(
+        &self,
+        mut req: reqwest::RequestBuilder,
+        method: &str,
+        url: &str,
+    ) -> reqwest::RequestBuilder {
         let auth = self.config.authorizer.as_ref().map(|a| a.authorization());
+        if let Some(proof) = self
+            .config
+            .authorizer
+            .as_ref()
+            .and_then(|a| a.proof(method, url))
+        {
+            req = req.header("dpop", proof);
+        }
         for (k, v) in &self.config.headers {
             if auth.is_some() && k.eq_ignore_ascii_case("authorization") {
                 continue;

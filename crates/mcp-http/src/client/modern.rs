@@ -126,7 +126,7 @@ impl State {
         for (k, v) in self.param_headers(&h.method, &posted.line) {
             req = req.header(k, v);
         }
-        self.credentials(req)
+        self.credentials(req, "POST", &self.url)
     }
 
     /// Remembers which tool arguments are mirrored into `Mcp-Param-*` headers.
