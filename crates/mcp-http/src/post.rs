@@ -147,7 +147,8 @@ pub(crate) async fn handle_post(State(inner): State<Arc<Inner>>, request: Reques
         return r;
     }
     let client = Client::of(&inner.config, &parts.extensions);
-    let context: mcp_jsonrpc::TransportContext = Arc::new(parts.extensions.clone());
+    // Moved, not cloned: nothing here reads the extensions after this.
+    let context: mcp_jsonrpc::TransportContext = Arc::new(std::mem::take(&mut parts.extensions));
     if modern {
         if posted.batch {
             return bad_request("JSON-RPC batches are not part of protocol 2026-07-28");
