@@ -81,18 +81,24 @@ async fn no_token_gets_a_challenge_to_the_metadata() {
     let t = token_for(&issuer, &url, "alice", "mcp", json!({}));
     let q = post(&format!("{url}?access_token={t}"), None, None, INIT).await;
     assert_eq!(q.status(), 401);
-    // A malformed Authorization header.
-    let bad = reqwest::Client::new()
-        .post(&url)
-        .header("authorization", "Basic abc")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(INIT)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(bad.status(), 401);
-    assert_eq!(challenge(&bad).error(), Some("invalid_request"));
+    // Another scheme is no bearer token (401); malformed Bearer credentials are a bad request.
+    let with = |value: &'static str| {
+        reqwest::Client::new()
+            .post(&url)
+            .header("authorization", value)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(INIT)
+            .send()
+    };
+    let basic = with("Basic abc").await.unwrap();
+    assert_eq!(basic.status(), 401);
+    assert_eq!(challenge(&basic).error(), None);
+    for bad in ["Bearer", "Bearer  ", "Bearer a b"] {
+        let r = with(bad).await.unwrap();
+        assert_eq!(r.status(), 400, "{bad:?}");
+        assert_eq!(challenge(&r).error(), Some("invalid_request"), "{bad:?}");
+    }
 }
 
 #[tokio::test]

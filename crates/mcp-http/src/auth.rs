@@ -119,7 +119,7 @@ impl HttpAuth {
         (!listed.is_empty()).then(|| listed.join(" "))
     }
 
-    /// A 401 with its challenge.
+    /// A 401 with its challenge (400 for a malformed request, RFC 6750 §3.1).
     fn unauthorized(&self, error: Option<(&str, &str)>) -> Response {
         let scope = self.challenge_scope();
         let mut params = vec![("resource_metadata", self.metadata_url.as_str())];
@@ -131,12 +131,12 @@ impl HttpAuth {
             params.push(("error", code));
             params.push(("error_description", description));
         }
-        oauth_error(
-            StatusCode::UNAUTHORIZED,
-            &bearer_challenge(&params),
-            code,
-            description,
-        )
+        let status = if code == "invalid_request" {
+            StatusCode::BAD_REQUEST
+        } else {
+            StatusCode::UNAUTHORIZED
+        };
+        oauth_error(status, &bearer_challenge(&params), code, description)
     }
 
     /// A 403 for a token without `required`.
@@ -199,15 +199,20 @@ pub fn bearer_challenge(params: &[(&str, &str)]) -> String {
     out
 }
 
-/// The bearer token of a request (`Authorization: Bearer …`, scheme case-insensitive).
+/// The bearer token of a request (`Authorization: Bearer …`, scheme case-insensitive):
+/// `Ok(None)` when there is none (no header, or another scheme), `Err` when the `Bearer`
+/// credentials are malformed.
 fn bearer_token(headers: &axum::http::HeaderMap) -> Result<Option<&str>, ()> {
     let Some(v) = headers.get(header::AUTHORIZATION) else {
         return Ok(None);
     };
     let v = v.to_str().map_err(|_| ())?;
-    let (scheme, token) = v.split_once(' ').ok_or(())?;
+    let (scheme, token) = v.split_once(' ').unwrap_or((v, ""));
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Ok(None);
+    }
     let token = token.trim();
-    if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() {
+    if token.is_empty() || token.contains(char::is_whitespace) {
         return Err(());
     }
     Ok(Some(token))
