@@ -15,6 +15,13 @@ pub mod client;
 pub mod metadata;
 pub mod server;
 
+/// The seconds since the Unix epoch.
+pub(crate) fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 /// Why authorization failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -213,6 +213,55 @@ fn read_callback(
     get("code").ok_or_else(|| AuthError::Server("the authorization response has no code".into()))
 }
 
+/// The parameters of an authorization request.
+struct AuthorizationRequest<'a> {
+    endpoint: &'a str,
+    client_id: &'a str,
+    redirect_uri: &'a str,
+    state: &'a str,
+    verifier: &'a str,
+    resource: &'a str,
+    scope: Option<&'a str>,
+}
+
+impl AuthorizationRequest<'_> {
+    /// The URL the user agent opens (checked: http(s) only, http only to loopback).
+    fn url(&self) -> Result<Url, AuthError> {
+        let mut url = check_authorization_url(self.endpoint)?;
+        {
+            let mut q = url.query_pairs_mut();
+            q.append_pair("response_type", "code")
+                .append_pair("client_id", self.client_id)
+                .append_pair("redirect_uri", self.redirect_uri)
+                .append_pair("state", self.state)
+                .append_pair("code_challenge", &pkce_challenge(self.verifier))
+                .append_pair("code_challenge_method", "S256")
+                .append_pair("resource", self.resource);
+            if let Some(s) = self.scope {
+                q.append_pair("scope", s);
+            }
+        }
+        Ok(url)
+    }
+}
+
+/// The DPoP key to bind the token to, where the server offers DPoP with ES256 (RFC 9449) and
+/// the client wants it.
+fn dpop_key(
+    oauth: &OAuthClient,
+    meta: &AuthorizationServerMetadata,
+) -> Result<Option<super::dpop::DpopKey>, AuthError> {
+    let offered = meta
+        .dpop_signing_alg_values_supported
+        .as_ref()
+        .is_some_and(|a| a.iter().any(|x| x == "ES256"));
+    if oauth.config.dpop && offered {
+        oauth.dpop_key().map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
 /// The authorization code grant with PKCE S256.
 pub(super) async fn authorization_code(
     oauth: &OAuthClient,
@@ -231,17 +280,10 @@ pub(super) async fn authorization_code(
             meta.issuer
         )));
     }
-    let (Some(authorize), Some(token_endpoint)) =
-        (&meta.authorization_endpoint, &meta.token_endpoint)
-    else {
-        return Err(AuthError::Discovery(format!(
-            "{} lists no authorization or token endpoint",
-            meta.issuer
-        )));
-    };
-    let token_url = Url::parse(token_endpoint)
-        .map_err(|e| AuthError::Discovery(format!("token endpoint {token_endpoint:?}: {e}")))?;
-    oauth.policy.check(&token_url, "token endpoint")?;
+    let authorize = meta.authorization_endpoint.as_ref().ok_or_else(|| {
+        AuthError::Discovery(format!("{} lists no authorization endpoint", meta.issuer))
+    })?;
+    let token_endpoint = token_endpoint(oauth, meta)?;
     let redirect_uri = agent.redirect_uri();
     let client = client_identity(oauth, meta, &redirect_uri).await?;
     let mut scope = scopes.to_vec();
@@ -250,20 +292,16 @@ pub(super) async fn authorization_code(
     }
     let scope = (!scope.is_empty()).then(|| scope.join(" "));
     let (state, verifier) = (random_string(), random_string());
-    let mut url = check_authorization_url(authorize)?;
-    {
-        let mut q = url.query_pairs_mut();
-        q.append_pair("response_type", "code")
-            .append_pair("client_id", &client.client_id)
-            .append_pair("redirect_uri", &redirect_uri)
-            .append_pair("state", &state)
-            .append_pair("code_challenge", &pkce_challenge(&verifier))
-            .append_pair("code_challenge_method", "S256")
-            .append_pair("resource", &found.resource);
-        if let Some(s) = &scope {
-            q.append_pair("scope", s);
-        }
+    let url = AuthorizationRequest {
+        endpoint: authorize,
+        client_id: &client.client_id,
+        redirect_uri: &redirect_uri,
+        state: &state,
+        verifier: &verifier,
+        resource: &found.resource,
+        scope: scope.as_deref(),
     }
+    .url()?;
     let callback = agent.authorize(url.as_str()).await?;
     let code = read_callback(&callback, &state, meta)?;
     let form = vec![
@@ -273,16 +311,7 @@ pub(super) async fn authorization_code(
         ("code_verifier", verifier),
         ("resource", found.resource.clone()),
     ];
-    // A sender-constrained token where the server offers DPoP with ES256 (RFC 9449).
-    let dpop_offered = meta
-        .dpop_signing_alg_values_supported
-        .as_ref()
-        .is_some_and(|a| a.iter().any(|x| x == "ES256"));
-    let dpop = if oauth.config.dpop && dpop_offered {
-        Some(oauth.dpop_key()?)
-    } else {
-        None
-    };
+    let dpop = dpop_key(oauth, meta)?;
     let answer = TokenRequest {
         endpoint: token_endpoint,
         form,
@@ -311,13 +340,7 @@ pub(super) async fn client_credentials(
     key: Option<&SigningKey>,
 ) -> Result<Grant, AuthError> {
     let meta = &found.server;
-    let token_endpoint = meta
-        .token_endpoint
-        .as_ref()
-        .ok_or_else(|| AuthError::Discovery(format!("{} lists no token endpoint", meta.issuer)))?;
-    let token_url = Url::parse(token_endpoint)
-        .map_err(|e| AuthError::Discovery(format!("token endpoint {token_endpoint:?}: {e}")))?;
-    oauth.policy.check(&token_url, "token endpoint")?;
+    let token_endpoint = token_endpoint(oauth, meta)?;
     let client_id = oauth.config.client_id.clone().ok_or_else(|| {
         AuthError::Config("the client credentials grant needs a client id".into())
     })?;
@@ -376,13 +399,7 @@ pub(super) async fn jwt_bearer(
     assertion: &super::Assertion,
 ) -> Result<Grant, AuthError> {
     let meta = &found.server;
-    let token_endpoint = meta
-        .token_endpoint
-        .as_ref()
-        .ok_or_else(|| AuthError::Discovery(format!("{} lists no token endpoint", meta.issuer)))?;
-    let token_url = Url::parse(token_endpoint)
-        .map_err(|e| AuthError::Discovery(format!("token endpoint {token_endpoint:?}: {e}")))?;
-    oauth.policy.check(&token_url, "token endpoint")?;
+    let token_endpoint = token_endpoint(oauth, meta)?;
     let scope = (!scopes.is_empty()).then(|| scopes.join(" "));
     let jwt = match assertion {
         super::Assertion::Jwt(jwt) => jwt.clone(),
@@ -392,30 +409,6 @@ pub(super) async fn jwt_bearer(
             idp_client_secret,
             id_token,
         } => {
-            let idp = Url::parse(idp_token_endpoint).map_err(|e| {
-                AuthError::Config(format!("IdP token endpoint {idp_token_endpoint:?}: {e}"))
-            })?;
-            oauth.policy.check(&idp, "IdP token endpoint")?;
-            let mut form = vec![
-                (
-                    "grant_type",
-                    "urn:ietf:params:oauth:grant-type:token-exchange".to_owned(),
-                ),
-                (
-                    "requested_token_type",
-                    "urn:ietf:params:oauth:token-type:id-jag".to_owned(),
-                ),
-                ("subject_token", id_token.clone()),
-                (
-                    "subject_token_type",
-                    "urn:ietf:params:oauth:token-type:id_token".to_owned(),
-                ),
-                ("audience", meta.issuer.clone()),
-                ("resource", found.resource.clone()),
-            ];
-            if let Some(s) = &scope {
-                form.push(("scope", s.clone()));
-            }
             let idp_client = RegisteredClient {
                 client_id: idp_client_id.clone(),
                 client_secret: idp_client_secret.clone(),
@@ -426,16 +419,15 @@ pub(super) async fn jwt_bearer(
                 },
                 redirect_uri: None,
             };
-            TokenRequest {
-                endpoint: idp_token_endpoint,
-                form,
-                auth: ClientAuthentication::Registered(&idp_client),
-                any_token_type: true,
-                dpop: None,
-            }
-            .send(&oauth.http)
+            id_jag(
+                oauth,
+                found,
+                scope.as_deref(),
+                idp_token_endpoint,
+                &idp_client,
+                id_token,
+            )
             .await?
-            .access_token
         }
     };
     let client_id = oauth
@@ -477,4 +469,65 @@ pub(super) async fn jwt_bearer(
         ..Grant::default()
     };
     Ok(answer.into_grant(base, scope))
+}
+
+/// Exchanges the user's ID token at the enterprise IdP for an ID-JAG naming the authorization
+/// server and the resource (RFC 8693; SEP-990).
+async fn id_jag(
+    oauth: &OAuthClient,
+    found: &Discovered,
+    scope: Option<&str>,
+    idp_token_endpoint: &str,
+    idp_client: &RegisteredClient,
+    id_token: &str,
+) -> Result<String, AuthError> {
+    let idp = Url::parse(idp_token_endpoint).map_err(|e| {
+        AuthError::Config(format!("IdP token endpoint {idp_token_endpoint:?}: {e}"))
+    })?;
+    oauth.policy.check(&idp, "IdP token endpoint")?;
+    let mut form = vec![
+        (
+            "grant_type",
+            "urn:ietf:params:oauth:grant-type:token-exchange".to_owned(),
+        ),
+        (
+            "requested_token_type",
+            "urn:ietf:params:oauth:token-type:id-jag".to_owned(),
+        ),
+        ("subject_token", id_token.to_owned()),
+        (
+            "subject_token_type",
+            "urn:ietf:params:oauth:token-type:id_token".to_owned(),
+        ),
+        ("audience", found.server.issuer.clone()),
+        ("resource", found.resource.clone()),
+    ];
+    if let Some(s) = scope {
+        form.push(("scope", s.to_owned()));
+    }
+    let answer = TokenRequest {
+        endpoint: idp_token_endpoint,
+        form,
+        auth: ClientAuthentication::Registered(idp_client),
+        any_token_type: true,
+        dpop: None,
+    }
+    .send(&oauth.http)
+    .await?;
+    Ok(answer.access_token)
+}
+
+/// The authorization server's token endpoint, checked against the host policy.
+fn token_endpoint<'a>(
+    oauth: &OAuthClient,
+    meta: &'a AuthorizationServerMetadata,
+) -> Result<&'a String, AuthError> {
+    let endpoint = meta
+        .token_endpoint
+        .as_ref()
+        .ok_or_else(|| AuthError::Discovery(format!("{} lists no token endpoint", meta.issuer)))?;
+    let url = Url::parse(endpoint)
+        .map_err(|e| AuthError::Discovery(format!("token endpoint {endpoint:?}: {e}")))?;
+    oauth.policy.check(&url, "token endpoint")?;
+    Ok(endpoint)
 }

@@ -29,11 +29,6 @@ pub use guard::HostPolicy;
 pub use store::{Grant, RegisteredClient, TokenStore};
 pub use token::SigningKey;
 
-/// The seconds since the Unix epoch.
-pub(crate) fn store_now() -> u64 {
-    store::now()
-}
-
 use crate::AuthError;
 use crate::challenge::BearerChallenge;
 

@@ -83,9 +83,7 @@ impl std::fmt::Debug for RegisteredClient {
 
 /// The seconds since the Unix epoch.
 pub(crate) fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+    crate::unix_now()
 }
 
 #[derive(Default, Serialize, Deserialize)]

@@ -117,9 +117,39 @@ pub(crate) struct TokenRequest<'a> {
 }
 
 impl TokenRequest<'_> {
-    /// Sends it and turns a good answer into a grant (issuer, resource and client filled in
-    /// by the caller).
+    /// Sends it: the token endpoint's answer, refused unless it is a success with a token
+    /// type this client can use.
     pub(crate) async fn send(mut self, http: &reqwest::Client) -> Result<TokenResponse, AuthError> {
+        let basic = self.authenticate()?;
+        let (status, body) = self.exchange(http, basic.as_deref()).await?;
+        if !status.is_success() {
+            return Err(match serde_json::from_slice::<ErrorResponse>(&body) {
+                Ok(e) => AuthError::Server(format!(
+                    "token request refused: {}{}",
+                    e.error,
+                    e.error_description
+                        .map(|d| format!(" ({d})"))
+                        .unwrap_or_default()
+                )),
+                Err(_) => AuthError::Server(format!("token request refused: HTTP {status}")),
+            });
+        }
+        let token: TokenResponse = serde_json::from_slice(&body)
+            .map_err(|e| AuthError::Server(format!("token response: {e}")))?;
+        if let (Some(t), false) = (&token.token_type, self.any_token_type) {
+            let dpop = self.dpop.is_some() && t.eq_ignore_ascii_case("dpop");
+            if !t.eq_ignore_ascii_case("bearer") && !dpop {
+                return Err(AuthError::Server(format!(
+                    "token type {t:?} is not supported (Bearer only)"
+                )));
+            }
+        }
+        Ok(token)
+    }
+
+    /// Adds the client's authentication to the form; returns the `Authorization` header of
+    /// `client_secret_basic`.
+    fn authenticate(&mut self) -> Result<Option<String>, AuthError> {
         let mut basic = None;
         match &self.auth {
             ClientAuthentication::Registered(c) => match c.auth_method.as_str() {
@@ -155,14 +185,24 @@ impl TokenRequest<'_> {
                     .push(("client_assertion", key.assertion(client_id, issuer)?));
             }
         }
+        Ok(basic)
+    }
+
+    /// POSTs the form (with a DPoP proof, once more with the server's nonce if it asks for
+    /// one, RFC 9449 §8); the status and body of the answer.
+    async fn exchange(
+        &self,
+        http: &reqwest::Client,
+        basic: Option<&str>,
+    ) -> Result<(reqwest::StatusCode, bytes::Bytes), AuthError> {
         let mut nonce: Option<String> = None;
-        let (status, body) = loop {
+        loop {
             let mut req = http
                 .post(self.endpoint)
                 .header("accept", "application/json")
                 .form(&self.form);
-            if let Some(b) = &basic {
-                req = req.header(reqwest::header::AUTHORIZATION, b.as_str());
+            if let Some(b) = basic {
+                req = req.header(reqwest::header::AUTHORIZATION, b);
             }
             if let Some(key) = self.dpop {
                 req = req.header(
@@ -178,38 +218,14 @@ impl TokenRequest<'_> {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned);
             let body = resp.bytes().await.map_err(AuthError::Http)?;
-            // RFC 9449 §8: the server wants a nonce in the proof; once more with it.
             let wants_nonce = status == reqwest::StatusCode::BAD_REQUEST
                 && serde_json::from_slice::<ErrorResponse>(&body)
                     .is_ok_and(|e| e.error == "use_dpop_nonce");
             match new_nonce {
                 Some(n) if wants_nonce && self.dpop.is_some() && nonce.is_none() => nonce = Some(n),
-                _ => break (status, body),
-            }
-        };
-        if !status.is_success() {
-            return Err(match serde_json::from_slice::<ErrorResponse>(&body) {
-                Ok(e) => AuthError::Server(format!(
-                    "token request refused: {}{}",
-                    e.error,
-                    e.error_description
-                        .map(|d| format!(" ({d})"))
-                        .unwrap_or_default()
-                )),
-                Err(_) => AuthError::Server(format!("token request refused: HTTP {status}")),
-            });
-        }
-        let token: TokenResponse = serde_json::from_slice(&body)
-            .map_err(|e| AuthError::Server(format!("token response: {e}")))?;
-        if let (Some(t), false) = (&token.token_type, self.any_token_type) {
-            let dpop = self.dpop.is_some() && t.eq_ignore_ascii_case("dpop");
-            if !t.eq_ignore_ascii_case("bearer") && !dpop {
-                return Err(AuthError::Server(format!(
-                    "token type {t:?} is not supported (Bearer only)"
-                )));
+                _ => return Ok((status, body)),
             }
         }
-        Ok(token)
     }
 }
 

@@ -101,7 +101,31 @@ impl Introspection {
         if answer.get("active") != Some(&serde_json::Value::Bool(true)) {
             return Err(TokenError::Invalid("the token is not active".into()));
         }
-        let now = crate::client::store_now();
+        let (identity, exp) = self.validate(answer)?;
+        let now = crate::unix_now();
+        let mut ttl = self.config.cache_for;
+        if let Some(e) = exp {
+            ttl = ttl.min(Duration::from_secs(e.saturating_sub(now)));
+        }
+        let mut cache = self.cache.lock();
+        if cache.len() >= self.config.max_cached {
+            let now = Instant::now();
+            cache.retain(|_, (_, until)| *until > now);
+            if cache.len() >= self.config.max_cached {
+                cache.clear();
+            }
+        }
+        cache.insert(key, (identity.clone(), Instant::now() + ttl));
+        Ok(identity)
+    }
+
+    /// Checks an active introspection answer (expiry, issuer, audience, subject); the
+    /// identity and the token's `exp`.
+    fn validate(
+        &self,
+        answer: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<(Identity, Option<u64>), TokenError> {
+        let now = crate::unix_now();
         let exp = answer.get("exp").and_then(serde_json::Value::as_u64);
         if exp.is_some_and(|e| e <= now) {
             return Err(TokenError::Invalid("the token has expired".into()));
@@ -136,20 +160,7 @@ impl Introspection {
                 "the introspection answer has no sub".into(),
             ));
         }
-        let mut ttl = self.config.cache_for;
-        if let Some(e) = exp {
-            ttl = ttl.min(Duration::from_secs(e.saturating_sub(now)));
-        }
-        let mut cache = self.cache.lock();
-        if cache.len() >= self.config.max_cached {
-            let now = Instant::now();
-            cache.retain(|_, (_, until)| *until > now);
-            if cache.len() >= self.config.max_cached {
-                cache.clear();
-            }
-        }
-        cache.insert(key, (identity.clone(), Instant::now() + ttl));
-        Ok(identity)
+        Ok((identity, exp))
     }
 }
 
