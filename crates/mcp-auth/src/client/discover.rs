@@ -21,6 +21,23 @@ pub(crate) struct Discovered {
     pub(crate) server: AuthorizationServerMetadata,
 }
 
+impl Discovered {
+    /// A grant from this authorization server for this resource, to be filled with tokens.
+    pub(crate) fn grant(
+        &self,
+        token_endpoint: &str,
+        client: super::store::RegisteredClient,
+    ) -> super::store::Grant {
+        super::store::Grant {
+            issuer: self.server.issuer.clone(),
+            resource: self.resource.clone(),
+            token_endpoint: token_endpoint.to_owned(),
+            client,
+            ..super::store::Grant::default()
+        }
+    }
+}
+
 /// The largest metadata document read.
 const MAX_DOCUMENT: usize = 256 * 1024;
 

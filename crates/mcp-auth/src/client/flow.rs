@@ -322,12 +322,8 @@ pub(super) async fn authorization_code(
     .send(&oauth.http)
     .await?;
     let base = Grant {
-        issuer: meta.issuer.clone(),
-        resource: found.resource.clone(),
-        token_endpoint: token_endpoint.clone(),
-        client,
         dpop_key: dpop.as_ref().map(super::dpop::DpopKey::export),
-        ..Grant::default()
+        ..found.grant(token_endpoint, client)
     };
     Ok(answer.into_grant(base, scope))
 }
@@ -379,13 +375,7 @@ pub(super) async fn client_credentials(
     }
     .send(&oauth.http)
     .await?;
-    let base = Grant {
-        issuer: meta.issuer.clone(),
-        resource: found.resource.clone(),
-        token_endpoint: token_endpoint.clone(),
-        client,
-        ..Grant::default()
-    };
+    let base = found.grant(token_endpoint, client);
     Ok(answer.into_grant(base, scope))
 }
 
@@ -461,13 +451,7 @@ pub(super) async fn jwt_bearer(
     }
     .send(&oauth.http)
     .await?;
-    let base = Grant {
-        issuer: meta.issuer.clone(),
-        resource: found.resource.clone(),
-        token_endpoint: token_endpoint.clone(),
-        client,
-        ..Grant::default()
-    };
+    let base = found.grant(token_endpoint, client);
     Ok(answer.into_grant(base, scope))
 }
 

@@ -56,11 +56,7 @@ impl Introspection {
     /// # Errors
     /// The HTTP client cannot be built.
     pub fn new(config: IntrospectionConfig) -> Result<Self, AuthError> {
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(Duration::from_secs(10))
-            .build()
-            .map_err(AuthError::Http)?;
+        let http = super::http_client()?;
         Ok(Self {
             config,
             http,

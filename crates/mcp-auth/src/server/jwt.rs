@@ -96,11 +96,7 @@ impl JwtVerifier {
                 "JWT algorithms must be asymmetric (RS*, PS*, ES*, EdDSA)".into(),
             ));
         }
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(Duration::from_secs(10))
-            .build()
-            .map_err(AuthError::Http)?;
+        let http = super::http_client()?;
         Ok(Self {
             keys: tokio::sync::Mutex::new(Keys {
                 jwks_url: config.jwks_url.clone(),

@@ -19,6 +19,16 @@ pub use mcp_http::{HttpAuth, ScopePolicy, TokenVerifier};
 pub use static_token::StaticTokens;
 
 use crate::AuthError;
+
+/// The HTTP client of a verifier's own requests (keys, metadata, introspection): no
+/// redirects, bounded time.
+pub(crate) fn http_client() -> Result<reqwest::Client, AuthError> {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(std::time::Duration::from_secs(10))
+        .build()
+        .map_err(AuthError::Http)
+}
 use crate::metadata::ProtectedResourceMetadata;
 
 /// The protection of an MCP endpoint at `resource` (its canonical URI, e.g.
