@@ -77,6 +77,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         },
         None => (demo::server_with(server_config)?, Vec::new()),
     };
+    if args.stdio && auth.is_some() {
+        bail!("--auth-* and [auth] protect the HTTP endpoint; stdio has no tokens to check");
+    }
     let served = if args.stdio {
         serve_stdio(
             &server,
