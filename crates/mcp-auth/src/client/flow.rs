@@ -285,6 +285,12 @@ pub(super) async fn authorization_code(
     })?;
     let token_endpoint = token_endpoint(oauth, meta)?;
     let redirect_uri = agent.redirect_uri();
+    // Codes are only ever sent back to loopback or over https.
+    check_authorization_url(&redirect_uri).map_err(|_| {
+        AuthError::Config(format!(
+            "redirect URI {redirect_uri:?}: https or loopback only"
+        ))
+    })?;
     let client = client_identity(oauth, meta, &redirect_uri).await?;
     let mut scope = scopes.to_vec();
     if oauth.config.offline_access && meta.offers_scope("offline_access") {
