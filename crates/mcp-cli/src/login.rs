@@ -106,25 +106,26 @@ pub(crate) fn logout(url: &str) -> anyhow::Result<()> {
 #[derive(Debug)]
 struct LoginFirst(String);
 
+impl LoginFirst {
+    fn advice(&self) -> AuthError {
+        AuthError::Config(format!(
+            "the server needs authorization: run `mcp login {}`",
+            self.0
+        ))
+    }
+}
+
 impl UserAgent for LoginFirst {
     fn redirect_uri(&self) -> String {
         "http://127.0.0.1/callback".to_owned()
     }
 
     fn available(&self) -> Result<(), AuthError> {
-        Err(AuthError::Config(format!(
-            "the server needs authorization: run `mcp login {}`",
-            self.0
-        )))
+        Err(self.advice())
     }
 
     fn authorize<'a>(&'a self, _url: &'a str) -> BoxFuture<'a, Result<String, AuthError>> {
-        Box::pin(async move {
-            Err(self
-                .available()
-                .err()
-                .unwrap_or_else(|| AuthError::Config(String::new())))
-        })
+        Box::pin(async move { Err(self.advice()) })
     }
 }
 
