@@ -6,6 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
+# A one-shot run gains nothing from incremental state, which would double the disk it needs.
+export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 if ! command -v cargo >/dev/null; then
   echo "cargo is required (https://rustup.rs)" >&2
   exit 1
