@@ -13,6 +13,7 @@ mod login;
 mod progress;
 mod protect;
 mod serve;
+mod store;
 mod target;
 
 /// mimalloc: more calls per second and smaller idle sessions than the system allocator (see

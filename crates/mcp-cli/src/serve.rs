@@ -37,6 +37,8 @@ pub(crate) struct ServeArgs {
     pub(crate) limits: Limits,
     #[command(flatten)]
     pub(crate) auth: crate::protect::AuthArgs,
+    #[command(flatten)]
+    pub(crate) store: crate::store::StoreArgs,
 }
 
 /// Runs `mcp serve`.
@@ -54,7 +56,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .unwrap_or_default();
     let limits = args.limits.clone().over(file_limits);
     limits.check()?;
+    let store = shared_store(&args, gateway_config.as_ref(), &limits).await?;
     let mut server_config = mcp_server::ServerConfig::default();
+    if let Some(store) = &store {
+        server_config.request_state_key = crate::store::request_state_key(store).await?;
+    }
     if let (Some(c), None) = (&gateway_config, limits.max_subscriptions) {
         server_config.max_subscriptions = c.max_subscriptions;
     }
@@ -80,6 +86,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if args.stdio && auth.is_some() {
         bail!("--auth-* and [auth] protect the HTTP endpoint; stdio has no tokens to check");
     }
+    if let Some(store) = &store {
+        crate::store::share_changes(&server, store);
+    }
     let served = if args.stdio {
         serve_stdio(
             &server,
@@ -90,16 +99,13 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .await;
         Ok(())
     } else {
-        serve_http(
-            &args,
-            &limits,
+        let served = Served {
             server,
             gateway_mode,
             auth,
-            shutdown,
-            options,
-        )
-        .await
+            store,
+        };
+        serve_http(&args, &limits, served, shutdown, options).await
     };
     stop_upstreams(&upstreams).await;
     served
@@ -128,15 +134,56 @@ async fn serve_stdio(
     let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
 }
 
-async fn serve_http(
+/// The store `--store` or the config file names, connected (`None`: everything in this
+/// process). A store that cannot be reached is an error: the instance would serve clients
+/// that the others cannot see.
+async fn shared_store(
     args: &ServeArgs,
+    file: Option<&gateway::Config>,
     limits: &Limits,
+) -> anyhow::Result<Option<std::sync::Arc<dyn mcp_store::Store>>> {
+    let url = args
+        .store
+        .store
+        .clone()
+        .or_else(|| file.and_then(|f| f.store.clone()));
+    let Some(url) = url else { return Ok(None) };
+    if args.stdio {
+        bail!("--store shares HTTP sessions between instances; stdio has none");
+    }
+    let instance = args
+        .store
+        .instance_id
+        .clone()
+        .or_else(|| file.and_then(|f| f.instance_id.clone()));
+    let mut probe = mcp_http::HttpConfig::default();
+    limits.http(&mut probe);
+    let store =
+        crate::store::connect(&url, instance.as_deref(), probe.session_idle_timeout).await?;
+    Ok(Some(store))
+}
+
+/// What `mcp serve` serves over HTTP.
+struct Served {
     server: Server,
     gateway_mode: bool,
     auth: Option<mcp_http::HttpAuth>,
+    store: Option<std::sync::Arc<dyn mcp_store::Store>>,
+}
+
+async fn serve_http(
+    args: &ServeArgs,
+    limits: &Limits,
+    served: Served,
     shutdown: CancellationToken,
     options: mcp_http::ServeOptions,
 ) -> anyhow::Result<()> {
+    let Served {
+        server,
+        gateway_mode,
+        auth,
+        store,
+    } = served;
     let listen = args.listen;
     if !listen.ip().is_loopback() && auth.is_none() {
         if !args.auth.allow_unauthenticated {
@@ -165,12 +212,15 @@ async fn serve_http(
     limits.http(&mut config);
     let legacy = mcp_http::LegacySse::new(server.clone(), config.clone());
     let tools = server.clone();
-    let http = mcp_http::StreamableHttp::new(server, config).with_param_headers(move |name| {
+    let mut http = mcp_http::StreamableHttp::new(server, config).with_param_headers(move |name| {
         tools
             .tool(name)
             .map(|t| t.header_params())
             .unwrap_or_default()
     });
+    if let Some(store) = store {
+        http = http.with_store(store);
+    }
     let app = http.router().merge(legacy.router());
     let listener = tokio::net::TcpListener::bind(listen)
         .await

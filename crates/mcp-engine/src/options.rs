@@ -93,6 +93,9 @@ pub struct EngineConfig {
     /// (drained by a task, which the stall timeout ends for a client that stopped reading).
     /// Past it, new ones are dropped.
     pub max_overflow: usize,
+    /// The id of the first request this side sends (then +1 per request). Instances that
+    /// serve one session together take disjoint ranges, so an answer finds its request.
+    pub first_request_id: i64,
 }
 
 impl Default for EngineConfig {
@@ -105,6 +108,7 @@ impl Default for EngineConfig {
             max_batch: 50,
             stall_timeout: None,
             max_overflow: 1024,
+            first_request_id: 1,
         }
     }
 }

@@ -97,7 +97,7 @@ impl Peer {
         Self {
             inner: Arc::new(Inner {
                 out: Outbox::new(out, config.stall_timeout, config.max_overflow),
-                next_id: AtomicI64::new(1),
+                next_id: AtomicI64::new(config.first_request_id),
                 pending: Mutex::new(HashMap::new()),
                 closed: AtomicBool::new(false),
                 draining: AtomicBool::new(false),

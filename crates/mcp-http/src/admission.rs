@@ -1,7 +1,6 @@
 //! Admission: the checks a request passes before anything is done for it (DNS-rebinding
 //! protection, protocol version, shutdown, stream caps, the session it names).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::{HeaderMap, StatusCode};
@@ -11,7 +10,6 @@ use mcp_types::ProtocolVersion;
 use crate::config::HttpConfig;
 use crate::guard;
 use crate::respond::*;
-use crate::server::Inner;
 use crate::session::Session;
 
 /// 503 once shutdown has begun.
@@ -69,27 +67,4 @@ pub(crate) fn version_checks(headers: &HeaderMap) -> Result<(), Response> {
 pub(crate) fn common_checks(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Response> {
     host_checks(config, headers)?;
     version_checks(headers)
-}
-
-/// The session a request names, if it exists and belongs to the request's principal (a
-/// session used with another subject's token does not exist for it: 404).
-pub(crate) fn session_of(
-    inner: &Inner,
-    headers: &HeaderMap,
-    principal: Option<&str>,
-) -> Result<Arc<Session>, Response> {
-    let Some(id) = header_str(headers, SESSION_HEADER) else {
-        return Err(bad_request(
-            "Bad Request: Mcp-Session-Id header is required",
-        ));
-    };
-    if !plausible_session_id(id) {
-        return Err(bad_request("Bad Request: malformed Mcp-Session-Id"));
-    }
-    inner
-        .sessions()
-        .get(id)
-        .filter(|s| s.owner.as_deref() == principal)
-        .cloned()
-        .ok_or_else(session_not_found)
 }

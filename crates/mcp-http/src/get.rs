@@ -8,7 +8,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use mcp_jsonrpc::ErrorCode;
 
-use crate::admission::{accepting, common_checks, session_of, stream_slot};
+use crate::admission::{accepting, common_checks, plausible_session_id, stream_slot};
 use crate::clients::Principal;
 use crate::respond::*;
 use crate::server::Inner;
@@ -21,6 +21,25 @@ async fn checked(inner: &Inner, request: Request) -> Result<(HeaderMap, Option<S
     crate::auth::authenticate(inner.config.auth.as_deref(), &mut parts).await?;
     let principal = parts.extensions.get::<Principal>().map(|p| p.0.clone());
     Ok((parts.headers, principal))
+}
+
+/// The session a request names, if it exists (here or in the shared store) and belongs to
+/// the request's principal (a session used with another subject's token does not exist for
+/// it: 404).
+async fn session_of(
+    inner: &Arc<Inner>,
+    headers: &HeaderMap,
+    principal: Option<&str>,
+) -> Result<Arc<crate::session::Session>, Response> {
+    let Some(id) = header_str(headers, SESSION_HEADER) else {
+        return Err(bad_request(
+            "Bad Request: Mcp-Session-Id header is required",
+        ));
+    };
+    if !plausible_session_id(id) {
+        return Err(bad_request("Bad Request: malformed Mcp-Session-Id"));
+    }
+    crate::shared::lookup(inner, id, principal).await
 }
 
 pub(crate) async fn handle_get(State(inner): State<Arc<Inner>>, request: Request) -> Response {
@@ -40,7 +59,7 @@ pub(crate) async fn handle_get(State(inner): State<Arc<Inner>>, request: Request
         // 2026-07-28 has no GET stream (subscriptions/listen replaces it).
         return StatusCode::METHOD_NOT_ALLOWED.into_response();
     }
-    let session = match session_of(&inner, &headers, principal.as_deref()) {
+    let session = match session_of(&inner, &headers, principal.as_deref()).await {
         Ok(s) => s,
         Err(r) => return r,
     };
@@ -56,7 +75,15 @@ pub(crate) async fn handle_get(State(inner): State<Arc<Inner>>, request: Request
         if last.len() > 256 || !last.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
             return bad_request("Bad Request: malformed Last-Event-ID");
         }
-        let Some(resumed) = session.resume(last).await else {
+        let mut resumed = session.resume(last).await;
+        if resumed.is_none() {
+            if let Some((token, seq)) = last.rsplit_once('-') {
+                if let Ok(seq) = seq.parse() {
+                    resumed = crate::shared::resume_elsewhere(&inner, &session, token, seq).await;
+                }
+            }
+        }
+        let Some(resumed) = resumed else {
             return rpc_error(
                 StatusCode::NOT_FOUND,
                 None,
@@ -88,10 +115,23 @@ pub(crate) async fn handle_delete(State(inner): State<Arc<Inner>>, request: Requ
         Ok(c) => c,
         Err(r) => return r,
     };
-    let session = match session_of(&inner, &headers, principal.as_deref()) {
+    let session = match session_of(&inner, &headers, principal.as_deref()).await {
         Ok(s) => s,
         Err(r) => return r,
     };
+    if let Some(shared) = inner.shared() {
+        // Gone from the store first (every instance then answers 404), then every instance
+        // drops what it holds.
+        if let Err(e) = shared.op(shared.store.delete_session(&session.id)).await {
+            return crate::shared::store_failed(&e);
+        }
+        let ended = mcp_store::BusEvent::SessionEnded {
+            session: session.id.clone(),
+        };
+        if let Err(e) = shared.publish(ended).await {
+            tracing::warn!(session = %session.id, "other instances drop the session on their next use of it: {e}");
+        }
+    }
     inner.remove(&session.id);
     StatusCode::OK.into_response()
 }

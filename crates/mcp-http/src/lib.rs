@@ -15,6 +15,9 @@
 //! - `Host`/`Origin` validation (DNS-rebinding protection) on by default, `MCP-Protocol-Version`
 //!   (400), `Accept` (406), `Content-Type` (415) and body size (413) checks.
 //!
+//! With a shared [`mcp_store::Store`] ([`StreamableHttp::with_store`]) several instances
+//! serve the same sessions behind any load balancer.
+//!
 //! [`LegacySse`] serves the 2024-11-05 HTTP+SSE transport (`GET /sse`, `POST /message`), and
 //! the client transport falls back to it by itself (the spec's backward-compatibility probe).
 
@@ -38,6 +41,7 @@ mod respond;
 mod serve;
 mod server;
 mod session;
+mod shared;
 pub mod sse;
 mod sse_out;
 mod stateless;

@@ -31,6 +31,14 @@ struct Posted {
 }
 
 impl Posted {
+    /// Keeps only `messages` (the others went to another instance).
+    fn keep_only(&mut self, messages: Vec<Message>) {
+        if self.batch {
+            self.body = Bytes::from(mcp_jsonrpc::encode_batch(&messages));
+        }
+        self.messages = messages;
+    }
+
     /// What the engine gets: a lone message as decoded here (not decoded twice), a batch as
     /// its text.
     fn take_input(&mut self, context: mcp_jsonrpc::TransportContext) -> Inbound {
@@ -161,10 +169,18 @@ pub(crate) async fn handle_post(State(inner): State<Arc<Inner>>, request: Reques
             None => bad_request("empty request"),
         };
     }
-    let (session, new_session) = match find_or_start(&inner, headers, &posted, &client) {
+    let (session, new_session) = match find_or_start(&inner, headers, &posted, &client).await {
         Ok(s) => s,
         Err(r) => return r,
     };
+    let mut posted = posted;
+    if let (Some(shared), false) = (session.shared(), new_session) {
+        match crate::shared::share(shared, &session, &posted.messages).await {
+            Ok(Some(keep)) => posted.keep_only(keep),
+            Ok(None) => {}
+            Err(r) => return r,
+        }
+    }
     session.touch();
     if !new_session && posted.messages.iter().any(handshake_done) {
         session.mark_initialized();
@@ -178,7 +194,7 @@ pub(crate) async fn handle_post(State(inner): State<Arc<Inner>>, request: Reques
 }
 
 /// The session a POST belongs to, or a new one for an `initialize` without a session id.
-fn find_or_start(
+async fn find_or_start(
     inner: &Arc<Inner>,
     headers: &HeaderMap,
     posted: &Posted,
@@ -190,10 +206,9 @@ fn find_or_start(
         }
         // A session is only ever used by the principal that opened it: to anyone else it
         // does not exist.
-        Some(id) => match inner.sessions().get(id).cloned() {
-            Some(s) if s.owner.as_deref() == client.principal() => Ok((s, false)),
-            _ => Err(session_not_found()),
-        },
+        Some(id) => crate::shared::lookup(inner, id, client.principal())
+            .await
+            .map(|s| (s, false)),
         None => {
             let init = posted.messages.iter().find_map(|m| match m {
                 Message::Request(r) if r.method == "initialize" => Some(r),
@@ -207,7 +222,18 @@ fn find_or_start(
             let requested = mcp_jsonrpc::parse_params::<InitializeParams>(init.params.as_deref())
                 .map(|p| ProtocolVersion::negotiate_legacy(&p.protocol_version))
                 .unwrap_or(ProtocolVersion::LATEST_LEGACY);
-            Ok((new_session(inner, requested, client)?, true))
+            let session = new_session(inner, requested, client)?;
+            if session.shared().is_some() {
+                *session.record.lock() = Some(mcp_store::SessionRecord {
+                    version: requested.as_str().to_owned(),
+                    owner: client.principal().map(str::to_owned),
+                    init: Message::Request(init.clone()).encode(),
+                    log_level: None,
+                    subscriptions: Vec::new(),
+                    created_ms: mcp_store::now_ms(),
+                });
+            }
+            Ok((session, true))
         }
     }
 }
@@ -298,7 +324,9 @@ async fn answer(
     } else {
         (ids.clone(), ids.len())
     };
-    let (token, rx) = session.open_post_stream(&routed, answers, mode == ResponseMode::Sse);
+    let batch = posted.batch.then_some(ids.as_slice());
+    let sse = mode == ResponseMode::Sse;
+    let (token, rx) = session.open_post_stream(&routed, answers, sse, batch);
     if !session.feed(posted.take_input(context)).await {
         return session_not_found();
     }
@@ -360,6 +388,11 @@ impl Reply<'_> {
             self.inner.remove(&self.session.id);
             return json_response(first.data, None);
         }
+        if self.new_session {
+            if let Err(r) = self.save_session().await {
+                return r;
+            }
+        }
         let json = match self.inner.config.response_mode {
             ResponseMode::Json => true,
             ResponseMode::Sse => false,
@@ -370,6 +403,22 @@ impl Reply<'_> {
         } else {
             self.sse(first, rx)
         }
+    }
+
+    /// Saves a new session for the other instances (shared store only) before the client
+    /// learns its id; a session that cannot be saved is not made.
+    async fn save_session(&self) -> Result<(), Response> {
+        let (Some(shared), Some(record)) =
+            (self.session.shared(), self.session.record.lock().take())
+        else {
+            return Ok(());
+        };
+        let id = &self.session.id;
+        if let Err(e) = shared.op(shared.store.create_session(id, &record)).await {
+            self.inner.remove(id);
+            return Err(crate::shared::store_failed(&e));
+        }
+        Ok(())
     }
 
     /// The request ended without a response (cancelled): an SSE stream with nothing on it,

@@ -14,7 +14,8 @@ use tokio::sync::{Semaphore, mpsc};
 use crate::clients::{Client, ClientTable};
 use crate::config::HttpConfig;
 use crate::event_store::{EventStore, MemoryEventStore};
-use crate::session::Session;
+use crate::session::{Events, Session};
+use crate::shared::Shared;
 
 /// Looks up a tool's `Mcp-Param-{Name}` header mirrors: `(header name, property name)`.
 pub type ParamHeaders = dyn Fn(&str) -> Vec<(String, String)> + Send + Sync;
@@ -34,11 +35,23 @@ pub(crate) struct Inner {
     pub(crate) stateless: Arc<Semaphore>,
     /// `subscriptions/listen` streams open.
     pub(crate) listens: Arc<Semaphore>,
+    /// The store shared with other instances ([`StreamableHttp::with_store`]).
+    shared: std::sync::OnceLock<Arc<Shared>>,
 }
 
 impl Inner {
     pub(crate) fn sessions(&self) -> parking_lot::MutexGuard<'_, HashMap<String, Arc<Session>>> {
         self.sessions.lock()
+    }
+
+    /// The store shared with other instances, if any.
+    pub(crate) fn shared(&self) -> Option<&Arc<Shared>> {
+        self.shared.get()
+    }
+
+    /// Stops serving a session here (it ended elsewhere, or the store no longer has it).
+    pub(crate) fn drop_local(&self, id: &str) {
+        self.remove(id);
     }
 
     /// Ends a session: its engine finishes what it accepted, its streams end, its stored
@@ -63,15 +76,46 @@ impl Inner {
         version: ProtocolVersion,
         client: &Client,
     ) -> Arc<Session> {
+        let owner = client.principal().map(str::to_owned);
+        self.start(id, version, client.key(), owner, 1)
+    }
+
+    /// Starts serving here a session another instance made (not counted against the
+    /// client's session caps here: it is not a new session). Its requests to the client are
+    /// numbered from `first_id`.
+    pub(crate) fn start_replica(
+        self: &Arc<Self>,
+        id: String,
+        version: ProtocolVersion,
+        owner: Option<String>,
+        first_id: i64,
+    ) -> Arc<Session> {
+        self.start(id, version, None, owner, first_id)
+    }
+
+    fn start(
+        self: &Arc<Self>,
+        id: String,
+        version: ProtocolVersion,
+        client: Option<String>,
+        owner: Option<String>,
+        first_id: i64,
+    ) -> Arc<Session> {
         let (in_tx, in_rx) = mpsc::channel(64);
         let (out_tx, mut out_rx) = mpsc::channel(1024);
-        let owner = client.principal().map(str::to_owned);
-        let session = Session::new(id, in_tx, version, self.store.clone(), client.key(), owner);
+        let events = match self.shared() {
+            Some(shared) => Events::Shared(shared.clone()),
+            None => Events::Local(self.store.clone()),
+        };
+        let principal = owner.clone();
+        let session = Session::new(id, in_tx, version, events, client, owner);
+        let mut config = self.engine.clone();
+        config.first_request_id = first_id;
         let serving = self.service.serve(Connection {
             incoming: in_rx,
             outgoing: out_tx,
-            config: self.engine.clone(),
-            principal: client.principal().map(str::to_owned),
+            config,
+            principal,
         });
         let (ended, id) = (Arc::downgrade(self), session.id.clone());
         tokio::spawn(async move {
@@ -141,6 +185,7 @@ impl StreamableHttp {
                 clients: ClientTable::default(),
                 stateless: Arc::new(Semaphore::new(config.max_stateless_requests.max(1))),
                 listens: Arc::new(Semaphore::new(config.max_listen_streams.max(1))),
+                shared: std::sync::OnceLock::new(),
                 config: Arc::new(config),
             }),
         }
@@ -155,6 +200,17 @@ impl StreamableHttp {
         lookup: impl Fn(&str) -> Vec<(String, String)> + Send + Sync + 'static,
     ) -> Self {
         let _ = self.inner.param_headers.set(Arc::new(lookup));
+        self
+    }
+
+    /// Serves sessions together with the other instances that share `store`: any instance
+    /// takes any request of any session, a client resumes a stream on any instance, and the
+    /// answer to a request to the client reaches the instance waiting for it. Sessions are
+    /// kept in the store from then on (set it before serving; later calls change nothing).
+    pub fn with_store(self, store: Arc<dyn mcp_store::Store>) -> Self {
+        let c = store.config();
+        let shared = Shared::new(store.clone(), c.max_waiting, c.op_timeout);
+        let _ = self.inner.shared.set(Arc::new(shared));
         self
     }
 
@@ -198,6 +254,9 @@ impl StreamableHttp {
     /// runtime (it starts the session reaper).
     pub fn router(&self) -> axum::Router {
         tokio::spawn(reap(Arc::downgrade(&self.inner)));
+        if let Some(shared) = self.inner.shared() {
+            crate::shared::start_tasks(&self.inner, shared);
+        }
         let weak = Arc::downgrade(&self.inner);
         let shutdown = self.inner.config.shutdown.clone();
         tokio::spawn(async move {

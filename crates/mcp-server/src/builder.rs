@@ -294,6 +294,7 @@ impl ServerBuilder {
                 config: self.config,
                 sessions: Mutex::new(Vec::new()),
                 changes: tokio::sync::broadcast::channel(256).0,
+                on_change: std::sync::OnceLock::new(),
                 on_subscribe: self.on_subscribe,
                 on_unsubscribe: self.on_unsubscribe,
             }),

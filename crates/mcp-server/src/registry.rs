@@ -65,6 +65,8 @@ pub(crate) struct Inner {
     pub(crate) on_subscribe: Option<SubscribeFn>,
     /// Told of every subscription a client stops holding.
     pub(crate) on_unsubscribe: Option<UnsubscribeFn>,
+    /// Told of every change made here, for other instances.
+    pub(crate) on_change: std::sync::OnceLock<ChangeFn>,
 }
 
 /// Called with the URI each time a client starts holding a subscription to a resource: a
@@ -79,14 +81,24 @@ pub type SubscribeFn = Arc<dyn Fn(&str) -> Result<(), ErrorObject> + Send + Sync
 /// holders can be counted.
 pub type UnsubscribeFn = Arc<dyn Fn(&str) + Send + Sync>;
 
-/// A change a `subscriptions/listen` stream may want to hear about.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Change {
+/// A change of the server's that its clients hear about (`list_changed`, a resource
+/// update). Instances of one server share them through [`crate::Server::on_change`] and
+/// [`crate::Server::apply_change`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", content = "uri", rename_all = "camelCase")]
+pub enum Change {
+    /// The tool list changed.
     Tools,
+    /// The prompt list changed.
     Prompts,
+    /// The resource list changed.
     Resources,
+    /// The resource with this URI changed.
     ResourceUpdated(String),
 }
+
+/// Told of each change this instance makes ([`crate::Server::on_change`]).
+pub type ChangeFn = Arc<dyn Fn(&Change) + Send + Sync>;
 
 /// Method families: declared up front by the builder, or served because of registrations.
 #[derive(Default, Clone, Copy)]

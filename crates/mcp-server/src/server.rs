@@ -130,9 +130,49 @@ impl Server {
         self.live_sessions().len()
     }
 
-    fn announce(&self, change: Change) {
+    /// Tells this instance's clients of `change`: `subscriptions/listen` streams that want
+    /// it, and legacy sessions (all of them for a list change, the subscribed ones for a
+    /// resource update).
+    fn deliver_change(&self, change: &Change) {
         // No listener is fine: nobody has subscribed.
-        let _ = self.inner.changes.send(change);
+        let _ = self.inner.changes.send(change.clone());
+        let (method, uri) = match change {
+            Change::Tools => (ToolListChanged::METHOD, None),
+            Change::Prompts => (PromptListChanged::METHOD, None),
+            Change::Resources => (ResourceListChanged::METHOD, None),
+            Change::ResourceUpdated(uri) => (ResourceUpdated::METHOD, Some(uri.as_str())),
+        };
+        for (session, peer) in self.live_sessions() {
+            match uri {
+                None if session.is_ready() => deliver(&peer, method, &serde_json::json!({})),
+                Some(uri) if session.is_subscribed(uri) => {
+                    deliver(&peer, method, &serde_json::json!({ "uri": uri }));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// A change made here: this instance's clients hear of it, and so does the
+    /// [`Server::on_change`] hook.
+    fn announce(&self, change: Change) {
+        if let Some(hook) = self.inner.on_change.get() {
+            hook(&change);
+        }
+        self.deliver_change(&change);
+    }
+
+    /// Calls `hook` with every change made on this instance (a tool added, a resource
+    /// updated...), so that the other instances of a scaled-out server can be told
+    /// ([`Server::apply_change`]). Set once; later calls change nothing.
+    pub fn on_change(&self, hook: impl Fn(&Change) + Send + Sync + 'static) {
+        let _ = self.inner.on_change.set(Arc::new(hook));
+    }
+
+    /// Tells this instance's clients of a change made on another instance (the
+    /// [`Server::on_change`] hook is not called again).
+    pub fn apply_change(&self, change: &Change) {
+        self.deliver_change(change);
     }
 
     async fn broadcast(&self, method: &str) {
@@ -141,11 +181,6 @@ impl Server {
             PromptListChanged::METHOD => self.announce(Change::Prompts),
             ResourceListChanged::METHOD => self.announce(Change::Resources),
             _ => {}
-        }
-        for (session, peer) in self.live_sessions() {
-            if session.is_ready() {
-                deliver(&peer, method, &serde_json::json!({}));
-            }
         }
     }
 
@@ -221,15 +256,6 @@ impl Server {
     /// Tells the clients subscribed to `uri` that it changed.
     pub async fn notify_resource_updated(&self, uri: &str) {
         self.announce(Change::ResourceUpdated(uri.to_owned()));
-        for (session, peer) in self.live_sessions() {
-            if session.is_subscribed(uri) {
-                deliver(
-                    &peer,
-                    ResourceUpdated::METHOD,
-                    &serde_json::json!({ "uri": uri }),
-                );
-            }
-        }
     }
 
     /// The definition of the registered tool `name`.

@@ -29,6 +29,12 @@ pub(crate) struct Config {
     /// How clients of the gateway authenticate (`[auth]`; the `--auth-*` flags override it).
     #[serde(default)]
     pub(crate) auth: Option<crate::protect::AuthFile>,
+    /// Sessions shared with other instances through this Redis URL (`--store` overrides it).
+    #[serde(default)]
+    pub(crate) store: Option<String>,
+    /// This instance's name in the store (`--instance-id` overrides it).
+    #[serde(default)]
+    pub(crate) instance_id: Option<String>,
 }
 
 pub(super) fn default_heartbeat_ms() -> u64 {

@@ -7,6 +7,7 @@
 //! stream with `Last-Event-ID`; resumption is looked up within the session only, so one
 //! session can never resume another's stream.
 
+mod events;
 mod streams;
 
 use std::sync::Arc;
@@ -17,7 +18,7 @@ use mcp_types::ProtocolVersion;
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
-use crate::event_store::EventStore;
+pub(crate) use events::Events;
 pub(crate) use streams::Event;
 use streams::Streams;
 
@@ -61,7 +62,12 @@ pub(crate) struct Session {
     /// id is the secret).
     next_stream: std::sync::atomic::AtomicU64,
     last_seen: Mutex<Instant>,
-    store: Arc<dyn EventStore>,
+    events: Events,
+    /// Requests the transport itself sent the engine (replaying the client's `initialize`
+    /// and state on an instance restoring the session): their answers go nowhere.
+    swallow: Mutex<std::collections::HashSet<RequestId>>,
+    /// The record saved for other instances once `initialize` succeeds (shared store only).
+    pub(crate) record: Mutex<Option<mcp_store::SessionRecord>>,
     /// Serialises routing and resumption, so a resume neither misses nor repeats an event.
     order: tokio::sync::Mutex<()>,
     /// Who opened the session: the key its per-client limits count under.
@@ -94,7 +100,7 @@ impl Session {
         id: String,
         incoming: mpsc::Sender<Inbound>,
         version: ProtocolVersion,
-        store: Arc<dyn EventStore>,
+        events: Events,
         client: Option<String>,
         owner: Option<String>,
     ) -> Arc<Self> {
@@ -105,7 +111,9 @@ impl Session {
             streams: Mutex::new(Streams::default()),
             next_stream: std::sync::atomic::AtomicU64::new(1),
             last_seen: Mutex::new(Instant::now()),
-            store,
+            events,
+            swallow: Mutex::new(std::collections::HashSet::new()),
+            record: Mutex::new(None),
             order: tokio::sync::Mutex::new(()),
             client,
             owner,
@@ -129,7 +137,37 @@ impl Session {
         let n = self
             .next_stream
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        format!("s{n}")
+        match self.events.shared() {
+            Some(shared) => format!("{}{n}", shared.tag),
+            None => format!("s{n}"),
+        }
+    }
+
+    /// The shared store, if the endpoint has one.
+    pub(crate) fn shared(&self) -> Option<&Arc<crate::shared::Shared>> {
+        self.events.shared()
+    }
+
+    /// Hands the engine a request of the transport's own (`method`, `params`), whose answer
+    /// goes nowhere. False once the session is closed.
+    pub(crate) async fn feed_own(
+        &self,
+        id: RequestId,
+        method: &str,
+        params: serde_json::Value,
+    ) -> bool {
+        self.swallow.lock().insert(id.clone());
+        let request = serde_json::json!({
+            "jsonrpc": "2.0", "id": id.to_value(), "method": method, "params": params
+        });
+        self.feed(Inbound::Frame(request.to_string().into_bytes()))
+            .await
+    }
+
+    /// Whether an answer is to a request of the transport's own (and forgets the request).
+    fn swallowed(&self, id: &RequestId) -> bool {
+        let mut s = self.swallow.lock();
+        !s.is_empty() && s.remove(id)
     }
 
     fn lock(&self) -> parking_lot::MutexGuard<'_, Streams> {
@@ -213,7 +251,7 @@ impl Session {
 
     /// Drops what the store holds for this session.
     pub(crate) async fn forget_stored(&self) {
-        self.store.forget_session(&self.id).await;
+        self.events.forget_session(&self.id).await;
     }
 }
 
@@ -231,7 +269,7 @@ mod tests {
                 "t".into(),
                 tx,
                 ProtocolVersion::V2025_11_25,
-                store,
+                Events::Local(store),
                 None,
                 None,
             ),

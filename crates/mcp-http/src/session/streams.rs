@@ -3,7 +3,8 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use mcp_jsonrpc::{Outbound, RequestId};
+use mcp_jsonrpc::{OutKind, Outbound, RequestId};
+use mcp_store::StreamInfo;
 use tokio::sync::mpsc;
 
 use super::{Resumed, Session};
@@ -36,6 +37,8 @@ struct Routed {
     related: Option<RequestId>,
     /// It ends its request (a response, or a cancelled request's end).
     ends: bool,
+    /// A request to the client: the id the answer will carry.
+    request: Option<RequestId>,
 }
 
 /// Where [`Session::route`] put a message: the stream, the event's sequence number, and
@@ -44,6 +47,12 @@ struct Placed {
     token: String,
     seq: u64,
     last: bool,
+    /// Kept in the log (for resumption); not when the one answer goes out as a JSON body.
+    store: bool,
+    /// Given with the stream's first stored event (shared store only).
+    info: Option<StreamInfo>,
+    /// No client is attached: another instance may be tailing the stream.
+    detached: bool,
 }
 
 /// Events queued per attached response before the client counts as too slow (it can resume).
@@ -61,10 +70,14 @@ pub(super) struct Stream {
     pub(super) finished: bool,
     /// Answered as an SSE stream (a POST answered with JSON is not an open stream).
     pub(super) sse: bool,
+    /// Something of it is in the log.
+    pub(super) stored: bool,
+    /// Who writes it and what it answers, stored with its first event (shared store only).
+    pub(super) info: Option<StreamInfo>,
 }
 
 impl Stream {
-    fn new(pending: usize, live: mpsc::Sender<Event>, sse: bool) -> Self {
+    fn new(pending: usize, live: mpsc::Sender<Event>, sse: bool, info: Option<StreamInfo>) -> Self {
         Self {
             next_seq: 1,
             live: Some(live),
@@ -72,6 +85,8 @@ impl Stream {
             pending,
             finished: false,
             sse,
+            stored: false,
+            info,
         }
     }
 
@@ -98,8 +113,18 @@ impl Session {
         ids: &[RequestId],
         answers: usize,
         sse: bool,
+        batch: Option<&[RequestId]>,
     ) -> (String, mpsc::Receiver<Event>) {
         let token = self.new_token();
+        let info = self.shared().map(|shared| StreamInfo {
+            owner: shared.store.instance().to_owned(),
+            ids: batch
+                .unwrap_or(ids)
+                .iter()
+                .map(RequestId::to_value)
+                .collect(),
+            batch: batch.is_some(),
+        });
         let (tx, rx) = mpsc::channel(LIVE_DEPTH);
         let mut streams = self.lock();
         for id in ids {
@@ -107,13 +132,16 @@ impl Session {
         }
         streams
             .by_token
-            .insert(token.clone(), Stream::new(answers, tx, sse));
+            .insert(token.clone(), Stream::new(answers, tx, sse, info));
         (token, rx)
     }
 
     /// Forgets a stream whose answer went out as a JSON body: there is nothing to resume.
     pub(crate) async fn forget_stream(&self, token: &str) {
-        self.store.forget_stream(&self.id, token).await;
+        let stored = self.lock().by_token.get(token).is_none_or(|s| s.stored);
+        if stored {
+            self.events.forget_stream(&self.id, token).await;
+        }
         let mut streams = self.lock();
         streams.by_token.remove(token);
         streams.finished.retain(|t| t != token);
@@ -146,14 +174,19 @@ impl Session {
             }
             let token = self.new_token();
             let (tx, rx) = mpsc::channel(LIVE_DEPTH);
+            let info = self.shared().map(|shared| StreamInfo {
+                owner: shared.store.instance().to_owned(),
+                ids: Vec::new(),
+                batch: false,
+            });
             streams
                 .by_token
-                .insert(token.clone(), Stream::new(0, tx, true));
+                .insert(token.clone(), Stream::new(0, tx, true, info));
             streams.standalone = Some(token.clone());
             (token, rx, old)
         };
         if let Some(old) = old {
-            self.store.forget_stream(&self.id, &old).await;
+            self.events.forget_stream(&self.id, &old).await;
         }
         Some((token, rx))
     }
@@ -180,13 +213,13 @@ impl Session {
             (live, before)
         };
         let replay = self
-            .store
+            .events
             .replay(&self.id, token, seq, before)
             .await
             .into_iter()
-            .map(|(s, data)| Event {
-                id: format!("{token}-{s}"),
-                data,
+            .map(|e| Event {
+                id: format!("{token}-{}", e.seq),
+                data: e.data,
                 last: false,
                 cancelled: false,
             })
@@ -219,24 +252,45 @@ impl Session {
                 line: None,
                 related: Some(id),
                 ends: true,
+                request: None,
             },
             Outbound::Message(m) => Routed {
                 ends: m.is_response(),
+                request: match &m.kind {
+                    OutKind::Request { id, .. } => Some(id.clone()),
+                    _ => None,
+                },
                 line: Some(m.line),
                 related: m.related,
             },
         };
+        if routed.ends && routed.related.as_ref().is_some_and(|id| self.swallowed(id)) {
+            return;
+        }
+        if let (Some(id), Some(shared)) = (&routed.request, self.shared()) {
+            // The client may answer on another instance: it must find this one.
+            let key = id.to_value().to_string();
+            if let Err(e) = shared.op(shared.store.put_pending(&self.id, &key)).await {
+                tracing::warn!(session = %self.id, "request {key} to the client not registered: {e}");
+            }
+        }
         let Some(placed) = self.place(&routed) else {
             return;
         };
-        if let Some(line) = &routed.line {
-            self.store
-                .append(&self.id, &placed.token, placed.seq, line)
+        if placed.store {
+            let data = routed.line.as_deref().unwrap_or_default();
+            let (token, seq) = (&placed.token, placed.seq);
+            let info = placed.info.as_ref();
+            self.events
+                .append(&self.id, token, seq, data, placed.last, info)
                 .await;
+            if let (true, Some(shared)) = (placed.detached, self.shared()) {
+                shared.ring(&self.id, token).await;
+            }
         }
         let forget = self.deliver(routed.line, placed);
         for old in forget {
-            self.store.forget_stream(&self.id, &old).await;
+            self.events.forget_stream(&self.id, &old).await;
         }
     }
 
@@ -284,14 +338,32 @@ impl Session {
         if last {
             stream.finished = true;
         }
-        Some(Placed { token, seq, last })
+        let attached = stream.live.as_ref().is_some_and(|l| !l.is_closed());
+        // A POST's one answer, going to its waiting response as a JSON body: the client
+        // never learns an event id, so there is nothing to resume and nothing to keep.
+        let json_body = seq == 1 && last && !stream.sse && attached;
+        let shared = self.shared().is_some();
+        let store = !json_body && (routed.line.is_some() || (shared && stream.stored));
+        if store {
+            stream.stored = true;
+        }
+        Some(Placed {
+            token,
+            seq,
+            last,
+            store,
+            info: if store { stream.info.take() } else { None },
+            detached: !attached,
+        })
     }
 
     /// Hands an event to the stream's attached response (a client too slow or gone is
     /// detached: it can resume from the store), and retires finished streams past
     /// [`KEEP_FINISHED`]. Returns the streams to forget in the store.
     fn deliver(&self, line: Option<String>, placed: Placed) -> Vec<String> {
-        let Placed { token, seq, last } = placed;
+        let Placed {
+            token, seq, last, ..
+        } = placed;
         let mut forget = Vec::new();
         let mut streams = self.lock();
         let Some(stream) = streams.by_token.get_mut(&token) else {

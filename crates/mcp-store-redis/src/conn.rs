@@ -1,0 +1,106 @@
+//! One connection (multiplexed, reconnecting) to a standalone Redis or to a Cluster.
+
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, FromRedisValue, Pipeline, RedisResult};
+
+/// Where the store is: one server, or the seed nodes of a Cluster.
+#[derive(Debug, Clone)]
+pub(crate) enum Target {
+    Single(String),
+    Cluster(Vec<String>),
+}
+
+impl Target {
+    /// Reads a store URL: `redis://[user:password@]host:port[/db]`, `rediss://` for TLS, or
+    /// `redis+cluster://[user:password@]host:port,host:port` (`rediss+cluster://` with TLS)
+    /// for a Cluster, given by some of its nodes.
+    pub(crate) fn parse(url: &str) -> Result<Target, String> {
+        let cluster = |scheme: &str, rest: &str| -> Result<Target, String> {
+            let (auth, hosts) = match rest.rsplit_once('@') {
+                Some((a, h)) => (format!("{a}@"), h),
+                None => (String::new(), rest),
+            };
+            let hosts = hosts.trim_end_matches('/');
+            let nodes: Vec<String> = hosts
+                .split(',')
+                .filter(|h| !h.is_empty())
+                .map(|h| format!("{scheme}://{auth}{h}"))
+                .collect();
+            if nodes.is_empty() {
+                return Err("a cluster URL names at least one node".to_owned());
+            }
+            Ok(Target::Cluster(nodes))
+        };
+        if let Some(rest) = url.strip_prefix("redis+cluster://") {
+            return cluster("redis", rest);
+        }
+        if let Some(rest) = url.strip_prefix("rediss+cluster://") {
+            return cluster("rediss", rest);
+        }
+        if url.starts_with("redis://") || url.starts_with("rediss://") {
+            return Ok(Target::Single(url.to_owned()));
+        }
+        Err(format!(
+            "not a Redis URL: {url:?} (redis://, rediss://, redis+cluster:// or rediss+cluster://)"
+        ))
+    }
+}
+
+/// A connection that reconnects by itself.
+#[derive(Clone)]
+pub(crate) enum Conn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl Conn {
+    /// Connects. `response_timeout`: `None` for a connection that blocks (the bus reader).
+    pub(crate) async fn open(
+        target: &Target,
+        connect_timeout: Duration,
+        response_timeout: Option<Duration>,
+    ) -> RedisResult<Conn> {
+        match target {
+            Target::Single(url) => {
+                let client = redis::Client::open(url.as_str())?;
+                let mut config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(connect_timeout))
+                    .set_min_delay(Duration::from_millis(50))
+                    .set_max_delay(Duration::from_secs(5))
+                    .set_number_of_retries(2);
+                config = config.set_response_timeout(response_timeout);
+                let manager = ConnectionManager::new_with_config(client, config).await?;
+                Ok(Conn::Single(manager))
+            }
+            Target::Cluster(nodes) => {
+                let mut builder =
+                    ClusterClient::builder(nodes.clone()).connection_timeout(connect_timeout);
+                if let Some(t) = response_timeout {
+                    builder = builder.response_timeout(t);
+                } else {
+                    builder = builder.response_timeout(Duration::from_secs(3600));
+                }
+                let client = builder.build()?;
+                Ok(Conn::Cluster(client.get_async_connection().await?))
+            }
+        }
+    }
+
+    pub(crate) async fn cmd<T: FromRedisValue>(&self, cmd: &Cmd) -> RedisResult<T> {
+        match self {
+            Conn::Single(c) => cmd.query_async(&mut c.clone()).await,
+            Conn::Cluster(c) => cmd.query_async(&mut c.clone()).await,
+        }
+    }
+
+    pub(crate) async fn pipe<T: FromRedisValue>(&self, pipe: &Pipeline) -> RedisResult<T> {
+        match self {
+            Conn::Single(c) => pipe.query_async(&mut c.clone()).await,
+            Conn::Cluster(c) => pipe.query_async(&mut c.clone()).await,
+        }
+    }
+}

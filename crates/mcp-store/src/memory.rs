@@ -1,0 +1,325 @@
+//! [`MemoryStore`]: the whole store in one process.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::future::BoxFuture;
+use parking_lot::Mutex;
+use tokio::sync::broadcast;
+
+use crate::{
+    AppendEvent, BusEvent, SessionRecord, StateChange, Store, StoreConfig, StoreResult,
+    StoredEvent, StreamInfo,
+};
+
+struct Stored {
+    record: SessionRecord,
+    expires: Instant,
+    blocks: u64,
+    pending: HashMap<String, String>,
+    streams: HashMap<String, Log>,
+}
+
+struct Log {
+    info: Option<StreamInfo>,
+    events: VecDeque<StoredEvent>,
+}
+
+struct Shared {
+    config: StoreConfig,
+    sessions: Mutex<HashMap<String, Stored>>,
+    alive: Mutex<HashMap<String, Instant>>,
+    secrets: Mutex<HashMap<String, [u8; 32]>>,
+    bus: broadcast::Sender<BusEvent>,
+}
+
+/// A [`Store`] in this process's memory. [`MemoryStore::instance_handle`] gives handles that
+/// share the data under other instance ids, so several endpoints in one process behave as
+/// instances of one deployment. Expiry is checked when a session is used.
+#[derive(Clone)]
+pub struct MemoryStore {
+    shared: Arc<Shared>,
+    instance: String,
+}
+
+impl std::fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryStore")
+            .field("instance", &self.instance)
+            .field("sessions", &self.session_count())
+            .finish()
+    }
+}
+
+fn ready<'a, T: Send + 'a>(v: T) -> BoxFuture<'a, StoreResult<T>> {
+    Box::pin(std::future::ready(Ok(v)))
+}
+
+impl MemoryStore {
+    /// A new, empty store; this handle is instance `instance`.
+    pub fn new(instance: impl Into<String>, config: StoreConfig) -> Self {
+        let (bus, _) = broadcast::channel(config.bus_buffer.max(16));
+        Self {
+            shared: Arc::new(Shared {
+                config,
+                sessions: Mutex::new(HashMap::new()),
+                alive: Mutex::new(HashMap::new()),
+                secrets: Mutex::new(HashMap::new()),
+                bus,
+            }),
+            instance: instance.into(),
+        }
+    }
+
+    /// Another handle on the same data, as instance `instance`.
+    pub fn instance_handle(&self, instance: impl Into<String>) -> Self {
+        Self {
+            shared: self.shared.clone(),
+            instance: instance.into(),
+        }
+    }
+
+    /// Sessions held (expired ones included until they are next looked at).
+    pub fn session_count(&self) -> usize {
+        self.shared.sessions.lock().len()
+    }
+
+    /// Forgets that `instance` was alive (as if it had died).
+    pub fn declare_dead(&self, instance: &str) {
+        self.shared.alive.lock().remove(instance);
+    }
+
+    fn with_live<T>(&self, id: &str, f: impl FnOnce(&mut Stored) -> T) -> Option<T> {
+        let mut sessions = self.shared.sessions.lock();
+        let now = Instant::now();
+        if sessions.get(id).is_some_and(|s| s.expires <= now) {
+            sessions.remove(id);
+        }
+        sessions.get_mut(id).map(f)
+    }
+}
+
+impl Store for MemoryStore {
+    fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    fn config(&self) -> &StoreConfig {
+        &self.shared.config
+    }
+
+    fn create_session<'a>(
+        &'a self,
+        id: &'a str,
+        record: &'a SessionRecord,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        let stored = Stored {
+            record: record.clone(),
+            expires: Instant::now() + self.shared.config.session_ttl,
+            blocks: 0,
+            pending: HashMap::new(),
+            streams: HashMap::new(),
+        };
+        self.shared.sessions.lock().insert(id.to_owned(), stored);
+        ready(())
+    }
+
+    fn load_session<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<SessionRecord>>> {
+        ready(self.with_live(id, |s| s.record.clone()))
+    }
+
+    fn touch_session<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        let ttl = self.shared.config.session_ttl;
+        ready(
+            self.with_live(id, |s| s.expires = Instant::now() + ttl)
+                .is_some(),
+        )
+    }
+
+    fn update_session<'a>(
+        &'a self,
+        id: &'a str,
+        change: &'a StateChange,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        self.with_live(id, |s| change.apply(&mut s.record));
+        ready(())
+    }
+
+    fn delete_session<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        self.shared.sessions.lock().remove(id);
+        ready(())
+    }
+
+    fn next_block<'a>(&'a self, session: &'a str) -> BoxFuture<'a, StoreResult<u64>> {
+        let n = self.with_live(session, |s| {
+            s.blocks += 1;
+            s.blocks
+        });
+        ready(n.unwrap_or(1))
+    }
+
+    fn put_pending<'a>(&'a self, session: &'a str, id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        let me = self.instance.clone();
+        self.with_live(session, |s| s.pending.insert(id.to_owned(), me));
+        ready(())
+    }
+
+    fn take_pending<'a>(
+        &'a self,
+        session: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<String>>> {
+        ready(self.with_live(session, |s| s.pending.remove(id)).flatten())
+    }
+
+    fn append<'a>(&'a self, e: AppendEvent<'a>) -> BoxFuture<'a, StoreResult<()>> {
+        let max = self.shared.config.max_events_per_stream.max(1);
+        self.with_live(e.session, |s| {
+            let log = s.streams.entry(e.stream.to_owned()).or_insert(Log {
+                info: None,
+                events: VecDeque::new(),
+            });
+            if let Some(info) = e.info {
+                log.info = Some(info.clone());
+            }
+            log.events.push_back(StoredEvent {
+                seq: e.seq,
+                data: e.data.to_owned(),
+                last: e.last,
+            });
+            while log.events.len() > max {
+                log.events.pop_front();
+            }
+        });
+        ready(())
+    }
+
+    fn replay<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+        after: u64,
+    ) -> BoxFuture<'a, StoreResult<Vec<StoredEvent>>> {
+        let events = self.with_live(session, |s| {
+            s.streams
+                .get(stream)
+                .map(|l| l.events.iter().filter(|e| e.seq > after).cloned().collect())
+                .unwrap_or_default()
+        });
+        ready(events.unwrap_or_default())
+    }
+
+    fn stream_info<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<StreamInfo>>> {
+        let info = self.with_live(session, |s| {
+            s.streams.get(stream).and_then(|l| l.info.clone())
+        });
+        ready(info.flatten())
+    }
+
+    fn forget_stream<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        self.with_live(session, |s| s.streams.remove(stream));
+        ready(())
+    }
+
+    fn heartbeat(&self) -> BoxFuture<'_, StoreResult<()>> {
+        self.shared
+            .alive
+            .lock()
+            .insert(self.instance.clone(), Instant::now());
+        ready(())
+    }
+
+    fn is_alive<'a>(&'a self, instance: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        let window = self.shared.config.heartbeat * 3;
+        let alive = self
+            .shared
+            .alive
+            .lock()
+            .get(instance)
+            .is_some_and(|t| t.elapsed() <= window);
+        ready(alive)
+    }
+
+    fn shared_secret<'a>(&'a self, name: &'a str) -> BoxFuture<'a, StoreResult<[u8; 32]>> {
+        let mut secrets = self.shared.secrets.lock();
+        if let Some(s) = secrets.get(name) {
+            return ready(*s);
+        }
+        let secret = match crate::random_secret() {
+            Ok(s) => s,
+            Err(e) => return Box::pin(std::future::ready(Err(e))),
+        };
+        secrets.insert(name.to_owned(), secret);
+        ready(secret)
+    }
+
+    fn publish<'a>(&'a self, event: &'a BusEvent) -> BoxFuture<'a, StoreResult<()>> {
+        // No reader is fine: no instance is running.
+        let _ = self.shared.bus.send(event.clone());
+        ready(())
+    }
+
+    fn bus(&self) -> broadcast::Receiver<BusEvent> {
+        self.shared.bus.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn record() -> SessionRecord {
+        SessionRecord {
+            version: "2025-06-18".into(),
+            owner: None,
+            init: "{}".into(),
+            log_level: None,
+            subscriptions: vec![],
+            created_ms: 0,
+        }
+    }
+
+    #[tokio::test]
+    async fn sessions_expire_and_instances_share() {
+        let a = MemoryStore::new(
+            "a",
+            StoreConfig {
+                session_ttl: std::time::Duration::from_millis(50),
+                ..StoreConfig::default()
+            },
+        );
+        let b = a.instance_handle("b");
+        a.create_session("s", &record()).await.unwrap();
+        b.update_session("s", &StateChange::Subscribe("x://1".into()))
+            .await
+            .unwrap();
+        assert_eq!(
+            a.load_session("s").await.unwrap().unwrap().subscriptions,
+            ["x://1"]
+        );
+        b.put_pending("s", "7").await.unwrap();
+        assert_eq!(
+            a.take_pending("s", "7").await.unwrap().as_deref(),
+            Some("b")
+        );
+        assert_eq!(a.take_pending("s", "7").await.unwrap(), None);
+        assert_eq!(a.next_block("s").await.unwrap(), 1);
+        assert_eq!(b.next_block("s").await.unwrap(), 2);
+        tokio::time::sleep(std::time::Duration::from_millis(80)).await;
+        assert!(!a.touch_session("s").await.unwrap());
+        assert_eq!(a.session_count(), 0);
+    }
+}

@@ -1,0 +1,194 @@
+//! The records a [`crate::Store`] keeps and the events on its bus.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// What any instance needs to serve a session it did not start: the client's own
+/// `initialize` and the state its later requests changed. Never holds an access token.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    /// The negotiated protocol version.
+    pub version: String,
+    /// The verified principal that opened the session (only it may use it).
+    pub owner: Option<String>,
+    /// The client's `initialize` request, as it sent it (one JSON-RPC message).
+    pub init: String,
+    /// The level the client set with `logging/setLevel`.
+    #[serde(default)]
+    pub log_level: Option<String>,
+    /// The resources the client subscribed to (`resources/subscribe`).
+    #[serde(default)]
+    pub subscriptions: Vec<String>,
+    /// When it was made, in milliseconds since the Unix epoch.
+    pub created_ms: u64,
+}
+
+/// A change to a session's state that every instance serving it must make too.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "value", rename_all = "camelCase")]
+pub enum StateChange {
+    /// `logging/setLevel`.
+    LogLevel(String),
+    /// `resources/subscribe`.
+    Subscribe(String),
+    /// `resources/unsubscribe`.
+    Unsubscribe(String),
+}
+
+impl StateChange {
+    /// The client request that makes this change, as `(method, params)`.
+    pub fn as_request(&self) -> (&'static str, serde_json::Value) {
+        match self {
+            Self::LogLevel(l) => ("logging/setLevel", serde_json::json!({ "level": l })),
+            Self::Subscribe(u) => ("resources/subscribe", serde_json::json!({ "uri": u })),
+            Self::Unsubscribe(u) => ("resources/unsubscribe", serde_json::json!({ "uri": u })),
+        }
+    }
+
+    /// Applies the change to a record.
+    pub fn apply(&self, record: &mut SessionRecord) {
+        match self {
+            Self::LogLevel(l) => record.log_level = Some(l.clone()),
+            Self::Subscribe(u) => {
+                if !record.subscriptions.contains(u) {
+                    record.subscriptions.push(u.clone());
+                }
+            }
+            Self::Unsubscribe(u) => record.subscriptions.retain(|s| s != u),
+        }
+    }
+}
+
+/// Who writes an SSE stream and which requests it answers: what another instance needs to
+/// resume it, and to report its requests as failed if the writer died.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamInfo {
+    /// The instance writing the stream.
+    pub owner: String,
+    /// The JSON-RPC ids of the requests the stream answers (empty for a GET stream).
+    pub ids: Vec<serde_json::Value>,
+    /// The requests came as one batch (they are answered by one array).
+    #[serde(default)]
+    pub batch: bool,
+}
+
+/// One event to append to a stream's log.
+#[derive(Debug, Clone, Copy)]
+pub struct AppendEvent<'a> {
+    /// The session.
+    pub session: &'a str,
+    /// The stream within the session.
+    pub stream: &'a str,
+    /// The event's number in the stream (1, 2, ...).
+    pub seq: u64,
+    /// One JSON-RPC message; empty for the end of a stream whose request was cancelled.
+    pub data: &'a str,
+    /// The stream has nothing more after this event.
+    pub last: bool,
+    /// Given with the stream's first stored event.
+    pub info: Option<&'a StreamInfo>,
+}
+
+/// One event of a stream's log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEvent {
+    /// Its number in the stream.
+    pub seq: u64,
+    /// One JSON-RPC message; empty for the end of a stream whose request was cancelled.
+    pub data: String,
+    /// The stream's last event.
+    pub last: bool,
+}
+
+/// What the bus carries: every instance reads every event, in one order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum BusEvent {
+    /// A session ended (DELETE, or its owner's expiry): every instance drops it.
+    SessionEnded {
+        /// The session.
+        session: String,
+    },
+    /// A client message for the instance(s) serving a session: the answer to a
+    /// server-to-client request (for the instance waiting for it), or a cancellation (for
+    /// all of them).
+    Deliver {
+        /// The session.
+        session: String,
+        /// The one instance it is for (`None`: every instance but the sender).
+        to: Option<String>,
+        /// The instance that received it.
+        from: String,
+        /// One JSON-RPC message.
+        message: String,
+    },
+    /// A session's state changed: every other instance serving it makes the same change.
+    State {
+        /// The session.
+        session: String,
+        /// The instance the client asked.
+        from: String,
+        /// The change.
+        change: StateChange,
+    },
+    /// A change of the server's own (a resource was updated, a list changed), for every
+    /// other instance to tell its clients. What it holds is the server's business.
+    Change {
+        /// The instance where it happened.
+        from: String,
+        /// The change.
+        change: serde_json::Value,
+    },
+    /// A stream got a new event (for an instance tailing it for a resumed client).
+    Bell {
+        /// The session.
+        session: String,
+        /// The stream.
+        stream: String,
+    },
+}
+
+/// Settings shared by the store implementations.
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    /// Prefix of every key (several deployments can share one Redis).
+    pub namespace: String,
+    /// A session unused this long is gone, with its streams and pending requests.
+    pub session_ttl: Duration,
+    /// A stream's log is kept this long after its last event.
+    pub stream_ttl: Duration,
+    /// Events kept per stream (the oldest go first).
+    pub max_events_per_stream: usize,
+    /// How often an instance says it is alive; it counts as dead after three missed.
+    pub heartbeat: Duration,
+    /// How long one store operation may take before the request that needs it is refused.
+    pub op_timeout: Duration,
+    /// Store operations allowed to wait at once; past that, requests are refused as busy.
+    pub max_waiting: usize,
+    /// Bus events buffered per reader before it is told it lagged.
+    pub bus_buffer: usize,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            namespace: "mcp".to_owned(),
+            session_ttl: Duration::from_secs(30 * 60),
+            stream_ttl: Duration::from_secs(5 * 60),
+            max_events_per_stream: 1000,
+            heartbeat: Duration::from_secs(2),
+            op_timeout: Duration::from_secs(2),
+            max_waiting: 1024,
+            bus_buffer: 4096,
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch (0 if the clock is before it).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
