@@ -158,8 +158,13 @@ async fn shared_store(
         .or_else(|| file.and_then(|f| f.instance_id.clone()));
     let mut probe = mcp_http::HttpConfig::default();
     limits.http(&mut probe);
-    let store =
-        crate::store::connect(&url, instance.as_deref(), probe.session_idle_timeout).await?;
+    let store = crate::store::connect(
+        &url,
+        &args.store,
+        instance.as_deref(),
+        probe.session_idle_timeout,
+    )
+    .await?;
     Ok(Some(store))
 }
 

@@ -20,6 +20,14 @@ pub(crate) struct StoreArgs {
     /// This instance's name in the store and in logs (default: random).
     #[arg(long, value_name = "NAME")]
     pub(crate) instance_id: Option<String>,
+    /// A store operation slower than this fails the request that needs it (503, -32000
+    /// busy, Retry-After) [default: 2s]
+    #[arg(long, value_name = "DURATION")]
+    pub(crate) store_timeout: Option<crate::limits::Dur>,
+    /// Store operations waiting at once; past that, requests are refused as busy at once
+    /// instead of queueing behind a slow store [default: 1024]
+    #[arg(long, value_name = "N")]
+    pub(crate) store_max_waiting: Option<usize>,
 }
 
 /// The name of an instance that was given none: `mcp-` and 8 random hex digits.
@@ -34,6 +42,7 @@ fn random_instance() -> String {
 /// Connects to the store at `url` (sessions expire after `session_ttl` unused).
 pub(crate) async fn connect(
     url: &str,
+    args: &StoreArgs,
     instance: Option<&str>,
     session_ttl: std::time::Duration,
 ) -> anyhow::Result<Arc<dyn Store>> {
@@ -41,10 +50,16 @@ pub(crate) async fn connect(
     if instance.is_empty() || !instance.bytes().all(|b| b.is_ascii_graphic()) {
         anyhow::bail!("--instance-id must be printable ASCII without spaces");
     }
-    let config = StoreConfig {
+    let mut config = StoreConfig {
         session_ttl,
         ..StoreConfig::default()
     };
+    if let Some(t) = &args.store_timeout {
+        config.op_timeout = t.0.max(std::time::Duration::from_millis(1));
+    }
+    if let Some(n) = args.store_max_waiting {
+        config.max_waiting = n.max(1);
+    }
     let store = mcp_store_redis::RedisStore::connect(url, instance.clone(), config).await?;
     eprintln!(
         "mcp: instance {instance}, sessions shared through {}",

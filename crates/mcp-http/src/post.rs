@@ -373,6 +373,18 @@ impl Reply<'_> {
     }
 
     async fn send(self, mut rx: mpsc::Receiver<Event>) -> Response {
+        let prime_now = self.inner.config.response_mode == ResponseMode::Sse
+            && !self.new_session
+            && self.entry_errors.is_empty()
+            && self.session.version() >= ProtocolVersion::V2025_11_25;
+        if prime_now {
+            // SSE was asked for: the client gets the stream (and an event id to resume from)
+            // at once, not when the first message is ready.
+            self.session.mark_sse(&self.token);
+            self.session.announce_stream(&self.token).await;
+            let priming = priming(&self.token, self.inner.config.sse_retry);
+            return self.stream(vec![priming], Some(rx));
+        }
         let Some(first) = rx.recv().await else {
             // The stream was detached before anything was sent (polling mode).
             self.session.mark_sse(&self.token);

@@ -296,6 +296,17 @@ impl RedisStore {
         }
     }
 
+    async fn open(&self, id: &str, stream: &str, info: &StreamInfo) -> StoreResult<()> {
+        let streams = self.key(id, "streams");
+        let json = serde_json::to_string(info).map_err(|x| StoreError::Protocol(x.to_string()))?;
+        let mut p = redis::pipe();
+        p.hset(&streams, stream, json)
+            .ignore()
+            .expire(&streams, self.ttl() as i64)
+            .ignore();
+        self.inner.conn.pipe::<()>(&p).await.map_err(unavailable)
+    }
+
     async fn range(&self, id: &str, stream: &str, after: u64) -> StoreResult<Vec<StoredEvent>> {
         let ev = self.key(id, &format!("ev:{stream}"));
         let reply: StreamRangeReply = self
@@ -473,6 +484,14 @@ impl Store for RedisStore {
         id: &'a str,
     ) -> BoxFuture<'a, StoreResult<Option<String>>> {
         Box::pin(self.pending_take(session, id))
+    }
+    fn open_stream<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+        info: &'a StreamInfo,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(self.open(session, stream, info))
     }
     fn append<'a>(&'a self, event: AppendEvent<'a>) -> BoxFuture<'a, StoreResult<()>> {
         Box::pin(self.add(event))

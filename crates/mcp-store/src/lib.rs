@@ -87,6 +87,14 @@ pub trait Store: Send + Sync + 'static {
         id: &'a str,
     ) -> BoxFuture<'a, StoreResult<Option<String>>>;
 
+    /// Records a stream before its first event (an SSE response primed at once), so that a
+    /// client can resume it on another instance, and learn that it failed if its writer dies.
+    fn open_stream<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+        info: &'a StreamInfo,
+    ) -> BoxFuture<'a, StoreResult<()>>;
     /// Appends one event to a stream's log (`seq` increases by one per event from 1). `info`
     /// is given with a stream's first stored event.
     fn append<'a>(&'a self, event: AppendEvent<'a>) -> BoxFuture<'a, StoreResult<()>>;

@@ -176,6 +176,24 @@ impl Store for MemoryStore {
         ready(self.with_live(session, |s| s.pending.remove(id)).flatten())
     }
 
+    fn open_stream<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+        info: &'a StreamInfo,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        self.with_live(session, |s| {
+            s.streams
+                .entry(stream.to_owned())
+                .or_insert(Log {
+                    info: None,
+                    events: VecDeque::new(),
+                })
+                .info = Some(info.clone());
+        });
+        ready(())
+    }
+
     fn append<'a>(&'a self, e: AppendEvent<'a>) -> BoxFuture<'a, StoreResult<()>> {
         let max = self.shared.config.max_events_per_stream.max(1);
         self.with_live(e.session, |s| {

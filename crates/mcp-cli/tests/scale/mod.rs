@@ -42,6 +42,7 @@ impl Redis {
         let child = Command::new("redis-server")
             .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
             .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
+            .args(["--enable-debug-command", "local"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .kill_on_drop(true)
@@ -272,6 +273,22 @@ impl SseReader {
             resp,
             parser: mcp_http::sse::SseParser::new(64 << 20),
             queue: Default::default(),
+        }
+    }
+
+    /// The next event (`None`: the stream ended or broke).
+    pub async fn next_event(&mut self) -> Option<SseEvent> {
+        loop {
+            if let Some(e) = self.queue.pop_front() {
+                return Some(e);
+            }
+            let chunk = self.resp.chunk().await.ok()??;
+            for e in self.parser.push(&chunk) {
+                self.queue.push_back(SseEvent {
+                    id: e.id.clone(),
+                    data: (!e.data.is_empty()).then(|| serde_json::from_str(&e.data).unwrap()),
+                });
+            }
         }
     }
 

@@ -295,7 +295,7 @@ mod tests {
     #[tokio::test]
     async fn routes_and_resumes() {
         let (s, _rx) = session();
-        let (tok, mut live) = s.open_post_stream(&[RequestId::Number(1)], 1, true);
+        let (tok, mut live) = s.open_post_stream(&[RequestId::Number(1)], 1, true, None);
         s.route(out(
             r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#,
             Some(1),
@@ -330,7 +330,7 @@ mod tests {
     #[tokio::test]
     async fn resume_mid_stream_neither_misses_nor_repeats() {
         let (s, _rx) = session();
-        let (tok, live) = s.open_post_stream(&[RequestId::Number(1)], 1, true);
+        let (tok, live) = s.open_post_stream(&[RequestId::Number(1)], 1, true, None);
         drop(live);
         for i in 0..3 {
             s.route(out(

@@ -136,6 +136,23 @@ impl Session {
         (token, rx)
     }
 
+    /// Records a stream that is primed before its first event in the shared store (if any),
+    /// so that it can be resumed on another instance from the start.
+    pub(crate) async fn announce_stream(&self, token: &str) {
+        let Some(shared) = self.shared() else { return };
+        let info = self
+            .lock()
+            .by_token
+            .get_mut(token)
+            .and_then(|s| s.info.take());
+        if let Some(info) = info {
+            let open = shared.store.open_stream(&self.id, token, &info);
+            if let Err(e) = shared.op(open).await {
+                tracing::warn!(session = %self.id, stream = token, "stream not recorded for resumption: {e}");
+            }
+        }
+    }
+
     /// Forgets a stream whose answer went out as a JSON body: there is nothing to resume.
     pub(crate) async fn forget_stream(&self, token: &str) {
         let stored = self.lock().by_token.get(token).is_none_or(|s| s.stored);
