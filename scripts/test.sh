@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace, the fuzz targets' replay tests and a short run of each
 # fuzz target, then the official conformance suite. Installs what the tests need (cargo-fuzz
-# from crates.io, Node 22 and the suite from the npm registry). The soak test is separate:
+# from crates.io, Redis from Debian's packages when run as root, Node 22 and the suite from the
+# npm registry). The soak test is separate:
 # scripts/soak.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +13,18 @@ if ! command -v cargo >/dev/null; then
   echo "cargo is required (https://rustup.rs)" >&2
   exit 1
 fi
+# The scale-out tests start their own Redis (redis-server from PATH, on a free loopback port).
+if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "== installing Debian's redis-server package (for the scale-out tests)"
+    apt-get install -y -q redis-server >/dev/null 2>&1 \
+      || { apt-get update -q >/dev/null && apt-get install -y -q redis-server >/dev/null; }
+  else
+    echo "the scale-out tests need redis-server and redis-cli: install Debian's redis-server package" >&2
+    exit 1
+  fi
+fi
+# apt may start a Redis on 6379 as a service; the tests use their own, so it is left alone.
 cargo build --workspace --all-targets
 cargo test --workspace --all-targets
 cargo test --workspace --doc

@@ -23,7 +23,7 @@ pub struct Redis {
     pub port: u16,
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -39,10 +39,16 @@ impl Redis {
 
     /// Starts Redis on `port` (for a restart on the same address).
     pub async fn start_on(port: u16) -> Redis {
+        Self::start_with(port, &[]).await
+    }
+
+    /// Starts Redis on `port` with extra arguments.
+    pub async fn start_with(port: u16, extra: &[&str]) -> Redis {
         let child = Command::new("redis-server")
             .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
             .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
             .args(["--enable-debug-command", "local"])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .kill_on_drop(true)
@@ -104,6 +110,84 @@ impl Redis {
     }
 }
 
+/// A Redis Cluster of three masters (no replicas) on free loopback ports.
+pub struct Cluster {
+    pub nodes: Vec<Redis>,
+    _dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    pub async fn start() -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let mut nodes = Vec::new();
+        for i in 0..3 {
+            let port = free_port();
+            let conf = dir.path().join(format!("nodes-{i}.conf"));
+            let child = Command::new("redis-server")
+                .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+                .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
+                .args(["--cluster-enabled", "yes", "--cluster-config-file"])
+                .arg(&conf)
+                .current_dir(dir.path())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .kill_on_drop(true)
+                .spawn()
+                .expect("redis-server runs");
+            let node = Redis {
+                child: Some(child),
+                port,
+            };
+            for _ in 0..200 {
+                if node.try_cli(&["PING"]).as_deref() == Some("PONG") {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            nodes.push(node);
+        }
+        let addrs: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        let out = std::process::Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&addrs)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        for _ in 0..200 {
+            let ok = nodes.iter().all(|n| {
+                n.try_cli(&["CLUSTER", "INFO"])
+                    .is_some_and(|i| i.contains("cluster_state:ok"))
+            });
+            if ok {
+                return Cluster { nodes, _dir: dir };
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the cluster did not come up");
+    }
+
+    /// `redis+cluster://` with two of the nodes (the third is found from them).
+    pub fn url(&self) -> String {
+        format!(
+            "redis+cluster://127.0.0.1:{},127.0.0.1:{}",
+            self.nodes[0].port, self.nodes[1].port
+        )
+    }
+
+    /// Keys matching `pattern` on every node.
+    pub fn keys(&self, pattern: &str) -> Vec<String> {
+        self.nodes.iter().flat_map(|n| n.keys(pattern)).collect()
+    }
+}
+
 /// An `mcp serve --store` instance.
 pub struct Instance {
     pub child: Child,
@@ -113,7 +197,12 @@ pub struct Instance {
 
 impl Instance {
     pub async fn start(redis: &Redis, name: &str, extra: &[&str]) -> Instance {
-        let url = redis.url();
+        Self::start_url(&redis.url(), name, extra).await
+    }
+
+    /// An instance whose store is at `url`.
+    pub async fn start_url(url: &str, name: &str, extra: &[&str]) -> Instance {
+        let url = url.to_owned();
         let mut args = vec![
             "--listen",
             "127.0.0.1:0",
