@@ -38,6 +38,31 @@ pub(crate) fn start(inner: &Arc<Inner>, shared: &Arc<Shared>) {
     });
     let bus = shared.store.bus();
     tokio::spawn(read(Arc::downgrade(inner), shared.clone(), bus));
+    tokio::spawn(keep_open_sessions(Arc::downgrade(inner), shared.clone()));
+}
+
+/// A session whose client keeps a stream open but sends nothing is in use: its record must
+/// not expire in the store. Such sessions are touched a few times per expiry period.
+async fn keep_open_sessions(inner: Weak<Inner>, shared: Arc<Shared>) {
+    let every = (shared.store.config().session_ttl / 4).max(std::time::Duration::from_millis(250));
+    loop {
+        tokio::time::sleep(every).await;
+        let Some(strong) = inner.upgrade() else {
+            return;
+        };
+        let open: Vec<String> = strong
+            .sessions()
+            .values()
+            .filter(|s| s.idle_since().is_none())
+            .map(|s| s.id.clone())
+            .collect();
+        drop(strong);
+        for id in open {
+            if let Err(e) = shared.op(shared.store.touch_session(&id)).await {
+                tracing::debug!(session = %id, "open session not kept alive in the store: {e}");
+            }
+        }
+    }
 }
 
 async fn read(
