@@ -28,6 +28,10 @@ pub(crate) struct StoreArgs {
     /// instead of queueing behind a slow store [default: 1024]
     #[arg(long, value_name = "N")]
     pub(crate) store_max_waiting: Option<usize>,
+    /// The CA certificate (PEM) that signed the store's TLS certificate, for a rediss:// URL
+    /// whose certificate is not from a public CA
+    #[arg(long, value_name = "FILE")]
+    pub(crate) store_ca: Option<std::path::PathBuf>,
 }
 
 /// The name of an instance that was given none: `mcp-` and 8 random hex digits.
@@ -60,7 +64,14 @@ pub(crate) async fn connect(
     if let Some(n) = args.store_max_waiting {
         config.max_waiting = n.max(1);
     }
-    let store = mcp_store_redis::RedisStore::connect(url, instance.clone(), config).await?;
+    let ca = match &args.store_ca {
+        Some(path) => {
+            Some(std::fs::read(path).with_context(|| format!("reading {}", path.display()))?)
+        }
+        None => None,
+    };
+    let store =
+        mcp_store_redis::RedisStore::connect_with_ca(url, instance.clone(), config, ca).await?;
     eprintln!(
         "mcp: instance {instance}, sessions shared through {}",
         mcp_store_redis::redacted(url)

@@ -474,3 +474,144 @@ async fn acl_users_no_tokens_at_rest_and_unreachable_store() {
         assert!(!err.contains("wrong"), "no password shown: {err}");
     }
 }
+
+/// `rediss://` with a private CA (`--store-ca`): sessions cross instances over TLS; without
+/// the CA the certificate is refused at start, in one line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_to_redis_with_a_private_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let openssl = |args: &[&str]| {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .current_dir(d)
+            .output()
+            .expect("openssl runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=test-ca",
+    ]);
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "srv.key",
+        "-out",
+        "srv.csr",
+        "-subj",
+        "/CN=localhost",
+    ]);
+    std::fs::write(d.join("ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost").unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "srv.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "srv.crt",
+        "-days",
+        "2",
+        "-extfile",
+        "ext",
+    ]);
+    let tls_port = scale::free_port();
+    let path = |f: &str| d.join(f).to_str().unwrap().to_owned();
+    let (cert, key, ca) = (path("srv.crt"), path("srv.key"), path("ca.crt"));
+    let tls = tls_port.to_string();
+    let _redis = Redis::start_with(
+        scale::free_port(),
+        &[
+            "--tls-port",
+            &tls,
+            "--tls-cert-file",
+            &cert,
+            "--tls-key-file",
+            &key,
+            "--tls-ca-cert-file",
+            &ca,
+            "--tls-auth-clients",
+            "no",
+        ],
+    )
+    .await;
+    let url = format!("rediss://127.0.0.1:{tls_port}");
+    let a = Instance::start_url(&url, "a", &["--store-ca", &ca]).await;
+    let b = Instance::start_url(&url, "b", &["--store-ca", &ca]).await;
+    let sid = open_session(&a.url, V).await;
+    let (status, m) = call(&b.url, &sid, V, &tool(1, "echo", json!({"message": "tls"}))).await;
+    assert_eq!(status, 200);
+    assert_eq!(result_text(&m[0]), "tls");
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--store", &url])
+        .env("MCP_LOG", "off")
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("certificate"), "{err}");
+}
+
+/// The gateway scales out the same way: `store` in its config file; a session opened on one
+/// gateway instance calls an upstream tool through another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gateways_share_sessions_through_the_config_file_store() {
+    let redis = Redis::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut gateways = Vec::new();
+    for name in ["g1", "g2"] {
+        let file = dir.path().join(format!("{name}.toml"));
+        let config = format!(
+            "store = \"{}\"\ninstance_id = \"{name}\"\n\n[[upstream]]\nname = \"demo\"\ncommand = [\"{}\", \"serve\", \"--stdio\"]\n",
+            redis.url(),
+            env!("CARGO_BIN_EXE_mcp")
+        );
+        std::fs::write(&file, config).unwrap();
+        let (child, url) = common::serve_http(&[
+            "--listen",
+            "127.0.0.1:0",
+            "--config",
+            file.to_str().unwrap(),
+        ])
+        .await;
+        gateways.push((child, url));
+    }
+    let sid = open_session(&gateways[0].1, V).await;
+    let (status, m) = call(
+        &gateways[1].1,
+        &sid,
+        V,
+        &tool(1, "demo__echo", json!({"message": "via g2"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{m:?}");
+    assert_eq!(result_text(&m[0]), "via g2");
+    assert!(
+        redis.cli(&["EXISTS", "mcp:node:g2"]) == "1",
+        "g2 is the instance id of the file"
+    );
+}

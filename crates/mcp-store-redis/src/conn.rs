@@ -7,9 +7,16 @@ use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, FromRedisValue, Pipeline, RedisResult};
 
-/// Where the store is: one server, or the seed nodes of a Cluster.
+/// Where the store is: one server, or the seed nodes of a Cluster, and the CA (PEM) that
+/// signed their TLS certificates when it is not a public one.
 #[derive(Debug, Clone)]
-pub(crate) enum Target {
+pub(crate) struct Target {
+    pub(crate) nodes: Nodes,
+    pub(crate) ca_pem: Option<Vec<u8>>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Nodes {
     Single(String),
     Cluster(Vec<String>),
 }
@@ -18,8 +25,22 @@ impl Target {
     /// Reads a store URL: `redis://[user:password@]host:port[/db]`, `rediss://` for TLS, or
     /// `redis+cluster://[user:password@]host:port,host:port` (`rediss+cluster://` with TLS)
     /// for a Cluster, given by some of its nodes.
-    pub(crate) fn parse(url: &str) -> Result<Target, String> {
-        let cluster = |scheme: &str, rest: &str| -> Result<Target, String> {
+    pub(crate) fn parse(url: &str, ca_pem: Option<Vec<u8>>) -> Result<Target, String> {
+        let nodes = Nodes::parse(url)?;
+        Ok(Target { nodes, ca_pem })
+    }
+
+    fn certs(&self) -> Option<redis::TlsCertificates> {
+        self.ca_pem.as_ref().map(|ca| redis::TlsCertificates {
+            client_tls: None,
+            root_cert: Some(ca.clone()),
+        })
+    }
+}
+
+impl Nodes {
+    fn parse(url: &str) -> Result<Nodes, String> {
+        let cluster = |scheme: &str, rest: &str| -> Result<Nodes, String> {
             let (auth, hosts) = match rest.rsplit_once('@') {
                 Some((a, h)) => (format!("{a}@"), h),
                 None => (String::new(), rest),
@@ -33,7 +54,7 @@ impl Target {
             if nodes.is_empty() {
                 return Err("a cluster URL names at least one node".to_owned());
             }
-            Ok(Target::Cluster(nodes))
+            Ok(Nodes::Cluster(nodes))
         };
         if let Some(rest) = url.strip_prefix("redis+cluster://") {
             return cluster("redis", rest);
@@ -42,7 +63,7 @@ impl Target {
             return cluster("rediss", rest);
         }
         if url.starts_with("redis://") || url.starts_with("rediss://") {
-            return Ok(Target::Single(url.to_owned()));
+            return Ok(Nodes::Single(url.to_owned()));
         }
         Err(format!(
             "not a Redis URL: {url:?} (redis://, rediss://, redis+cluster:// or rediss+cluster://)"
@@ -64,9 +85,12 @@ impl Conn {
         connect_timeout: Duration,
         response_timeout: Option<Duration>,
     ) -> RedisResult<Conn> {
-        match target {
-            Target::Single(url) => {
-                let client = redis::Client::open(url.as_str())?;
+        match &target.nodes {
+            Nodes::Single(url) => {
+                let client = match target.certs() {
+                    Some(certs) => redis::Client::build_with_tls(url.as_str(), certs)?,
+                    None => redis::Client::open(url.as_str())?,
+                };
                 let mut config = ConnectionManagerConfig::new()
                     .set_connection_timeout(Some(connect_timeout))
                     .set_min_delay(Duration::from_millis(50))
@@ -76,9 +100,12 @@ impl Conn {
                 let manager = ConnectionManager::new_with_config(client, config).await?;
                 Ok(Conn::Single(manager))
             }
-            Target::Cluster(nodes) => {
+            Nodes::Cluster(nodes) => {
                 let mut builder =
                     ClusterClient::builder(nodes.clone()).connection_timeout(connect_timeout);
+                if let Some(certs) = target.certs() {
+                    builder = builder.certs(certs);
+                }
                 if let Some(t) = response_timeout {
                     builder = builder.response_timeout(t);
                 } else {

@@ -107,7 +107,21 @@ impl RedisStore {
         instance: impl Into<String>,
         config: StoreConfig,
     ) -> Result<RedisStore, ConnectError> {
-        let target = Target::parse(url).map_err(ConnectError::Url)?;
+        Self::connect_with_ca(url, instance, config, None).await
+    }
+
+    /// [`RedisStore::connect`] to a Redis whose TLS certificate (`rediss://`) is signed by
+    /// the CA in `ca_pem` (PEM) rather than by a public one.
+    ///
+    /// # Errors
+    /// As [`RedisStore::connect`].
+    pub async fn connect_with_ca(
+        url: &str,
+        instance: impl Into<String>,
+        config: StoreConfig,
+        ca_pem: Option<Vec<u8>>,
+    ) -> Result<RedisStore, ConnectError> {
+        let target = Target::parse(url, ca_pem).map_err(ConnectError::Url)?;
         let unreachable = |e: String| ConnectError::Unreachable {
             url: redacted(url),
             error: e,
