@@ -562,14 +562,14 @@ mod tests {
 
     #[test]
     fn urls() {
-        assert!(matches!(
-            Target::parse("redis://h:1/2"),
-            Ok(Target::Single(_))
-        ));
-        match Target::parse("rediss+cluster://u:p@a:1,b:2") {
-            Ok(Target::Cluster(n)) => assert_eq!(n, ["rediss://u:p@a:1", "rediss://u:p@b:2"]),
+        let nodes = |u: &str| Target::parse(u, None).map(|t| t.nodes);
+        assert!(matches!(nodes("redis://h:1/2"), Ok(conn::Nodes::Single(_))));
+        match nodes("rediss+cluster://u:p@a:1,b:2") {
+            Ok(conn::Nodes::Cluster(n)) => {
+                assert_eq!(n, ["rediss://u:p@a:1", "rediss://u:p@b:2"]);
+            }
             other => panic!("{other:?}"),
         }
-        assert!(Target::parse("http://h").is_err());
+        assert!(nodes("http://h").is_err());
     }
 }
