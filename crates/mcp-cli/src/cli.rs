@@ -237,6 +237,11 @@ pub(crate) struct BenchArgs {
     /// Pid of the server, for RSS and CPU figures of an HTTP target.
     #[arg(long)]
     pub(crate) server_pid: Option<u32>,
+    /// Another endpoint of the same deployment (an instance sharing the store); repeat for
+    /// more. Each connection's calls go to URL and these in turn, so a session opened on
+    /// one instance is used on all of them (raw driver).
+    #[arg(long = "also", value_name = "URL")]
+    pub(crate) also: Vec<String>,
     /// Protocol era to speak: legacy (initialize), modern (2026-07-28) or auto.
     #[arg(long, default_value = "legacy")]
     pub(crate) era: mcp_client::EraChoice,

@@ -110,6 +110,7 @@ pub(crate) async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         idle_sessions,
         cold_start,
         server_pid,
+        also,
         era,
         tool,
         args,
@@ -129,6 +130,9 @@ pub(crate) async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         }
         (Some(DriverArg::Raw) | None, target::Target::Url(_)) => bench::Driver::Raw,
     };
+    if !also.is_empty() && driver != bench::Driver::Raw {
+        bail!("--also is for the raw driver (http:// URLs)");
+    }
     if driver == bench::Driver::Raw && mode == BenchMode::Pipelined {
         bail!("pipelined calls need one connection with the SDK client (--driver client)");
     }
@@ -149,6 +153,7 @@ pub(crate) async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         idle_sessions,
         cold_start,
         server_pid,
+        also,
         era,
         json,
     };

@@ -217,6 +217,7 @@ async fn serve_http(
     limits.http(&mut config);
     let legacy = mcp_http::LegacySse::new(server.clone(), config.clone());
     let tools = server.clone();
+    let counted = store.clone();
     let mut http = mcp_http::StreamableHttp::new(server, config).with_param_headers(move |name| {
         tools
             .tool(name)
@@ -238,7 +239,13 @@ async fn serve_http(
     };
     eprintln!("mcp: serving {what} at http://{addr}/mcp (and HTTP+SSE at /sse)");
     mcp_http::serve_router_with(listener, app, options, shutdown.cancelled_owned()).await?;
-    eprintln!("mcp: stopped");
+    match counted {
+        Some(store) => eprintln!(
+            "mcp: stopped ({} round trips to the store)",
+            store.stats().round_trips
+        ),
+        None => eprintln!("mcp: stopped"),
+    }
     Ok(())
 }
 

@@ -338,11 +338,22 @@ async fn slow_redis_gets_back_pressure() {
     let port = redis.port.to_string();
     let sleeper = std::thread::spawn(move || {
         std::process::Command::new("redis-cli")
-            .args(["-h", "127.0.0.1", "-p", &port, "DEBUG", "SLEEP", "3"])
+            .args(["-h", "127.0.0.1", "-p", &port, "DEBUG", "SLEEP", "5"])
             .output()
             .unwrap()
     });
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Until Redis stops answering a PING within 100 ms, it is not asleep yet.
+    let t0 = Instant::now();
+    loop {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "Redis never went to sleep"
+        );
+        if !answers_ping(redis.port).await {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let t0 = Instant::now();
     let calls: Vec<_> = (0..100)
         .map(|i| {
@@ -392,4 +403,20 @@ async fn slow_redis_gets_back_pressure() {
         .0,
         200
     );
+}
+
+/// Whether Redis on `port` answers a PING within 100 ms.
+async fn answers_ping(port: u16) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut s) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
+        return false;
+    };
+    if s.write_all(b"PING\r\n").await.is_err() {
+        return false;
+    }
+    let mut buf = [0u8; 16];
+    matches!(
+        tokio::time::timeout(Duration::from_millis(100), s.read(&mut buf)).await,
+        Ok(Ok(n)) if n > 0
+    )
 }

@@ -231,6 +231,28 @@ async fn resumption_and_sampling_cross_instances() {
     assert_eq!(results.len(), 1, "the result exactly once: {seen:?}");
     assert!(results[0]["result"].is_object());
 
+    // A cancellation sent to a reaches the request running on b: its stream ends at once,
+    // without a result.
+    let mut long = tool(9, "slow", json!({"steps": 50, "delay_ms": 200}));
+    long["params"]["_meta"] = json!({"progressToken": "long"});
+    let r = post(&all[1].url, &sid, V, &long).send().await.unwrap();
+    let mut sse = SseReader::new(r);
+    sse.next_message(10).await.unwrap();
+    let t0 = std::time::Instant::now();
+    let cancel = json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9,"reason":"test"}});
+    assert_eq!(call(&all[0].url, &sid, V, &cancel).await.0, 202);
+    while let Some(e) = sse.next_message(10).await {
+        assert_ne!(
+            e.data.unwrap()["id"],
+            9,
+            "a cancelled request gets no result"
+        );
+    }
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "cancelled, not run to its end (10 s)"
+    );
+
     // Sampling: the tool runs on b, the client's answer goes to c.
     let r = post(
         &all[1].url,

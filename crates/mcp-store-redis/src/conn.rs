@@ -71,6 +71,13 @@ impl Nodes {
     }
 }
 
+/// Round trips made by every connection of this process.
+pub(crate) static ROUND_TRIPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn counted() {
+    ROUND_TRIPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// A connection that reconnects by itself.
 #[derive(Clone)]
 pub(crate) enum Conn {
@@ -118,6 +125,7 @@ impl Conn {
     }
 
     pub(crate) async fn cmd<T: FromRedisValue>(&self, cmd: &Cmd) -> RedisResult<T> {
+        counted();
         match self {
             Conn::Single(c) => cmd.query_async(&mut c.clone()).await,
             Conn::Cluster(c) => cmd.query_async(&mut c.clone()).await,
@@ -125,6 +133,7 @@ impl Conn {
     }
 
     pub(crate) async fn pipe<T: FromRedisValue>(&self, pipe: &Pipeline) -> RedisResult<T> {
+        counted();
         match self {
             Conn::Single(c) => pipe.query_async(&mut c.clone()).await,
             Conn::Cluster(c) => pipe.query_async(&mut c.clone()).await,

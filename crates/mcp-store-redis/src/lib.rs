@@ -547,6 +547,11 @@ impl Store for RedisStore {
     fn bus(&self) -> broadcast::Receiver<BusEvent> {
         self.inner.bus.subscribe()
     }
+    fn stats(&self) -> mcp_store::StoreStats {
+        mcp_store::StoreStats {
+            round_trips: conn::ROUND_TRIPS.load(std::sync::atomic::Ordering::Relaxed),
+        }
+    }
 }
 
 #[cfg(test)]

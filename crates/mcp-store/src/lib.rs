@@ -23,6 +23,14 @@ pub use types::*;
 use futures::future::BoxFuture;
 use tokio::sync::broadcast;
 
+/// Counters of a store, for measurements.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Requests sent to the store and answered (a pipeline counts once), the bus reader's
+    /// blocking reads and the heartbeats included.
+    pub round_trips: u64,
+}
+
 /// What a store operation returns.
 pub type StoreResult<T> = Result<T, StoreError>;
 
@@ -129,6 +137,11 @@ pub trait Store: Send + Sync + 'static {
 
     /// Puts an event on the bus (every instance, this one included, reads it).
     fn publish<'a>(&'a self, event: &'a BusEvent) -> BoxFuture<'a, StoreResult<()>>;
+    /// What the store counted so far (zeros for a store that counts nothing).
+    fn stats(&self) -> StoreStats {
+        StoreStats::default()
+    }
+
     /// The bus, from now on, in order. A receiver that falls behind by more than its buffer
     /// is told how much it missed (`Lagged`).
     fn bus(&self) -> broadcast::Receiver<BusEvent>;

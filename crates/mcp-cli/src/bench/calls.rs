@@ -12,17 +12,19 @@ use super::stats::{DONE, Ticker};
 use super::wire::{self, Conn, Endpoint, Session, Template, ToolResult};
 use super::{Phase, Plan, Sessions};
 
-/// One worker: its connection (reopened when the server closes it) and its headers.
+/// One worker: a connection per endpoint (reopened when the server closes it), its
+/// headers, and which endpoint takes its next call.
 struct Worker {
-    conn: Option<Conn>,
+    conns: Vec<Option<Conn>>,
     headers: Vec<(&'static str, String)>,
     reopened: u64,
+    turn: usize,
 }
 
 /// Connections and sessions set up before the clock starts; failures are counted.
 async fn setup(
     plan: &Plan,
-    ep: &Endpoint,
+    eps: &[Endpoint],
     sessions: Sessions,
     tally: &mut Tally,
 ) -> (Vec<Worker>, Vec<Session>) {
@@ -33,14 +35,23 @@ async fn setup(
         ("mcp-method", "tools/call".to_owned()),
         ("mcp-name", plan.tool.clone()),
     ];
-    for i in 0..plan.clients {
+    'workers: for i in 0..plan.clients {
         let t = Instant::now();
-        let mut conn = match Conn::open(ep).await {
-            Ok(c) => c,
-            Err(f) => {
-                tally.record(Err(f), t.elapsed());
-                continue;
+        // Sessions start on the endpoints in turn; calls then go to every one.
+        let home = i % eps.len();
+        let ep = &eps[home];
+        let mut conns = Vec::with_capacity(eps.len());
+        for e in eps {
+            match Conn::open(e).await {
+                Ok(c) => conns.push(Some(c)),
+                Err(f) => {
+                    tally.record(Err(f), t.elapsed());
+                    continue 'workers;
+                }
             }
+        }
+        let Some(mut conn) = conns[home].take() else {
+            continue;
         };
         let headers = match sessions {
             Sessions::Stateless => Ok(modern.clone()),
@@ -59,10 +70,12 @@ async fn setup(
         match headers {
             Ok(headers) => {
                 tally.record(Ok(()), t.elapsed());
+                conns[home] = Some(conn);
                 workers.push(Worker {
-                    conn: Some(conn),
+                    conns,
                     headers,
                     reopened: 0,
+                    turn: home + 1,
                 });
             }
             Err(f) => tally.record(Err(f), t.elapsed()),
@@ -89,7 +102,7 @@ async fn call(
 
 async fn work(
     worker: &mut Worker,
-    ep: &Endpoint,
+    eps: &[Endpoint],
     plan: &Plan,
     template: &Template,
     next: &AtomicU64,
@@ -112,19 +125,22 @@ async fn work(
             break;
         }
         let t = Instant::now();
-        if worker.conn.as_ref().is_none_or(Conn::is_closed) {
+        let e = worker.turn % eps.len();
+        worker.turn += 1;
+        let (ep, slot) = (&eps[e], &mut worker.conns[e]);
+        if slot.as_ref().is_none_or(Conn::is_closed) {
             worker.reopened += 1;
             match Conn::open(ep).await {
-                Ok(c) => worker.conn = Some(c),
+                Ok(c) => *slot = Some(c),
                 Err(f) => {
-                    worker.conn = None;
+                    *slot = None;
                     tally.record(Err(f), t.elapsed());
                     DONE.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
             }
         }
-        let outcome = match worker.conn.as_mut() {
+        let outcome = match slot.as_mut() {
             Some(conn) => call(conn, ep, &headers, plan, template, n).await,
             None => Err(Failure::Transport("no connection".into())),
         };
@@ -140,10 +156,13 @@ pub(crate) async fn run(
     url: &str,
     sessions: Sessions,
 ) -> anyhow::Result<(Vec<Phase>, Value)> {
-    let ep = Endpoint::resolve(url).await?;
+    let mut eps = vec![Endpoint::resolve(url).await?];
+    for also in &plan.also {
+        eps.push(Endpoint::resolve(also).await?);
+    }
     let mut setup_tally = Tally::default();
     let setup_start = Instant::now();
-    let (mut workers, opened) = setup(plan, &ep, sessions, &mut setup_tally).await;
+    let (mut workers, opened) = setup(plan, &eps, sessions, &mut setup_tally).await;
     let mut phases = vec![Phase::new(
         "setup",
         "setups",
@@ -174,7 +193,7 @@ pub(crate) async fn run(
     let tallies = futures::future::join_all(
         workers
             .iter_mut()
-            .map(|w| work(w, &ep, plan, &template, &next, deadline)),
+            .map(|w| work(w, &eps, plan, &template, &next, deadline)),
     )
     .await;
     let elapsed = start.elapsed();
@@ -185,10 +204,10 @@ pub(crate) async fn run(
     }
     let reopened: u64 = workers.iter().map(|w| w.reopened).sum();
     phases.push(Phase::new("calls", "calls", plan.clients, tally, elapsed));
-    // Not timed: end the sessions, on the first live connection.
-    if let Some(conn) = workers.iter_mut().find_map(|w| w.conn.as_mut()) {
+    // Not timed: end the sessions, on the first live connection to the first endpoint.
+    if let Some(conn) = workers.iter_mut().find_map(|w| w.conns[0].as_mut()) {
         for s in &opened {
-            wire::end(conn, &ep, s).await;
+            wire::end(conn, &eps[0], s).await;
         }
     }
     Ok((phases, json!({"connections_reopened": reopened})))

@@ -73,6 +73,8 @@ pub(crate) struct Plan {
     /// Start the stdio server this many times instead of calling.
     pub(crate) cold_start: Option<usize>,
     pub(crate) server_pid: Option<u32>,
+    /// More endpoints of the same deployment; calls rotate over the URL and these.
+    pub(crate) also: Vec<String>,
     pub(crate) era: mcp_client::EraChoice,
     pub(crate) json: bool,
 }

@@ -100,15 +100,21 @@ pub(crate) async fn restore(
     session.feed_own(own("init"), "initialize", params).await;
     let initialized = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
     session.feed(Inbound::Frame(initialized.to_vec())).await;
-    if let Some(level) = &record.log_level {
-        let p = serde_json::json!({ "level": level });
-        session.feed_own(own("level"), "logging/setLevel", p).await;
-    }
-    for (i, uri) in record.subscriptions.iter().enumerate() {
-        let p = serde_json::json!({ "uri": uri });
-        session
-            .feed_own(own(&format!("sub-{i}")), "resources/subscribe", p)
-            .await;
+    let mut applied = mcp_store::SessionRecord {
+        log_level: None,
+        subscriptions: Vec::new(),
+        ..record.clone()
+    };
+    catch_up(&session, &mut applied, &record).await;
+    // A change made elsewhere between the read and this instance holding the session went
+    // by on the bus unseen here: read once more now that the bus reaches the session.
+    match shared.op(shared.store.load_session(id)).await {
+        Ok(Some(now)) => catch_up(&session, &mut applied, &now).await,
+        Ok(None) => {
+            inner.drop_local(id);
+            return Err(session_not_found());
+        }
+        Err(e) => tracing::debug!(session = id, "second read of a restored session: {e}"),
     }
     session.mark_initialized();
     tracing::debug!(
@@ -118,3 +124,41 @@ pub(crate) async fn restore(
     );
     Ok(session)
 }
+
+/// Makes the session's engine hold what `target` says (log level, subscriptions), given what
+/// it holds now (`applied`, updated).
+async fn catch_up(
+    session: &Session,
+    applied: &mut mcp_store::SessionRecord,
+    target: &mcp_store::SessionRecord,
+) {
+    use mcp_store::StateChange;
+    let mut changes = Vec::new();
+    if let Some(level) = target
+        .log_level
+        .as_ref()
+        .filter(|l| applied.log_level.as_ref() != Some(*l))
+    {
+        changes.push(StateChange::LogLevel(level.clone()));
+    }
+    for uri in &target.subscriptions {
+        if !applied.subscriptions.contains(uri) {
+            changes.push(StateChange::Subscribe(uri.clone()));
+        }
+    }
+    for uri in &applied.subscriptions {
+        if !target.subscriptions.contains(uri) {
+            changes.push(StateChange::Unsubscribe(uri.clone()));
+        }
+    }
+    for change in changes {
+        let (method, params) = change.as_request();
+        let n = RESTORED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = RequestId::String(format!("mcp-store-restore-{n}"));
+        session.feed_own(id, method, params).await;
+        change.apply(applied);
+    }
+}
+
+/// Numbers the requests a restoration sends (unique in the process).
+static RESTORED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);

@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Scale-out figures: `mcp serve` with the Redis store, 1, 2 and 3 instances, against one
+instance without it, in both eras; Redis round trips per call; memory per idle session in
+Redis.
+
+Every figure comes from `mcp bench` (raw driver, 64 connections), which checks each answer
+(status, id and the echoed text: every call sends its own message). A figure with errors is
+printed as its error count, never as a rate, and the script exits 1. With several instances,
+each connection's calls go to the instances in turn (`--also`), so a session opened on one is
+used on all of them, and every call needs the store. The servers and Redis share core 0 and
+the driver has core 1 (taskset): on two cores, more instances add no CPU, so the figures give
+the per-call cost of the store, not a scaling claim.
+
+Needs redis-server and a release build (scripts/bench-scale.sh builds it). Arguments: seconds
+per figure (default 5). Environment: ROUNDS (default 3; each cell is the median), IDLE
+(default 1000 sessions).
+"""
+
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+
+SECS = sys.argv[1] if len(sys.argv) > 1 else "5"
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
+IDLE = int(os.environ.get("IDLE", "1000"))
+MCP = "target/release/mcp"
+PIN = shutil.which("taskset") is not None and (os.cpu_count() or 1) >= 2
+SERVER_CPU = ["taskset", "-c", "0"] if PIN else []
+DRIVER_CPU = ["taskset", "-c", "1"] if PIN else []
+failed = []
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_http(url):
+    for _ in range(200):
+        try:
+            urllib.request.urlopen(url, timeout=1)
+        except urllib.error.HTTPError:
+            return
+        except OSError:
+            time.sleep(0.05)
+            continue
+        return
+    raise SystemExit(f"no answer from {url}")
+
+
+class Redis:
+    def __init__(self):
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            SERVER_CPU + ["redis-server", "--bind", "127.0.0.1", "--port", str(self.port),
+                          "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(200):
+            if self.cli("PING") == "PONG":
+                return
+            time.sleep(0.05)
+        raise SystemExit("redis-server did not start")
+
+    def url(self):
+        return f"redis://127.0.0.1:{self.port}"
+
+    def cli(self, *args):
+        out = subprocess.run(["redis-cli", "-p", str(self.port), *args],
+                             capture_output=True, text=True)
+        return out.stdout.strip()
+
+    def used_memory(self):
+        info = self.cli("INFO", "memory")
+        return int(re.search(r"used_memory:(\d+)", info).group(1))
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+class Instance:
+    def __init__(self, store, name):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        args = [MCP, "serve", "--listen", f"127.0.0.1:{self.port}"]
+        if store:
+            args += ["--store", store, "--instance-id", name]
+        self.proc = subprocess.Popen(SERVER_CPU + args, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
+        wait_http(self.url)
+
+    def stop(self):
+        """Stops it; the store round trips it reported (None without a store)."""
+        self.proc.terminate()
+        _, err = self.proc.communicate(timeout=30)
+        m = re.search(r"\((\d+) round trips to the store\)", err)
+        return int(m.group(1)) if m else None
+
+
+def bench(urls, era, label):
+    args = DRIVER_CPU + [MCP, "bench", "--json", urls[0], "--clients", "64",
+                         "--duration", f"{SECS}s", "--era", era]
+    for u in urls[1:]:
+        args += ["--also", u]
+    out = subprocess.run(args, capture_output=True, text=True)
+    try:
+        report = json.loads(out.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        failed.append(label)
+        print(f"   {label}: no report: {out.stderr.strip()[:300]}")
+        return None
+    if out.returncode != 0 or report["errors"]:
+        failed.append(label)
+    return report
+
+
+def one(era, instances, store):
+    """One figure: (calls/s, errors, p50 ms, p99 ms, round trips per call)."""
+    redis = Redis() if store else None
+    running = [Instance(redis.url() if redis else None, f"i{i}") for i in range(instances)]
+    label = f"{era}, {instances} instance(s), {'store' if store else 'no store'}"
+    report = bench([i.url for i in running], era, label)
+    trips = [i.stop() for i in running]
+    if redis:
+        redis.stop()
+    if report is None:
+        return None
+    calls = report["phases"]["calls"]
+    rt = sum(t for t in trips if t) / max(calls["calls"], 1) if store else 0.0
+    return (calls["calls_per_sec"], calls["errors"], calls["latency"]["p50_ms"],
+            calls["latency"]["p99_ms"], rt)
+
+
+def idle_memory():
+    redis = Redis()
+    inst = Instance(redis.url(), "idle")
+    before = redis.used_memory()
+    out = subprocess.run(DRIVER_CPU + [MCP, "bench", inst.url, "--idle-sessions", str(IDLE),
+                                       "--server-pid", str(inst.proc.pid), "--json"],
+                         capture_output=True, text=True)
+    after = redis.used_memory()
+    keys = redis.cli("--scan", "--pattern", "mcp:{*}:sess").splitlines()
+    one_key = redis.cli("MEMORY", "USAGE", keys[0]) if keys else "?"
+    inst.stop()
+    redis.stop()
+    if out.returncode != 0:
+        failed.append("idle sessions")
+        return None
+    return (after - before) / IDLE, len(keys), one_key
+
+
+def main():
+    shapes = [(era, n, store) for era in ("legacy", "modern")
+              for (n, store) in ((1, False), (1, True), (2, True), (3, True))]
+    results = {s: [] for s in shapes}
+    for r in range(ROUNDS):
+        for s in shapes:
+            results[s].append(one(*s))
+        print(f"round {r + 1}/{ROUNDS} done", file=sys.stderr)
+    print(f"64 connections, {SECS}s per figure, median of {ROUNDS} rounds; every answer checked")
+    print("servers and Redis on core 0, driver on core 1" if PIN else "unpinned")
+    print()
+    print("| era | instances | store | calls/s | vs 1 without | errors | p50 ms | p99 ms | round trips/call |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for era in ("legacy", "modern"):
+        base = None
+        for (e, n, store) in shapes:
+            if e != era:
+                continue
+            runs = [x for x in results[(e, n, store)] if x]
+            if not runs:
+                print(f"| {era} | {n} | {store} | failed | | | | | |")
+                continue
+            errors = sum(x[1] for x in runs)
+            med = lambda i: statistics.median(x[i] for x in runs)
+            rate = med(0)
+            if base is None:
+                base = rate
+            shown = f"{rate:,.0f}" if errors == 0 else f"{errors} errors"
+            print(f"| {era} | {n} | {'redis' if store else 'none'} | {shown} | {rate / base:.2f}x "
+                  f"| {errors} | {med(2):.2f} | {med(3):.2f} | {med(4):.2f} |")
+    mem = idle_memory()
+    if mem:
+        per, sessions, key = mem
+        print()
+        print(f"Redis memory per idle session: {per:,.0f} bytes ({IDLE} sessions, "
+              f"{sessions} session hashes; MEMORY USAGE of one: {key} bytes)")
+    if failed:
+        print(f"figures with errors: {failed}", file=sys.stderr)
+        sys.exit(1)
+
+
+main()
