@@ -80,14 +80,7 @@ async fn legacy_sessions_work_on_every_instance() {
         "at the level: {m:?}"
     );
     // DELETE on one instance: 404 on every instance.
-    let del = reqwest::Client::new()
-        .delete(&all[1].url)
-        .header("mcp-session-id", &sid)
-        .header("mcp-protocol-version", V)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(del.status(), 200);
+    assert_eq!(scale::delete(&all[1].url, &sid, V).await, 200);
     for inst in &all {
         let (status, _) = call(
             &inst.url,
@@ -203,12 +196,7 @@ async fn resumption_and_sampling_cross_instances() {
         .unwrap_or_else(|| panic!("an event id: {first:?}"));
     drop(sse);
     // ...and resumes on c.
-    let resumed = reqwest::Client::new()
-        .get(&all[2].url)
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", &sid)
-        .header("mcp-protocol-version", V)
-        .header("last-event-id", &last_id)
+    let resumed = scale::resume(&all[2].url, &sid, V, &last_id)
         .send()
         .await
         .unwrap();
@@ -266,7 +254,7 @@ async fn resumption_and_sampling_cross_instances() {
     let mut sse = SseReader::new(r);
     let ask = sse.next_message(10).await.unwrap().data.unwrap();
     assert_eq!(ask["method"], "sampling/createMessage", "{ask}");
-    let answer = json!({"jsonrpc":"2.0","id":ask["id"],"result":{"role":"assistant","content":{"type":"text","text":"the model's answer"},"model":"m"}});
+    let answer = scale::sampled(&ask, "the model's answer");
     let (status, _) = call(&all[2].url, &sid, V, &answer).await;
     assert_eq!(status, 202);
     let done = sse.next_message(10).await.unwrap().data.unwrap();
@@ -286,7 +274,7 @@ async fn resumption_and_sampling_cross_instances() {
     let mut sse = SseReader::new(r);
     let ask2 = sse.next_message(10).await.unwrap().data.unwrap();
     assert_ne!(ask2["id"], ask["id"]);
-    let answer = json!({"jsonrpc":"2.0","id":ask2["id"],"result":{"role":"assistant","content":{"type":"text","text":"second"},"model":"m"}});
+    let answer = scale::sampled(&ask2, "second");
     assert_eq!(call(&all[0].url, &sid, V, &answer).await.0, 202);
     let done = sse.next_message(10).await.unwrap().data.unwrap();
     assert!(result_text(&done).contains("second"), "{done}");
@@ -378,15 +366,10 @@ async fn works_on_a_redis_cluster() {
     let ask_id = ask.id.clone().unwrap();
     let ask = ask.data.unwrap();
     drop(sse);
-    let answer = json!({"jsonrpc":"2.0","id":ask["id"],"result":{"role":"assistant","content":{"type":"text","text":"clustered"},"model":"m"}});
+    let answer = scale::sampled(&ask, "clustered");
     assert_eq!(call(&a.url, &sid, V, &answer).await.0, 202);
     // The client left b's stream; it resumes on a and gets the result.
-    let resumed = reqwest::Client::new()
-        .get(&a.url)
-        .header("accept", "text/event-stream")
-        .header("mcp-session-id", &sid)
-        .header("mcp-protocol-version", V)
-        .header("last-event-id", &ask_id)
+    let resumed = scale::resume(&a.url, &sid, V, &ask_id)
         .send()
         .await
         .unwrap();
@@ -396,14 +379,7 @@ async fn works_on_a_redis_cluster() {
     assert_eq!(done["id"], 2);
     assert!(result_text(&done).contains("clustered"), "{done}");
     assert!(!cluster.keys(&format!("mcp:{{{sid}}}:*")).is_empty());
-    let del = reqwest::Client::new()
-        .delete(&b.url)
-        .header("mcp-session-id", &sid)
-        .header("mcp-protocol-version", V)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(del.status(), 200);
+    assert_eq!(scale::delete(&b.url, &sid, V).await, 200);
     assert_eq!(
         call(&a.url, &sid, V, &tool(3, "echo", json!({"message": "x"})))
             .await

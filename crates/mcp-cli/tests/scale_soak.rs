@@ -37,12 +37,7 @@ async fn life(url: String, fate: u64) {
         let mut sse = SseReader::new(r);
         let first = sse.next_message(20).await.unwrap();
         drop(sse);
-        let resumed = reqwest::Client::new()
-            .get(&url)
-            .header("accept", "text/event-stream")
-            .header("mcp-session-id", &sid)
-            .header("mcp-protocol-version", V)
-            .header("last-event-id", first.id.unwrap())
+        let resumed = scale::resume(&url, &sid, V, &first.id.unwrap())
             .send()
             .await
             .unwrap();
@@ -57,14 +52,7 @@ async fn life(url: String, fate: u64) {
         assert_eq!(results, 1, "the result exactly once");
     }
     if fate != 1 {
-        let r = reqwest::Client::new()
-            .delete(&url)
-            .header("mcp-session-id", &sid)
-            .header("mcp-protocol-version", V)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 200);
+        assert_eq!(scale::delete(&url, &sid, V).await, 200);
     }
 }
 

@@ -244,14 +244,7 @@ fn new_session(
     version: ProtocolVersion,
     client: &Client,
 ) -> Result<Arc<Session>, Response> {
-    if inner.sessions().len() >= inner.config.max_sessions {
-        return Err(retry_later(
-            StatusCode::SERVICE_UNAVAILABLE,
-            None,
-            Duration::from_secs(1),
-            "Too many sessions",
-        ));
-    }
+    inner.session_room()?;
     match inner.clients.admit(&inner.config, client) {
         Ok(()) => {}
         Err(Refused::TooMany) => {

@@ -44,6 +44,19 @@ impl Inner {
         self.sessions.lock()
     }
 
+    /// 503 when the endpoint holds `max_sessions` sessions already.
+    pub(crate) fn session_room(&self) -> Result<(), axum::response::Response> {
+        if self.sessions().len() >= self.config.max_sessions {
+            return Err(crate::respond::retry_later(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                None,
+                Duration::from_secs(1),
+                "Too many sessions",
+            ));
+        }
+        Ok(())
+    }
+
     /// The store shared with other instances, if any.
     pub(crate) fn shared(&self) -> Option<&Arc<Shared>> {
         self.shared.get()

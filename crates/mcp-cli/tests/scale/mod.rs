@@ -403,22 +403,55 @@ impl SseReader {
     }
 }
 
-/// `initialize` (at `version`, with sampling) and `notifications/initialized` through
-/// `url`; the session id.
-pub async fn open_session(url: &str, version: &str) -> String {
+/// An `initialize` at `version`, declaring sampling, without a session: the answer.
+pub async fn initialize(url: &str, version: &str) -> reqwest::Response {
     let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":version,"capabilities":{"sampling":{}},"clientInfo":{"name":"t","version":"1"}}});
-    let r = reqwest::Client::new()
+    reqwest::Client::new()
         .post(url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .body(init.to_string())
         .send()
         .await
-        .unwrap();
+        .unwrap()
+}
+
+/// `initialize` (at `version`, with sampling) and `notifications/initialized` through
+/// `url`; the session id.
+pub async fn open_session(url: &str, version: &str) -> String {
+    let r = initialize(url, version).await;
     assert_eq!(r.status(), 200, "{:?}", r.text().await);
     let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
     let note = json!({"jsonrpc":"2.0","method":"notifications/initialized"});
     let (status, _) = call(url, &sid, version, &note).await;
     assert_eq!(status, 202);
     sid
+}
+
+/// A GET resuming session `sid`'s stream after event `last` (`Last-Event-ID`).
+pub fn resume(url: &str, sid: &str, version: &str, last: &str) -> reqwest::RequestBuilder {
+    reqwest::Client::new()
+        .get(url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", sid)
+        .header("mcp-protocol-version", version)
+        .header("last-event-id", last)
+}
+
+/// DELETE of session `sid`; the status.
+pub async fn delete(url: &str, sid: &str, version: &str) -> u16 {
+    reqwest::Client::new()
+        .delete(url)
+        .header("mcp-session-id", sid)
+        .header("mcp-protocol-version", version)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// The client's answer to the sampling request `ask`: a text from the model.
+pub fn sampled(ask: &Value, text: &str) -> Value {
+    json!({"jsonrpc":"2.0","id":ask["id"],"result":{"role":"assistant","content":{"type":"text","text":text},"model":"m"}})
 }

@@ -30,6 +30,16 @@ pub(crate) async fn share(
     messages: &[Message],
 ) -> Result<Option<Vec<Message>>, Response> {
     let me = shared.instance().to_owned();
+    // Hands a client message to one other instance, or to all of them.
+    let deliver = |to: Option<String>, m: &Message| {
+        let event = BusEvent::Deliver {
+            session: session.id.clone(),
+            to,
+            from: shared.instance().to_owned(),
+            message: m.encode(),
+        };
+        async move { shared.publish(event).await.map_err(|e| store_failed(&e)) }
+    };
     let mut forwarded = false;
     let mut keep = Vec::new();
     for m in messages {
@@ -45,32 +55,14 @@ pub(crate) async fn share(
                     .await
                     .map_err(|e| store_failed(&e))?;
                 if let Some(owner) = owner.filter(|o| *o != me) {
-                    let deliver = BusEvent::Deliver {
-                        session: session.id.clone(),
-                        to: Some(owner),
-                        from: me.clone(),
-                        message: m.encode(),
-                    };
-                    shared
-                        .publish(deliver)
-                        .await
-                        .map_err(|e| store_failed(&e))?;
+                    deliver(Some(owner), m).await?;
                     forwarded = true;
                     continue;
                 }
             }
             Message::Notification(n) if n.method == "notifications/cancelled" => {
                 // The request may run on any instance: every one hears of it.
-                let deliver = BusEvent::Deliver {
-                    session: session.id.clone(),
-                    to: None,
-                    from: me.clone(),
-                    message: m.encode(),
-                };
-                shared
-                    .publish(deliver)
-                    .await
-                    .map_err(|e| store_failed(&e))?;
+                deliver(None, m).await?;
             }
             Message::Request(r) => {
                 if let Some(change) = state_change(r) {

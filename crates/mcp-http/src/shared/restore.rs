@@ -2,15 +2,13 @@
 //! restored from the store.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use axum::http::StatusCode;
 use axum::response::Response;
 use mcp_jsonrpc::{Inbound, Message, RequestId};
 use mcp_types::ProtocolVersion;
 
 use super::{Shared, store_failed};
-use crate::respond::{retry_later, session_not_found};
+use crate::respond::session_not_found;
 use crate::server::Inner;
 use crate::session::Session;
 
@@ -66,14 +64,7 @@ pub(crate) async fn restore(
         Ok(_) => return Err(session_not_found()),
         Err(e) => return Err(store_failed(&e)),
     };
-    if inner.sessions().len() >= inner.config.max_sessions {
-        return Err(retry_later(
-            StatusCode::SERVICE_UNAVAILABLE,
-            None,
-            Duration::from_secs(1),
-            "Too many sessions",
-        ));
-    }
+    inner.session_room()?;
     let block = match shared.op(shared.store.next_block(id)).await {
         Ok(b) => b % BLOCKS,
         Err(e) => return Err(store_failed(&e)),
