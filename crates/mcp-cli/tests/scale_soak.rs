@@ -95,7 +95,7 @@ async fn sessions_over_three_instances_leave_nothing_behind() {
     let redis = Redis::start().await;
     let mut all = Vec::new();
     for name in ["a", "b", "c"] {
-        all.push(Instance::start(&redis, name, &["--session-idle-timeout", "2s"]).await);
+        all.push(Instance::start(&redis, name, &["--session-idle-timeout", "5s"]).await);
     }
     let proxy = Proxy::start(&all.iter().collect::<Vec<_>>()).await;
     let mut seed = 7;
