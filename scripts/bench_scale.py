@@ -141,21 +141,40 @@ def one(era, instances, store):
             calls["latency"]["p99_ms"], rt)
 
 
+def open_session(url):
+    """initialize + notifications/initialized; the session id."""
+    init = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "1"}}}).encode()
+    headers = {"content-type": "application/json",
+               "accept": "application/json, text/event-stream"}
+    with urllib.request.urlopen(urllib.request.Request(url, init, headers)) as r:
+        sid = r.headers["mcp-session-id"]
+        answer = json.loads(r.read())
+    if "result" not in answer:
+        raise SystemExit(f"initialize failed: {answer}")
+    note = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
+    headers.update({"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"})
+    with urllib.request.urlopen(urllib.request.Request(url, note, headers)) as r:
+        if r.status != 202:
+            raise SystemExit(f"initialized: {r.status}")
+    return sid
+
+
 def idle_memory():
+    """Redis memory per idle session: used_memory with IDLE sessions open, minus before."""
     redis = Redis()
     inst = Instance(redis.url(), "idle")
+    open_session(inst.url)  # the first one makes the shared key and the bus
     before = redis.used_memory()
-    out = subprocess.run(DRIVER_CPU + [MCP, "bench", inst.url, "--idle-sessions", str(IDLE),
-                                       "--server-pid", str(inst.proc.pid), "--json"],
-                         capture_output=True, text=True)
+    for _ in range(IDLE):
+        open_session(inst.url)
     after = redis.used_memory()
-    keys = redis.cli("--scan", "--pattern", "mcp:{*}:sess").splitlines()
-    one_key = redis.cli("MEMORY", "USAGE", keys[0]) if keys else "?"
+    keys = redis.cli("--scan", "--pattern", "mcp:*:sess").splitlines()
+    one_key = sum(int(redis.cli("MEMORY", "USAGE", k.replace(":sess", f":{what}")) or 0)
+                  for k in keys[:1] for what in ("sess", "seq"))
     inst.stop()
     redis.stop()
-    if out.returncode != 0:
-        failed.append("idle sessions")
-        return None
     return (after - before) / IDLE, len(keys), one_key
 
 
@@ -193,8 +212,9 @@ def main():
     if mem:
         per, sessions, key = mem
         print()
-        print(f"Redis memory per idle session: {per:,.0f} bytes ({IDLE} sessions, "
-              f"{sessions} session hashes; MEMORY USAGE of one: {key} bytes)")
+        print(f"Redis memory per idle session: {per:,.0f} bytes (used_memory over {IDLE} open "
+              f"sessions; {sessions} session hashes held; MEMORY USAGE of one session's keys: "
+              f"{key} bytes)")
     if failed:
         print(f"figures with errors: {failed}", file=sys.stderr)
         sys.exit(1)
