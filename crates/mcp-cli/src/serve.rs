@@ -216,6 +216,11 @@ async fn serve_http(
     };
     limits.http(&mut config);
     let legacy = mcp_http::LegacySse::new(server.clone(), config.clone());
+    let ws = mcp_http::WebSocket::new(
+        server.clone(),
+        config.clone(),
+        mcp_http::WsConfig::default(),
+    );
     let tools = server.clone();
     let counted = store.clone();
     let mut http = mcp_http::StreamableHttp::new(server, config).with_param_headers(move |name| {
@@ -227,7 +232,7 @@ async fn serve_http(
     if let Some(store) = store {
         http = http.with_store(store);
     }
-    let app = http.router().merge(legacy.router());
+    let app = http.router().merge(legacy.router()).merge(ws.router());
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
@@ -237,7 +242,9 @@ async fn serve_http(
     } else {
         "the demo server"
     };
-    eprintln!("mcp: serving {what} at http://{addr}/mcp (and HTTP+SSE at /sse)");
+    eprintln!(
+        "mcp: serving {what} at http://{addr}/mcp (and HTTP+SSE at /sse, WebSocket at ws://{addr}/ws)"
+    );
     mcp_http::serve_router_with(listener, app, options, shutdown.cancelled_owned()).await?;
     match counted {
         Some(store) => eprintln!(

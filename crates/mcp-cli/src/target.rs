@@ -1,4 +1,5 @@
-//! What the client commands talk to: a URL (Streamable HTTP) or a command (stdio).
+//! What the client commands talk to: a URL (Streamable HTTP, or WebSocket for `ws://` and
+//! `wss://`) or a command (stdio).
 
 use anyhow::{Context, bail};
 use mcp_client::{Client, ClientConfig, ClientHandlers};
@@ -18,12 +19,16 @@ impl Target {
     pub(crate) fn from_parts(url: Option<String>, command: Vec<String>) -> anyhow::Result<Target> {
         match (url, command.is_empty()) {
             (Some(_), false) => bail!("give either a URL or a command after --, not both"),
-            (Some(u), true) if u.starts_with("http://") || u.starts_with("https://") => {
+            (Some(u), true)
+                if ["http://", "https://", "ws://", "wss://"]
+                    .iter()
+                    .any(|s| u.starts_with(s)) =>
+            {
                 Ok(Target::Url(u))
             }
-            (Some(u), true) => {
-                bail!("{u:?} is not an http:// or https:// URL (put a server command after --)")
-            }
+            (Some(u), true) => bail!(
+                "{u:?} is not an http://, https://, ws:// or wss:// URL (put a server command after --)"
+            ),
             (None, false) => Ok(Target::Command(command)),
             (None, true) => bail!("no server given: pass a URL, or a command after --"),
         }
@@ -78,6 +83,16 @@ pub(crate) async fn connect_with(
         ..ClientConfig::default()
     };
     let result = match target {
+        Target::Url(url) if url.starts_with("ws://") || url.starts_with("wss://") => {
+            let ws = mcp_http::ws::client::WsClientConfig {
+                headers: http_config.headers.clone(),
+                ..Default::default()
+            };
+            let (channels, link) = mcp_http::ws::client::connect(url, ws).await?;
+            Client::connect_over(channels, link, handlers, config)
+                .await
+                .map(|client| Connection { client })
+        }
         Target::Url(url) => {
             let mut http_config = http_config;
             // Stored tokens (`mcp login`), unless the command gave its own Authorization.

@@ -45,6 +45,7 @@ mod shared;
 pub mod sse;
 mod sse_out;
 mod stateless;
+pub mod ws;
 
 pub use auth::{HttpAuth, Identity, ScopePolicy, TokenError, TokenVerifier};
 #[cfg(feature = "client")]
@@ -55,6 +56,7 @@ pub use event_store::{EventStore, MemoryEventStore};
 pub use legacy::LegacySse;
 pub use serve::{ServeOptions, serve_router, serve_router_with, shutdown_on_signal};
 pub use server::StreamableHttp;
+pub use ws::{WebSocket, WsConfig};
 
 /// Client-supplied text for a log line: at most 200 characters, printed with `{:?}` so that
 /// control characters and line breaks are escaped and cannot forge log lines.

@@ -70,6 +70,25 @@ pub(super) async fn connect(
         ..ClientConfig::default()
     };
     match &upstream.url {
+        Some(url) if url.starts_with("ws://") || url.starts_with("wss://") => {
+            // Static headers only: OAuth upstreams are reached over Streamable HTTP.
+            let mut headers: Vec<(String, String)> = upstream.headers.clone().into_iter().collect();
+            if let Some(path) = upstream.auth.as_ref().and_then(|a| a.bearer_file.as_ref()) {
+                let token = std::fs::read_to_string(path).map_err(|e| {
+                    let m = format!("reading {}: {e}", path.display());
+                    mcp_client::ConnectError::Initialize(CallError::Protocol(m))
+                })?;
+                headers.push(("authorization".into(), format!("Bearer {}", token.trim())));
+            }
+            let ws = mcp_http::ws::client::WsClientConfig {
+                headers,
+                ..Default::default()
+            };
+            let (channels, link) = mcp_http::ws::client::connect(url, ws).await.map_err(|e| {
+                mcp_client::ConnectError::Initialize(CallError::Protocol(e.to_string()))
+            })?;
+            Client::connect_over(channels, link, handlers, config).await
+        }
         Some(url) => {
             let authorizer = authorizer(&upstream, url).await.map_err(|e| {
                 mcp_client::ConnectError::Initialize(CallError::Protocol(format!("{e:#}")))

@@ -1,0 +1,40 @@
+//! MCP over WebSocket: our documented custom transport (the spec allows any transport that
+//! carries MCP's JSON-RPC messages and lifecycle unchanged).
+//!
+//! - The endpoint is `/ws` on the HTTP listener, with the subprotocol `mcp`. A client that
+//!   names subprotocols must name `mcp`; one that names none is served too.
+//! - Each text frame carries one JSON-RPC message (or a batch, where the version allows one).
+//!   A binary frame closes the connection with 1003, a message over the size limit with
+//!   1009, text that is not UTF-8 with 1007.
+//! - One connection is one session in the legacy era (`initialize` first, then requests both
+//!   ways on the same socket); 2026-07-28 requests carry their `_meta` each, and
+//!   `subscriptions/listen` streams its notifications over the socket.
+//! - The upgrade request passes the same Host/Origin and bearer checks as `/mcp`.
+//! - Both sides ping; a peer that answers no pong within two intervals is gone.
+
+#[cfg(feature = "client")]
+pub mod client;
+mod server;
+
+pub use server::{WebSocket, WsConfig};
+
+/// The subprotocol of MCP over WebSocket.
+pub const SUBPROTOCOL: &str = "mcp";
+
+/// Close codes (RFC 6455 §7.4.1).
+pub(crate) mod close {
+    /// Normal closure.
+    pub const NORMAL: u16 = 1000;
+    /// The server is going away (shutdown).
+    pub const GOING_AWAY: u16 = 1001;
+    /// A frame of a type the endpoint does not accept (binary).
+    pub const UNSUPPORTED: u16 = 1003;
+    /// Text that is not UTF-8.
+    pub const INVALID_DATA: u16 = 1007;
+    /// A policy was broken (idle too long).
+    pub const POLICY: u16 = 1008;
+    /// A message over the size limit.
+    pub const TOO_BIG: u16 = 1009;
+    /// The endpoint failed.
+    pub const INTERNAL: u16 = 1011;
+}
