@@ -71,7 +71,18 @@ pub(super) async fn connect(
     };
     match &upstream.url {
         Some(url) if url.starts_with("ws://") || url.starts_with("wss://") => {
-            // Static headers only: OAuth upstreams are reached over Streamable HTTP.
+            // A static token only: OAuth upstreams are reached over Streamable HTTP.
+            if upstream
+                .auth
+                .as_ref()
+                .is_some_and(|a| a.client_id.is_some() || a.login)
+            {
+                let m = format!(
+                    "upstream {}: OAuth (client_id, login) needs an http(s):// URL; over WebSocket use bearer_file",
+                    upstream.name
+                );
+                return Err(mcp_client::ConnectError::Initialize(CallError::Protocol(m)));
+            }
             let mut headers: Vec<(String, String)> = upstream.headers.clone().into_iter().collect();
             if let Some(path) = upstream.auth.as_ref().and_then(|a| a.bearer_file.as_ref()) {
                 let token = std::fs::read_to_string(path).map_err(|e| {
