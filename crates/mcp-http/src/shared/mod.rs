@@ -47,9 +47,9 @@ pub(crate) struct Shared {
     waiting: Semaphore,
     max_waiting: usize,
     timeout: Duration,
-    /// One restoration at a time per instance (two requests of one session must not start
-    /// two engines for it).
-    pub(crate) restoring: tokio::sync::Mutex<()>,
+    /// Restorations under way, one lock per session (two requests of one session must not
+    /// start two engines for it; other sessions are restored meanwhile).
+    restoring: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Streams of other instances that clients resumed here, woken by their doorbells.
     bells: Mutex<HashMap<(String, String), Arc<Notify>>>,
 }
@@ -74,9 +74,16 @@ impl Shared {
             waiting: Semaphore::new(max_waiting.max(1)),
             max_waiting: max_waiting.max(1),
             timeout,
-            restoring: tokio::sync::Mutex::new(()),
+            restoring: Mutex::new(HashMap::new()),
             bells: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The restoration lock of session `id` (dropped from the table once nobody holds it).
+    pub(crate) fn restore_lock(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut table = self.restoring.lock();
+        table.retain(|_, l| Arc::strong_count(l) > 1);
+        table.entry(id.to_owned()).or_default().clone()
     }
 
     /// This instance's id.

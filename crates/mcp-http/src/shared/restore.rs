@@ -52,7 +52,8 @@ pub(crate) async fn restore(
     id: &str,
     principal: Option<&str>,
 ) -> Result<Arc<Session>, Response> {
-    let _one = shared.restoring.lock().await;
+    let lock = shared.restore_lock(id);
+    let _one = lock.lock().await;
     if let Some(s) = inner.sessions().get(id).cloned() {
         return match s.owner.as_deref() == principal {
             true => Ok(s),
