@@ -26,6 +26,28 @@ pub(crate) struct Auth {
     /// Read the bearer token from this file (whitespace around it is ignored).
     #[arg(long, value_name = "PATH")]
     pub(crate) bearer_file: Option<PathBuf>,
+    /// How request bodies go to an http(s) server: json, or protobuf
+    /// (application/mcp+protobuf; a server without it gets JSON after its 415).
+    #[arg(long, value_enum, default_value_t = Encoding::Json)]
+    pub(crate) encoding: Encoding,
+}
+
+/// `--encoding`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Encoding {
+    /// JSON text.
+    Json,
+    /// The protobuf form (application/mcp+protobuf).
+    Protobuf,
+}
+
+impl From<Encoding> for mcp_http::BodyEncoding {
+    fn from(e: Encoding) -> Self {
+        match e {
+            Encoding::Json => mcp_http::BodyEncoding::Json,
+            Encoding::Protobuf => mcp_http::BodyEncoding::Protobuf,
+        }
+    }
 }
 
 impl Auth {

@@ -59,9 +59,11 @@ impl Connection {
 pub(crate) async fn connect(
     target: &Target,
     headers: &[(String, String)],
+    encoding: mcp_http::BodyEncoding,
 ) -> anyhow::Result<Connection> {
     let http = mcp_http::HttpClientConfig {
         headers: headers.to_vec(),
+        encoding,
         ..Default::default()
     };
     connect_with(target, http, mcp_client::EraChoice::Legacy).await

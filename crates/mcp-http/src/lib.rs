@@ -30,6 +30,7 @@ pub mod auth;
 pub mod client;
 mod clients;
 mod config;
+mod encoding;
 pub mod event_store;
 mod get;
 mod guard;
@@ -49,7 +50,9 @@ pub mod ws;
 
 pub use auth::{HttpAuth, Identity, ScopePolicy, TokenError, TokenVerifier};
 #[cfg(feature = "client")]
-pub use client::{HttpClientConfig, HttpClientError, HttpClientHandle, HttpClientTransport};
+pub use client::{
+    BodyEncoding, HttpClientConfig, HttpClientError, HttpClientHandle, HttpClientTransport,
+};
 pub use clients::Principal;
 pub use config::{HttpConfig, ResponseMode};
 pub use event_store::{EventStore, MemoryEventStore};

@@ -97,19 +97,20 @@ fn header_checks(inner: &Inner, headers: &HeaderMap) -> Result<(), Response> {
 
 fn media_checks(headers: &HeaderMap) -> Result<(), Response> {
     let ct = header_str(headers, header::CONTENT_TYPE.as_str()).unwrap_or("");
-    if !ct
+    let json = ct
         .split(';')
         .next()
-        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
-    {
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"));
+    if !json && !crate::encoding::is_protobuf(headers) {
         return Err(rpc_error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             None,
             ErrorCode::INVALID_REQUEST,
-            "Content-Type must be application/json",
+            "Content-Type must be application/json (or application/mcp+protobuf)",
         ));
     }
-    if !(accepts(headers, "application/json") && accepts(headers, "text/event-stream")) {
+    let plain = accepts(headers, "application/json") || crate::encoding::wants_protobuf(headers);
+    if !(plain && accepts(headers, "text/event-stream")) {
         return Err(rpc_error(
             StatusCode::NOT_ACCEPTABLE,
             None,
@@ -121,6 +122,14 @@ fn media_checks(headers: &HeaderMap) -> Result<(), Response> {
 }
 
 pub(crate) async fn handle_post(State(inner): State<Arc<Inner>>, request: Request) -> Response {
+    if !crate::encoding::wants_protobuf(request.headers()) {
+        return post(inner, request).await;
+    }
+    let max = inner.config.max_body;
+    crate::encoding::answer_in_protobuf(post(inner, request).await, max).await
+}
+
+async fn post(inner: Arc<Inner>, request: Request) -> Response {
     let (mut parts, body) = request.into_parts();
     if let Err(r) = header_checks(&inner, &parts.headers) {
         return r;
@@ -129,10 +138,16 @@ pub(crate) async fn handle_post(State(inner): State<Arc<Inner>>, request: Reques
         return r;
     }
     let headers = &parts.headers;
-    let body = match read_body(&inner.config, headers, body).await {
+    let mut body = match read_body(&inner.config, headers, body).await {
         Ok(b) => b,
         Err(r) => return r,
     };
+    if crate::encoding::is_protobuf(headers) {
+        body = match crate::encoding::body_to_json(&body) {
+            Ok(b) => b,
+            Err(r) => return r,
+        };
+    }
     // A modern request's version header is checked where its id is known (in `stateless`).
     let modern = crate::stateless::is_modern(headers, &body);
     if !modern {

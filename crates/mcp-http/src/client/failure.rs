@@ -74,11 +74,17 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<std::time::Durati
     Some(std::time::Duration::from_secs(secs))
 }
 
-/// The body of an answer, at most `max` bytes of UTF-8.
+/// The body of an answer, at most `max` bytes of UTF-8 (a body in the protobuf encoding is
+/// turned into its JSON text).
 pub(super) async fn read_limited(
     resp: reqwest::Response,
     max: usize,
 ) -> Result<String, TransportError> {
+    let protobuf = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with(mcp_proto::MEDIA_TYPE));
     let mut body = Vec::new();
     let mut stream = resp.bytes_stream();
     while let Some(chunk) = stream.next().await {
@@ -90,6 +96,11 @@ pub(super) async fn read_limited(
             )));
         }
         body.extend_from_slice(&chunk);
+    }
+    if protobuf {
+        return mcp_proto::decode(&body)
+            .map(|json| json.to_string())
+            .map_err(|e| TransportError::Invalid(format!("an answer in protobuf: {e}")));
     }
     String::from_utf8(body).map_err(|_| TransportError::Invalid("response is not UTF-8".to_owned()))
 }

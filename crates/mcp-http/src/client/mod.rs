@@ -71,6 +71,20 @@ pub struct HttpClientConfig {
     /// Supplies the `Authorization` header and answers 401/403 challenges (OAuth). An
     /// `Authorization` in `headers` is then not sent.
     pub authorizer: Option<std::sync::Arc<dyn Authorizer>>,
+    /// How POST bodies are encoded. With [`BodyEncoding::Protobuf`] they go as
+    /// `application/mcp+protobuf` and answers may come back in it; a server that answers
+    /// 415 gets JSON from then on.
+    pub encoding: BodyEncoding,
+}
+
+/// The encoding of POST bodies.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum BodyEncoding {
+    /// JSON text (`application/json`), what every server takes.
+    #[default]
+    Json,
+    /// The protobuf form (`application/mcp+protobuf`), where the server takes it.
+    Protobuf,
 }
 
 impl Default for HttpClientConfig {
@@ -85,6 +99,7 @@ impl Default for HttpClientConfig {
             standalone_stream: true,
             reuse_connections: true,
             authorizer: None,
+            encoding: BodyEncoding::Json,
         }
     }
 }
@@ -109,6 +124,49 @@ struct State {
     /// its answer: requests sent meanwhile wait, so that what the server sends on that stream
     /// about them (a server that sends its requests there) is not lost.
     standalone_gate: tokio::sync::watch::Sender<bool>,
+    /// The server refused a protobuf body (415): JSON from now on.
+    json_only: std::sync::atomic::AtomicBool,
+}
+
+impl State {
+    /// Whether bodies go in the protobuf encoding now.
+    fn protobuf(&self) -> bool {
+        self.config.encoding == BodyEncoding::Protobuf
+            && !self.json_only.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// A POST's body and its headers: `line` as JSON, or in the protobuf encoding.
+    fn body_of(&self, req: reqwest::RequestBuilder, line: &str) -> reqwest::RequestBuilder {
+        if self.protobuf() {
+            let proto = serde_json::from_str::<serde_json::Value>(line)
+                .ok()
+                .and_then(|v| mcp_proto::encode(&v).ok());
+            if let Some(bytes) = proto {
+                return req
+                    .header("content-type", mcp_proto::MEDIA_TYPE)
+                    .header(
+                        "accept",
+                        "application/mcp+protobuf, application/json, text/event-stream",
+                    )
+                    .body(bytes);
+            }
+        }
+        req.header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(line.to_owned())
+    }
+
+    /// A 415 to a protobuf body: the server takes JSON only, so everything goes as JSON
+    /// from now on. True if the request should be sent again.
+    fn refused_protobuf(&self, status: reqwest::StatusCode) -> bool {
+        if status == reqwest::StatusCode::UNSUPPORTED_MEDIA_TYPE && self.protobuf() {
+            tracing::info!("the server does not take application/mcp+protobuf; sending JSON");
+            self.json_only
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            return true;
+        }
+        false
+    }
 }
 
 /// Opens the standalone-stream gate when dropped.
@@ -224,6 +282,7 @@ pub fn connect(
         config,
         session: Mutex::new(None),
         version: Mutex::new(None),
+        json_only: std::sync::atomic::AtomicBool::new(false),
         handshake: Mutex::new((None, None)),
         legacy_endpoint: Mutex::new(None),
         tool_headers: Mutex::new(HashMap::new()),

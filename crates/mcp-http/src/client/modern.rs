@@ -78,6 +78,9 @@ impl State {
                 Ok(r) => r,
                 Err(e) => return self.fail(request, no_answer(&e)).await,
             };
+            if self.refused_protobuf(resp.status()) {
+                continue;
+            }
             match self.answer_challenge(&resp, &mut tries).await {
                 Ok(true) => continue,
                 Ok(false) => break resp,
@@ -113,13 +116,9 @@ impl State {
     /// A 2026-07-28 POST with its standard headers.
     fn modern_request(&self, posted: &Posted, h: &Standard) -> reqwest::RequestBuilder {
         let mut req = self
-            .http
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
+            .body_of(self.http.post(&self.url), &posted.line)
             .header("mcp-protocol-version", &h.version)
-            .header("mcp-method", &h.method)
-            .body(posted.line.clone());
+            .header("mcp-method", &h.method);
         if let Some(n) = &h.name {
             req = req.header("mcp-name", n);
         }

@@ -87,6 +87,9 @@ impl State {
             }
         };
         let status = resp.status();
+        if self.refused_protobuf(status) {
+            return Next::Retry;
+        }
         let legacy_unknown = self.legacy_endpoint.lock().is_none();
         if posted.initialize && matches!(status.as_u16(), 400 | 404 | 405) && legacy_unknown {
             // The backward-compatibility probe: maybe an HTTP+SSE (2024-11-05) server.
@@ -142,7 +145,9 @@ impl State {
     /// transport error with the status.
     async fn refused(&self, resp: reqwest::Response, posted: &Posted) {
         let failure = Failure::of(&resp);
-        let body = resp.text().await.unwrap_or_default();
+        let body = read_limited(resp, self.config.max_message)
+            .await
+            .unwrap_or_default();
         match rpc_error_of(&body) {
             Some(e) if posted.request.is_some() => {
                 self.answer_error(posted.request.clone(), e).await;
@@ -183,11 +188,7 @@ impl State {
         line: &str,
         session: Option<&str>,
     ) -> reqwest::RequestBuilder {
-        let mut req = self
-            .request(reqwest::Method::POST)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(line.to_owned());
+        let mut req = self.body_of(self.request(reqwest::Method::POST), line);
         if let Some(s) = session {
             req = req.header("mcp-session-id", s);
         }

@@ -1,0 +1,173 @@
+//! `application/mcp+protobuf` over Streamable HTTP: the server takes protobuf bodies and
+//! answers in protobuf when asked; our client opts in, and falls back to JSON on a 415.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use axum::extract::Request;
+use axum::middleware::Next;
+use common::*;
+use mcp_client::{Client, ClientConfig, ClientHandlers};
+use mcp_http::{BodyEncoding, HttpClientConfig, HttpConfig, ServeOptions, StreamableHttp};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+fn proto_post(url: &str, session: Option<&str>, json: &Value) -> reqwest::RequestBuilder {
+    let mut r = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/mcp+protobuf")
+        .header("accept", "application/mcp+protobuf, text/event-stream")
+        .body(mcp_proto::encode(json).unwrap());
+    if let Some(s) = session {
+        r = r
+            .header("mcp-session-id", s)
+            .header("mcp-protocol-version", VERSION);
+    }
+    r
+}
+
+async fn proto_answer(r: reqwest::Response) -> Value {
+    assert_eq!(r.headers()["content-type"], "application/mcp+protobuf");
+    mcp_proto::decode(&r.bytes().await.unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn the_server_takes_and_gives_protobuf() {
+    let s = start(HttpConfig::default(), ServeOptions::default()).await;
+    let init: Value = serde_json::from_str(INIT).unwrap();
+    let r = proto_post(&s.url, None, &init).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let v = proto_answer(r).await;
+    assert_eq!(v["result"]["protocolVersion"], VERSION, "{v}");
+    let note = json!({"jsonrpc":"2.0","method":"notifications/initialized"});
+    let r = proto_post(&s.url, Some(&sid), &note).send().await.unwrap();
+    assert_eq!(r.status(), 202);
+    let call = serde_json::from_str(&call(1, "echo", json!({"message": "in protobuf"}))).unwrap();
+    let v = proto_answer(proto_post(&s.url, Some(&sid), &call).send().await.unwrap()).await;
+    assert_eq!(v["result"]["content"][0]["text"], "in protobuf");
+    // An error answer is in protobuf too; malformed protobuf is a parse error.
+    let unknown = json!({"jsonrpc":"2.0","id":2,"method":"no/such"});
+    let v = proto_answer(
+        proto_post(&s.url, Some(&sid), &unknown)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(v["error"]["code"], -32601, "{v}");
+    let r = reqwest::Client::new()
+        .post(&s.url)
+        .header("content-type", "application/mcp+protobuf")
+        .header("accept", "application/json, text/event-stream")
+        .body(vec![0xff, 0xff, 0x01])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], -32700, "{v}");
+}
+
+/// Records the Content-Type of every POST.
+async fn served(seen: Arc<Mutex<Vec<String>>>, json_only: bool) -> String {
+    let shutdown = CancellationToken::new();
+    let config = HttpConfig {
+        shutdown: shutdown.clone(),
+        ..HttpConfig::default()
+    };
+    let http = StreamableHttp::new(server(), config);
+    let router = http.router().layer(axum::middleware::from_fn(
+        move |req: Request, next: Next| {
+            let seen = seen.clone();
+            async move {
+                let ct = req
+                    .headers()
+                    .get("content-type")
+                    .map(|v| v.to_str().unwrap().to_owned())
+                    .unwrap_or_default();
+                let refuse = json_only && ct == "application/mcp+protobuf";
+                seen.lock().unwrap().push(ct);
+                if refuse {
+                    return axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE.into_response();
+                }
+                next.run(req).await
+            }
+        },
+    ));
+    serve_routed(http, router, shutdown, ServeOptions::default())
+        .await
+        .url
+}
+
+use axum::response::IntoResponse;
+
+async fn client(url: &str) -> Client {
+    let t = mcp_http::client::connect(
+        url,
+        HttpClientConfig {
+            encoding: BodyEncoding::Protobuf,
+            standalone_stream: false,
+            ..HttpClientConfig::default()
+        },
+    )
+    .unwrap();
+    let (channels, link) = t.into_parts();
+    Client::connect_over(
+        channels,
+        link,
+        ClientHandlers::new(),
+        ClientConfig::default(),
+    )
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn our_client_speaks_protobuf_and_falls_back_on_415() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let url = served(seen.clone(), false).await;
+    let c = client(&url).await;
+    let r = c
+        .call_tool(
+            "echo",
+            json!({"message": "p"}).as_object().cloned().unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.content[0].as_text(), Some("p"));
+    let posted = seen.lock().unwrap().clone();
+    assert!(
+        posted
+            .iter()
+            .filter(|c| !c.is_empty())
+            .all(|c| c == "application/mcp+protobuf"),
+        "{posted:?}"
+    );
+    c.close().await;
+
+    // A server that takes JSON only: one 415, then JSON.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let url = served(seen.clone(), true).await;
+    let c = client(&url).await;
+    let r = c
+        .call_tool(
+            "echo",
+            json!({"message": "j"}).as_object().cloned().unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.content[0].as_text(), Some("j"));
+    let posted = seen.lock().unwrap().clone();
+    assert_eq!(posted[0], "application/mcp+protobuf", "{posted:?}");
+    assert!(
+        posted[1..]
+            .iter()
+            .filter(|c| !c.is_empty())
+            .all(|c| c == "application/json"),
+        "{posted:?}"
+    );
+    c.close().await;
+}
