@@ -245,3 +245,21 @@ async fn a_silent_peer_is_dropped() {
     }
     assert!(ended, "the server closed the connection");
 }
+
+/// Shutdown: no more input, the request in flight is still answered, then 1001.
+#[tokio::test]
+async fn shutdown_answers_what_was_accepted_then_closes_1001() {
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let url = endpoint(HttpConfig {
+        shutdown: shutdown.clone(),
+        ..HttpConfig::default()
+    })
+    .await;
+    let mut s = raw(&url).await;
+    send(&mut s, json!({"jsonrpc":"2.0","id":"m","method":"tools/call","params":{"name":"sleep","arguments":{"ms":300},"_meta": modern_meta()}})).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    shutdown.cancel();
+    let r = next(&mut s).await.unwrap();
+    assert_eq!(r["result"]["content"][0]["text"], "slept 300", "{r}");
+    assert_eq!(next(&mut s).await, Err(1001));
+}

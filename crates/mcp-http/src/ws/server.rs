@@ -130,6 +130,7 @@ async fn serve(inner: Arc<Inner>, socket: Socket, principal: Option<String>) {
     let mut last_message = Instant::now();
     let shutdown = inner.http.shutdown.clone();
     let mut in_tx = Some(in_tx);
+    let mut going_away = false;
     let end = loop {
         tokio::select! {
             frame = stream.next() => {
@@ -158,6 +159,7 @@ async fn serve(inner: Arc<Inner>, socket: Socket, principal: Option<String>) {
                     }
                 }
                 // The engine finished (its input ended and everything was answered).
+                None if going_away => break Some(closing(close::GOING_AWAY, "the server is shutting down")),
                 None => break Some(closing(close::NORMAL, "")),
             },
             _ = ping.tick() => {
@@ -173,9 +175,10 @@ async fn serve(inner: Arc<Inner>, socket: Socket, principal: Option<String>) {
                 }
             }
             () = shutdown.cancelled(), if in_tx.is_some() => {
-                // No more input; what the engine accepted is still answered, then it closes.
+                // No more input; what the engine accepted is still answered, then the socket
+                // closes with 1001.
                 in_tx = None;
-                let _ = sink.send(closing(close::GOING_AWAY, "the server is shutting down")).await;
+                going_away = true;
             }
         }
     };
