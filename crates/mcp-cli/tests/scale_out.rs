@@ -7,7 +7,7 @@ mod scale;
 
 use std::time::Duration;
 
-use scale::{Instance, Proxy, Redis, SseReader, call, open_session, post, tool};
+use scale::{Instance, Proxy, Redis, SseReader, call, open_session, post, result_text, tool};
 use serde_json::{Value, json};
 
 const V: &str = "2025-11-25";
@@ -18,13 +18,6 @@ async fn three(redis: &Redis, extra: &[&str]) -> Vec<Instance> {
         v.push(Instance::start(redis, name, extra).await);
     }
     v
-}
-
-fn result_text(m: &Value) -> String {
-    m["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("a tool result, got {m}"))
-        .to_owned()
 }
 
 /// Legacy sessions through the proxy: initialize on one instance, then calls land on all

@@ -6,17 +6,10 @@
 mod common;
 mod scale;
 
-use scale::{Cluster, Instance, Redis, SseReader, call, open_session, post, tool};
-use serde_json::{Value, json};
+use scale::{Cluster, Instance, Redis, SseReader, call, open_session, post, result_text, tool};
+use serde_json::json;
 
 const V: &str = "2025-11-25";
-
-fn result_text(m: &Value) -> String {
-    m["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("a tool result, got {m}"))
-        .to_owned()
-}
 
 /// The same on a Redis Cluster: a session's keys share one slot (`{sid}`), so its pipelines
 /// work; calls, sampling and resumption cross instances; DELETE leaves nothing on any node.

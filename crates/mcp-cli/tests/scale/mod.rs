@@ -337,6 +337,14 @@ pub async fn call(url: &str, sid: &str, version: &str, body: &Value) -> (u16, Ve
     (status, http_messages(&ct, &text))
 }
 
+/// The text of a tool result.
+pub fn result_text(m: &Value) -> String {
+    m["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a tool result, got {m}"))
+        .to_owned()
+}
+
 /// A `tools/call` request.
 pub fn tool(id: i64, name: &str, args: Value) -> Value {
     json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":args}})

@@ -281,7 +281,9 @@ impl Session {
                 related: m.related,
             },
         };
-        if routed.ends && routed.related.as_ref().is_some_and(|id| self.swallowed(id)) {
+        // Only a shared session sends requests of the transport's own (see `feed_own`).
+        let own = self.shared().is_some() && routed.ends;
+        if own && routed.related.as_ref().is_some_and(|id| self.swallowed(id)) {
             return;
         }
         if let (Some(id), Some(shared)) = (&routed.request, self.shared()) {
