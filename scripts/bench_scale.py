@@ -11,7 +11,11 @@ used on all of them, and every call needs the store. The servers and Redis share
 the driver has core 1 (taskset): on two cores, more instances add no CPU, so the figures give
 the per-call cost of the store, not a scaling claim.
 
-Needs redis-server and a release build (scripts/bench-scale.sh builds it). Arguments: seconds
+Also in the same run, in the same shape: the floor (examples/bare_http.rs, no MCP machinery)
+and rmcp's echo server (bench/compare), for ratios.
+
+Needs redis-server and a release build (scripts/bench-scale.sh builds it, and bench/compare's
+rmcp example). Arguments: seconds
 per figure (default 5). Environment: ROUNDS (default 3; each cell is the median), IDLE
 (default 1000 sessions).
 """
@@ -161,6 +165,30 @@ def open_session(url):
     return sid
 
 
+def reference(cmd, label):
+    """calls/s of a reference server (the floor, rmcp's echo) in the same shape: legacy era,
+    64 connections, on the servers' core."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    proc = subprocess.Popen(SERVER_CPU + [c.replace("{addr}", f"127.0.0.1:{port}") for c in cmd],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_http(url)
+    report = bench([url], "legacy", label)
+    proc.kill()
+    proc.wait()
+    if report is None:
+        return None
+    calls = report["phases"]["calls"]
+    return (calls["calls_per_sec"], calls["errors"], calls["latency"]["p50_ms"],
+            calls["latency"]["p99_ms"], 0.0)
+
+
+REFERENCES = {
+    "floor (bare_http)": ["target/release/examples/bare_http", "{addr}"],
+    "rmcp echo": ["bench/compare/target/release/examples/rmcp_echo", "--listen", "{addr}"],
+}
+
+
 def idle_memory():
     """Redis memory per idle session: used_memory with IDLE sessions open, minus before."""
     redis = Redis()
@@ -182,7 +210,10 @@ def main():
     shapes = [(era, n, store) for era in ("legacy", "modern")
               for (n, store) in ((1, False), (1, True), (2, True), (3, True))]
     results = {s: [] for s in shapes}
+    refs = {name: [] for name in REFERENCES}
     for r in range(ROUNDS):
+        for name, cmd in REFERENCES.items():
+            refs[name].append(reference(cmd, name))
         for s in shapes:
             results[s].append(one(*s))
         print(f"round {r + 1}/{ROUNDS} done", file=sys.stderr)
@@ -208,6 +239,20 @@ def main():
             shown = f"{rate:,.0f}" if errors == 0 else f"{errors} errors"
             print(f"| {era} | {n} | {'redis' if store else 'none'} | {shown} | {rate / base:.2f}x "
                   f"| {errors} | {med(2):.2f} | {med(3):.2f} | {med(4):.2f} |")
+    print()
+    print("Same shape (2025-11-25, 64 connections), same run: `mcp serve` with and without the store, against the floor and rmcp")
+    print("| server | calls/s | errors | store none / ratio | store redis, 1 instance / ratio |")
+    print("|---|---|---|---|---|")
+    ours = {store: statistics.median(x[0] for x in results[("legacy", 1, store)] if x)
+            for store in (False, True)}
+    for name in REFERENCES:
+        runs = [x for x in refs[name] if x]
+        if not runs:
+            print(f"| {name} | failed | | | |")
+            continue
+        errors = sum(x[1] for x in runs)
+        rate = statistics.median(x[0] for x in runs)
+        print(f"| {name} | {rate:,.0f} | {errors} | {ours[False] / rate:.2f}x | {ours[True] / rate:.2f}x |")
     mem = idle_memory()
     if mem:
         per, sessions, key = mem
