@@ -128,6 +128,10 @@ pub(crate) async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         (Some(DriverArg::Raw), target::Target::Command(_)) => {
             bail!("--driver raw is for http:// URLs (stdio servers use the client)")
         }
+        (None, target::Target::Url(u)) if target::is_stream_url(u) => bench::Driver::Client,
+        (Some(DriverArg::Raw), target::Target::Url(u)) if target::is_stream_url(u) => {
+            bail!("--driver raw is for http:// URLs (WebSocket and gRPC use the client)")
+        }
         (Some(DriverArg::Raw) | None, target::Target::Url(_)) => bench::Driver::Raw,
     };
     if !also.is_empty() && driver != bench::Driver::Raw {

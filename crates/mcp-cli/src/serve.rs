@@ -30,6 +30,16 @@ pub(crate) struct ServeArgs {
     /// protection); repeat for several.
     #[arg(long = "allowed-host")]
     pub(crate) allowed_hosts: Vec<String>,
+    /// Also serve gRPC (the `mcp.v1.Mcp` service) on this address. It is always served on
+    /// --listen as well, over HTTP/2 beside the HTTP endpoints.
+    #[arg(long)]
+    pub(crate) grpc_listen: Option<std::net::SocketAddr>,
+    /// The TLS certificate chain (PEM) for --grpc-listen (with --grpc-tls-key).
+    #[arg(long, requires_all = ["grpc_tls_key", "grpc_listen"])]
+    pub(crate) grpc_tls_cert: Option<std::path::PathBuf>,
+    /// The TLS private key (PEM) for --grpc-listen (with --grpc-tls-cert).
+    #[arg(long, requires = "grpc_tls_cert")]
+    pub(crate) grpc_tls_key: Option<std::path::PathBuf>,
     /// How POSTed requests are answered over HTTP.
     #[arg(long, value_enum, default_value_t = ResponseModeArg::Auto)]
     pub(crate) response_mode: ResponseModeArg,
@@ -190,18 +200,8 @@ async fn serve_http(
         store,
     } = served;
     let listen = args.listen;
-    if !listen.ip().is_loopback() && auth.is_none() {
-        if !args.auth.allow_unauthenticated {
-            bail!(
-                "refusing to listen on non-loopback {listen} without authentication: protect it \
-                 with --auth-issuer/--auth-audience or --auth-token-file, or pass \
-                 --allow-unauthenticated"
-            );
-        }
-        tracing::warn!(
-            "listening on non-loopback address {listen} without authentication: anyone who can \
-             reach it can use this server"
-        );
+    for listen in std::iter::once(listen).chain(args.grpc_listen) {
+        refuse_open_listener(args, listen, auth.is_some())?;
     }
     let mut hosts = args.allowed_hosts.clone();
     if !hosts.is_empty() {
@@ -221,6 +221,7 @@ async fn serve_http(
         config.clone(),
         mcp_http::WsConfig::default(),
     );
+    let grpc = mcp_http::Grpc::new(server.clone(), config.clone()).router();
     let tools = server.clone();
     let counted = store.clone();
     let mut http = mcp_http::StreamableHttp::new(server, config).with_param_headers(move |name| {
@@ -232,20 +233,29 @@ async fn serve_http(
     if let Some(store) = store {
         http = http.with_store(store);
     }
+    let grpc_listener = grpc_listener(args).await?;
     let app = http.router().merge(legacy.router()).merge(ws.router());
+    let app = mcp_http::grpc::split(app, grpc.clone());
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
     let addr = listener.local_addr()?;
+    let grpc_task = grpc_listener.map(|(listener, tls)| {
+        let stop = shutdown.clone().cancelled_owned();
+        tokio::spawn(mcp_http::grpc::serve_grpc(listener, grpc, tls, stop))
+    });
     let what = if gateway_mode {
         "the gateway"
     } else {
         "the demo server"
     };
     eprintln!(
-        "mcp: serving {what} at http://{addr}/mcp (and HTTP+SSE at /sse, WebSocket at ws://{addr}/ws)"
+        "mcp: serving {what} at http://{addr}/mcp (and HTTP+SSE at /sse, WebSocket at ws://{addr}/ws, gRPC at grpc://{addr})"
     );
     mcp_http::serve_router_with(listener, app, options, shutdown.cancelled_owned()).await?;
+    if let Some(task) = grpc_task {
+        task.await.context("the gRPC listener failed")??;
+    }
     match counted {
         Some(store) => eprintln!(
             "mcp: stopped ({} round trips to the store)",
@@ -254,6 +264,51 @@ async fn serve_http(
         None => eprintln!("mcp: stopped"),
     }
     Ok(())
+}
+
+/// Refuses a non-loopback listener without authentication unless --allow-unauthenticated.
+fn refuse_open_listener(
+    args: &ServeArgs,
+    listen: std::net::SocketAddr,
+    authenticated: bool,
+) -> anyhow::Result<()> {
+    if !listen.ip().is_loopback() && !authenticated {
+        if !args.auth.allow_unauthenticated {
+            bail!(
+                "refusing to listen on non-loopback {listen} without authentication: protect it \
+                 with --auth-issuer/--auth-audience or --auth-token-file, or pass \
+                 --allow-unauthenticated"
+            );
+        }
+        tracing::warn!(
+            "listening on non-loopback address {listen} without authentication: anyone who can \
+             reach it can use this server"
+        );
+    }
+    Ok(())
+}
+
+/// The listener of --grpc-listen and its TLS material, bound now so that a busy port fails
+/// the start.
+async fn grpc_listener(
+    args: &ServeArgs,
+) -> anyhow::Result<Option<(tokio::net::TcpListener, Option<mcp_http::grpc::TlsPem>)>> {
+    let Some(addr) = args.grpc_listen else {
+        return Ok(None);
+    };
+    let tls = match (&args.grpc_tls_cert, &args.grpc_tls_key) {
+        (Some(cert), Some(key)) => Some(mcp_http::grpc::TlsPem {
+            cert: std::fs::read(cert).with_context(|| format!("reading {}", cert.display()))?,
+            key: std::fs::read(key).with_context(|| format!("reading {}", key.display()))?,
+        }),
+        _ => None,
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr} for gRPC"))?;
+    let scheme = if tls.is_some() { "grpcs" } else { "grpc" };
+    eprintln!("mcp: serving gRPC at {scheme}://{}", listener.local_addr()?);
+    Ok(Some((listener, tls)))
 }
 
 /// Shuts every upstream down (stdio children get the full close-TERM-KILL sequence).

@@ -1,5 +1,5 @@
-//! What the client commands talk to: a URL (Streamable HTTP, or WebSocket for `ws://` and
-//! `wss://`) or a command (stdio).
+//! What the client commands talk to: a URL (Streamable HTTP; WebSocket for `ws://` and
+//! `wss://`; gRPC for `grpc://` and `grpcs://`) or a command (stdio).
 
 use anyhow::{Context, bail};
 use mcp_client::{Client, ClientConfig, ClientHandlers};
@@ -20,14 +20,12 @@ impl Target {
         match (url, command.is_empty()) {
             (Some(_), false) => bail!("give either a URL or a command after --, not both"),
             (Some(u), true)
-                if ["http://", "https://", "ws://", "wss://"]
-                    .iter()
-                    .any(|s| u.starts_with(s)) =>
+                if u.starts_with("http://") || u.starts_with("https://") || is_stream_url(&u) =>
             {
                 Ok(Target::Url(u))
             }
             (Some(u), true) => bail!(
-                "{u:?} is not an http://, https://, ws:// or wss:// URL (put a server command after --)"
+                "{u:?} is not an http(s)://, ws(s):// or grpc(s):// URL (put a server command after --)"
             ),
             (None, false) => Ok(Target::Command(command)),
             (None, true) => bail!("no server given: pass a URL, or a command after --"),
@@ -85,12 +83,9 @@ pub(crate) async fn connect_with(
         ..ClientConfig::default()
     };
     let result = match target {
-        Target::Url(url) if url.starts_with("ws://") || url.starts_with("wss://") => {
-            let ws = mcp_http::ws::client::WsClientConfig {
-                headers: http_config.headers.clone(),
-                ..Default::default()
-            };
-            let (channels, link) = mcp_http::ws::client::connect(url, ws).await?;
+        Target::Url(url) if is_stream_url(url) => {
+            let (channels, link) =
+                open_stream(url, http_config.headers.clone(), http_config.encoding).await?;
             Client::connect_over(channels, link, handlers, config)
                 .await
                 .map(|client| Connection { client })
@@ -120,4 +115,40 @@ pub(crate) async fn connect_with(
         }
     };
     result.with_context(|| format!("cannot connect to `{}`", target.describe()))
+}
+
+/// True for the URLs of the one-connection transports: WebSocket and gRPC.
+pub(crate) fn is_stream_url(url: &str) -> bool {
+    ["ws://", "wss://", "grpc://", "grpcs://"]
+        .iter()
+        .any(|s| url.starts_with(s))
+}
+
+/// Opens a WebSocket or gRPC connection (see [`is_stream_url`]) with these request headers
+/// (call metadata for gRPC). `encoding` picks the gRPC envelopes' form; WebSocket frames are
+/// always JSON text.
+pub(crate) async fn open_stream(
+    url: &str,
+    headers: Vec<(String, String)>,
+    encoding: mcp_http::BodyEncoding,
+) -> anyhow::Result<(mcp_transport::Channels, Box<dyn mcp_transport::Link>)> {
+    if url.starts_with("grpc://") || url.starts_with("grpcs://") {
+        let form = match encoding {
+            mcp_http::BodyEncoding::Json => mcp_http::grpc::Form::Json,
+            mcp_http::BodyEncoding::Protobuf => mcp_http::grpc::Form::Protobuf,
+        };
+        let config = mcp_http::grpc::client::GrpcClientConfig {
+            headers,
+            form,
+            ..Default::default()
+        };
+        let (channels, link) = mcp_http::grpc::client::connect(url, config).await?;
+        return Ok((channels, Box::new(link)));
+    }
+    let config = mcp_http::ws::client::WsClientConfig {
+        headers,
+        ..Default::default()
+    };
+    let (channels, link) = mcp_http::ws::client::connect(url, config).await?;
+    Ok((channels, Box::new(link)))
 }

@@ -33,6 +33,8 @@ mod config;
 mod encoding;
 pub mod event_store;
 mod get;
+#[cfg(feature = "grpc")]
+pub mod grpc;
 mod guard;
 mod legacy;
 #[cfg(feature = "client")]
@@ -60,6 +62,8 @@ pub use legacy::LegacySse;
 pub use serve::{ServeOptions, serve_router, serve_router_with, shutdown_on_signal};
 pub use server::StreamableHttp;
 pub use ws::{WebSocket, WsConfig};
+#[cfg(feature = "grpc")]
+pub use grpc::Grpc;
 
 /// Client-supplied text for a log line: at most 200 characters, printed with `{:?}` so that
 /// control characters and line breaks are escaped and cannot forge log lines.

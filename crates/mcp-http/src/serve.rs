@@ -90,7 +90,13 @@ pub async fn serve_router_with(
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(options.header_read_timeout);
-    builder.http2().timer(TokioTimer::new());
+    // HTTP/2 keep-alive pings (gRPC streams, long SSE streams) drop peers that stopped
+    // answering.
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(Duration::from_secs(20)))
+        .keep_alive_timeout(Duration::from_secs(20));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(options.max_connections.max(1)));
     tokio::pin!(shutdown);

@@ -111,3 +111,24 @@ pub struct Field {
     #[prost(message, optional, tag = "2")]
     pub value: Option<Value>,
 }
+
+/// One JSON-RPC message in the gRPC transport: its JSON bytes, or its protobuf form.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Envelope {
+    #[prost(oneof = "envelope::Body", tags = "1, 2")]
+    pub body: Option<envelope::Body>,
+}
+
+/// The forms of an [`Envelope`].
+pub mod envelope {
+    /// How the message travels.
+    #[derive(Clone, PartialEq, prost::Oneof)]
+    pub enum Body {
+        /// The message as UTF-8 JSON.
+        #[prost(bytes = "vec", tag = "1")]
+        Json(Vec<u8>),
+        /// The message in its protobuf form.
+        #[prost(message, tag = "2")]
+        Message(super::Message),
+    }
+}

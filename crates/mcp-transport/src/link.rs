@@ -27,3 +27,15 @@ pub trait Link: Send + Sync + 'static {
         None
     }
 }
+
+/// A boxed link is a link, so code choosing a transport at run time can hand any one on.
+impl Link for Box<dyn Link> {
+    fn close(self: Box<Self>) -> BoxFuture<'static, Option<Exit>> {
+        let inner: Box<dyn Link> = *self;
+        <dyn Link as Link>::close(inner)
+    }
+
+    fn pid(&self) -> Option<u32> {
+        (**self).pid()
+    }
+}

@@ -70,7 +70,7 @@ pub(super) async fn connect(
         ..ClientConfig::default()
     };
     match &upstream.url {
-        Some(url) if url.starts_with("ws://") || url.starts_with("wss://") => {
+        Some(url) if crate::target::is_stream_url(url) => {
             // A static token only: OAuth upstreams are reached over Streamable HTTP.
             if upstream
                 .auth
@@ -78,7 +78,7 @@ pub(super) async fn connect(
                 .is_some_and(|a| a.client_id.is_some() || a.login)
             {
                 let m = format!(
-                    "upstream {}: OAuth (client_id, login) needs an http(s):// URL; over WebSocket use bearer_file",
+                    "upstream {}: OAuth (client_id, login) needs an http(s):// URL; over WebSocket and gRPC use bearer_file",
                     upstream.name
                 );
                 return Err(mcp_client::ConnectError::Initialize(CallError::Protocol(m)));
@@ -91,13 +91,12 @@ pub(super) async fn connect(
                 })?;
                 headers.push(("authorization".into(), format!("Bearer {}", token.trim())));
             }
-            let ws = mcp_http::ws::client::WsClientConfig {
-                headers,
-                ..Default::default()
-            };
-            let (channels, link) = mcp_http::ws::client::connect(url, ws).await.map_err(|e| {
-                mcp_client::ConnectError::Initialize(CallError::Protocol(e.to_string()))
-            })?;
+            let (channels, link) =
+                crate::target::open_stream(url, headers, mcp_http::BodyEncoding::Json)
+                    .await
+                    .map_err(|e| {
+                        mcp_client::ConnectError::Initialize(CallError::Protocol(format!("{e:#}")))
+                    })?;
             Client::connect_over(channels, link, handlers, config).await
         }
         Some(url) => {
