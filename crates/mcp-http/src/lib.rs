@@ -58,12 +58,12 @@ pub use client::{
 pub use clients::Principal;
 pub use config::{HttpConfig, ResponseMode};
 pub use event_store::{EventStore, MemoryEventStore};
+#[cfg(feature = "grpc")]
+pub use grpc::Grpc;
 pub use legacy::LegacySse;
 pub use serve::{ServeOptions, serve_router, serve_router_with, shutdown_on_signal};
 pub use server::StreamableHttp;
 pub use ws::{WebSocket, WsConfig};
-#[cfg(feature = "grpc")]
-pub use grpc::Grpc;
 
 /// Client-supplied text for a log line: at most 200 characters, printed with `{:?}` so that
 /// control characters and line breaks are escaped and cannot forge log lines.

@@ -76,7 +76,10 @@ impl Link for GrpcLink {
             }
             if let Some(done) = self.done.take() {
                 let abort = done.abort_handle();
-                if tokio::time::timeout(Duration::from_secs(5), done).await.is_err() {
+                if tokio::time::timeout(Duration::from_secs(5), done)
+                    .await
+                    .is_err()
+                {
                     abort.abort();
                 }
             }
@@ -114,10 +117,13 @@ async fn channel(url: &str, config: &GrpcClientConfig) -> Result<Channel, GrpcCl
             .tls_config(tls_config)
             .map_err(|e| GrpcClientError::Request(format!("TLS settings for {url}: {e}")))?;
     }
-    endpoint.connect().await.map_err(|e| GrpcClientError::Connect {
-        url: url.to_owned(),
-        error: error_chain(&e),
-    })
+    endpoint
+        .connect()
+        .await
+        .map_err(|e| GrpcClientError::Connect {
+            url: url.to_owned(),
+            error: error_chain(&e),
+        })
 }
 
 /// An error with its causes, one line.

@@ -70,7 +70,11 @@ pub fn split(http: axum::Router, grpc: axum::Router) -> axum::Router {
     let service = tower::service_fn(move |request: Request| {
         let grpc_call = header_str(request.headers(), "content-type")
             .is_some_and(|t| t.starts_with("application/grpc"));
-        let router = if grpc_call { grpc.clone() } else { http.clone() };
+        let router = if grpc_call {
+            grpc.clone()
+        } else {
+            http.clone()
+        };
         async move {
             use tower::ServiceExt;
             router.oneshot(request).await
@@ -107,7 +111,10 @@ fn refusal(response: &Response) -> Status {
 
 /// The checks of `/mcp`, on a gRPC call's headers: Host/Origin, the bearer token,
 /// `mcp-protocol-version`. The caller's identity, or the refusal.
-async fn admit(inner: &Inner, parts: &mut axum::http::request::Parts) -> Result<Option<String>, Status> {
+async fn admit(
+    inner: &Inner,
+    parts: &mut axum::http::request::Parts,
+) -> Result<Option<String>, Status> {
     // HTTP/2 carries the host as `:authority`, which hyper keeps in the URI.
     if !parts.headers.contains_key(header::HOST)
         && let Some(authority) = parts.uri.authority()
@@ -119,9 +126,8 @@ async fn admit(inner: &Inner, parts: &mut axum::http::request::Parts) -> Result<
     crate::auth::authenticate(inner.http.auth.as_deref(), parts)
         .await
         .map_err(|r| refusal(&r))?;
-    crate::admission::version_checks(&parts.headers).map_err(|_| {
-        Status::invalid_argument("unsupported mcp-protocol-version")
-    })?;
+    crate::admission::version_checks(&parts.headers)
+        .map_err(|_| Status::invalid_argument("unsupported mcp-protocol-version"))?;
     Ok(parts.extensions.get::<Principal>().map(|p| p.0.clone()))
 }
 
@@ -143,7 +149,10 @@ fn grpc_handler(inner: &Inner) -> tonic::server::Grpc<tonic_prost::ProstCodec<En
 
 async fn connect(State(inner): State<Arc<Inner>>, request: Request) -> Response {
     let (mut parts, body) = request.into_parts();
-    let (principal, chosen) = match admit(&inner, &mut parts).await.and_then(|p| Ok((p, chosen_form(&parts)?))) {
+    let (principal, chosen) = match admit(&inner, &mut parts)
+        .await
+        .and_then(|p| Ok((p, chosen_form(&parts)?)))
+    {
         Ok(admitted) => admitted,
         Err(status) => return status_response(status),
     };
@@ -161,7 +170,10 @@ async fn connect(State(inner): State<Arc<Inner>>, request: Request) -> Response 
 
 async fn call(State(inner): State<Arc<Inner>>, request: Request) -> Response {
     let (mut parts, body) = request.into_parts();
-    let (principal, chosen) = match admit(&inner, &mut parts).await.and_then(|p| Ok((p, chosen_form(&parts)?))) {
+    let (principal, chosen) = match admit(&inner, &mut parts)
+        .await
+        .and_then(|p| Ok((p, chosen_form(&parts)?)))
+    {
         Ok(admitted) => admitted,
         Err(status) => return status_response(status),
     };
@@ -249,7 +261,13 @@ fn open(
         engine: engine.abort_handle(),
     };
     tokio::spawn(reader.run(incoming));
-    tokio::spawn(write(out_rx, answer_tx, form, ending, AbortOnDrop(engine.abort_handle())));
+    tokio::spawn(write(
+        out_rx,
+        answer_tx,
+        form,
+        ending,
+        AbortOnDrop(engine.abort_handle()),
+    ));
     ReceiverStream::new(answer_rx)
 }
 
@@ -262,10 +280,16 @@ async fn write(
     ending: Arc<Mutex<Option<Status>>>,
     _engine: AbortOnDrop,
 ) {
-    while let Some(out) = out_rx.recv().await {
+    loop {
+        let out = tokio::select! {
+            out = out_rx.recv() => out,
+            // The client reset the stream (even after ending its side): dropping the guard
+            // stops the engine and cancels its requests.
+            () = answers.closed() => return,
+        };
+        let Some(out) = out else { break };
         let Some(line) = out.line() else { continue };
         if answers.send(Ok(from_json(line, form.get()))).await.is_err() {
-            // The client is gone; dropping the guard stops the engine.
             return;
         }
     }
@@ -311,14 +335,20 @@ impl Reader {
                         }
                         Err(e) => {
                             let error = invalid_request(&e.to_string());
-                            let _ = self.answers.send(Ok(from_json(&error, self.form.get()))).await;
+                            let _ = self
+                                .answers
+                                .send(Ok(from_json(&error, self.form.get())))
+                                .await;
                         }
                     }
                 }
                 // The client ended its side: the engine answers what it accepted, then ends.
                 Ok(Ok(None)) => return,
                 Ok(Err(status)) => {
-                    if matches!(status.code(), Code::Cancelled | Code::Unknown | Code::Unavailable) {
+                    if matches!(
+                        status.code(),
+                        Code::Cancelled | Code::Unknown | Code::Unavailable
+                    ) {
                         // The client reset the stream or went away: its requests are cancelled.
                         tracing::debug!("a gRPC client went away: {}", status.message());
                         self.engine.abort();
