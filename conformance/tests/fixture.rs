@@ -1,34 +1,116 @@
 //! The fixture's exact outputs (a green suite run alone proves little: its checks are
-//! structural).
+//! structural), in memory and from the real fixture binary over every transport:
+//! Streamable HTTP, WebSocket, and gRPC in both envelope forms.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Stdio;
+use std::time::Duration;
 
 use mcp_client::{Client, ClientConfig, ClientHandlers};
 use mcp_types::{
     Content, CreateMessageResult, ElicitAction, ElicitResult, JsonObject, OneOrMany, Role,
 };
 use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
 
-async fn connect(handlers: ClientHandlers) -> Client {
-    let (client_end, server_end) = mcp_transport::duplex();
-    let server = mcp_conformance::server().unwrap();
-    tokio::spawn(async move { server.serve(server_end.incoming, server_end.outgoing).await });
-    Client::connect(
-        client_end.incoming,
-        client_end.outgoing,
-        handlers,
-        ClientConfig::default(),
-    )
-    .await
-    .unwrap()
+/// The transports the scripts run over.
+const TRANSPORTS: &[&str] = &["memory", "http", "ws", "grpc", "grpc+protobuf"];
+
+/// The fixture binary on a free port; killed when dropped.
+struct Fixture {
+    _child: tokio::process::Child,
+    addr: String,
+}
+
+async fn fixture() -> Fixture {
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp-conformance-server"))
+        .env("PORT", "0")
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .expect("the fixture starts")
+        .unwrap()
+        .unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Fixture {
+        _child: child,
+        addr,
+    }
+}
+
+async fn connect(fixture: &Fixture, transport: &str, handlers: ClientHandlers) -> Client {
+    let config = ClientConfig::default();
+    let addr = &fixture.addr;
+    let connected = match transport {
+        "memory" => {
+            let (client_end, server_end) = mcp_transport::duplex();
+            let server = mcp_conformance::server().unwrap();
+            tokio::spawn(
+                async move { server.serve(server_end.incoming, server_end.outgoing).await },
+            );
+            Client::connect(client_end.incoming, client_end.outgoing, handlers, config).await
+        }
+        "http" => {
+            let url = format!("http://{addr}/mcp");
+            let (channels, session) = mcp_http::client::connect(&url, Default::default())
+                .unwrap()
+                .into_parts();
+            Client::connect_over(channels, session, handlers, config).await
+        }
+        "ws" => {
+            let url = format!("ws://{addr}/ws");
+            let (channels, link) = mcp_http::ws::client::connect(&url, Default::default())
+                .await
+                .unwrap();
+            Client::connect_over(channels, link, handlers, config).await
+        }
+        grpc => {
+            let form = if grpc.ends_with("protobuf") {
+                mcp_http::grpc::Form::Protobuf
+            } else {
+                mcp_http::grpc::Form::Json
+            };
+            let settings = mcp_http::grpc::client::GrpcClientConfig {
+                form,
+                ..Default::default()
+            };
+            let (channels, link) =
+                mcp_http::grpc::client::connect(&format!("grpc://{addr}"), settings)
+                    .await
+                    .unwrap();
+            Client::connect_over(channels, link, handlers, config).await
+        }
+    };
+    connected.unwrap_or_else(|e| panic!("{transport}: {e}"))
 }
 
 fn content(r: &mcp_types::CallToolResult) -> Value {
     serde_json::to_value(&r.content).unwrap()
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_return_exactly_what_the_suite_expects() {
-    let handlers = ClientHandlers::new()
+    let fixture = fixture().await;
+    for transport in TRANSPORTS {
+        let c = connect(&fixture, transport, handlers()).await;
+        tools_script(&c).await;
+        c.close().await;
+    }
+}
+
+/// The client side the tools need: sampling and elicitation answers.
+fn handlers() -> ClientHandlers {
+    ClientHandlers::new()
         .sampling(|p| async move {
             let OneOrMany::One(c) = &p.messages[0].content else {
                 panic!()
@@ -58,16 +140,15 @@ async fn tools_return_exactly_what_the_suite_expects() {
                 meta: None,
                 extra: JsonObject::new(),
             })
-        });
-    let c = connect(handlers).await;
+        })
+}
+
+async fn tools_script(c: &Client) {
     assert_eq!(c.server().server_info.name, "mcp-conformance-test-server");
-    let call = |name: &'static str, args: Value| {
-        let c = &c;
-        async move {
-            c.call_tool(name, args.as_object().cloned().unwrap())
-                .await
-                .unwrap()
-        }
+    let call = |name: &'static str, args: Value| async move {
+        c.call_tool(name, args.as_object().cloned().unwrap())
+            .await
+            .unwrap()
     };
     assert_eq!(
         content(&call("test_simple_text", json!({})).await),
@@ -133,9 +214,17 @@ async fn tools_return_exactly_what_the_suite_expects() {
     assert_eq!(schema["properties"]["address"]["$ref"], "#/$defs/address");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resources_and_prompts_are_exact() {
-    let c = connect(ClientHandlers::new()).await;
+    let fixture = fixture().await;
+    for transport in TRANSPORTS {
+        let c = connect(&fixture, transport, ClientHandlers::new()).await;
+        resources_script(&c).await;
+        c.close().await;
+    }
+}
+
+async fn resources_script(c: &Client) {
     let r = c.read_resource("test://static-text").await.unwrap();
     assert_eq!(
         r.contents[0].text.as_deref(),

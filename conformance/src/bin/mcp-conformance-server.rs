@@ -1,5 +1,7 @@
 //! Fixture server for the official conformance suite: Streamable HTTP at
-//! `http://127.0.0.1:$PORT/mcp` (PORT defaults to 3000).
+//! `http://127.0.0.1:$PORT/mcp` (PORT defaults to 3000; 0 picks a free port). The same
+//! server is also served over WebSocket at `/ws` and over gRPC on the same port, so that
+//! its exact outputs can be checked on every transport.
 //!
 //! `MCP_CONFORMANCE_NO_DNS_PROTECTION=1` switches DNS-rebinding protection off: the negative
 //! self-test that proves the suite's check can fail.
@@ -27,6 +29,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ..Default::default()
     };
     let server = mcp_conformance::server()?;
+    let ws = mcp_http::WebSocket::new(
+        server.clone(),
+        config.clone(),
+        mcp_http::WsConfig::default(),
+    );
+    let grpc = mcp_http::Grpc::new(server.clone(), config.clone());
     let tools = server.clone();
     let http = mcp_http::StreamableHttp::new(server, config).with_param_headers(move |name| {
         tools
@@ -35,10 +43,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .unwrap_or_default()
     });
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    let addr = listener.local_addr()?;
     eprintln!(
-        "mcp-conformance-server listening on http://{}/mcp",
-        listener.local_addr()?
+        "mcp-conformance-server listening on http://{addr}/mcp (WebSocket at ws://{addr}/ws, gRPC at grpc://{addr})"
     );
-    http.serve(listener).await?;
+    let app = mcp_http::grpc::split(http.router().merge(ws.router()), grpc.router());
+    mcp_http::serve_router(listener, app).await?;
     Ok(())
 }

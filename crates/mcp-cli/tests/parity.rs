@@ -181,7 +181,17 @@ async fn every_transport_gives_the_same_transcript() {
         .replacen("http://", "ws://", 1)
         .replace("/mcp", "/ws");
     let mut transcripts = Vec::new();
-    for transport in ["stdio", "http", "http+protobuf", "ws"] {
+    let grpc_url = http_url
+        .replacen("http://", "grpc://", 1)
+        .replace("/mcp", "");
+    for transport in [
+        "stdio",
+        "http",
+        "http+protobuf",
+        "ws",
+        "grpc",
+        "grpc+protobuf",
+    ] {
         let events = Arc::new(Mutex::new(Vec::new()));
         let h = handlers(events.clone());
         let config = ClientConfig::default();
@@ -196,7 +206,35 @@ async fn every_transport_gives_the_same_transcript() {
                     .await
                     .unwrap()
             }
-            _ => {
+            "http+protobuf" => {
+                let settings = mcp_http::HttpClientConfig {
+                    encoding: mcp_http::BodyEncoding::Protobuf,
+                    ..Default::default()
+                };
+                let (channels, session) = mcp_http::client::connect(&http_url, settings)
+                    .unwrap()
+                    .into_parts();
+                Client::connect_over(channels, session, h, config)
+                    .await
+                    .unwrap()
+            }
+            "grpc" | "grpc+protobuf" => {
+                let settings = mcp_http::grpc::client::GrpcClientConfig {
+                    form: if transport == "grpc" {
+                        mcp_http::grpc::Form::Json
+                    } else {
+                        mcp_http::grpc::Form::Protobuf
+                    },
+                    ..Default::default()
+                };
+                let (channels, link) = mcp_http::grpc::client::connect(&grpc_url, settings)
+                    .await
+                    .unwrap();
+                Client::connect_over(channels, link, h, config)
+                    .await
+                    .unwrap()
+            }
+            "ws" => {
                 let (channels, link) = mcp_http::ws::client::connect(&ws_url, Default::default())
                     .await
                     .unwrap();
@@ -204,6 +242,7 @@ async fn every_transport_gives_the_same_transcript() {
                     .await
                     .unwrap()
             }
+            other => unreachable!("{other}"),
         };
         let t = tokio::time::timeout(Duration::from_secs(60), script(&client, &events))
             .await
