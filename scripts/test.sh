@@ -25,13 +25,14 @@ if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; th
   fi
 fi
 # apt may start a Redis on 6379 as a service; the tests use their own, so it is left alone.
-# The WebSocket interop tests drive the Python SDK (its WebSocket client and server) and a
-# plain `websockets` client, from PyPI, in a venv of their own.
-if [ ! -x .venv-interop/bin/python ] || ! .venv-interop/bin/python -c 'import mcp, websockets, uvicorn' 2>/dev/null; then
-  echo "== installing the Python SDK into .venv-interop (for the WebSocket interop tests)"
+# The interop tests drive the Python SDK (its WebSocket client and server), a plain
+# `websockets` client, and a gRPC client generated from our .proto with grpcio-tools, all
+# from PyPI, in a venv of their own.
+if [ ! -x .venv-interop/bin/python ] || ! .venv-interop/bin/python -c 'import mcp, websockets, uvicorn, grpc_tools' 2>/dev/null; then
+  echo "== installing the Python SDK and grpcio-tools into .venv-interop (for the interop tests)"
   python3 -m venv .venv-interop
   .venv-interop/bin/pip install -q --disable-pip-version-check \
-    "mcp==1.30.0" "websockets==17.4" "uvicorn==0.54.0"
+    "mcp==1.30.0" "websockets==17.4" "uvicorn==0.54.0" "grpcio==1.76.0" "grpcio-tools==1.76.0"
 fi
 cargo build --workspace --all-targets
 cargo test --workspace --all-targets

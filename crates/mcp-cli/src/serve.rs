@@ -241,8 +241,18 @@ async fn serve_http(
         .with_context(|| format!("cannot listen on {listen}"))?;
     let addr = listener.local_addr()?;
     let grpc_task = grpc_listener.map(|(listener, tls)| {
-        let stop = shutdown.clone().cancelled_owned();
-        tokio::spawn(mcp_http::grpc::serve_grpc(listener, grpc, tls, stop))
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            let served =
+                mcp_http::grpc::serve_grpc(listener, grpc, tls, stop.clone().cancelled_owned())
+                    .await;
+            // A gRPC listener that cannot serve (bad TLS material, say) stops the whole
+            // server instead of leaving a dead port behind.
+            if served.is_err() {
+                stop.cancel();
+            }
+            served
+        })
     });
     let what = if gateway_mode {
         "the gateway"

@@ -7,54 +7,12 @@
 
 mod common;
 
-use std::path::PathBuf;
+use common::python::{run_script, script};
+
 use std::process::Stdio;
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
-
-fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("MCP_INTEROP_PYTHON") {
-        return p.into();
-    }
-    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv-interop/bin/python");
-    assert!(
-        venv.exists(),
-        "no Python for the interop tests at {}: run scripts/test.sh, or `python3 -m venv \
-         .venv-interop && .venv-interop/bin/pip install mcp==1.30.0 websockets uvicorn`",
-        venv.display()
-    );
-    venv
-}
-
-fn script(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/interop")
-        .join(name)
-}
-
-/// Runs a Python script with `url`; the JSON line it printed.
-async fn run_script(name: &str, url: &str) -> Value {
-    let out = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::process::Command::new(python())
-            .arg(script(name))
-            .arg(url)
-            .output(),
-    )
-    .await
-    .expect("the script finishes")
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{name} failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(stdout.trim().lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("{e}: {stdout}"))
-}
 
 fn ws_url(http_url: &str) -> String {
     http_url
@@ -65,7 +23,7 @@ fn ws_url(http_url: &str) -> String {
 #[tokio::test]
 async fn the_python_sdk_client_uses_our_server() {
     let (_server, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
-    let v = run_script("ws_client.py", &ws_url(&url)).await;
+    let v = run_script("ws_client.py", &[&ws_url(&url)]).await;
     assert_eq!(v["server"], "mcp-demo", "{v}");
     assert!(
         v["tools"].as_array().unwrap().iter().any(|t| t == "echo"),
@@ -81,7 +39,7 @@ async fn our_client_uses_the_python_sdk_server() {
         .local_addr()
         .unwrap()
         .port();
-    let mut server = tokio::process::Command::new(python())
+    let mut server = tokio::process::Command::new(common::python::python())
         .arg(script("ws_server.py"))
         .arg(port.to_string())
         .stdout(Stdio::piped())
@@ -124,7 +82,7 @@ async fn our_client_uses_the_python_sdk_server() {
 #[tokio::test]
 async fn raw_and_bad_frames_from_a_plain_websockets_client() {
     let (_server, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
-    let v = run_script("ws_raw.py", &ws_url(&url)).await;
+    let v = run_script("ws_raw.py", &[&ws_url(&url)]).await;
     assert_eq!(v["subprotocol"], "mcp", "{v}");
     assert_eq!(v["not_json"]["error"]["code"], -32700, "{v}");
     assert_eq!(v["binary"]["closed"], 1003, "{v}");

@@ -2,6 +2,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(dead_code, unreachable_pub)]
 
+pub mod python;
+
 use std::process::Stdio;
 use std::time::Duration;
 

@@ -122,20 +122,8 @@ async fn channel(url: &str, config: &GrpcClientConfig) -> Result<Channel, GrpcCl
         .await
         .map_err(|e| GrpcClientError::Connect {
             url: url.to_owned(),
-            error: error_chain(&e),
+            error: super::error_chain(&e),
         })
-}
-
-/// An error with its causes, one line.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// A tonic request carrying `message` with the configured metadata.
@@ -178,7 +166,7 @@ pub async fn connect(
     let mut grpc = tonic::client::Grpc::new(channel).max_decoding_message_size(config.max_message);
     grpc.ready().await.map_err(|e| GrpcClientError::Connect {
         url: url.to_owned(),
-        error: error_chain(&e),
+        error: super::error_chain(&e),
     })?;
     let path = axum::http::uri::PathAndQuery::from_static(CONNECT_PATH);
     let answers = tokio::time::timeout(config.connect_timeout, grpc.streaming(call, path, codec()))
@@ -266,7 +254,7 @@ pub async fn call(
     let mut grpc = tonic::client::Grpc::new(channel).max_decoding_message_size(config.max_message);
     grpc.ready().await.map_err(|e| GrpcClientError::Connect {
         url: url.to_owned(),
-        error: error_chain(&e),
+        error: super::error_chain(&e),
     })?;
     let envelope = from_json(&message.to_string(), config.form);
     let path = axum::http::uri::PathAndQuery::from_static(CALL_PATH);

@@ -28,7 +28,8 @@ pub struct ListenError(String);
 
 /// Serves `router` (from [`super::Grpc::router`]) on `listener` over HTTP/2, with TLS when
 /// `tls` is given, until `shutdown` completes; then lets open calls finish and returns.
-/// HTTP/2 keep-alive pings every 20 s drop clients that stopped answering.
+/// HTTP/2 keep-alive pings every 20 s drop clients that stopped answering. With TLS and no
+/// process-wide rustls crypto provider installed yet, this installs ring's.
 ///
 /// # Errors
 /// [`ListenError`] for unusable TLS material or a failing listener.
@@ -43,15 +44,25 @@ pub async fn serve_grpc(
         .http2_keepalive_timeout(Some(Duration::from_secs(20)))
         .tcp_nodelay(true);
     if let Some(tls) = tls {
+        // rustls picks its process-wide crypto provider from crate features; with more than
+        // one linked in (ours is ring) it cannot choose, so choose once here.
+        if rustls::crypto::CryptoProvider::get_default().is_none() {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
         let identity = Identity::from_pem(tls.cert, tls.key);
         server = server
             .tls_config(ServerTlsConfig::new().identity(identity))
-            .map_err(|e| ListenError(e.to_string()))?;
+            .map_err(|e| {
+                ListenError(format!(
+                    "the TLS certificate or key: {}",
+                    super::error_chain(&e)
+                ))
+            })?;
     }
     let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
     server
         .add_routes(Routes::from(router))
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await
-        .map_err(|e| ListenError(e.to_string()))
+        .map_err(|e| ListenError(super::error_chain(&e)))
 }

@@ -118,3 +118,15 @@ pub fn from_json(line: &str, form: Form) -> Envelope {
 pub(crate) fn codec() -> tonic_prost::ProstCodec<Envelope, Envelope> {
     tonic_prost::ProstCodec::default()
 }
+
+/// An error with its causes, on one line.
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
