@@ -43,6 +43,14 @@ async fn session_of(
 }
 
 pub(crate) async fn handle_get(State(inner): State<Arc<Inner>>, request: Request) -> Response {
+    if !crate::encoding::wants_protobuf(request.headers()) {
+        return get(inner, request).await;
+    }
+    let max = inner.config.max_body;
+    crate::encoding::answer_in_protobuf(get(inner, request).await, max).await
+}
+
+async fn get(inner: Arc<Inner>, request: Request) -> Response {
     let (headers, principal) = match checked(&inner, request).await {
         Ok(c) => c,
         Err(r) => return r,

@@ -171,3 +171,160 @@ async fn our_client_speaks_protobuf_and_falls_back_on_415() {
     );
     c.close().await;
 }
+
+/// The events of an SSE body: (event name, data) in order, priming events included.
+fn events(body: &str) -> Vec<(String, String)> {
+    body.split("\n\n")
+        .filter(|b| !b.trim().is_empty() && !b.starts_with(':'))
+        .map(|b| {
+            let mut name = "message".to_owned();
+            let mut data = String::new();
+            for line in b.lines() {
+                if let Some(e) = line.strip_prefix("event: ") {
+                    name = e.to_owned();
+                } else if let Some(d) = line.strip_prefix("data: ") {
+                    data.push_str(d);
+                }
+            }
+            (name, data)
+        })
+        .collect()
+}
+
+fn decode_event(data: &str) -> Value {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .unwrap();
+    mcp_proto::decode(&bytes).unwrap()
+}
+
+/// SSE answers in protobuf: each message event is `event: mcp+protobuf` with base64
+/// protobuf data; the priming event (id, retry, no data) stays as it is.
+#[tokio::test]
+async fn sse_events_in_protobuf() {
+    let s = start(
+        HttpConfig {
+            response_mode: mcp_http::ResponseMode::Sse,
+            ..HttpConfig::default()
+        },
+        ServeOptions::default(),
+    )
+    .await;
+    let init: Value = serde_json::from_str(INIT).unwrap();
+    let r = proto_post(&s.url, None, &init).send().await.unwrap();
+    let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let body = r.text().await.unwrap();
+    let evs = events(&body);
+    assert!(body.contains("id: "), "{body}");
+    let last = evs.last().unwrap();
+    assert_eq!(last.0, "mcp+protobuf", "{body}");
+    assert_eq!(decode_event(&last.1)["result"]["protocolVersion"], VERSION);
+    let note = json!({"jsonrpc":"2.0","method":"notifications/initialized"});
+    proto_post(&s.url, Some(&sid), &note).send().await.unwrap();
+    let set = json!({"jsonrpc":"2.0","id":5,"method":"logging/setLevel","params":{"level":"info"}});
+    proto_post(&s.url, Some(&sid), &set).send().await.unwrap();
+    let chatty: Value =
+        serde_json::from_str(&call(1, "chatty_echo", json!({"message": "sse"}))).unwrap();
+    let body = proto_post(&s.url, Some(&sid), &chatty)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let messages: Vec<Value> = events(&body)
+        .into_iter()
+        .filter(|(_, d)| !d.is_empty())
+        .map(|(name, d)| {
+            assert_eq!(name, "mcp+protobuf", "{body}");
+            decode_event(&d)
+        })
+        .collect();
+    assert_eq!(
+        messages[0]["method"], "notifications/message",
+        "{messages:?}"
+    );
+    assert_eq!(messages[1]["result"]["content"][0]["text"], "sse");
+    // A JSON client on the same server still gets JSON events.
+    let body = post(
+        &s.url,
+        Some(&sid),
+        call(2, "echo", json!({"message": "json"})),
+    )
+    .send()
+    .await
+    .unwrap()
+    .text()
+    .await
+    .unwrap();
+    assert!(
+        body.contains("event: message") && body.contains("\"json\""),
+        "{body}"
+    );
+}
+
+/// Our client in protobuf over an SSE server: POST streams and the GET stream decode.
+#[tokio::test]
+async fn our_client_reads_protobuf_events() {
+    let s = start(
+        HttpConfig {
+            response_mode: mcp_http::ResponseMode::Sse,
+            ..HttpConfig::default()
+        },
+        ServeOptions::default(),
+    )
+    .await;
+    let logs = Arc::new(Mutex::new(Vec::new()));
+    let seen = logs.clone();
+    let handlers = ClientHandlers::new().on_event(move |e| {
+        if let mcp_client::ServerEvent::Log(l) = e {
+            seen.lock().unwrap().push(l.data.to_string());
+        }
+    });
+    let t = mcp_http::client::connect(
+        &s.url,
+        HttpClientConfig {
+            encoding: BodyEncoding::Protobuf,
+            ..HttpClientConfig::default()
+        },
+    )
+    .unwrap();
+    let (channels, link) = t.into_parts();
+    let c = Client::connect_over(channels, link, handlers, ClientConfig::default())
+        .await
+        .unwrap();
+    c.set_log_level(mcp_types::LoggingLevel::Info)
+        .await
+        .unwrap();
+    let r = c
+        .call_tool(
+            "chatty_echo",
+            json!({"message": "p"}).as_object().cloned().unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.content[0].as_text(), Some("p"));
+    assert!(
+        until(5, || logs
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|m| m.contains("echoing")))
+        .await,
+        "the log event decoded"
+    );
+    // `polling` ends its POST stream first: the answer comes on the resumed GET stream.
+    let r = c
+        .call_tool("polling", json!({}).as_object().cloned().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(r.content[0].as_text(), Some("late answer"));
+    c.close().await;
+}

@@ -42,9 +42,24 @@ impl Events {
                 c = self.body.next() => c,
             };
             let Ok(chunk) = chunk? else { return None };
-            self.ready.extend(self.parser.push(&chunk));
+            self.ready
+                .extend(self.parser.push(&chunk).into_iter().map(from_protobuf));
         }
     }
+}
+
+/// A message event in the protobuf encoding (`event: mcp+protobuf`, base64 data) as the
+/// JSON message event it stands for. An event that cannot be decoded keeps no data, so it
+/// is skipped (and logged) like any unusable event.
+fn from_protobuf(mut ev: SseEvent) -> SseEvent {
+    if ev.event == crate::encoding::SSE_EVENT {
+        ev.data = crate::encoding::sse_data_to_json(&ev.data).unwrap_or_else(|e| {
+            tracing::warn!("an unusable protobuf SSE event: {e}");
+            String::new()
+        });
+        ev.event = "message".to_owned();
+    }
+    ev
 }
 
 /// Where a resumable stream is: the last event id and the server's `retry`.
@@ -174,9 +189,12 @@ impl State {
     /// Opens (or resumes) the session's GET stream; `None` when the server refuses it.
     async fn get(&self, last_event_id: Option<&str>) -> Option<reqwest::Response> {
         let session = self.session.lock().clone();
-        let mut req = self
-            .request(reqwest::Method::GET)
-            .header("accept", "text/event-stream");
+        let accept = if self.protobuf() {
+            "text/event-stream, application/mcp+protobuf"
+        } else {
+            "text/event-stream"
+        };
+        let mut req = self.request(reqwest::Method::GET).header("accept", accept);
         if let Some(s) = session {
             req = req.header("mcp-session-id", s);
         }
