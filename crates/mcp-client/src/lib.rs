@@ -23,4 +23,4 @@ pub use mcp_engine::{CallError, RequestOptions};
 pub use mcp_transport::{ChildConfig, ChildEnv};
 pub use mcp_transport::{Exit, Link};
 pub use retry::{RetryChoice, RetryPolicy};
-pub use supervisor::{Heartbeat, Status, Supervised, SupervisorConfig, SupervisorError};
+pub use supervisor::{Connector, Heartbeat, Status, Supervised, SupervisorConfig, SupervisorError};

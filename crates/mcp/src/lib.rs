@@ -11,7 +11,10 @@
 //! - [`serde`], [`serde_json`] and [`schemars`], the versions the stack uses, for tool
 //!   arguments and results.
 //!
-//! [`serve_stdio`] and [`serve_http`] run a server until its input ends or a signal comes.
+//! [`serve_stdio`] and [`serve_http`] run a server until its input ends or a signal comes;
+//! [`remote::connect`] and [`remote::supervise`] make a client of a URL on any transport.
+
+pub mod remote;
 
 pub use mcp_client as client;
 pub use mcp_engine as engine;

@@ -41,6 +41,9 @@ pub enum ConnectError {
     /// The server answered with a version we do not speak.
     #[error("the server chose protocol version {0:?}, which this client does not support")]
     Version(String),
+    /// The transport could not connect (the URL, the network, TLS, a refused upgrade).
+    #[error("{0}")]
+    Transport(String),
 }
 
 /// Client settings.
