@@ -284,6 +284,73 @@ pub(crate) fn check_scopes(
     Ok(())
 }
 
+/// The JSON-RPC error code of a request refused for a scope its connection's token lacks
+/// (on WebSocket and gRPC, where a refusal cannot be an HTTP 403).
+pub const INSUFFICIENT_SCOPE: i64 = -32003;
+
+/// On a connection (WebSocket, gRPC): the error answers for a frame with a message that needs
+/// a scope the connection's token does not grant, one per request in it (`Some(vec![])` for
+/// refused notifications); `None` to let the frame through. The error's data names the
+/// scopes and carries the `insufficient_scope` challenge, as the 403 over HTTP does.
+pub(crate) fn frame_refusals(
+    auth: Option<&HttpAuth>,
+    identity: Option<&Identity>,
+    frame: &[u8],
+) -> Option<Vec<String>> {
+    let (auth, identity) = (auth?, identity?);
+    let policy = &auth.scopes;
+    let per_message = !(policy.methods.is_empty()
+        && policy.tools.is_empty()
+        && policy.prompts.is_empty()
+        && policy.resources.is_empty());
+    if !per_message {
+        return None; // `all` was checked when the connection opened
+    }
+    let messages: Vec<Message> = match mcp_jsonrpc::Frame::decode_limited(frame, 1024) {
+        mcp_jsonrpc::Frame::Single(m) => m.into_iter().collect(),
+        mcp_jsonrpc::Frame::Batch(ms) => ms.into_iter().flatten().collect(),
+    };
+    let mut missing: Vec<String> = Vec::new();
+    for m in &messages {
+        for s in policy.required(m) {
+            if !identity.has_scope(&s) && !missing.contains(&s) {
+                missing.push(s);
+            }
+        }
+    }
+    if missing.is_empty() {
+        return None;
+    }
+    let scope = missing.join(" ");
+    let description = format!("this request needs the scope(s): {scope}");
+    let challenge = bearer_challenge(&[
+        ("error", "insufficient_scope"),
+        ("scope", &scope),
+        ("resource_metadata", &auth.metadata_url),
+        ("error_description", &description),
+    ]);
+    let errors = messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Request(r) => Some(r.id.clone()),
+            _ => None,
+        })
+        .map(|id| {
+            serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "error": {
+                    "code": INSUFFICIENT_SCOPE,
+                    "message": format!("Forbidden: {description}"),
+                    "data": {"error": "insufficient_scope", "scope": scope, "www_authenticate": challenge},
+                },
+            })
+            .to_string()
+        })
+        .collect();
+    Some(errors)
+}
+
 /// The metadata routes: `/.well-known/oauth-protected-resource` with the endpoint's path
 /// inserted, and at the root.
 pub(crate) fn metadata_router(auth: &HttpAuth, path: &str) -> axum::Router {

@@ -496,3 +496,63 @@ async fn split_serves_both_on_one_port() {
     .unwrap();
     assert_eq!(answer["result"]["content"][0]["text"], "same port");
 }
+
+/// Accepts any token as subject "bob" with the scope "basic" only.
+#[derive(Debug)]
+struct BasicScope;
+
+impl mcp_http::TokenVerifier for BasicScope {
+    fn verify<'a>(
+        &'a self,
+        _token: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<mcp_http::Identity, mcp_http::TokenError>> {
+        Box::pin(async move {
+            Ok(mcp_http::Identity {
+                subject: "bob".into(),
+                scopes: vec!["basic".into()],
+                ..Default::default()
+            })
+        })
+    }
+}
+
+/// Per-tool scopes hold on every message of a stream, not only at its start: a tool whose
+/// scope the token lacks is refused with a JSON-RPC error, the stream goes on.
+#[tokio::test]
+async fn per_tool_scopes_hold_on_every_message() {
+    let mut scopes = mcp_http::ScopePolicy::default();
+    scopes.tools.insert("sleep".into(), vec!["admin".into()]);
+    let auth = mcp_http::HttpAuth {
+        verifier: Arc::new(BasicScope),
+        metadata: json!({"resource": "http://127.0.0.1/mcp", "authorization_servers": ["https://as.example"]}),
+        metadata_url: "http://127.0.0.1/.well-known/oauth-protected-resource/mcp".into(),
+        scopes,
+    };
+    let url = endpoint(HttpConfig {
+        auth: Some(Arc::new(auth)),
+        ..HttpConfig::default()
+    })
+    .await;
+    let mut s = raw_with(&url, &[("authorization", "Bearer t")])
+        .await
+        .unwrap();
+    let sleep = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":1},"_meta":modern_meta()}});
+    s.send_json(sleep.clone()).await;
+    let (_, e) = s.next().await.unwrap();
+    assert_eq!(e["id"], 1, "{e}");
+    assert_eq!(e["error"]["data"]["error"], "insufficient_scope", "{e}");
+    assert_eq!(e["error"]["data"]["scope"], "admin", "{e}");
+    s.send_json(echo(2, "allowed", true)).await;
+    let (_, r) = s.next().await.unwrap();
+    assert_eq!(r["result"]["content"][0]["text"], "allowed", "{r}");
+    // The unary method too.
+    let config = GrpcClientConfig {
+        headers: vec![("authorization".into(), "Bearer t".into())],
+        ..Default::default()
+    };
+    let answer = grpc_call(&url, &sleep, &config).await.unwrap();
+    assert_eq!(
+        answer["error"]["data"]["error"], "insufficient_scope",
+        "{answer}"
+    );
+}

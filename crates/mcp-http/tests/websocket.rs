@@ -263,3 +263,50 @@ async fn shutdown_answers_what_was_accepted_then_closes_1001() {
     assert_eq!(r["result"]["content"][0]["text"], "slept 300", "{r}");
     assert_eq!(next(&mut s).await, Err(1001));
 }
+
+/// Accepts any token as subject "bob" with the scope "basic" only.
+#[derive(Debug)]
+struct BasicScope;
+
+impl mcp_http::TokenVerifier for BasicScope {
+    fn verify<'a>(
+        &'a self,
+        _token: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<mcp_http::Identity, mcp_http::TokenError>> {
+        Box::pin(async move {
+            Ok(mcp_http::Identity {
+                subject: "bob".into(),
+                scopes: vec!["basic".into()],
+                ..Default::default()
+            })
+        })
+    }
+}
+
+/// Per-tool scopes hold on every frame, not only at the upgrade.
+#[tokio::test]
+async fn per_tool_scopes_hold_on_every_frame() {
+    let mut scopes = mcp_http::ScopePolicy::default();
+    scopes.tools.insert("sleep".into(), vec!["admin".into()]);
+    let auth = mcp_http::HttpAuth {
+        verifier: std::sync::Arc::new(BasicScope),
+        metadata: json!({"resource": "http://127.0.0.1/ws", "authorization_servers": ["https://as.example"]}),
+        metadata_url: "http://127.0.0.1/.well-known/oauth-protected-resource/ws".into(),
+        scopes,
+    };
+    let url = endpoint(HttpConfig {
+        auth: Some(std::sync::Arc::new(auth)),
+        ..HttpConfig::default()
+    })
+    .await;
+    let mut req = url.as_str().into_client_request().unwrap();
+    req.headers_mut()
+        .insert("authorization", "Bearer t".parse().unwrap());
+    let (mut s, _) = tokio_tungstenite::connect_async(req).await.unwrap();
+    send(&mut s, json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":1},"_meta":modern_meta()}})).await;
+    let e = next(&mut s).await.unwrap();
+    assert_eq!(e["error"]["data"]["error"], "insufficient_scope", "{e}");
+    send(&mut s, json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"ok"},"_meta":modern_meta()}})).await;
+    let r = next(&mut s).await.unwrap();
+    assert_eq!(r["result"]["content"][0]["text"], "ok", "{r}");
+}

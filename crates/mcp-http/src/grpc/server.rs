@@ -16,6 +16,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Code, Status, Streaming};
 
 use super::{CALL_PATH, CONNECT_PATH, ENCODING_KEY, Form, codec, from_json, to_json};
+use crate::auth::Identity;
 use crate::clients::Principal;
 use crate::config::HttpConfig;
 use crate::respond::header_str;
@@ -109,12 +110,16 @@ fn refusal(response: &Response) -> Status {
     status
 }
 
+/// Who is calling: the principal sessions belong to, and the token's identity.
+#[derive(Clone, Default)]
+struct Caller {
+    principal: Option<String>,
+    identity: Option<Arc<Identity>>,
+}
+
 /// The checks of `/mcp`, on a gRPC call's headers: Host/Origin, the bearer token,
-/// `mcp-protocol-version`. The caller's identity, or the refusal.
-async fn admit(
-    inner: &Inner,
-    parts: &mut axum::http::request::Parts,
-) -> Result<Option<String>, Status> {
+/// `mcp-protocol-version`. The caller, or the refusal.
+async fn admit(inner: &Inner, parts: &mut axum::http::request::Parts) -> Result<Caller, Status> {
     // HTTP/2 carries the host as `:authority`, which hyper keeps in the URI.
     if !parts.headers.contains_key(header::HOST)
         && let Some(authority) = parts.uri.authority()
@@ -128,7 +133,10 @@ async fn admit(
         .map_err(|r| refusal(&r))?;
     crate::admission::version_checks(&parts.headers)
         .map_err(|_| Status::invalid_argument("unsupported mcp-protocol-version"))?;
-    Ok(parts.extensions.get::<Principal>().map(|p| p.0.clone()))
+    Ok(Caller {
+        principal: parts.extensions.get::<Principal>().map(|p| p.0.clone()),
+        identity: parts.extensions.get::<Arc<Identity>>().cloned(),
+    })
 }
 
 /// The form the client asked for in `mcp-encoding`, if any.
@@ -237,7 +245,7 @@ impl Drop for AbortOnDrop {
 /// through the returned stream.
 fn open(
     inner: Arc<Inner>,
-    principal: Option<String>,
+    caller: Caller,
     chosen: Option<Form>,
     incoming: Streaming<Envelope>,
 ) -> Answers {
@@ -248,7 +256,7 @@ fn open(
         incoming: in_rx,
         outgoing: out_tx,
         config: inner.engine.clone(),
-        principal,
+        principal: caller.principal,
     }));
     let form = Arc::new(SharedForm::new(chosen));
     let ending = Arc::new(Mutex::new(None));
@@ -259,6 +267,7 @@ fn open(
         form: form.clone(),
         ending: ending.clone(),
         engine: engine.abort_handle(),
+        identity: caller.identity,
     };
     tokio::spawn(reader.run(incoming));
     tokio::spawn(write(
@@ -307,6 +316,7 @@ struct Reader {
     form: Arc<SharedForm>,
     ending: Arc<Mutex<Option<Status>>>,
     engine: AbortHandle,
+    identity: Option<Arc<Identity>>,
 }
 
 impl Reader {
@@ -329,6 +339,18 @@ impl Reader {
                     }
                     match to_json(envelope) {
                         Ok(bytes) => {
+                            let auth = self.inner.http.auth.as_deref();
+                            if let Some(refusals) =
+                                crate::auth::frame_refusals(auth, self.identity.as_deref(), &bytes)
+                            {
+                                for line in refusals {
+                                    let _ = self
+                                        .answers
+                                        .send(Ok(from_json(&line, self.form.get())))
+                                        .await;
+                                }
+                                continue;
+                            }
                             if self.in_tx.send(Inbound::Frame(bytes)).await.is_err() {
                                 return;
                             }
@@ -386,11 +408,17 @@ fn invalid_request(why: &str) -> String {
 /// One 2026-07-28 request through a connection of its own; its response is the answer.
 async fn unary(
     inner: &Inner,
-    principal: Option<String>,
+    caller: Caller,
     envelope: Envelope,
     form: Form,
 ) -> Result<Envelope, Status> {
     let bytes = to_json(envelope).map_err(|e| Status::invalid_argument(e.to_string()))?;
+    let auth = inner.http.auth.as_deref();
+    if let Some(refusals) = crate::auth::frame_refusals(auth, caller.identity.as_deref(), &bytes)
+        && let Some(first) = refusals.first()
+    {
+        return Ok(from_json(first, form));
+    }
     let Ok(message) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
         let error = serde_json::json!({
             "jsonrpc": "2.0", "id": null,
@@ -413,7 +441,7 @@ async fn unary(
         incoming: in_rx,
         outgoing: out_tx,
         config: inner.engine.clone(),
-        principal,
+        principal: caller.principal,
     }));
     // A call the client gives up on stops its engine with it.
     let _guard = AbortOnDrop(engine.abort_handle());

@@ -13,6 +13,7 @@ use mcp_jsonrpc::{Inbound, Outbound};
 use tokio::sync::mpsc;
 
 use super::{SUBPROTOCOL, close};
+use crate::auth::Identity;
 use crate::clients::Principal;
 use crate::config::HttpConfig;
 use crate::respond::{bad_request, header_str};
@@ -93,6 +94,7 @@ async fn upgrade(State(inner): State<Arc<Inner>>, request: Request) -> Response 
         return bad_request("Bad Request: the WebSocket subprotocol must be \"mcp\"");
     }
     let principal = parts.extensions.get::<Principal>().map(|p| p.0.clone());
+    let identity = parts.extensions.get::<Arc<Identity>>().cloned();
     let ws = match WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
         Ok(ws) => ws,
         Err(e) => return (StatusCode::BAD_REQUEST, e.to_string()).into_response(),
@@ -101,7 +103,7 @@ async fn upgrade(State(inner): State<Arc<Inner>>, request: Request) -> Response 
     ws.protocols([SUBPROTOCOL])
         .max_message_size(max)
         .max_frame_size(max)
-        .on_upgrade(move |socket| serve(inner, socket, principal))
+        .on_upgrade(move |socket| serve(inner, socket, principal, identity))
 }
 
 /// Why a connection ended, as its close frame.
@@ -112,7 +114,12 @@ fn closing(code: u16, reason: &str) -> Message {
     }))
 }
 
-async fn serve(inner: Arc<Inner>, socket: Socket, principal: Option<String>) {
+async fn serve(
+    inner: Arc<Inner>,
+    socket: Socket,
+    principal: Option<String>,
+    identity: Option<Arc<Identity>>,
+) {
     let (in_tx, in_rx) = mpsc::channel(64);
     let (out_tx, mut out_rx) = mpsc::channel::<Outbound>(1024);
     let serving = inner.service.serve(Connection {
@@ -139,6 +146,15 @@ async fn serve(inner: Arc<Inner>, socket: Socket, principal: Option<String>) {
                     Some(Ok(Message::Text(text))) => {
                         last_message = heard;
                         let Some(tx) = &in_tx else { continue };
+                        let auth = inner.http.auth.as_deref();
+                        if let Some(refusals) = crate::auth::frame_refusals(auth, identity.as_deref(), text.as_bytes()) {
+                            for line in refusals {
+                                if sink.send(Message::Text(line.into())).await.is_err() {
+                                    break;
+                                }
+                            }
+                            continue;
+                        }
                         if tx.send(Inbound::Frame(text.as_bytes().to_vec())).await.is_err() {
                             break Some(closing(close::NORMAL, "the session ended"));
                         }
