@@ -5,26 +5,18 @@
 //! request's `params.arguments.message` (or "hello"), with no MCP machinery and no sessions.
 //! Driven by `mcp bench URL --clients N` like a real server, every answer checked.
 
+#[path = "bare/reply.rs"]
+mod reply;
+
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 
 async fn answer(body: axum::body::Bytes) -> axum::response::Response {
-    let Ok(msg) = serde_json::from_slice::<serde_json::Value>(&body) else {
-        return StatusCode::BAD_REQUEST.into_response();
-    };
-    let Some(id) = msg.get("id") else {
-        return StatusCode::ACCEPTED.into_response();
-    };
-    let text = msg["params"]["arguments"]["message"]
-        .as_str()
-        .unwrap_or("hello");
-    let reply = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {"tools": {}},
-        "serverInfo": {"name": "bare-http", "version": "0"},
-        "content": [{"type": "text", "text": text}],
-    }});
-    ([("content-type", "application/json")], reply.to_string()).into_response()
+    match reply::answer(&body) {
+        Err(()) => StatusCode::BAD_REQUEST.into_response(),
+        Ok(None) => StatusCode::ACCEPTED.into_response(),
+        Ok(Some(reply)) => ([("content-type", "application/json")], reply).into_response(),
+    }
 }
 
 #[tokio::main(flavor = "current_thread")]

@@ -248,6 +248,19 @@ pub(crate) struct BenchArgs {
     /// Tool to call.
     #[arg(long, default_value = "echo")]
     pub(crate) tool: String,
+    /// Read this resource on each call instead of calling a tool (client driver). Every
+    /// answer must be the same as the first (its text or blob, hashed).
+    #[arg(long, value_name = "URI")]
+    pub(crate) read: Option<String>,
+    /// The encoding of the client's messages: JSON, or the protobuf form (Streamable HTTP
+    /// bodies and SSE events, gRPC envelopes).
+    #[arg(long, value_enum, default_value_t = crate::auth::Encoding::Json)]
+    pub(crate) encoding: crate::auth::Encoding,
+    /// Also count the bytes on the wire: the connections go through a counting TCP relay,
+    /// and the report gives bytes per call each way (connection setup excluded). The relay
+    /// costs time, so take rates from a run without it.
+    #[arg(long)]
+    pub(crate) wire: bool,
     /// Tool arguments (JSON object); a string `message` gets `-<n>` appended per call.
     #[arg(long, default_value = r#"{"message":"hello"}"#)]
     pub(crate) args: String,

@@ -113,6 +113,9 @@ pub(crate) async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         also,
         era,
         tool,
+        read,
+        encoding,
+        wire,
         args,
         requests,
         window,
@@ -137,6 +140,10 @@ pub(crate) async fn bench(args: BenchArgs) -> anyhow::Result<()> {
     if !also.is_empty() && driver != bench::Driver::Raw {
         bail!("--also is for the raw driver (http:// URLs)");
     }
+    let client_only = read.is_some() || wire || encoding != crate::auth::Encoding::Json;
+    if client_only && driver != bench::Driver::Client {
+        bail!("--read, --wire and --encoding protobuf need the SDK client (--driver client)");
+    }
     if driver == bench::Driver::Raw && mode == BenchMode::Pipelined {
         bail!("pipelined calls need one connection with the SDK client (--driver client)");
     }
@@ -160,6 +167,9 @@ pub(crate) async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         also,
         era,
         json,
+        read: read.map(bench::Read::new),
+        encoding: encoding.into(),
+        wire,
     };
     bench::run(plan).await
 }

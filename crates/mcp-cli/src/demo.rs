@@ -299,47 +299,94 @@ fn interactive_tools(
         })
 }
 
-/// Three text resources and the greeting template.
+/// The largest `demo://payload/{size}`.
+const MAX_BYTES: usize = 16 * 1024 * 1024;
+
+/// `size` bytes of a fixed pattern (the same for every read), base64: `demo://payload/{size}`.
+fn bytes_of(size: usize) -> String {
+    use base64::Engine as _;
+    let data: Vec<u8> = (0..size).map(|i| ((i * 31 + 7) % 251) as u8).collect();
+    base64::engine::general_purpose::STANDARD.encode(data)
+}
+
+/// Three text resources, the greeting template, and binary data of any size.
 fn resources(builder: ServerBuilder) -> ServerBuilder {
-    builder
-        .text_resource(
-            "demo://readme",
-            "readme",
-            "text/plain",
-            "This is the mcp demo server.\n",
-        )
-        .text_resource(
-            "demo://config.json",
-            "config",
-            "application/json",
-            "{\"debug\":false,\"level\":\"info\"}",
-        )
-        .text_resource(
-            "demo://hello.md",
-            "hello",
-            "text/markdown",
-            "# Hello\n\nFrom the demo server.\n",
-        )
-        .resource_template(
-            ResourceTemplate {
-                uri_template: "demo://greeting/{name}".into(),
-                name: "greeting".into(),
-                description: Some("A greeting for anyone".into()),
-                mime_type: Some("text/plain".into()),
-                ..Default::default()
-            },
-            |_ctx: Ctx, uri: String, vars: BTreeMap<String, String>| async move {
-                let name = vars.get("name").cloned().unwrap_or_default();
-                Ok(ReadResourceResult {
-                    contents: vec![ResourceContents::text(
-                        uri,
-                        Some("text/plain"),
-                        format!("Hello, {name}!"),
-                    )],
+    payload(
+        builder
+            .text_resource(
+                "demo://readme",
+                "readme",
+                "text/plain",
+                "This is the mcp demo server.\n",
+            )
+            .text_resource(
+                "demo://config.json",
+                "config",
+                "application/json",
+                "{\"debug\":false,\"level\":\"info\"}",
+            )
+            .text_resource(
+                "demo://hello.md",
+                "hello",
+                "text/markdown",
+                "# Hello\n\nFrom the demo server.\n",
+            )
+            .resource_template(
+                ResourceTemplate {
+                    uri_template: "demo://greeting/{name}".into(),
+                    name: "greeting".into(),
+                    description: Some("A greeting for anyone".into()),
+                    mime_type: Some("text/plain".into()),
                     ..Default::default()
-                })
-            },
-        )
+                },
+                |_ctx: Ctx, uri: String, vars: BTreeMap<String, String>| async move {
+                    let name = vars.get("name").cloned().unwrap_or_default();
+                    Ok(ReadResourceResult {
+                        contents: vec![ResourceContents::text(
+                            uri,
+                            Some("text/plain"),
+                            format!("Hello, {name}!"),
+                        )],
+                        ..Default::default()
+                    })
+                },
+            ),
+    )
+}
+
+/// `demo://payload/{size}`: binary data for benchmarks of binary contents.
+fn payload(builder: ServerBuilder) -> ServerBuilder {
+    builder.resource_template(
+        ResourceTemplate {
+            uri_template: "demo://payload/{size}".into(),
+            name: "payload".into(),
+            description: Some(format!(
+                "size bytes of binary data, the same on every read (at most {MAX_BYTES})"
+            )),
+            mime_type: Some("application/octet-stream".into()),
+            ..Default::default()
+        },
+        |_ctx: Ctx, uri: String, vars: BTreeMap<String, String>| async move {
+            let size = vars
+                .get("size")
+                .and_then(|s| s.parse::<usize>().ok())
+                .filter(|n| *n <= MAX_BYTES)
+                .ok_or_else(|| {
+                    ErrorObject::invalid_params(format!(
+                        "size must be a number of bytes up to {MAX_BYTES}"
+                    ))
+                })?;
+            Ok(ReadResourceResult {
+                contents: vec![ResourceContents {
+                    uri,
+                    mime_type: Some("application/octet-stream".into()),
+                    blob: Some(bytes_of(size)),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            })
+        },
+    )
 }
 
 /// greet and summarize.

@@ -165,3 +165,58 @@ async fn every_shape_against_mcp_serve_has_no_errors() {
         assert_eq!(v["errors"], 0, "{v}");
     }
 }
+
+/// `--read`, `--wire` and `--encoding` over every transport: no errors, and the bytes on the
+/// wire show what protobuf saves on binary contents (no base64).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_bytes_on_the_wire_and_encodings_on_every_transport() {
+    let (_server, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    let ws = url.replacen("http://", "ws://", 1).replace("/mcp", "/ws");
+    let grpc = url.replacen("http://", "grpc://", 1).replace("/mcp", "");
+    let size = 65_536.0;
+    for (target, encodings) in [
+        (&url, &["json", "protobuf"][..]),
+        (&grpc, &["json", "protobuf"][..]),
+        (&ws, &["json"][..]),
+    ] {
+        let mut received = Vec::new();
+        for encoding in encodings {
+            let args = [
+                target.as_str(),
+                "--driver",
+                "client",
+                "--mode",
+                "sequential",
+                "--requests",
+                "20",
+                "--read",
+                "demo://payload/65536",
+                "--wire",
+                "--encoding",
+                encoding,
+            ];
+            let (ok, v, err) = bench(&args).await;
+            assert!(ok, "{target} {encoding}: {err} {v}");
+            assert_eq!(v["errors"], 0, "{v}");
+            assert_eq!(v["phases"]["sequential"]["calls"], 20, "{v}");
+            let per_call = v["wire"]["received_per_call"].as_f64().unwrap();
+            assert!(per_call > size, "{target} {encoding}: {v}");
+            received.push(per_call);
+        }
+        if let [json, protobuf] = received[..] {
+            // base64 is 4/3 of the bytes; protobuf carries the bytes themselves.
+            assert!(json > size * 4.0 / 3.0, "{target}: {json}");
+            assert!(protobuf < size * 1.05, "{target}: {protobuf}");
+        }
+    }
+    let out = tokio::process::Command::new(MCP)
+        .args(["bench", &url, "--read", "demo://readme", "--requests", "5"])
+        .output()
+        .await
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("--driver client"),
+        "{err}"
+    );
+}

@@ -114,7 +114,8 @@ fn resources_read_prompts_prompt_ping() {
             "demo://config.json",
             "demo://hello.md",
             "demo://readme",
-            "demo://greeting/{name}"
+            "demo://greeting/{name}",
+            "demo://payload/{size}"
         ]
     );
     assert!(out.contains("(template)"));

@@ -25,8 +25,36 @@ fn failure(e: CallError) -> Failure {
     }
 }
 
+/// One checked read of `--read`'s resource: the same contents as the first read.
+async fn read(client: &Client, read: &super::Read) -> Result<(), Failure> {
+    use std::hash::{Hash, Hasher};
+    let result = client.read_resource(&read.uri).await.map_err(failure)?;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let mut size = 0;
+    for c in &result.contents {
+        let body = c.blob.as_deref().or(c.text.as_deref()).unwrap_or_default();
+        body.hash(&mut hasher);
+        size += body.len();
+    }
+    if size == 0 {
+        return Err(Failure::Wrong("empty contents".to_owned()));
+    }
+    let got = (hasher.finish(), size);
+    let first = *read.first.get_or_init(|| got);
+    if got != first {
+        return Err(Failure::Wrong(format!(
+            "contents differ from the first read ({} against {} bytes)",
+            got.1, first.1
+        )));
+    }
+    Ok(())
+}
+
 /// One checked call, number `n`.
 async fn call(client: &Client, plan: &Plan, n: u64) -> Result<(), Failure> {
+    if let Some(r) = &plan.read {
+        return read(client, r).await;
+    }
     let (args, sent) = plan.payload.arguments(n);
     let result = client.call_tool(&plan.tool, args).await.map_err(failure)?;
     let texts = result.content.iter().filter_map(|c| match c {
@@ -96,14 +124,36 @@ async fn pipelined(client: &Client, plan: &Plan, budget: &Budget, next: &AtomicU
         .await
 }
 
+/// The relay's bytes per call since it was last read (`--wire`), into the report.
+fn wire_figures(extra: &mut Value, relay: Option<&super::relay::Relay>, calls: u64) {
+    let Some(relay) = relay else { return };
+    let (sent, received) = relay.take();
+    if extra.get("wire").is_some() || calls == 0 {
+        return; // the first phase's figures stand
+    }
+    extra["wire"] = json!({
+        "calls": calls,
+        "sent_bytes": sent,
+        "received_bytes": received,
+        "sent_per_call": sent as f64 / calls as f64,
+        "received_per_call": received as f64 / calls as f64,
+    });
+}
+
 async fn close_all(conns: Vec<Connection>) {
     futures::future::join_all(conns.into_iter().map(Connection::close)).await;
 }
 
 /// Runs the phases; returns them and the report's other fields (CPU, server memory), read
 /// before a child server is closed.
-pub(crate) async fn run(plan: &Plan) -> anyhow::Result<(Vec<Phase>, Value)> {
-    let http = mcp_http::HttpClientConfig::default();
+pub(crate) async fn run(
+    plan: &Plan,
+    relay: Option<&super::relay::Relay>,
+) -> anyhow::Result<(Vec<Phase>, Value)> {
+    let http = mcp_http::HttpClientConfig {
+        encoding: plan.encoding,
+        ..Default::default()
+    };
     let first = connect_with(&plan.target, http.clone(), plan.era).await?;
     let pid = match plan.server_pid {
         Some(p) => Some(p),
@@ -125,6 +175,7 @@ pub(crate) async fn run(plan: &Plan) -> anyhow::Result<(Vec<Phase>, Value)> {
             conns.push(connect_with(&plan.target, http.clone(), plan.era).await?);
         }
         let ticker = Ticker::start(&format!("{} clients", plan.clients));
+        relay.map(super::relay::Relay::take);
         let start = Instant::now();
         let budget = Budget::new(plan, start);
         let tallies = futures::future::join_all(
@@ -139,6 +190,7 @@ pub(crate) async fn run(plan: &Plan) -> anyhow::Result<(Vec<Phase>, Value)> {
         for t in tallies {
             tally.merge(t);
         }
+        wire_figures(&mut extra, relay, tally.total());
         phases.push(Phase::new(
             "concurrent",
             "calls",
@@ -151,10 +203,12 @@ pub(crate) async fn run(plan: &Plan) -> anyhow::Result<(Vec<Phase>, Value)> {
     } else {
         if plan.mode != BenchMode::Pipelined {
             let ticker = Ticker::start("sequential");
+            relay.map(super::relay::Relay::take);
             let start = Instant::now();
             let tally = sequential(&first.client, plan, &Budget::new(plan, start), &next).await;
             let elapsed = start.elapsed();
             drop(ticker);
+            wire_figures(&mut extra, relay, tally.total());
             phases.push(Phase::new("sequential", "calls", 1, tally, elapsed));
         }
         if plan.mode != BenchMode::Sequential {

@@ -16,6 +16,7 @@ mod check;
 mod client;
 mod cold;
 mod idle;
+mod relay;
 mod stats;
 mod wire;
 
@@ -77,6 +78,28 @@ pub(crate) struct Plan {
     pub(crate) also: Vec<String>,
     pub(crate) era: mcp_client::EraChoice,
     pub(crate) json: bool,
+    /// Read this resource per call instead of calling the tool.
+    pub(crate) read: Option<Read>,
+    /// The client's encoding.
+    pub(crate) encoding: mcp_http::BodyEncoding,
+    /// Count bytes on the wire through a relay.
+    pub(crate) wire: bool,
+}
+
+/// `--read URI`: the resource, and the hash of its first answer, which every later answer
+/// must match.
+pub(crate) struct Read {
+    pub(crate) uri: String,
+    pub(crate) first: std::sync::OnceLock<(u64, usize)>,
+}
+
+impl Read {
+    pub(crate) fn new(uri: String) -> Read {
+        Read {
+            uri,
+            first: std::sync::OnceLock::new(),
+        }
+    }
 }
 
 /// One measured phase: what ran and how its answers checked out.
@@ -304,7 +327,16 @@ async fn cold_start(plan: &Plan, n: usize) -> anyhow::Result<()> {
 }
 
 /// Runs the plan and prints the figures; fails when any answer failed its check.
-pub(crate) async fn run(plan: Plan) -> anyhow::Result<()> {
+pub(crate) async fn run(mut plan: Plan) -> anyhow::Result<()> {
+    let relay = match (&plan.target, plan.wire) {
+        (Target::Url(url), true) => {
+            let (through, relay) = relay::relayed(url).await?;
+            plan.target = Target::Url(through);
+            Some(relay)
+        }
+        (Target::Command(_), true) => bail!("--wire counts bytes of a URL's connections"),
+        _ => None,
+    };
     if let Some(n) = plan.idle_sessions {
         let report = idle::run(&plan, n).await?;
         if plan.json {
@@ -324,7 +356,7 @@ pub(crate) async fn run(plan: Plan) -> anyhow::Result<()> {
             if plan.burst.is_some() || plan.shared_session {
                 bail!("--burst and --session shared use the raw driver");
             }
-            let (phases, extra) = client::run(&plan).await?;
+            let (phases, extra) = client::run(&plan, relay.as_ref()).await?;
             (phases, extra, "the SDK's Client".to_owned())
         }
     };
@@ -333,6 +365,11 @@ pub(crate) async fn run(plan: Plan) -> anyhow::Result<()> {
         "initialize answered (status 200, id, protocolVersion), notifications/initialized \
          accepted (2xx)"
             .to_owned()
+    } else if let Some(read) = &plan.read {
+        format!(
+            "id, and the contents of {} are those of the first read (hashed)",
+            read.uri
+        )
     } else {
         plan.expect.describe(&plan.payload)
     };
@@ -356,6 +393,14 @@ pub(crate) async fn run(plan: Plan) -> anyhow::Result<()> {
         }
         if let Some(line) = cpu_line(&extra["cpu"]) {
             println!("{line}");
+        }
+        if let Some(w) = extra.get("wire") {
+            println!(
+                "{:11} {:.0} bytes/call sent, {:.0} received (counted by a relay, connection setup excluded)",
+                "wire",
+                w["sent_per_call"].as_f64().unwrap_or_default(),
+                w["received_per_call"].as_f64().unwrap_or_default()
+            );
         }
         if let Some(kib) = extra["server_peak_rss_kib"].as_u64() {
             println!("{:11} peak RSS {:.1} MiB", "server", kib as f64 / 1024.0);

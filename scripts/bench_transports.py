@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""Transport and encoding figures: calls/s at 1 and 64 connections over Streamable HTTP,
+WebSocket and gRPC, and the bytes on the wire and calls/s of JSON against protobuf with
+`echo` and with a 1 MiB binary resource (demo://payload/1048576).
+
+Every figure comes from `mcp bench --driver client` (the SDK's Client over each transport),
+which checks each answer: for echo, the id and the echoed text (every call sends its own
+message); for the resource, contents identical to the first read's. A figure with errors
+is printed as its error count, never as a rate, and the script exits 1. Bytes come from a
+separate `--wire` run (a counting TCP relay; connection setup excluded), so the relay never
+slows a rate.
+
+Same run, same shape: the floors (examples/bare_http.rs, bare_ws.rs, bare_grpc.rs: one
+JSON-RPC answer per message, no MCP machinery) and rmcp's echo server (Streamable HTTP only;
+rmcp has no WebSocket or gRPC transport), for ratios. Servers on core 0, the driver on core 1
+(taskset). Arguments: seconds per figure (default 5). Environment: ROUNDS (default 3; each
+cell is the median).
+"""
+
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+SECS = sys.argv[1] if len(sys.argv) > 1 else "5"
+ROUNDS = int(os.environ.get("ROUNDS", "3"))
+MCP = "target/release/mcp"
+PIN = shutil.which("taskset") is not None and (os.cpu_count() or 1) >= 2
+SERVER_CPU = ["taskset", "-c", "0"] if PIN else []
+DRIVER_CPU = ["taskset", "-c", "1"] if PIN else []
+MIB = "demo://payload/1048576"
+failed = []
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_port(port):
+    for _ in range(400):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"nothing listens on {port}")
+
+
+class Server:
+    def __init__(self, cmd):
+        self.port = free_port()
+        addr = f"127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen(SERVER_CPU + [c.replace("{addr}", addr) for c in cmd],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(self.port)
+
+    def url(self, transport):
+        return {"http": f"http://127.0.0.1:{self.port}/mcp",
+                "ws": f"ws://127.0.0.1:{self.port}/ws",
+                "grpc": f"grpc://127.0.0.1:{self.port}"}[transport]
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def bench(url, label, clients=1, encoding="json", read=None, wire=False):
+    """The report of one `mcp bench` run (None if it had no report)."""
+    args = DRIVER_CPU + [MCP, "bench", "--json", url, "--driver", "client",
+                         "--clients", str(clients), "--encoding", encoding]
+    if clients == 1:
+        args += ["--mode", "sequential"]
+    if wire:
+        args += ["--wire", "--requests", "20" if read else "500"]
+    else:
+        args += ["--duration", f"{SECS}s"]
+    if read:
+        args += ["--read", read]
+    out = subprocess.run(args, capture_output=True, text=True)
+    try:
+        report = json.loads(out.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        failed.append(label)
+        print(f"   {label}: no report: {out.stderr.strip()[:300]}", file=sys.stderr)
+        return None
+    if out.returncode != 0 or report["errors"]:
+        failed.append(label)
+    return report
+
+
+def rate(report):
+    """(calls/s, errors) of a report's one phase."""
+    if report is None:
+        return None
+    (phase,) = report["phases"].values()
+    return (phase["calls_per_sec"], phase["errors"])
+
+
+def median_cell(runs):
+    runs = [r for r in runs if r]
+    if not runs:
+        return None
+    errors = sum(r[1] for r in runs)
+    return (statistics.median(r[0] for r in runs), errors)
+
+
+def show(cell):
+    if cell is None:
+        return "failed", ""
+    value, errors = cell
+    return (f"{value:,.0f}" if errors == 0 else f"{errors} errors"), str(errors)
+
+
+def ratio(a, b):
+    if not a or not b or a[1] or b[1]:
+        return "–"
+    return f"{a[0] / b[0]:.2f}x"
+
+
+FLOORS = {
+    "http": ["target/release/examples/bare_http", "{addr}"],
+    "ws": ["target/release/examples/bare_ws", "{addr}"],
+    "grpc": ["target/release/examples/bare_grpc", "{addr}"],
+}
+RMCP = ["bench/compare/target/release/examples/rmcp_echo", "--listen", "{addr}"]
+TRANSPORTS = ("http", "ws", "grpc")
+CONNECTIONS = (1, 64)
+
+
+def transports_round(cells):
+    ours = Server([MCP, "serve", "--listen", "{addr}"])
+    for t in TRANSPORTS:
+        for n in CONNECTIONS:
+            cells[("ours", t, n)].append(rate(bench(ours.url(t), f"mcp serve {t} x{n}", n)))
+    ours.stop()
+    for t, cmd in FLOORS.items():
+        floor = Server(cmd)
+        for n in CONNECTIONS:
+            cells[("floor", t, n)].append(rate(bench(floor.url(t), f"floor {t} x{n}", n)))
+        floor.stop()
+    rmcp = Server(RMCP)
+    for n in CONNECTIONS:
+        cells[("rmcp", "http", n)].append(rate(bench(rmcp.url("http"), f"rmcp x{n}", n)))
+    rmcp.stop()
+
+
+ENCODED = [(t, e) for t in ("http", "grpc") for e in ("json", "protobuf")] + [("ws", "json")]
+PAYLOADS = (("echo", None), ("1 MiB resource", MIB))
+
+
+def encodings_round(cells):
+    ours = Server([MCP, "serve", "--listen", "{addr}"])
+    for t, e in ENCODED:
+        for name, read in PAYLOADS:
+            label = f"{t} {e} {name}"
+            cells[(t, e, name)].append(rate(bench(ours.url(t), label, 1, e, read)))
+    ours.stop()
+
+
+def wire_bytes():
+    ours = Server([MCP, "serve", "--listen", "{addr}"])
+    sizes = {}
+    for t, e in ENCODED:
+        for name, read in PAYLOADS:
+            report = bench(ours.url(t), f"wire {t} {e} {name}", 1, e, read, wire=True)
+            w = report.get("wire") if report else None
+            sizes[(t, e, name)] = (w["sent_per_call"], w["received_per_call"]) if w else None
+    ours.stop()
+    return sizes
+
+
+def main():
+    cells = {}
+    for key in [("ours", t, n) for t in TRANSPORTS for n in CONNECTIONS] + \
+               [("floor", t, n) for t in TRANSPORTS for n in CONNECTIONS] + \
+               [("rmcp", "http", n) for n in CONNECTIONS] + \
+               [(t, e, name) for t, e in ENCODED for name, _ in PAYLOADS]:
+        cells[key] = []
+    for r in range(ROUNDS):
+        transports_round(cells)
+        encodings_round(cells)
+        print(f"round {r + 1}/{ROUNDS} done", file=sys.stderr)
+    sizes = wire_bytes()
+    med = {k: median_cell(v) for k, v in cells.items()}
+    print(f"{SECS}s per figure, median of {ROUNDS} rounds; every answer checked; driver: the "
+          f"SDK's Client (`mcp bench --driver client`), 2025-11-25 sessions")
+    print("servers on core 0, driver on core 1" if PIN else "unpinned")
+    print()
+    print("## echo, calls/s by transport")
+    print("| transport | connections | mcp serve | errors | floor | vs floor | rmcp | vs rmcp |")
+    print("|---|---|---|---|---|---|---|---|")
+    for t in TRANSPORTS:
+        for n in CONNECTIONS:
+            ours, floor = med[("ours", t, n)], med[("floor", t, n)]
+            rmcp = med.get(("rmcp", t, n))
+            shown, errors = show(ours)
+            rm = show(rmcp)[0] if t == "http" else "no transport"
+            print(f"| {t} | {n} | {shown} | {errors} | {show(floor)[0]} | {ratio(ours, floor)} "
+                  f"| {rm} | {ratio(ours, rmcp) if t == 'http' else '–'} |")
+    print()
+    print("## JSON against protobuf (mcp serve, 1 connection, sequential)")
+    print("| transport | encoding | payload | calls/s | errors | bytes/call sent | bytes/call received |")
+    print("|---|---|---|---|---|---|---|")
+    for t, e in ENCODED:
+        for name, _ in PAYLOADS:
+            shown, errors = show(med[(t, e, name)])
+            size = sizes.get((t, e, name))
+            sent, received = (f"{size[0]:,.0f}", f"{size[1]:,.0f}") if size else ("–", "–")
+            print(f"| {t} | {e} | {name} | {shown} | {errors} | {sent} | {received} |")
+    if failed:
+        print(f"figures with errors: {failed}", file=sys.stderr)
+        sys.exit(1)
+
+
+main()
