@@ -14,50 +14,11 @@ use mcp_http::HttpConfig;
 use mcp_http::grpc::client::{GrpcClientConfig, call as grpc_call, connect as grpc_connect};
 use mcp_http::grpc::{CALL_PATH, CONNECT_PATH, Form, Grpc};
 use mcp_proto::{Envelope, envelope::Body};
-use mcp_server::{Ctx, Server};
-use mcp_types::LoggingLevel;
+use mcp_server::Server;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Code;
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Flood {
-    n: usize,
-}
-
-/// The test tools, plus `flood {n}` (n log messages of 1 KiB, then "flooded") and `stuck`
-/// (never answers; `dropped` is set when its call is cancelled).
-fn flooding_server(dropped: Arc<AtomicBool>) -> Server {
-    struct SetOnDrop(Arc<AtomicBool>);
-    impl Drop for SetOnDrop {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::SeqCst);
-        }
-    }
-    with_tools(Server::builder("grpc-test", "1"))
-        .tool("flood", "logs n times", |c: Ctx, a: Flood| async move {
-            for i in 0..a.n {
-                c.log(
-                    LoggingLevel::Info,
-                    None,
-                    json!(format!("{i:04} {}", "x".repeat(1024))),
-                )
-                .await;
-            }
-            Ok::<_, String>("flooded")
-        })
-        .tool("stuck", "never answers", move |_c: Ctx, _a: Nothing| {
-            let guard = SetOnDrop(dropped.clone());
-            async move {
-                let _guard = guard;
-                tokio::time::sleep(Duration::from_secs(3600)).await;
-                Ok::<_, String>("woke")
-            }
-        })
-        .build()
-        .unwrap()
-}
 
 async fn endpoint_with(server: Server, config: HttpConfig) -> String {
     let grpc = Grpc::new(server, config);

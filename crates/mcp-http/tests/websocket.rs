@@ -310,3 +310,44 @@ async fn per_tool_scopes_hold_on_every_frame() {
     let r = next(&mut s).await.unwrap();
     assert_eq!(r["result"]["content"][0]["text"], "ok", "{r}");
 }
+
+/// A client that stops reading: the server waits (TCP flow control) and loses nothing.
+#[tokio::test]
+async fn a_slow_reader_loses_nothing() {
+    let ws = WebSocket::new(
+        flooding_server(Default::default()),
+        HttpConfig::default(),
+        WsConfig::default(),
+    );
+    let base = listen(ws.router()).await;
+    let url = format!("{}/ws", base.replacen("http://", "ws://", 1));
+    let mut s = raw(&url).await;
+    send(&mut s, json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}})).await;
+    next(&mut s).await.unwrap();
+    send(
+        &mut s,
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+    )
+    .await;
+    send(
+        &mut s,
+        json!({"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"info"}}),
+    )
+    .await;
+    next(&mut s).await.unwrap();
+    let n = 3000; // about 3 MiB: more than the socket buffers and queues hold
+    send(&mut s, json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"flood","arguments":{"n":n}}})).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut logs = Vec::new();
+    let result = loop {
+        let v = next(&mut s).await.unwrap();
+        if v["method"] == "notifications/message" {
+            logs.push(v["params"]["data"].as_str().unwrap()[..4].to_owned());
+        } else {
+            break v;
+        }
+    };
+    assert_eq!(result["result"]["content"][0]["text"], "flooded");
+    let expected: Vec<String> = (0..n).map(|i| format!("{i:04}")).collect();
+    assert_eq!(logs, expected, "every log message, in order");
+}

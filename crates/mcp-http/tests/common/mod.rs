@@ -6,6 +6,8 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use mcp_client::{Client, ClientConfig, ClientHandlers, ConnectError};
@@ -96,6 +98,44 @@ pub fn with_tools(builder: ServerBuilder) -> ServerBuilder {
             }
             Ok::<_, String>("unreachable")
         })
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct Flood {
+    pub n: usize,
+}
+
+/// The test tools, plus `flood {n}` (n log messages of 1 KiB, then "flooded") and `stuck`
+/// (never answers; `dropped` is set when its call is cancelled).
+pub fn flooding_server(dropped: Arc<AtomicBool>) -> Server {
+    struct SetOnDrop(Arc<AtomicBool>);
+    impl Drop for SetOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    with_tools(Server::builder("grpc-test", "1"))
+        .tool("flood", "logs n times", |c: Ctx, a: Flood| async move {
+            for i in 0..a.n {
+                c.log(
+                    LoggingLevel::Info,
+                    None,
+                    json!(format!("{i:04} {}", "x".repeat(1024))),
+                )
+                .await;
+            }
+            Ok::<_, String>("flooded")
+        })
+        .tool("stuck", "never answers", move |_c: Ctx, _a: Nothing| {
+            let guard = SetOnDrop(dropped.clone());
+            async move {
+                let _guard = guard;
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                Ok::<_, String>("woke")
+            }
+        })
+        .build()
+        .unwrap()
 }
 
 /// A server with the [`TOOLS`] of [`with_tools`].
