@@ -5,6 +5,9 @@
 //! its text the request's `params.arguments.message` (or "hello"), so that `mcp bench` can
 //! drive it like a real server and check each answer like any echo's.
 
+#[path = "bare/reply.rs"]
+mod reply;
+
 use std::io::{BufRead, Write};
 
 fn main() -> std::io::Result<()> {
@@ -12,20 +15,11 @@ fn main() -> std::io::Result<()> {
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut lines = stdin.lines();
     while let Some(line) = lines.next().transpose()? {
-        let Ok(msg) = serde_json::from_str::<serde_json::Value>(&line) else {
+        // Notifications and lines that are not JSON get no answer.
+        let Ok(Some(reply)) = reply::answer(line.as_bytes()) else {
             continue;
         };
-        let Some(id) = msg.get("id") else { continue }; // notifications get no answer
-        let text = msg["params"]["arguments"]["message"]
-            .as_str()
-            .unwrap_or("hello");
-        let reply = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {"tools": {}},
-            "serverInfo": {"name": "bare-echo", "version": "0"},
-            "content": [{"type": "text", "text": text}],
-        }});
-        serde_json::to_writer(&mut out, &reply)?;
+        out.write_all(reply.as_bytes())?;
         out.write_all(b"\n")?;
         out.flush()?;
     }

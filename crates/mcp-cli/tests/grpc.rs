@@ -7,7 +7,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Output;
 use std::time::Duration;
 
 use common::python::run_script;
@@ -66,64 +66,9 @@ async fn a_python_client_generated_from_our_proto() {
     assert_eq!(v["unary"], "unary from python");
 }
 
-/// A private CA and a certificate for 127.0.0.1 from it: (dir, cert, key, ca).
-fn certificates() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let openssl = |args: &[&str]| {
-        let out = std::process::Command::new("openssl")
-            .args(args)
-            .current_dir(d)
-            .output()
-            .expect("openssl runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    let ca_subject = "/CN=grpc-test-ca";
-    openssl(&[
-        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
-        "-days", "2", "-subj", ca_subject,
-    ]);
-    openssl(&[
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "srv.key",
-        "-out",
-        "srv.csr",
-        "-subj",
-        "/CN=localhost",
-    ]);
-    std::fs::write(d.join("ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost").unwrap();
-    openssl(&[
-        "x509",
-        "-req",
-        "-in",
-        "srv.csr",
-        "-CA",
-        "ca.crt",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        "srv.crt",
-        "-days",
-        "2",
-        "-extfile",
-        "ext",
-    ]);
-    let (cert, key, ca) = (d.join("srv.crt"), d.join("srv.key"), d.join("ca.crt"));
-    (dir, cert, key, ca)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_command_over_grpc_and_grpcs() {
-    let (_dir, cert, key, ca) = certificates();
+    let (_dir, cert, key, ca) = common::tls::certificates();
     let tls_port = free_port();
     let tls_listen = format!("127.0.0.1:{tls_port}");
     let (_server, url) = common::serve_http(&[
@@ -192,7 +137,7 @@ async fn bad_grpc_listeners_fail_the_start() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("without authentication"), "{err}");
     // A key that is not a key: the server stops with the reason, not a dead port.
-    let (_dir, cert, _key, ca) = certificates();
+    let (_dir, cert, _key, ca) = common::tls::certificates();
     let listen = format!("127.0.0.1:{}", free_port());
     let args = [
         "serve",
@@ -215,58 +160,13 @@ async fn bad_grpc_listeners_fail_the_start() {
 #[tokio::test]
 async fn the_gateway_takes_a_grpc_upstream() {
     let (_upstream, up) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("gw.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "[[upstream]]\nname = \"rpc\"\nurl = \"{}\"\n",
-            grpc_url(&up)
-        ),
-    )
-    .unwrap();
-    let (_gw, gw) = common::serve_http(&[
-        "--listen",
-        "127.0.0.1:0",
-        "--config",
-        file.to_str().unwrap(),
-    ])
-    .await;
-    let out = mcp(
-        &["call", &gw, "rpc__echo", r#"{"message":"through gRPC"}"#],
-        &[],
-    )
-    .await;
-    assert_eq!(stdout(&out), "through gRPC");
+    let out = common::echo_through_gateway(&grpc_url(&up), "rpc", "through gRPC").await;
+    assert_eq!(out, "through gRPC");
 }
 
 /// A call in flight when the server dies fails at once; it does not wait for its timeout.
 #[tokio::test]
 async fn a_call_cut_by_the_server_dying_fails() {
-    let (mut server, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
-    let call = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp"))
-        .args([
-            "call",
-            &grpc_url(&url),
-            "slow",
-            r#"{"steps":100,"delay_ms":100}"#,
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(800)).await;
-    server.kill().await.unwrap();
-    let t0 = std::time::Instant::now();
-    let out = tokio::time::timeout(Duration::from_secs(10), call.wait_with_output())
-        .await
-        .expect("the call ends")
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(t0.elapsed() < Duration::from_secs(5));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("closed") || err.contains("connection"),
-        "{err}"
-    );
+    let (server, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    common::a_call_cut_by_death_fails(server, &grpc_url(&url)).await;
 }

@@ -143,68 +143,10 @@ async fn acl_users_no_tokens_at_rest_and_unreachable_store() {
 /// the CA the certificate is refused at start, in one line.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_to_redis_with_a_private_ca() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let openssl = |args: &[&str]| {
-        let out = std::process::Command::new("openssl")
-            .args(args)
-            .current_dir(d)
-            .output()
-            .expect("openssl runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    openssl(&[
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.crt",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=test-ca",
-    ]);
-    openssl(&[
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "srv.key",
-        "-out",
-        "srv.csr",
-        "-subj",
-        "/CN=localhost",
-    ]);
-    std::fs::write(d.join("ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost").unwrap();
-    openssl(&[
-        "x509",
-        "-req",
-        "-in",
-        "srv.csr",
-        "-CA",
-        "ca.crt",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        "srv.crt",
-        "-days",
-        "2",
-        "-extfile",
-        "ext",
-    ]);
+    let (_dir, cert, key, ca) = common::tls::certificates();
     let tls_port = scale::free_port();
-    let path = |f: &str| d.join(f).to_str().unwrap().to_owned();
-    let (cert, key, ca) = (path("srv.crt"), path("srv.key"), path("ca.crt"));
+    let path = |p: std::path::PathBuf| p.to_str().unwrap().to_owned();
+    let (cert, key, ca) = (path(cert), path(key), path(ca));
     let tls = tls_port.to_string();
     let _redis = Redis::start_with(
         scale::free_port(),

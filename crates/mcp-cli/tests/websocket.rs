@@ -95,64 +95,13 @@ async fn raw_and_bad_frames_from_a_plain_websockets_client() {
 #[tokio::test]
 async fn the_gateway_takes_a_websocket_upstream() {
     let (_upstream, up) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("gw.toml");
-    std::fs::write(
-        &file,
-        format!("[[upstream]]\nname = \"ws\"\nurl = \"{}\"\n", ws_url(&up)),
-    )
-    .unwrap();
-    let (_gw, gw) = common::serve_http(&[
-        "--listen",
-        "127.0.0.1:0",
-        "--config",
-        file.to_str().unwrap(),
-    ])
-    .await;
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp"))
-        .args(["call", &gw, "ws__echo", r#"{"message":"through a socket"}"#])
-        .output()
-        .await
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        "through a socket"
-    );
+    let out = common::echo_through_gateway(&ws_url(&up), "ws", "through a socket").await;
+    assert_eq!(out, "through a socket");
 }
 
 /// A call in flight when the server dies fails at once; it does not wait for its timeout.
 #[tokio::test]
 async fn a_call_cut_by_the_server_dying_fails() {
-    let (mut server, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
-    let mcp = env!("CARGO_BIN_EXE_mcp");
-    let call = tokio::process::Command::new(mcp)
-        .args([
-            "call",
-            &ws_url(&url),
-            "slow",
-            r#"{"steps":100,"delay_ms":100}"#,
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(800)).await;
-    server.kill().await.unwrap();
-    let t0 = std::time::Instant::now();
-    let out = tokio::time::timeout(Duration::from_secs(10), call.wait_with_output())
-        .await
-        .expect("the call ends")
-        .unwrap();
-    assert!(!out.status.success());
-    assert!(t0.elapsed() < Duration::from_secs(5));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("closed") || err.contains("connection"),
-        "{err}"
-    );
+    let (server, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    common::a_call_cut_by_death_fails(server, &ws_url(&url)).await;
 }

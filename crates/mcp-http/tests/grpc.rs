@@ -340,29 +340,6 @@ async fn a_slow_reader_loses_nothing() {
     assert_eq!(logs, expected, "every log message, in order");
 }
 
-/// Accepts the one token "let-me-in", as subject "alice".
-#[derive(Debug)]
-struct OneToken;
-
-impl mcp_http::TokenVerifier for OneToken {
-    fn verify<'a>(
-        &'a self,
-        token: &'a str,
-    ) -> futures::future::BoxFuture<'a, Result<mcp_http::Identity, mcp_http::TokenError>> {
-        let ok = token == "let-me-in";
-        Box::pin(async move {
-            if ok {
-                Ok(mcp_http::Identity {
-                    subject: "alice".into(),
-                    ..Default::default()
-                })
-            } else {
-                Err(mcp_http::TokenError::Invalid("unknown token".into()))
-            }
-        })
-    }
-}
-
 #[tokio::test]
 async fn calls_need_the_bearer_token() {
     let auth = mcp_http::HttpAuth {
@@ -456,25 +433,6 @@ async fn split_serves_both_on_one_port() {
     .await
     .unwrap();
     assert_eq!(answer["result"]["content"][0]["text"], "same port");
-}
-
-/// Accepts any token as subject "bob" with the scope "basic" only.
-#[derive(Debug)]
-struct BasicScope;
-
-impl mcp_http::TokenVerifier for BasicScope {
-    fn verify<'a>(
-        &'a self,
-        _token: &'a str,
-    ) -> futures::future::BoxFuture<'a, Result<mcp_http::Identity, mcp_http::TokenError>> {
-        Box::pin(async move {
-            Ok(mcp_http::Identity {
-                subject: "bob".into(),
-                scopes: vec!["basic".into()],
-                ..Default::default()
-            })
-        })
-    }
 }
 
 /// Per-tool scopes hold on every message of a stream, not only at its start: a tool whose

@@ -153,29 +153,6 @@ async fn oversized_messages_wrong_subprotocol_and_origin() {
     assert!(e.to_string().contains("403"), "{e}");
 }
 
-/// Accepts the one token "let-me-in", as subject "alice".
-#[derive(Debug)]
-struct OneToken;
-
-impl mcp_http::TokenVerifier for OneToken {
-    fn verify<'a>(
-        &'a self,
-        token: &'a str,
-    ) -> futures::future::BoxFuture<'a, Result<mcp_http::Identity, mcp_http::TokenError>> {
-        let ok = token == "let-me-in";
-        Box::pin(async move {
-            if ok {
-                Ok(mcp_http::Identity {
-                    subject: "alice".into(),
-                    ..Default::default()
-                })
-            } else {
-                Err(mcp_http::TokenError::Invalid("unknown token".into()))
-            }
-        })
-    }
-}
-
 #[tokio::test]
 async fn the_upgrade_needs_the_bearer_token() {
     let auth = mcp_http::HttpAuth {
@@ -262,25 +239,6 @@ async fn shutdown_answers_what_was_accepted_then_closes_1001() {
     let r = next(&mut s).await.unwrap();
     assert_eq!(r["result"]["content"][0]["text"], "slept 300", "{r}");
     assert_eq!(next(&mut s).await, Err(1001));
-}
-
-/// Accepts any token as subject "bob" with the scope "basic" only.
-#[derive(Debug)]
-struct BasicScope;
-
-impl mcp_http::TokenVerifier for BasicScope {
-    fn verify<'a>(
-        &'a self,
-        _token: &'a str,
-    ) -> futures::future::BoxFuture<'a, Result<mcp_http::Identity, mcp_http::TokenError>> {
-        Box::pin(async move {
-            Ok(mcp_http::Identity {
-                subject: "bob".into(),
-                scopes: vec!["basic".into()],
-                ..Default::default()
-            })
-        })
-    }
 }
 
 /// Per-tool scopes hold on every frame, not only at the upgrade.

@@ -1,6 +1,7 @@
-//! The one answer of the floors (`bare_http`, `bare_ws`, `bare_grpc`): a JSON-RPC result
-//! echoing the request id, good for both `initialize` and `tools/call`, its text the
-//! request's `params.arguments.message` (or "hello"). No MCP machinery, no sessions.
+//! The one answer of the floors (`bare_echo`, `bare_http`, `bare_ws`, `bare_grpc`): a
+//! JSON-RPC result echoing the request id, good for both `initialize` and `tools/call`, its
+//! text the request's `params.arguments.message` (or "hello"). No MCP machinery, no
+//! sessions.
 
 /// The answer to one JSON-RPC message; `None` for a notification. `Err` for bytes that
 /// are not JSON.

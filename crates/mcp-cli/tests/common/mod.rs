@@ -3,6 +3,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 pub mod python;
+pub mod tls;
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -317,4 +318,60 @@ pub fn peak_rss_kib(pid: u32) -> u64 {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmHWM in /proc/PID/status")
+}
+
+/// A gateway (`mcp serve --config`) whose one upstream, `name`, is at `upstream_url`; what
+/// `mcp call GATEWAY NAME__echo {"message": MESSAGE}` printed.
+pub async fn echo_through_gateway(upstream_url: &str, name: &str, message: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gw.toml");
+    std::fs::write(
+        &file,
+        format!("[[upstream]]\nname = \"{name}\"\nurl = \"{upstream_url}\"\n"),
+    )
+    .unwrap();
+    let (_gw, gw) = serve_http(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--config",
+        file.to_str().unwrap(),
+    ])
+    .await;
+    let args = json!({"message": message}).to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp"))
+        .args(["call", &gw, &format!("{name}__echo"), &args])
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// `mcp call URL slow` while `server` is killed: the call fails within 5 s (it does not wait
+/// for its timeout) and says the connection closed.
+pub async fn a_call_cut_by_death_fails(mut server: Child, url: &str) {
+    let call = Command::new(env!("CARGO_BIN_EXE_mcp"))
+        .args(["call", url, "slow", r#"{"steps":100,"delay_ms":100}"#])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    server.kill().await.unwrap();
+    let t0 = std::time::Instant::now();
+    let out = tokio::time::timeout(Duration::from_secs(10), call.wait_with_output())
+        .await
+        .expect("the call ends")
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("closed") || err.contains("connection"),
+        "{err}"
+    );
 }

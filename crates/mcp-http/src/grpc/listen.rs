@@ -29,7 +29,7 @@ pub struct ListenError(String);
 /// Serves `router` (from [`super::Grpc::router`]) on `listener` over HTTP/2, with TLS when
 /// `tls` is given, until `shutdown` completes; then lets open calls finish and returns.
 /// HTTP/2 keep-alive pings every 20 s drop clients that stopped answering. With TLS and no
-/// process-wide rustls crypto provider installed yet, this installs ring's.
+/// process-wide rustls crypto provider installed yet, this installs aws-lc-rs's.
 ///
 /// # Errors
 /// [`ListenError`] for unusable TLS material or a failing listener.
@@ -44,10 +44,11 @@ pub async fn serve_grpc(
         .http2_keepalive_timeout(Some(Duration::from_secs(20)))
         .tcp_nodelay(true);
     if let Some(tls) = tls {
-        // rustls picks its process-wide crypto provider from crate features; with more than
-        // one linked in (ours is ring) it cannot choose, so choose once here.
+        // rustls picks its process-wide crypto provider from crate features; if a program
+        // links in more than one it cannot choose, so choose ours (aws-lc-rs, as reqwest's)
+        // unless the program already did.
         if rustls::crypto::CryptoProvider::get_default().is_none() {
-            let _ = rustls::crypto::ring::default_provider().install_default();
+            let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
         }
         let identity = Identity::from_pem(tls.cert, tls.key);
         server = server

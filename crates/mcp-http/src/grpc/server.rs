@@ -155,19 +155,26 @@ fn grpc_handler(inner: &Inner) -> tonic::server::Grpc<tonic_prost::ProstCodec<En
         .max_encoding_message_size(usize::MAX)
 }
 
-async fn connect(State(inner): State<Arc<Inner>>, request: Request) -> Response {
+/// The shared checks of both methods: the caller, the form it chose, and the request to
+/// hand to tonic; or the refusal as a gRPC status.
+async fn admitted(
+    inner: &Inner,
+    request: Request,
+) -> Result<(Caller, Option<Form>, Request), Response> {
     let (mut parts, body) = request.into_parts();
-    let (principal, chosen) = match admit(&inner, &mut parts)
-        .await
-        .and_then(|p| Ok((p, chosen_form(&parts)?)))
-    {
+    let caller = admit(inner, &mut parts).await.map_err(status_response)?;
+    let chosen = chosen_form(&parts).map_err(status_response)?;
+    Ok((caller, chosen, Request::from_parts(parts, body)))
+}
+
+async fn connect(State(inner): State<Arc<Inner>>, request: Request) -> Response {
+    let (caller, chosen, request) = match admitted(&inner, request).await {
         Ok(admitted) => admitted,
-        Err(status) => return status_response(status),
+        Err(refused) => return refused,
     };
-    let request = Request::from_parts(parts, body);
     let state = inner.clone();
     let service = tower::service_fn(move |call: tonic::Request<Streaming<Envelope>>| {
-        let stream = open(state.clone(), principal.clone(), chosen, call.into_inner());
+        let stream = open(state.clone(), caller.clone(), chosen, call.into_inner());
         async move { Ok::<_, Status>(tonic::Response::new(stream)) }
     });
     grpc_handler(&inner)
@@ -177,23 +184,18 @@ async fn connect(State(inner): State<Arc<Inner>>, request: Request) -> Response 
 }
 
 async fn call(State(inner): State<Arc<Inner>>, request: Request) -> Response {
-    let (mut parts, body) = request.into_parts();
-    let (principal, chosen) = match admit(&inner, &mut parts)
-        .await
-        .and_then(|p| Ok((p, chosen_form(&parts)?)))
-    {
+    let (caller, chosen, request) = match admitted(&inner, request).await {
         Ok(admitted) => admitted,
-        Err(status) => return status_response(status),
+        Err(refused) => return refused,
     };
-    let request = Request::from_parts(parts, body);
     let state = inner.clone();
     let service = tower::service_fn(move |call: tonic::Request<Envelope>| {
         let state = state.clone();
-        let principal = principal.clone();
+        let caller = caller.clone();
         async move {
             let envelope = call.into_inner();
             let form = chosen.or(Form::of(&envelope)).unwrap_or_default();
-            unary(&state, principal, envelope, form)
+            unary(&state, caller, envelope, form)
                 .await
                 .map(tonic::Response::new)
         }

@@ -468,3 +468,45 @@ where
     }
     true
 }
+
+/// Accepts the one token "let-me-in", as subject "alice".
+#[derive(Debug)]
+pub struct OneToken;
+
+impl mcp_http::TokenVerifier for OneToken {
+    fn verify<'a>(
+        &'a self,
+        token: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<mcp_http::Identity, mcp_http::TokenError>> {
+        let ok = token == "let-me-in";
+        Box::pin(async move {
+            if ok {
+                Ok(mcp_http::Identity {
+                    subject: "alice".into(),
+                    ..Default::default()
+                })
+            } else {
+                Err(mcp_http::TokenError::Invalid("unknown token".into()))
+            }
+        })
+    }
+}
+
+/// Accepts any token as subject "bob" with the scope "basic" only.
+#[derive(Debug)]
+pub struct BasicScope;
+
+impl mcp_http::TokenVerifier for BasicScope {
+    fn verify<'a>(
+        &'a self,
+        _token: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<mcp_http::Identity, mcp_http::TokenError>> {
+        Box::pin(async move {
+            Ok(mcp_http::Identity {
+                subject: "bob".into(),
+                scopes: vec!["basic".into()],
+                ..Default::default()
+            })
+        })
+    }
+}
