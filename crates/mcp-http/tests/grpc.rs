@@ -475,3 +475,34 @@ async fn per_tool_scopes_hold_on_every_message() {
         "{answer}"
     );
 }
+
+/// At most `max_sessions` streams at once: the next is RESOURCE_EXHAUSTED, and a slot is
+/// free again once a stream ends.
+#[tokio::test]
+async fn open_streams_are_capped() {
+    let url = endpoint(HttpConfig {
+        max_sessions: 2,
+        ..HttpConfig::default()
+    })
+    .await;
+    let first = raw(&url).await;
+    let _second = raw(&url).await;
+    let e = raw_with(&url, &[]).await.err().unwrap();
+    assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+    let e = grpc_call(&url, &echo(1, "x", true), &GrpcClientConfig::default())
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("ResourceExhausted"), "{e}");
+    drop(first);
+    let mut freed = false;
+    for _ in 0..50 {
+        if let Ok(mut s) = raw_with(&url, &[]).await {
+            s.send_json(echo(2, "after", true)).await;
+            assert_eq!(s.answer().await["result"]["content"][0]["text"], "after");
+            freed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(freed, "a slot came free when a stream ended");
+}

@@ -309,3 +309,32 @@ async fn a_slow_reader_loses_nothing() {
     let expected: Vec<String> = (0..n).map(|i| format!("{i:04}")).collect();
     assert_eq!(logs, expected, "every log message, in order");
 }
+
+/// At most `max_sessions` connections at once: the next upgrade gets 503.
+#[tokio::test]
+async fn open_connections_are_capped() {
+    let url = endpoint(HttpConfig {
+        max_sessions: 1,
+        ..HttpConfig::default()
+    })
+    .await;
+    let first = raw(&url).await;
+    let mut req = url.as_str().into_client_request().unwrap();
+    req.headers_mut()
+        .insert("sec-websocket-protocol", "mcp".parse().unwrap());
+    let e = tokio_tungstenite::connect_async(req).await.unwrap_err();
+    assert!(e.to_string().contains("503"), "{e}");
+    drop(first);
+    let mut freed = false;
+    for _ in 0..50 {
+        let mut req = url.as_str().into_client_request().unwrap();
+        req.headers_mut()
+            .insert("sec-websocket-protocol", "mcp".parse().unwrap());
+        if tokio_tungstenite::connect_async(req).await.is_ok() {
+            freed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(freed, "a slot came free when the connection closed");
+}

@@ -10,7 +10,7 @@ use mcp_engine::{Connection, EngineConfig, Serve};
 use mcp_jsonrpc::{Inbound, Outbound};
 use mcp_proto::Envelope;
 use parking_lot::Mutex;
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio::task::AbortHandle;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Code, Status, Streaming};
@@ -25,11 +25,14 @@ struct Inner {
     service: Arc<dyn Serve>,
     engine: EngineConfig,
     http: Arc<HttpConfig>,
+    /// One permit per open `Connect` stream or `Call`: at most `max_sessions` at once.
+    streams: Arc<tokio::sync::Semaphore>,
 }
 
 /// The gRPC service `mcp.v1.Mcp` hosting one MCP service, with the checks and limits of an
 /// [`HttpConfig`]: Host/Origin, the bearer check on `authorization` metadata, the message size
-/// limit (`max_body`), the idle timeout (`session_idle_timeout`) and shutdown. Cheap to clone.
+/// limit (`max_body`), the idle timeout (`session_idle_timeout`), the most streams and calls
+/// at once (`max_sessions`; `RESOURCE_EXHAUSTED` above it) and shutdown. Cheap to clone.
 #[derive(Clone)]
 pub struct Grpc {
     inner: Arc<Inner>,
@@ -48,6 +51,7 @@ impl Grpc {
             inner: Arc::new(Inner {
                 engine: http.engine(service.engine_config()),
                 service: Arc::new(service),
+                streams: Arc::new(tokio::sync::Semaphore::new(http.max_sessions.max(1))),
                 http: Arc::new(http),
             }),
         }
@@ -160,21 +164,36 @@ fn grpc_handler(inner: &Inner) -> tonic::server::Grpc<tonic_prost::ProstCodec<En
 async fn admitted(
     inner: &Inner,
     request: Request,
-) -> Result<(Caller, Option<Form>, Request), Response> {
+) -> Result<(Caller, Option<Form>, Request, OwnedSemaphorePermit), Response> {
     let (mut parts, body) = request.into_parts();
     let caller = admit(inner, &mut parts).await.map_err(status_response)?;
     let chosen = chosen_form(&parts).map_err(status_response)?;
-    Ok((caller, chosen, Request::from_parts(parts, body)))
+    let permit = inner.streams.clone().try_acquire_owned().map_err(|_| {
+        tracing::warn!("gRPC call refused: max_sessions streams are open");
+        status_response(Status::resource_exhausted(
+            "too many open streams; retry later",
+        ))
+    })?;
+    Ok((caller, chosen, Request::from_parts(parts, body), permit))
 }
 
 async fn connect(State(inner): State<Arc<Inner>>, request: Request) -> Response {
-    let (caller, chosen, request) = match admitted(&inner, request).await {
+    let (caller, chosen, request, permit) = match admitted(&inner, request).await {
         Ok(admitted) => admitted,
         Err(refused) => return refused,
     };
     let state = inner.clone();
+    // The service is called once; the permit goes to the stream it opens.
+    let permit = Arc::new(Mutex::new(Some(permit)));
     let service = tower::service_fn(move |call: tonic::Request<Streaming<Envelope>>| {
-        let stream = open(state.clone(), caller.clone(), chosen, call.into_inner());
+        let permit = permit.lock().take();
+        let stream = open(
+            state.clone(),
+            caller.clone(),
+            chosen,
+            call.into_inner(),
+            permit,
+        );
         async move { Ok::<_, Status>(tonic::Response::new(stream)) }
     });
     grpc_handler(&inner)
@@ -184,7 +203,7 @@ async fn connect(State(inner): State<Arc<Inner>>, request: Request) -> Response 
 }
 
 async fn call(State(inner): State<Arc<Inner>>, request: Request) -> Response {
-    let (caller, chosen, request) = match admitted(&inner, request).await {
+    let (caller, chosen, request, permit) = match admitted(&inner, request).await {
         Ok(admitted) => admitted,
         Err(refused) => return refused,
     };
@@ -200,10 +219,12 @@ async fn call(State(inner): State<Arc<Inner>>, request: Request) -> Response {
                 .map(tonic::Response::new)
         }
     });
-    grpc_handler(&inner)
+    let response = grpc_handler(&inner)
         .unary(service, request)
         .await
-        .map(axum::body::Body::new)
+        .map(axum::body::Body::new);
+    drop(permit);
+    response
 }
 
 /// The form of the server's envelopes: unset (0) until chosen or until the first envelope.
@@ -250,6 +271,7 @@ fn open(
     caller: Caller,
     chosen: Option<Form>,
     incoming: Streaming<Envelope>,
+    permit: Option<OwnedSemaphorePermit>,
 ) -> Answers {
     let (in_tx, in_rx) = mpsc::channel(64);
     let (out_tx, out_rx) = mpsc::channel::<Outbound>(1024);
@@ -272,13 +294,12 @@ fn open(
         identity: caller.identity,
     };
     tokio::spawn(reader.run(incoming));
-    tokio::spawn(write(
-        out_rx,
-        answer_tx,
-        form,
-        ending,
-        AbortOnDrop(engine.abort_handle()),
-    ));
+    let guard = AbortOnDrop(engine.abort_handle());
+    tokio::spawn(async move {
+        write(out_rx, answer_tx, form, ending, guard).await;
+        // The stream's slot is free once its engine is done.
+        drop(permit);
+    });
     ReceiverStream::new(answer_rx)
 }
 

@@ -19,7 +19,8 @@ use crate::config::HttpConfig;
 use crate::respond::{bad_request, header_str};
 
 /// WebSocket settings (the rest comes from the [`HttpConfig`]: allowed hosts, auth, the
-/// message size limit `max_body`, the idle timeout `session_idle_timeout`, shutdown).
+/// message size limit `max_body`, the idle timeout `session_idle_timeout`, the most
+/// connections open at once `max_sessions` (503 above it), shutdown).
 #[derive(Debug, Clone)]
 pub struct WsConfig {
     /// Where it is served.
@@ -42,6 +43,8 @@ struct Inner {
     engine: EngineConfig,
     http: Arc<HttpConfig>,
     ws: WsConfig,
+    /// One permit per open connection: at most `max_sessions` at once.
+    connections: Arc<tokio::sync::Semaphore>,
 }
 
 /// An MCP endpoint over WebSocket hosting one service. Cheap to clone.
@@ -65,6 +68,7 @@ impl WebSocket {
             inner: Arc::new(Inner {
                 engine: http.engine(service.engine_config()),
                 service: Arc::new(service),
+                connections: Arc::new(tokio::sync::Semaphore::new(http.max_sessions.max(1))),
                 http: Arc::new(http),
                 ws,
             }),
@@ -93,6 +97,16 @@ async fn upgrade(State(inner): State<Arc<Inner>>, request: Request) -> Response 
     if !asked.is_empty() && !asked.iter().any(|p| p == SUBPROTOCOL) {
         return bad_request("Bad Request: the WebSocket subprotocol must be \"mcp\"");
     }
+    let Ok(permit) = inner.connections.clone().try_acquire_owned() else {
+        tracing::warn!("WebSocket upgrade refused: max_sessions connections are open");
+        let busy = [(axum::http::header::RETRY_AFTER, "5")];
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            busy,
+            "too many WebSocket connections",
+        )
+            .into_response();
+    };
     let principal = parts.extensions.get::<Principal>().map(|p| p.0.clone());
     let identity = parts.extensions.get::<Arc<Identity>>().cloned();
     let ws = match WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
@@ -103,7 +117,10 @@ async fn upgrade(State(inner): State<Arc<Inner>>, request: Request) -> Response 
     ws.protocols([SUBPROTOCOL])
         .max_message_size(max)
         .max_frame_size(max)
-        .on_upgrade(move |socket| serve(inner, socket, principal, identity))
+        .on_upgrade(move |socket| async move {
+            serve(inner, socket, principal, identity).await;
+            drop(permit);
+        })
 }
 
 /// Why a connection ended, as its close frame.
