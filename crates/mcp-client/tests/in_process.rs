@@ -114,3 +114,47 @@ async fn a_failed_handshake_closes_the_link() {
     assert!(r.is_err());
     assert_eq!(closes.load(Ordering::SeqCst), 1);
 }
+
+/// A 2024-11-05 server as they were: `completion/complete` answered, but no `completions`
+/// capability (the capability came in 2025-03-26). A stdio child written in Python.
+const OLD_SERVER: &str = r#"
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    if m["method"] == "initialize":
+        r = {"protocolVersion": "2024-11-05", "capabilities": {"prompts": {}},
+             "serverInfo": {"name": "old", "version": "1"}}
+    elif m["method"] == "completion/complete":
+        r = {"completion": {"values": ["alpha", "alpine"], "hasMore": False}}
+    else:
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"],
+                          "error": {"code": -32601, "message": "no"}}), flush=True)
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+"#;
+
+#[tokio::test]
+async fn complete_works_against_a_2024_11_05_server() {
+    let config = ClientConfig {
+        protocol_version: mcp_types::ProtocolVersion::V2024_11_05,
+        ..ClientConfig::default()
+    };
+    let args = vec!["-c".to_owned(), OLD_SERVER.to_owned()];
+    let c = Client::spawn("python3", &args, ClientHandlers::new(), config)
+        .await
+        .unwrap();
+    assert_eq!(
+        c.protocol_version(),
+        mcp_types::ProtocolVersion::V2024_11_05
+    );
+    let params: mcp_types::CompleteParams = serde_json::from_value(json!({
+        "ref": {"type": "ref/prompt", "name": "greet"},
+        "argument": {"name": "name", "value": "al"},
+    }))
+    .unwrap();
+    let r = c.complete(&params).await.unwrap();
+    assert_eq!(r.completion.values, ["alpha", "alpine"]);
+    c.close().await;
+}

@@ -37,7 +37,8 @@ pub enum Feature {
     ToolAnnotations,
     /// Audio content blocks.
     AudioContent,
-    /// `completion/complete`.
+    /// The `completions` capability (2025-03-26 on). `completion/complete` itself is older:
+    /// 2024-11-05 servers answer it without declaring anything.
     Completions,
     /// `structuredContent` and `outputSchema` on tools.
     StructuredOutput,

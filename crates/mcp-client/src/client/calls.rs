@@ -1,7 +1,7 @@
 //! The typed methods: one per server method, checked against the server's capabilities.
 
 use mcp_engine::{CallError, RequestOptions};
-use mcp_types::methods;
+use mcp_types::{Feature, methods};
 use mcp_types::{
     CallToolParams, CallToolResult, CompleteParams, CompleteResult, EmptyParams, GetPromptParams,
     GetPromptResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
@@ -272,7 +272,11 @@ impl Client {
     /// # Errors
     /// See [`CallError`].
     pub async fn complete(&self, params: &CompleteParams) -> Result<CompleteResult, CallError> {
-        self.require(self.init.capabilities.completions.is_some(), "completions")?;
+        // 2024-11-05 had `completion/complete` but no capability for it (it came in
+        // 2025-03-26): such a server is asked, and says itself if it has none.
+        let declared = self.init.capabilities.completions.is_some();
+        let undeclarable = !self.protocol_version().has(Feature::Completions);
+        self.require(declared || undeclarable, "completions")?;
         self.call::<methods::Complete>(params).await
     }
 
