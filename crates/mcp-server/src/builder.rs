@@ -43,6 +43,15 @@ pub enum BuildError {
     /// A resource template does not parse.
     #[error(transparent)]
     Template(#[from] TemplateError),
+    /// A tool name outside SEP-986's (1 to 128 ASCII letters, digits, `_`, `-`, `.`):
+    /// clients may refuse or mangle it.
+    #[error("tool {name:?}: {why}")]
+    ToolName {
+        /// The name.
+        name: String,
+        /// What is wrong with it.
+        why: String,
+    },
     /// Two items share a name.
     #[error("duplicate {kind} {name:?}")]
     Duplicate {

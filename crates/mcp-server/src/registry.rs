@@ -166,6 +166,12 @@ pub(crate) fn insert_unique<T>(
 }
 
 pub(crate) fn make_tool_entry(tool: Tool, handler: ToolFn) -> Result<ToolEntry, BuildError> {
+    if let Some(why) = mcp_types::tools::tool_name_problem(&tool.name) {
+        return Err(BuildError::ToolName {
+            name: tool.name.clone(),
+            why,
+        });
+    }
     let err = |error| BuildError::Schema {
         tool: tool.name.clone(),
         error,

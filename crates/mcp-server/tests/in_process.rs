@@ -335,3 +335,39 @@ async fn a_2026_request_needs_no_handshake_and_asks_for_input_in_rounds() {
         "{answered}"
     );
 }
+
+/// Tool names outside SEP-986 are refused when registered, by the builder and at run time.
+#[tokio::test]
+async fn tool_names_follow_sep_986() {
+    let echo = |name: &str| {
+        Server::builder("names", "1")
+            .tool(name, "echo", |_c: Ctx, a: Echo| async move {
+                Ok::<_, String>(a.message)
+            })
+            .build()
+    };
+    for good in ["getUser", "DATA_EXPORT_v2", "admin.tools.list"] {
+        assert!(echo(good).is_ok(), "{good}");
+    }
+    let long = "t".repeat(129);
+    for bad in ["get user", "a,b", "", long.as_str(), "tool/x"] {
+        match echo(bad) {
+            Err(mcp_server::BuildError::ToolName { name, .. }) => assert_eq!(name, bad),
+            Err(other) => panic!("{bad:?}: {other}"),
+            Ok(_) => panic!("{bad:?} was accepted"),
+        }
+    }
+    let server = echo("ok").unwrap();
+    let tool = mcp_types::Tool {
+        name: "not ok".into(),
+        input_schema: serde_json::from_value(json!({"type": "object"})).unwrap(),
+        ..Default::default()
+    };
+    let handler: mcp_server::ToolFn =
+        std::sync::Arc::new(|_c, _a| Box::pin(async { Ok(mcp_types::CallToolResult::text("x")) }));
+    let refused = server.add_tool(tool, handler).await;
+    assert!(
+        matches!(refused, Err(mcp_server::BuildError::ToolName { .. })),
+        "{refused:?}"
+    );
+}

@@ -44,6 +44,29 @@ pub struct Tool {
     pub extra: JsonObject,
 }
 
+/// The longest tool name SEP-986 (2025-11-25, "Tool Names") recommends.
+pub const MAX_TOOL_NAME: usize = 128;
+
+/// Why `name` is not a tool name as SEP-986 recommends (1 to 128 characters, each an ASCII
+/// letter, digit, `_`, `-` or `.`; case-sensitive), or `None` when it is one.
+pub fn tool_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("a tool name may not be empty".to_owned());
+    }
+    if name.len() > MAX_TOOL_NAME {
+        return Some(format!(
+            "a tool name has at most {MAX_TOOL_NAME} characters (this one {})",
+            name.chars().count()
+        ));
+    }
+    let bad = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))?;
+    Some(format!(
+        "a tool name uses only ASCII letters, digits, _, - and . (not {bad:?})"
+    ))
+}
+
 impl Tool {
     /// The `x-mcp-header` annotations of the top-level input properties, as
     /// `(header name, property name)` pairs: 2026-07-28 mirrors these arguments into
@@ -191,5 +214,28 @@ impl CallToolResult {
     /// Whether this result reports a tool failure.
     pub fn failed(&self) -> bool {
         self.is_error == Some(true)
+    }
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::*;
+
+    #[test]
+    fn sep_986_names() {
+        for ok in [
+            "getUser",
+            "DATA_EXPORT_v2",
+            "admin.tools.list",
+            "a",
+            "x-y_z.0",
+        ] {
+            assert_eq!(tool_name_problem(ok), None, "{ok}");
+        }
+        assert_eq!(tool_name_problem(&"a".repeat(128)), None);
+        for bad in ["", "get user", "a,b", "naïve", "tool/x", "a:b", "tab\t"] {
+            assert!(tool_name_problem(bad).is_some(), "{bad:?}");
+        }
+        assert!(tool_name_problem(&"a".repeat(129)).unwrap().contains("128"));
     }
 }

@@ -1,13 +1,13 @@
 //! The typed methods: one per server method, checked against the server's capabilities.
 
 use mcp_engine::{CallError, RequestOptions};
-use mcp_types::{Feature, methods};
 use mcp_types::{
     CallToolParams, CallToolResult, CompleteParams, CompleteResult, EmptyParams, GetPromptParams,
     GetPromptResult, JsonObject, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, LoggingLevel, ReadResourceResult, ResourceUriParams,
     SetLevelParams, Tool,
 };
+use mcp_types::{Feature, methods};
 use serde_json::Value;
 
 use super::*;
@@ -108,6 +108,12 @@ impl Client {
                 } else {
                     safe.remove(&t.name);
                 }
+            }
+        }
+        for t in &all {
+            // SEP-986 names are a SHOULD: such a tool stays callable, with a warning.
+            if let Some(why) = mcp_types::tools::tool_name_problem(&t.name) {
+                tracing::warn!(tool = ?t.name, "the server lists a tool whose name is outside SEP-986: {why}");
             }
         }
         Ok(all
