@@ -158,3 +158,89 @@ async fn complete_works_against_a_2024_11_05_server() {
     assert_eq!(r.completion.values, ["alpha", "alpine"]);
     c.close().await;
 }
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Nothing {}
+
+/// What the `roots` tool says.
+async fn roots_of(c: &Client) -> String {
+    let r = c.call_tool("roots", args(json!({}))).await.unwrap();
+    r.content[0].as_text().unwrap().to_owned()
+}
+
+/// A legacy session keeps the client's roots until the client says they changed; then the
+/// server reads them again by itself and tells its `on_roots_changed` hook.
+#[tokio::test]
+async fn the_server_rereads_roots_when_they_change() {
+    use std::sync::Mutex;
+    let heard: Arc<Mutex<Vec<Vec<String>>>> = Arc::default();
+    let hook = heard.clone();
+    let server = Server::builder("roots", "1")
+        .tool(
+            "roots",
+            "the client's roots",
+            |c: Ctx, _a: Nothing| async move {
+                let roots = c.roots().await.map_err(|e| e.to_string())?;
+                Ok::<_, String>(
+                    roots
+                        .iter()
+                        .map(|r| r.uri.clone())
+                        .collect::<Vec<_>>()
+                        .join(","),
+                )
+            },
+        )
+        .on_roots_changed(move |roots| {
+            let uris = roots.iter().map(|r| r.uri.clone()).collect();
+            hook.lock().unwrap().push(uris);
+        })
+        .build()
+        .unwrap();
+    let (ours, theirs) = mcp_transport::duplex();
+    tokio::spawn(async move { server.serve(theirs.incoming, theirs.outgoing).await });
+    let current = Arc::new(Mutex::new(vec!["file:///a".to_owned()]));
+    let asked = Arc::new(AtomicUsize::new(0));
+    let (now, count) = (current.clone(), asked.clone());
+    let handlers = ClientHandlers::new().roots(move || {
+        count.fetch_add(1, Ordering::SeqCst);
+        let roots: Vec<mcp_types::Root> = now
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|u| serde_json::from_value(json!({"uri": u})).unwrap())
+            .collect();
+        async move {
+            Ok(mcp_types::ListRootsResult {
+                roots,
+                ..Default::default()
+            })
+        }
+    });
+    let closes = Arc::new(AtomicUsize::new(0));
+    let c = Client::connect_over(ours, Counting(closes), handlers, ClientConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(roots_of(&c).await, "file:///a");
+    assert_eq!(roots_of(&c).await, "file:///a");
+    assert_eq!(asked.load(Ordering::SeqCst), 1, "kept, not asked again");
+
+    *current.lock().unwrap() = vec!["file:///b".to_owned(), "file:///c".to_owned()];
+    c.notify_roots_changed().await.unwrap();
+    for _ in 0..100 {
+        if !heard.lock().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        *heard.lock().unwrap(),
+        vec![vec!["file:///b".to_owned(), "file:///c".to_owned()]]
+    );
+    assert_eq!(roots_of(&c).await, "file:///b,file:///c");
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        2,
+        "read once more, by the server itself"
+    );
+    c.close().await;
+}

@@ -77,6 +77,7 @@ pub struct ServerBuilder {
     errors: Vec<BuildError>,
     on_subscribe: Option<SubscribeFn>,
     on_unsubscribe: Option<UnsubscribeFn>,
+    on_roots_changed: Option<crate::registry::RootsChangedFn>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -101,6 +102,7 @@ impl ServerBuilder {
             errors: Vec::new(),
             on_subscribe: None,
             on_unsubscribe: None,
+            on_roots_changed: None,
         }
     }
 
@@ -156,6 +158,17 @@ impl ServerBuilder {
     /// client holds it). See [`UnsubscribeFn`].
     pub fn on_unsubscribe(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
         self.on_unsubscribe = Some(Arc::new(f));
+        self
+    }
+
+    /// Calls `f` with a session's roots each time its client says they changed
+    /// (`notifications/roots/list_changed`, legacy sessions) and the server has read them
+    /// again (`roots/list`). Handlers get the current roots from [`crate::Ctx::roots`].
+    pub fn on_roots_changed(
+        mut self,
+        f: impl Fn(&[mcp_types::Root]) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_roots_changed = Some(Arc::new(f));
         self
     }
 
@@ -306,6 +319,7 @@ impl ServerBuilder {
                 on_change: std::sync::OnceLock::new(),
                 on_subscribe: self.on_subscribe,
                 on_unsubscribe: self.on_unsubscribe,
+                on_roots_changed: self.on_roots_changed,
             }),
         })
     }

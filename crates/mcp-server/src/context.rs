@@ -349,6 +349,24 @@ impl Ctx {
             .await
     }
 
+    /// The client's roots. In a legacy session they are read once (`roots/list`) and kept
+    /// until the client says they changed (`notifications/roots/list_changed`), when the
+    /// server reads them again; a 2026-07-28 request asks each time.
+    ///
+    /// # Errors
+    /// As [`Ctx::request_inputs`].
+    pub async fn roots(&self) -> Result<Vec<mcp_types::Root>, InputError> {
+        let legacy = self.modern.is_none();
+        if legacy && let Some(roots) = self.session.cached_roots() {
+            return Ok(roots);
+        }
+        let roots = self.list_roots().await?.roots;
+        if legacy {
+            self.session.cache_roots(roots.clone());
+        }
+        Ok(roots)
+    }
+
     /// Asks the client for its roots (`roots/list`), in either era.
     ///
     /// # Errors

@@ -42,5 +42,5 @@ pub use handler::{
     CompletionFn, IntoCallToolResult, PromptFn, ResourceFn, Structured, TemplateFn, ToolFn,
 };
 pub use mrtr::RequestStateKey;
-pub use registry::{Change, ChangeFn, Edit, SubscribeFn, UnsubscribeFn};
+pub use registry::{Change, ChangeFn, Edit, RootsChangedFn, SubscribeFn, UnsubscribeFn};
 pub use server::Server;

@@ -67,7 +67,14 @@ pub(crate) struct Inner {
     pub(crate) on_unsubscribe: Option<UnsubscribeFn>,
     /// Told of every change made here, for other instances.
     pub(crate) on_change: std::sync::OnceLock<ChangeFn>,
+    /// Told of a session's roots each time they are read again after
+    /// `notifications/roots/list_changed`.
+    pub(crate) on_roots_changed: Option<RootsChangedFn>,
 }
+
+/// Called with a legacy session's new roots after the client said they changed
+/// (`notifications/roots/list_changed`) and the server read them again (`roots/list`).
+pub type RootsChangedFn = Arc<dyn Fn(&[mcp_types::Root]) + Send + Sync>;
 
 /// Called with the URI each time a client starts holding a subscription to a resource: a
 /// legacy session's `resources/subscribe` of a URI it does not hold yet, or a 2026-07-28

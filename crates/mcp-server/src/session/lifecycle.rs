@@ -1,11 +1,13 @@
 //! The legacy lifecycle: `initialize`, `notifications/initialized`, and what is refused
 //! before the handshake.
 
+use std::sync::Arc;
+
 use futures::future::BoxFuture;
-use mcp_engine::HandlerResult;
+use mcp_engine::{HandlerResult, Peer, RequestOptions};
 use mcp_jsonrpc::{ErrorCode, ErrorObject, Notification, Request, parse_params};
-use mcp_types::methods::{Initialized, Notification as _};
-use mcp_types::{Feature, InitializeParams, InitializeResult, ProtocolVersion};
+use mcp_types::methods::{Initialized, ListRoots, Notification as _, RootsListChanged};
+use mcp_types::{EmptyParams, Feature, InitializeParams, InitializeResult, ProtocolVersion};
 
 use super::reply::{fail, ready};
 use super::{Phase, Session};
@@ -43,9 +45,11 @@ impl Session {
         })
     }
 
-    /// A notification from the client: `initialized` completes the handshake.
-    pub(super) fn on_notification(&self, n: &Notification) {
+    /// A notification from the client: `initialized` completes the handshake;
+    /// `roots/list_changed` drops the cached roots and reads them again.
+    pub(super) fn on_notification(self: &Arc<Self>, n: &Notification, peer: &Peer) {
         match n.method.as_str() {
+            RootsListChanged::METHOD => self.reread_roots(peer),
             Initialized::METHOD => {
                 let mut st = self.lock();
                 if st.phase == Phase::Initializing {
@@ -54,6 +58,34 @@ impl Session {
             }
             other => tracing::debug!(method = other, "notification ignored"),
         }
+    }
+
+    /// The client's roots changed: forget them, read them again (`roots/list`), and tell
+    /// the server's `on_roots_changed` hook. Only for a session whose client has roots.
+    fn reread_roots(self: &Arc<Self>, peer: &Peer) {
+        {
+            let mut st = self.lock();
+            if st.phase == Phase::New || st.client_caps.roots.is_none() {
+                return;
+            }
+            st.roots = None;
+        }
+        let session = self.clone();
+        let peer = peer.clone();
+        tokio::spawn(async move {
+            let asked = peer
+                .request::<ListRoots>(&EmptyParams::default(), &RequestOptions::default())
+                .await;
+            match asked {
+                Ok(result) => {
+                    session.cache_roots(result.roots.clone());
+                    if let Some(hook) = &session.server.on_roots_changed {
+                        hook(&result.roots);
+                    }
+                }
+                Err(e) => tracing::debug!("reading the changed roots failed: {e}"),
+            }
+        });
     }
 
     /// Whether the handshake has not begun (only `initialize` and `ping` are served).

@@ -40,6 +40,8 @@ struct State {
     client_caps: ClientCapabilities,
     log_level: LoggingLevel,
     subscriptions: HashSet<String>,
+    /// The client's roots as last read, until it says they changed.
+    roots: Option<Vec<mcp_types::Root>>,
 }
 
 /// One client connection.
@@ -70,6 +72,7 @@ impl Session {
                 client_caps: ClientCapabilities::default(),
                 log_level: LoggingLevel::Info,
                 subscriptions: HashSet::new(),
+                roots: None,
             }),
         }
     }
@@ -105,6 +108,16 @@ impl Session {
 
     pub(crate) fn is_ready(&self) -> bool {
         self.lock().phase != Phase::New
+    }
+
+    /// The roots as last read, if they have not changed since.
+    pub(crate) fn cached_roots(&self) -> Option<Vec<mcp_types::Root>> {
+        self.lock().roots.clone()
+    }
+
+    /// Keeps `roots` as the session's current roots.
+    pub(crate) fn cache_roots(&self, roots: Vec<mcp_types::Root>) {
+        self.lock().roots = Some(roots);
     }
 
     pub(crate) fn is_subscribed(&self, uri: &str) -> bool {

@@ -47,8 +47,8 @@ impl Service for SessionService {
         }
     }
 
-    fn notify(&self, n: Notification, _peer: &Peer) {
-        self.0.on_notification(&n);
+    fn notify(&self, n: Notification, peer: &Peer) {
+        self.0.on_notification(&n, peer);
     }
 
     fn batch_allowed(&self) -> bool {
