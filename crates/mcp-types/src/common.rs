@@ -39,9 +39,45 @@ pub struct Implementation {
     /// Human-readable title (2025-06-18+).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
-    /// Fields this crate does not model (description, icons, websiteUrl, ...), kept verbatim.
+    /// Icons a client may show (2025-11-25).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<crate::common::Icon>>,
+    /// Fields this crate does not model (description, websiteUrl, ...), kept verbatim.
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+/// An icon a client may show for a tool, prompt, resource, template or implementation
+/// (2025-11-25).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Icon {
+    /// Where the image is: an `https:` URL or a `data:` URI. Clients should load icons only
+    /// from their server's or another trusted domain, and treat SVG as active content.
+    pub src: String,
+    /// The image's MIME type, when the source does not say it (`image/png`, `image/svg+xml`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// The sizes it fits, as `WxH` (`"48x48"`) or `"any"`; any size when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizes: Option<Vec<String>>,
+    /// `"light"` or `"dark"`: the background it is drawn for; any when absent. Kept as text,
+    /// so a value from a later revision does not make a whole list unreadable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theme: Option<String>,
+    /// Unmodelled fields.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl Icon {
+    /// An icon at `src`.
+    pub fn new(src: impl Into<String>) -> Self {
+        Self {
+            src: src.into(),
+            ..Self::default()
+        }
+    }
 }
 
 impl Implementation {

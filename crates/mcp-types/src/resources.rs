@@ -27,6 +27,9 @@ pub struct Resource {
     /// Annotations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Annotations>,
+    /// Icons a client may show (2025-11-25).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<crate::common::Icon>>,
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<JsonObject>,
@@ -55,6 +58,9 @@ pub struct ResourceTemplate {
     /// Annotations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Annotations>,
+    /// Icons a client may show (2025-11-25).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<crate::common::Icon>>,
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<JsonObject>,

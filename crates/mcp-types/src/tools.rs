@@ -36,10 +36,13 @@ pub struct Tool {
     /// Behaviour hints.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<ToolAnnotations>,
+    /// Icons a client may show (2025-11-25).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<crate::common::Icon>>,
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<JsonObject>,
-    /// Unmodelled fields (icons, execution, ...).
+    /// Unmodelled fields (execution, ...).
     #[serde(flatten)]
     pub extra: JsonObject,
 }
