@@ -104,8 +104,11 @@ struct Wire {
 
 impl Wire {
     fn start() -> Self {
+        Self::start_with(server())
+    }
+
+    fn start_with(server: Server) -> Self {
         let (client, srv) = mcp_transport::duplex();
-        let server = server();
         tokio::spawn(async move { server.serve(srv.incoming, srv.outgoing).await });
         Wire {
             tx: client.outgoing,
@@ -370,4 +373,72 @@ async fn tool_names_follow_sep_986() {
         matches!(refused, Err(mcp_server::BuildError::ToolName { .. })),
         "{refused:?}"
     );
+}
+
+/// A tool with what 2025-06-18 added (a title, an output schema, structured content, a
+/// resource link) and audio (2025-03-26).
+fn newer_server() -> Server {
+    let tool: mcp_types::Tool = serde_json::from_value(json!({
+        "name": "report",
+        "title": "A Report",
+        "inputSchema": {"type": "object"},
+        "outputSchema": {"type": "object", "properties": {"n": {"type": "number"}}},
+    }))
+    .unwrap();
+    let handler: mcp_server::ToolFn = std::sync::Arc::new(|_c, _a| {
+        Box::pin(async {
+            Ok(serde_json::from_value(json!({
+                "content": [
+                    {"type": "resource_link", "uri": "test://readme", "name": "readme", "title": "Read Me"},
+                    {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
+                ],
+                "structuredContent": {"n": 1},
+            }))
+            .unwrap())
+        })
+    });
+    Server::builder("fit", "1")
+        .raw_tool(tool, handler)
+        .text_resource("test://readme", "readme", "text/plain", "read me")
+        .build()
+        .unwrap()
+}
+
+/// Each legacy revision gets results it can read: newer fields left out, newer content
+/// turned into text.
+#[tokio::test]
+async fn results_fit_the_negotiated_version() {
+    for version in ["2024-11-05", "2025-03-26", "2025-06-18"] {
+        let mut w = Wire::start_with(newer_server());
+        w.initialize(version).await;
+        let tools = w.call(1, "tools/list", json!({})).await;
+        let tool = &tools["result"]["tools"][0];
+        let r = w
+            .call(2, "tools/call", json!({"name": "report", "arguments": {}}))
+            .await;
+        let result = &r["result"];
+        let content = &result["content"];
+        if version == "2025-06-18" {
+            assert_eq!(tool["title"], "A Report", "{tools}");
+            assert!(tool.get("outputSchema").is_some());
+            assert_eq!(result["structuredContent"], json!({"n": 1}), "{r}");
+            assert_eq!(content[0]["type"], "resource_link");
+            assert_eq!(content[1]["type"], "audio");
+            continue;
+        }
+        assert!(tool.get("title").is_none(), "{version}: {tools}");
+        assert!(tool.get("outputSchema").is_none(), "{version}: {tools}");
+        assert!(result.get("structuredContent").is_none(), "{version}: {r}");
+        assert_eq!(
+            content[0],
+            json!({"type": "text", "text": "Resource: Read Me (test://readme)"}),
+            "{version}"
+        );
+        if version == "2024-11-05" {
+            assert_eq!(content[1]["type"], "text", "{r}");
+            assert!(content[1]["text"].as_str().unwrap().contains("audio/wav"));
+        } else {
+            assert_eq!(content[1]["type"], "audio", "{r}");
+        }
+    }
 }

@@ -3,6 +3,7 @@
 //! (`dispatch`) and each family of methods in its own module.
 
 mod dispatch;
+mod fit;
 mod lifecycle;
 mod prompts;
 mod reply;

@@ -40,9 +40,21 @@ impl Service for SessionService {
             },
             None => match req.method.as_str() {
                 Ping::METHOD => ready(&EmptyResult::default()),
-                Initialize::METHOD => session.initialize(&req),
+                Initialize::METHOD => {
+                    let answer = session.initialize(&req);
+                    fitted(session.version(), Initialize::METHOD.to_owned(), answer)
+                }
                 _ if session.before_initialize() => not_initialized(&req),
-                _ => session.route(req, rc, None),
+                _ => {
+                    // An older client gets results it can read.
+                    let version = session.version();
+                    let method = super::fit::needed(version).then(|| req.method.clone());
+                    let answer = session.route(req, rc, None);
+                    match method {
+                        Some(method) => fitted(version, method, answer),
+                        None => answer,
+                    }
+                }
             },
         }
     }
@@ -54,6 +66,18 @@ impl Service for SessionService {
     fn batch_allowed(&self) -> bool {
         self.0.batches_allowed()
     }
+}
+
+/// `answer` fitted to what a client of `version` reads (see `fit`).
+fn fitted(
+    version: ProtocolVersion,
+    method: String,
+    answer: BoxFuture<'static, HandlerResult>,
+) -> BoxFuture<'static, HandlerResult> {
+    if !super::fit::needed(version) {
+        return answer;
+    }
+    Box::pin(async move { super::fit::fit(version, &method, answer.await) })
 }
 
 impl Session {
