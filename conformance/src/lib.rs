@@ -175,6 +175,8 @@ fn tools(b: mcp_server::ServerBuilder) -> mcp_server::ServerBuilder {
                 max_tokens: 100,
                 stop_sequences: None,
                 metadata: None,
+                tools: None,
+                tool_choice: None,
                 meta: None,
                 extra: JsonObject::new(),
             };

@@ -318,6 +318,8 @@ async fn server_to_client_requests_and_notifications() {
                     max_tokens: 10,
                     stop_sequences: None,
                     metadata: None,
+                    tools: None,
+                    tool_choice: None,
                     meta: None,
                     extra: JsonObject::new(),
                 };

@@ -52,6 +52,7 @@ pub struct ClientHandlers {
     pub(crate) sampling: Option<SamplingFn>,
     pub(crate) elicitation: Option<ElicitationFn>,
     pub(crate) url_elicitation: bool,
+    pub(crate) sampling_tools: bool,
     pub(crate) roots: Option<RootsFn>,
     pub(crate) events: Option<Arc<dyn Fn(ServerEvent) + Send + Sync>>,
 }
@@ -90,6 +91,14 @@ impl ClientHandlers {
         Fut: Future<Output = Result<ElicitResult, ErrorObject>> + Send + 'static,
     {
         self.elicitation = Some(Arc::new(move |p| Box::pin(f(p))));
+        self
+    }
+
+    /// Also accepts sampling requests with `tools` and `toolChoice` (declares
+    /// `sampling.tools`); without it such requests are refused with -32602. The sampling
+    /// handler answers with `tool_use` content when the model calls a tool.
+    pub fn sampling_tools(mut self) -> Self {
+        self.sampling_tools = true;
         self
     }
 

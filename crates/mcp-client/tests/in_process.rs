@@ -244,3 +244,73 @@ async fn the_server_rereads_roots_when_they_change() {
     );
     c.close().await;
 }
+
+/// Sampling with tools: the server offers tools only to a client that declares
+/// `sampling.tools`, and the model's tool call comes back typed as `tool_use`.
+#[tokio::test]
+async fn sampling_with_tools_needs_the_capability() {
+    let server = Server::builder("sampler", "1")
+        .tool(
+            "plan",
+            "asks the model, with a tool",
+            |c: Ctx, _a: Nothing| async move {
+                let params: mcp_types::CreateMessageParams = serde_json::from_value(json!({
+                    "messages": [{"role": "user", "content": {"type": "text", "text": "weather?"}}],
+                    "maxTokens": 50,
+                    "tools": [{"name": "get_weather", "inputSchema": {"type": "object"}}],
+                    "toolChoice": {"mode": "required"},
+                }))
+                .unwrap();
+                assert_eq!(
+                    params.tool_choice.as_ref().and_then(|t| t.mode),
+                    Some(mcp_types::ToolChoiceMode::Required)
+                );
+                let r = c.create_message(&params).await.map_err(|e| e.to_string())?;
+                match &r.content {
+                    mcp_types::OneOrMany::One(mcp_types::Content::ToolUse(u)) => {
+                        Ok::<_, String>(format!("{} {}", u.name, u.input))
+                    }
+                    other => Err(format!("unexpected {other:?}")),
+                }
+            },
+        )
+        .build()
+        .unwrap();
+    for declared in [true, false] {
+        let server = server.clone();
+        let (ours, theirs) = mcp_transport::duplex();
+        tokio::spawn(async move { server.serve(theirs.incoming, theirs.outgoing).await });
+        let mut handlers = ClientHandlers::new().sampling(|p| async move {
+            let tools = p.tools.unwrap_or_default();
+            let content: mcp_types::Content = serde_json::from_value(json!({
+                "type": "tool_use", "id": "u1", "name": tools[0].name, "input": {"city": "Paris"},
+            }))
+            .unwrap();
+            Ok(mcp_types::CreateMessageResult {
+                result_type: None,
+                role: mcp_types::Role::Assistant,
+                content: mcp_types::OneOrMany::One(content),
+                model: "m".into(),
+                stop_reason: Some("toolUse".into()),
+                meta: None,
+                extra: JsonObject::new(),
+            })
+        });
+        if declared {
+            handlers = handlers.sampling_tools();
+        }
+        let closes = Arc::new(AtomicUsize::new(0));
+        let c = Client::connect_over(ours, Counting(closes), handlers, ClientConfig::default())
+            .await
+            .unwrap();
+        let r = c.call_tool("plan", args(json!({}))).await.unwrap();
+        let text = r.content[0].as_text().unwrap().to_owned();
+        if declared {
+            assert_eq!(text, r#"get_weather {"city":"Paris"}"#);
+        } else {
+            assert!(r.failed(), "{text}");
+            assert!(text.contains("sampling.tools"), "{text}");
+        }
+        c.close().await;
+    }
+}

@@ -224,7 +224,17 @@ impl Ctx {
         let caps = self.client_capabilities();
         for r in requests.values() {
             let (cap, present) = match r.method.as_str() {
-                "sampling/createMessage" => ("sampling", caps.sampling.is_some()),
+                "sampling/createMessage" => {
+                    let tools = r
+                        .params
+                        .as_ref()
+                        .is_some_and(|p| p.get("tools").is_some() || p.get("toolChoice").is_some());
+                    let ok = caps
+                        .sampling
+                        .as_ref()
+                        .is_some_and(|s| !tools || s.contains_key("tools"));
+                    (if tools { "sampling.tools" } else { "sampling" }, ok)
+                }
                 "elicitation/create" => {
                     let url = r
                         .params
@@ -248,8 +258,19 @@ impl Ctx {
             };
             if !present {
                 if let Some(m) = &self.modern {
+                    // `sampling.tools` is `{"sampling": {"tools": {}}}`.
                     let mut required = JsonObject::new();
-                    required.insert(cap.to_owned(), Value::Object(JsonObject::new()));
+                    let empty = || Value::Object(JsonObject::new());
+                    match cap.split_once('.') {
+                        Some((outer, inner)) => {
+                            let mut sub = JsonObject::new();
+                            sub.insert(inner.to_owned(), empty());
+                            required.insert(outer.to_owned(), Value::Object(sub));
+                        }
+                        None => {
+                            required.insert(cap.to_owned(), empty());
+                        }
+                    }
                     m.mrtr.fail(
                         ErrorObject::new(
                             ErrorCode::MISSING_CLIENT_CAPABILITY,

@@ -78,12 +78,51 @@ pub struct CreateMessageParams {
     /// Provider metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
+    /// Tools the model may use (2025-11-25). Only for a client that declares
+    /// `sampling.tools`; the model's calls come back as `tool_use` content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<crate::tools::Tool>>,
+    /// How the model uses the tools (`auto` when absent). Same condition as `tools`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<JsonObject>,
-    /// Unmodelled fields (tools, toolChoice, ...).
+    /// Unmodelled fields.
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+/// How a sampled model uses the tools it is given (2025-11-25).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ToolChoice {
+    /// `auto` (the model decides; the default), `required` (at least one tool call) or
+    /// `none` (no tool calls).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<ToolChoiceMode>,
+    /// Unmodelled fields.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// The modes of a [`ToolChoice`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolChoiceMode {
+    /// The model decides whether to use tools.
+    Auto,
+    /// The model uses at least one tool before it completes.
+    Required,
+    /// The model uses no tool.
+    None,
+}
+
+impl CreateMessageParams {
+    /// Whether the request uses tools (`tools` or `toolChoice`), which needs the client's
+    /// `sampling.tools` capability.
+    pub fn uses_tools(&self) -> bool {
+        self.tools.is_some() || self.tool_choice.is_some()
+    }
 }
 
 /// Result of `sampling/createMessage`.

@@ -66,7 +66,11 @@ pub(super) fn falls_back(e: &CallError) -> bool {
 pub(super) fn capabilities_of(h: &ClientHandlers) -> ClientCapabilities {
     let mut caps = ClientCapabilities::default();
     if h.sampling.is_some() {
-        caps.sampling = Some(JsonObject::new());
+        let mut s = JsonObject::new();
+        if h.sampling_tools {
+            s.insert("tools".to_owned(), Value::Object(JsonObject::new()));
+        }
+        caps.sampling = Some(s);
     }
     if h.elicitation.is_some() {
         let mut e = JsonObject::new();

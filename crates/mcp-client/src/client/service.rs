@@ -66,7 +66,12 @@ pub(super) async fn answer(
     match method.as_str() {
         "ping" => encode(&EmptyResult::default()),
         "sampling/createMessage" if h.sampling.is_some() => {
-            let p = parse_params(params)?;
+            let p: mcp_types::CreateMessageParams = parse_params(params)?;
+            if p.uses_tools() && !h.sampling_tools {
+                return Err(ErrorObject::invalid_params(
+                    "this client did not declare sampling.tools: tools and toolChoice are not accepted",
+                ));
+            }
             let f = h
                 .sampling
                 .as_ref()
