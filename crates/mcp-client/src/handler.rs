@@ -37,6 +37,10 @@ pub enum ServerEvent {
     ResourcesChanged,
     /// `notifications/resources/updated`.
     ResourceUpdated(String),
+    /// `notifications/elicitation/complete` (2025-11-25): the URL-mode elicitation with this
+    /// id is done; what waited for it (a -32042 error, see [`crate::url_elicitations`]) may
+    /// be retried.
+    ElicitationComplete(String),
     /// Anything else.
     Other {
         /// Method.

@@ -24,3 +24,18 @@ pub use mcp_transport::{ChildConfig, ChildEnv};
 pub use mcp_transport::{Exit, Link};
 pub use retry::{RetryChoice, RetryPolicy};
 pub use supervisor::{Connector, Heartbeat, Status, Supervised, SupervisorConfig, SupervisorError};
+
+/// The URL-mode elicitations a -32042 error (URL elicitation required, 2025-11-25) asks the
+/// user to complete before the request is retried; `None` for any other error. Show each
+/// `url` to the user (with consent), then retry after the server's
+/// [`ServerEvent::ElicitationComplete`] or when the user says so.
+pub fn url_elicitations(error: &CallError) -> Option<Vec<mcp_types::ElicitParams>> {
+    let rpc = error.rpc()?;
+    if rpc.code != mcp_jsonrpc::ErrorCode::URL_ELICITATION_REQUIRED {
+        return None;
+    }
+    let data = rpc.data.clone()?;
+    serde_json::from_value::<mcp_types::UrlElicitationRequired>(data)
+        .ok()
+        .map(|d| d.elicitations)
+}

@@ -314,3 +314,77 @@ async fn sampling_with_tools_needs_the_capability() {
         c.close().await;
     }
 }
+
+/// URL-mode elicitation required (-32042): the tool says which URL the user must visit, the
+/// server says when that is done (`notifications/elicitation/complete`), and the retry works.
+#[tokio::test]
+async fn url_elicitation_required_then_complete_then_retry() {
+    use std::sync::atomic::AtomicBool;
+    let done = Arc::new(AtomicBool::new(false));
+    let flag = done.clone();
+    let server = Server::builder("url", "1")
+        .tool(
+            "connect",
+            "needs an account link",
+            move |c: Ctx, _a: Nothing| {
+                let flag = flag.clone();
+                async move {
+                    if flag.load(Ordering::SeqCst) {
+                        return Ok("connected".to_owned());
+                    }
+                    // The user finishes in the browser later; then the server says so.
+                    let peer = c.peer().clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        flag.store(true, Ordering::SeqCst);
+                        let params = mcp_types::ElicitationCompleteParams {
+                            elicitation_id: "e1".into(),
+                            ..Default::default()
+                        };
+                        let _ = peer
+                            .notify::<mcp_types::methods::ElicitationComplete>(&params)
+                            .await;
+                    });
+                    Err(mcp_server::url_elicitation_required(vec![
+                        mcp_types::ElicitParams::url(
+                            "e1",
+                            "https://example.com/connect?e=e1",
+                            "Link your account",
+                        ),
+                    ]))
+                }
+            },
+        )
+        .build()
+        .unwrap();
+    let (ours, theirs) = mcp_transport::duplex();
+    tokio::spawn(async move { server.serve(theirs.incoming, theirs.outgoing).await });
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let handlers = ClientHandlers::new().on_event(move |e| {
+        if let mcp_client::ServerEvent::ElicitationComplete(id) = e {
+            let _ = tx.send(id);
+        }
+    });
+    let closes = Arc::new(AtomicUsize::new(0));
+    let c = Client::connect_over(ours, Counting(closes), handlers, ClientConfig::default())
+        .await
+        .unwrap();
+    let e = c.call_tool("connect", args(json!({}))).await.unwrap_err();
+    let asked = mcp_client::url_elicitations(&e).expect("a -32042 error");
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].mode.as_deref(), Some("url"));
+    assert_eq!(asked[0].elicitation_id.as_deref(), Some("e1"));
+    assert_eq!(
+        asked[0].url.as_deref(),
+        Some("https://example.com/connect?e=e1")
+    );
+    let id = tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv())
+        .await
+        .expect("the completion in time")
+        .unwrap();
+    assert_eq!(id, "e1");
+    let r = c.call_tool("connect", args(json!({}))).await.unwrap();
+    assert_eq!(r.content[0].as_text(), Some("connected"));
+    assert!(mcp_client::url_elicitations(&CallError::Closed).is_none());
+    c.close().await;
+}

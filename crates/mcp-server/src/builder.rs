@@ -180,7 +180,7 @@ impl ServerBuilder {
         F: Fn(Ctx, A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, E>> + Send + 'static,
         R: IntoCallToolResult,
-        E: Display,
+        E: Display + 'static,
     {
         let tool = Tool {
             name: name.to_owned(),
@@ -198,7 +198,7 @@ impl ServerBuilder {
         F: Fn(Ctx, A) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, E>> + Send + 'static,
         R: IntoCallToolResult,
-        E: Display,
+        E: Display + 'static,
     {
         tool.input_schema = schema_object::<A>();
         self.raw_tool(tool, typed_tool(f))

@@ -370,6 +370,24 @@ impl Ctx {
             .await
     }
 
+    /// Tells the client that the out-of-band interaction of URL-mode elicitation `id` is
+    /// done (`notifications/elicitation/complete`), so that it may retry what waited for it.
+    /// It often ends later, outside this handler: keep a clone of [`Ctx::peer`] and send
+    /// [`mcp_types::methods::ElicitationComplete`] through it then.
+    ///
+    /// # Errors
+    /// [`CallError`] if the connection is gone.
+    pub async fn elicitation_complete(&self, id: &str) -> Result<(), CallError> {
+        let params = mcp_types::ElicitationCompleteParams {
+            elicitation_id: id.to_owned(),
+            ..Default::default()
+        };
+        self.rc
+            .peer
+            .notify::<mcp_types::methods::ElicitationComplete>(&params)
+            .await
+    }
+
     /// The client's roots. In a legacy session they are read once (`roots/list`) and kept
     /// until the client says they changed (`notifications/roots/list_changed`), when the
     /// server reads them again; a 2026-07-28 request asks each time.

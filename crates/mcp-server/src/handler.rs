@@ -101,13 +101,25 @@ impl<T: Serialize> IntoCallToolResult for Structured<T> {
     }
 }
 
+/// The -32042 error (2025-11-25) a tool returns when the request cannot go on until the
+/// user completes these URL-mode elicitations ([`mcp_types::ElicitParams::url`]); the client
+/// retries it afterwards. Return it as the tool's `Err`.
+pub fn url_elicitation_required(elicitations: Vec<mcp_types::ElicitParams>) -> ErrorObject {
+    let data = mcp_types::UrlElicitationRequired { elicitations };
+    ErrorObject::new(
+        mcp_jsonrpc::ErrorCode::URL_ELICITATION_REQUIRED,
+        "This request requires more information.",
+    )
+    .with_data(serde_json::to_value(data).unwrap_or_default())
+}
+
 pub(crate) fn typed_tool<A, F, Fut, R, E>(f: F) -> ToolFn
 where
     A: serde::de::DeserializeOwned + Send + 'static,
     F: Fn(Ctx, A) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<R, E>> + Send + 'static,
     R: IntoCallToolResult,
-    E: Display,
+    E: Display + 'static,
 {
     let f = Arc::new(f);
     Arc::new(move |ctx, args| {
@@ -119,7 +131,12 @@ where
             };
             Ok(match f(ctx, args).await {
                 Ok(r) => r.into_call_tool_result(),
-                Err(e) => CallToolResult::error(e.to_string()),
+                // A JSON-RPC error object is the request's error (-32042, say); any other
+                // error is the tool's, a result with `isError`.
+                Err(e) => match (&e as &dyn std::any::Any).downcast_ref::<ErrorObject>() {
+                    Some(rpc) => return Err(rpc.clone()),
+                    None => CallToolResult::error(e.to_string()),
+                },
             })
         })
     })

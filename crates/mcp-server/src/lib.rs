@@ -40,6 +40,7 @@ pub use config::{CacheConfig, ServerConfig};
 pub use context::{Ctx, InputError};
 pub use handler::{
     CompletionFn, IntoCallToolResult, PromptFn, ResourceFn, Structured, TemplateFn, ToolFn,
+    url_elicitation_required,
 };
 pub use mrtr::RequestStateKey;
 pub use registry::{Change, ChangeFn, Edit, RootsChangedFn, SubscribeFn, UnsubscribeFn};

@@ -31,6 +31,42 @@ pub struct ElicitParams {
     pub extra: JsonObject,
 }
 
+impl ElicitParams {
+    /// A URL-mode elicitation: send the user to `url` (out of band), identified by `id`.
+    pub fn url(id: impl Into<String>, url: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            mode: Some("url".to_owned()),
+            message: message.into(),
+            url: Some(url.into()),
+            elicitation_id: Some(id.into()),
+            ..Self::default()
+        }
+    }
+}
+
+/// Params of `notifications/elicitation/complete` (2025-11-25): the out-of-band interaction
+/// of a URL-mode elicitation is done.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ElicitationCompleteParams {
+    /// The `elicitationId` of the URL-mode elicitation.
+    pub elicitation_id: String,
+    /// Metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<JsonObject>,
+    /// Unmodelled fields.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// The data of a -32042 error (URL elicitation required, 2025-11-25): the URL-mode
+/// elicitations to complete before the request is retried.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct UrlElicitationRequired {
+    /// Each a URL-mode elicitation with its `elicitationId`.
+    pub elicitations: Vec<ElicitParams>,
+}
+
 /// The user's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

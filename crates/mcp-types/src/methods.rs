@@ -6,7 +6,7 @@ use serde::de::DeserializeOwned;
 
 use crate::common::{EmptyParams, EmptyResult, PaginatedParams};
 use crate::completion::{CompleteParams, CompleteResult};
-use crate::elicitation::{ElicitParams, ElicitResult};
+use crate::elicitation::{ElicitParams, ElicitResult, ElicitationCompleteParams};
 use crate::lifecycle::{InitializeParams, InitializeResult};
 use crate::logging::{LoggingMessageParams, SetLevelParams};
 use crate::modern::{DiscoverResult, ListenParams};
@@ -115,6 +115,8 @@ notification!(/// `notifications/tools/list_changed`.
     ToolListChanged, "notifications/tools/list_changed", EmptyParams);
 notification!(/// `notifications/prompts/list_changed`.
     PromptListChanged, "notifications/prompts/list_changed", EmptyParams);
+notification!(/// `notifications/elicitation/complete` (2025-11-25, server to client).
+    ElicitationComplete, "notifications/elicitation/complete", ElicitationCompleteParams);
 notification!(/// `notifications/roots/list_changed`.
     RootsListChanged, "notifications/roots/list_changed", EmptyParams);
 notification!(/// `notifications/subscriptions/acknowledged` (2026-07-28).

@@ -49,6 +49,15 @@ pub(super) fn event_of(n: Notification) -> ServerEvent {
                 params,
             },
         },
+        "notifications/elicitation/complete" => {
+            match params.get("elicitationId").and_then(Value::as_str) {
+                Some(id) => ServerEvent::ElicitationComplete(id.to_owned()),
+                None => ServerEvent::Other {
+                    method: n.method,
+                    params,
+                },
+            }
+        }
         _ => ServerEvent::Other {
             method: n.method,
             params,
