@@ -26,10 +26,14 @@ pub(crate) struct Auth {
     /// Read the bearer token from this file (whitespace around it is ignored).
     #[arg(long, value_name = "PATH")]
     pub(crate) bearer_file: Option<PathBuf>,
-    /// How request bodies go to an http(s) server: json, or protobuf
-    /// (application/mcp+protobuf; a server without it gets JSON after its 415).
+    /// How messages go: json, or protobuf (application/mcp+protobuf bodies over HTTP, where
+    /// a server without it gets JSON after its 415; the protobuf envelope form over gRPC).
     #[arg(long, value_enum, default_value_t = Encoding::Json)]
     pub(crate) encoding: Encoding,
+    /// Protocol era: auto (2026-07-28 where the server speaks it, else the initialize
+    /// handshake), legacy or modern.
+    #[arg(long, default_value = "auto")]
+    pub(crate) era: mcp_client::EraChoice,
 }
 
 /// `--encoding`.

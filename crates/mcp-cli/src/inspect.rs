@@ -31,7 +31,13 @@ impl Reach {
 
     async fn connect(&self, url: Option<String>) -> anyhow::Result<Connection> {
         let target = Target::from_parts(url, self.server.clone())?;
-        target::connect(&target, &self.headers()?, self.auth.encoding.into()).await
+        target::connect(
+            &target,
+            &self.headers()?,
+            self.auth.encoding.into(),
+            self.auth.era,
+        )
+        .await
     }
 }
 

@@ -58,13 +58,14 @@ pub(crate) async fn connect(
     target: &Target,
     headers: &[(String, String)],
     encoding: mcp_http::BodyEncoding,
+    era: mcp_client::EraChoice,
 ) -> anyhow::Result<Connection> {
     let http = mcp_http::HttpClientConfig {
         headers: headers.to_vec(),
         encoding,
         ..Default::default()
     };
-    connect_with(target, http, mcp_client::EraChoice::Legacy).await
+    connect_with(target, http, era).await
 }
 
 /// Connects to a target with explicit HTTP client settings.

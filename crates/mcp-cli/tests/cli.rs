@@ -146,6 +146,23 @@ fn resources_read_prompts_prompt_ping() {
     let (ok, out, err) = mcp(&["read", "demo://nope", "--", MCP, "serve", "--stdio"]);
     assert!(!ok && out.is_empty());
     assert_eq!(err.lines().count(), 1, "one line: {err}");
+    // The CLI speaks 2026-07-28 to a server that does (`--era auto`), where a missing
+    // resource is -32602; the handshake era's -32002 with `--era legacy`.
+    assert!(
+        err.starts_with("error: server error -32602: Resource not found"),
+        "{err}"
+    );
+    let (ok, _, err) = mcp(&[
+        "read",
+        "--era",
+        "legacy",
+        "demo://nope",
+        "--",
+        MCP,
+        "serve",
+        "--stdio",
+    ]);
+    assert!(!ok);
     assert!(
         err.starts_with("error: server error -32002: Resource not found"),
         "{err}"
@@ -487,6 +504,11 @@ fn endless_lists() -> String {
             "prompts/list" => json!({"prompts": [], "nextCursor": "again"}),
             "resources/list" => json!({"resources": [], "nextCursor": "again"}),
             "resources/templates/list" => json!({"resourceTemplates": [], "nextCursor": "again"}),
+            _ if v.get("id").is_some() => {
+                let error = json!({"jsonrpc": "2.0", "id": v["id"],
+                    "error": {"code": -32601, "message": "Method not found"}});
+                return ([("content-type", "application/json")], error.to_string()).into_response();
+            }
             _ => return axum::http::StatusCode::ACCEPTED.into_response(),
         };
         let body = json!({"jsonrpc": "2.0", "id": v["id"], "result": result});

@@ -816,3 +816,39 @@ async fn listen_streams_typed_changes_and_lists_are_cached() {
         Err(CallError::Protocol(_))
     ));
 }
+
+/// The client commands speak `--era auto` by default: `mcp tools` and `mcp call` work
+/// against a server that speaks only 2026-07-28; `--era legacy` cannot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_commands_default_to_era_auto() {
+    let modern_only = mcp_server::ServerConfig {
+        legacy: false,
+        ..mcp_server::ServerConfig::default()
+    };
+    let http = mcp_http::StreamableHttp::new(echo_server(modern_only), Default::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(mcp_http::serve_router(listener, http.router()));
+    let mcp = |args: Vec<&str>| {
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_mcp"))
+            .args(args)
+            .env("MCP_LOG", "off")
+            .output()
+    };
+    let out = mcp(vec!["tools", &url]).await.unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("echo"));
+    let out = mcp(vec!["call", &url, "echo", r#"{"topic":"modern"}"#])
+        .await
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "modern");
+    let out = mcp(vec!["tools", "--era", "legacy", &url]).await.unwrap();
+    assert!(
+        !out.status.success(),
+        "a legacy-only client cannot talk to it"
+    );
+}

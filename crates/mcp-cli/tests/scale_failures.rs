@@ -250,17 +250,23 @@ async fn redis_outage_and_restart() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    assert_eq!(
-        call(
+    // b reconnects to the store on its own schedule: until it has, it answers 503.
+    let t0 = Instant::now();
+    let old = loop {
+        let status = call(
             &all[1].url,
             &sid,
             V,
-            &tool(3, "echo", json!({"message":"x"}))
+            &tool(3, "echo", json!({"message":"x"})),
         )
         .await
-        .0,
-        404
-    );
+        .0;
+        if status != 503 || t0.elapsed() > Duration::from_secs(20) {
+            break status;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(old, 404, "the session died with the store's data");
     assert_eq!(
         call(
             &all[1].url,
