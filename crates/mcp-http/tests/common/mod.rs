@@ -138,6 +138,52 @@ pub fn flooding_server(dropped: Arc<AtomicBool>) -> Server {
         .unwrap()
 }
 
+/// What a client read of `flood {n}`: the log messages' numbers, then the result.
+#[derive(Default)]
+pub struct Flooded {
+    logs: Vec<String>,
+    result: Option<Value>,
+}
+
+impl Flooded {
+    /// Takes one message; false once the result has come.
+    pub fn take(&mut self, v: Value) -> bool {
+        if v["method"] == "notifications/message" {
+            self.logs
+                .push(v["params"]["data"].as_str().unwrap()[..4].to_owned());
+            return true;
+        }
+        self.result = Some(v);
+        false
+    }
+
+    /// Every one of the `n` log messages came, in order, then the result.
+    pub fn check(&self, n: usize) {
+        let result = self.result.as_ref().expect("the result");
+        assert_eq!(
+            result["result"]["content"][0]["text"], "flooded",
+            "{result}"
+        );
+        let expected: Vec<String> = (0..n).map(|i| format!("{i:04}")).collect();
+        assert_eq!(self.logs, expected, "every log message, in order");
+    }
+}
+
+/// A client over a transport's channels, with no handlers and the default settings.
+pub async fn client_over(
+    channels: mcp_transport::Channels,
+    link: impl mcp_transport::Link,
+) -> Client {
+    Client::connect_over(
+        channels,
+        link,
+        ClientHandlers::new(),
+        ClientConfig::default(),
+    )
+    .await
+    .unwrap()
+}
+
 /// A server with the [`TOOLS`] of [`with_tools`].
 pub fn server() -> Server {
     with_tools(Server::builder("test", "1")).build().unwrap()
