@@ -23,6 +23,14 @@ pub type ElicitationFn = Arc<
 pub type RootsFn =
     Arc<dyn Fn() -> BoxFuture<'static, Result<ListRootsResult, ErrorObject>> + Send + Sync>;
 
+/// Answers a request of the server's that this library does not know (an extension's):
+/// gets the params (`None` when there are none), returns the result's JSON.
+pub type MethodFn = Arc<
+    dyn Fn(Option<serde_json::Value>) -> BoxFuture<'static, Result<serde_json::Value, ErrorObject>>
+        + Send
+        + Sync,
+>;
+
 /// A notification from the server, typed where it matters.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -59,6 +67,8 @@ pub struct ClientHandlers {
     pub(crate) sampling_tools: bool,
     pub(crate) roots: Option<RootsFn>,
     pub(crate) events: Option<Arc<dyn Fn(ServerEvent) + Send + Sync>>,
+    pub(crate) extensions: std::collections::BTreeMap<String, mcp_types::JsonObject>,
+    pub(crate) methods: std::collections::BTreeMap<String, MethodFn>,
 }
 
 impl std::fmt::Debug for ClientHandlers {
@@ -119,6 +129,26 @@ impl ClientHandlers {
         Fut: Future<Output = Result<ListRootsResult, ErrorObject>> + Send + 'static,
     {
         self.roots = Some(Arc::new(move || Box::pin(f())));
+        self
+    }
+
+    /// Declares an extension (SEP-2133) in our capabilities (`extensions`, in `initialize`
+    /// and in every 2026-07-28 request's `_meta`), with its settings (`{}` for none).
+    pub fn extension(mut self, id: impl Into<String>, settings: mcp_types::JsonObject) -> Self {
+        self.extensions.insert(id.into(), settings);
+        self
+    }
+
+    /// Answers a server request of a method this library does not know (an extension's).
+    /// The specification's methods keep their own handlers: registering one of their names
+    /// here has no effect.
+    pub fn method<F, Fut>(mut self, name: impl Into<String>, f: F) -> Self
+    where
+        F: Fn(Option<serde_json::Value>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<serde_json::Value, ErrorObject>> + Send + 'static,
+    {
+        self.methods
+            .insert(name.into(), Arc::new(move |p| Box::pin(f(p))));
         self
     }
 

@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use crate::config::ServerConfig;
 use crate::context::Ctx;
+use crate::extensions::{Extensions, MethodFn, method_name_problem, typed_method};
 use crate::handler::{
     CompletionFn, IntoCallToolResult, PromptFn, ResourceFn, TemplateFn, ToolFn, typed_tool,
 };
@@ -52,6 +53,14 @@ pub enum BuildError {
         /// What is wrong with it.
         why: String,
     },
+    /// A custom method's name is one of the specification's, or unusable.
+    #[error("method {name:?}: {why}")]
+    MethodName {
+        /// The name.
+        name: String,
+        /// What is wrong with it.
+        why: String,
+    },
     /// Two items share a name.
     #[error("duplicate {kind} {name:?}")]
     Duplicate {
@@ -78,6 +87,7 @@ pub struct ServerBuilder {
     on_subscribe: Option<SubscribeFn>,
     on_unsubscribe: Option<UnsubscribeFn>,
     on_roots_changed: Option<crate::registry::RootsChangedFn>,
+    extensions: Extensions,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -103,6 +113,7 @@ impl ServerBuilder {
             on_subscribe: None,
             on_unsubscribe: None,
             on_roots_changed: None,
+            extensions: Extensions::default(),
         }
     }
 
@@ -296,6 +307,48 @@ impl ServerBuilder {
         self
     }
 
+    /// Declares an extension (SEP-2133) under `capabilities.extensions`, with its settings
+    /// (`{}` for none). Declaring commits the server to what the extension requires: register
+    /// its methods with [`ServerBuilder::method`].
+    pub fn extension(mut self, id: impl Into<String>, settings: JsonObject) -> Self {
+        self.extensions.declared.insert(id.into(), settings);
+        self
+    }
+
+    /// Serves a method of the server's own (an extension's, a vendor's), typed: the params
+    /// parse into `P` (a mismatch answers -32602) and `R` is the result. The handler gets a
+    /// [`Ctx`] as tools do. A name of the specification's is a build error.
+    pub fn method<P, R, F, Fut>(self, name: &str, f: F) -> Self
+    where
+        P: serde::de::DeserializeOwned + Send + 'static,
+        R: serde::Serialize + 'static,
+        F: Fn(Ctx, P) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+    {
+        self.raw_method(name, typed_method(f))
+    }
+
+    /// [`ServerBuilder::method`] on raw JSON params.
+    pub fn raw_method(mut self, name: &str, handler: MethodFn) -> Self {
+        if let Some(why) = method_name_problem(name) {
+            self.errors.push(BuildError::MethodName {
+                name: name.to_owned(),
+                why,
+            });
+        } else if self
+            .extensions
+            .methods
+            .insert(name.to_owned(), handler)
+            .is_some()
+        {
+            self.errors.push(BuildError::Duplicate {
+                kind: "method",
+                name: name.to_owned(),
+            });
+        }
+        self
+    }
+
     /// Builds the server.
     ///
     /// # Errors
@@ -320,6 +373,7 @@ impl ServerBuilder {
                 on_subscribe: self.on_subscribe,
                 on_unsubscribe: self.on_unsubscribe,
                 on_roots_changed: self.on_roots_changed,
+                extensions: self.extensions,
             }),
         })
     }

@@ -139,6 +139,12 @@ impl Ctx {
         }
     }
 
+    /// Whether the client declared the extension `id` (SEP-2133): in its `initialize`
+    /// capabilities on a legacy session, in this request's `_meta` on 2026-07-28.
+    pub fn client_supports_extension(&self, id: &str) -> bool {
+        mcp_types::declares_extension(self.client_capabilities().extensions.as_ref(), id)
+    }
+
     /// Reports progress, if the client asked for it (`_meta.progressToken`); otherwise a no-op.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
         if let Some(params) = self.progress_params(progress, total, message) {

@@ -25,6 +25,7 @@ mod builder;
 mod config;
 mod context;
 mod echo;
+mod extensions;
 mod handler;
 mod listen;
 mod modern;
@@ -38,6 +39,7 @@ pub mod uri_template;
 pub use builder::{BuildError, ServerBuilder};
 pub use config::{CacheConfig, ServerConfig};
 pub use context::{Ctx, InputError};
+pub use extensions::{MethodFn, RESERVED_METHODS};
 pub use handler::{
     CompletionFn, IntoCallToolResult, PromptFn, ResourceFn, Structured, TemplateFn, ToolFn,
     url_elicitation_required,

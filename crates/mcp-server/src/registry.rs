@@ -70,6 +70,8 @@ pub(crate) struct Inner {
     /// Told of a session's roots each time they are read again after
     /// `notifications/roots/list_changed`.
     pub(crate) on_roots_changed: Option<RootsChangedFn>,
+    /// Declared extensions and custom methods.
+    pub(crate) extensions: crate::extensions::Extensions,
 }
 
 /// Called with a legacy session's new roots after the client said they changed
@@ -153,6 +155,8 @@ impl Inner {
             prompts: served.prompts.then(listed),
             logging: self.logging.then(JsonObject::new),
             completions: self.completion.is_some().then(JsonObject::new),
+            extensions: (!self.extensions.declared.is_empty())
+                .then(|| self.extensions.declared.clone()),
             ..Default::default()
         }
     }

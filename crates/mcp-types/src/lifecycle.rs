@@ -46,7 +46,11 @@ pub struct ClientCapabilities {
     /// Experimental capabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub experimental: Option<JsonObject>,
-    /// Unmodelled fields (extensions, tasks, ...).
+    /// Extensions supported (SEP-2133; a 2026-07-28 field, sent in every era): identifier
+    /// (`io.modelcontextprotocol/tasks`, ...) to its settings, `{}` for none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<std::collections::BTreeMap<String, JsonObject>>,
+    /// Unmodelled fields (the 2025-11-25 `tasks`, ...).
     #[serde(flatten)]
     pub extra: JsonObject,
 }
@@ -72,7 +76,11 @@ pub struct ServerCapabilities {
     /// Experimental capabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub experimental: Option<JsonObject>,
-    /// Unmodelled fields (extensions, tasks, ...).
+    /// Extensions supported (SEP-2133; a 2026-07-28 field, sent in every era): identifier
+    /// (`io.modelcontextprotocol/tasks`, ...) to its settings, `{}` for none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<std::collections::BTreeMap<String, JsonObject>>,
+    /// Unmodelled fields (the 2025-11-25 `tasks`, ...).
     #[serde(flatten)]
     pub extra: JsonObject,
 }
@@ -114,4 +122,12 @@ pub struct InitializeResult {
     /// Unmodelled fields.
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+/// Whether `extensions` (of a [`ClientCapabilities`] or [`ServerCapabilities`]) declares `id`.
+pub fn declares_extension(
+    extensions: Option<&std::collections::BTreeMap<String, JsonObject>>,
+    id: &str,
+) -> bool {
+    extensions.is_some_and(|e| e.contains_key(id))
 }

@@ -86,6 +86,9 @@ pub(super) fn capabilities_of(h: &ClientHandlers) -> ClientCapabilities {
             ..Default::default()
         });
     }
+    if !h.extensions.is_empty() {
+        caps.extensions = Some(h.extensions.clone());
+    }
     caps
 }
 

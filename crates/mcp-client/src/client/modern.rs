@@ -53,11 +53,45 @@ impl Client {
         params: &R::Params,
         options: RequestOptions,
     ) -> Result<R::Result, CallError> {
-        let options = &options;
+        if !self.is_modern() {
+            return self.peer.request::<R>(params, &options).await;
+        }
+        let value = serde_json::to_value(params)?;
+        let result = self.value_request(R::METHOD, value, &options).await?;
+        Ok(serde_json::from_value(result)?)
+    }
+
+    /// Sends any request (an extension's method, say) with `params` as JSON and returns the
+    /// result's JSON. In the 2026-07-28 era the request describes us in `_meta`, and
+    /// `input_required` rounds are answered by our handlers, as for the typed methods. Not
+    /// retried.
+    ///
+    /// # Errors
+    /// See [`CallError`]; the server's JSON-RPC error is [`CallError::Rpc`].
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, CallError> {
+        self.value_request(method, params, &self.options).await
+    }
+
+    /// Sends a notification of any method (an extension's).
+    ///
+    /// # Errors
+    /// [`CallError`] if the connection is gone.
+    pub async fn notify(&self, method: &str, params: Value) -> Result<(), CallError> {
+        let params = mcp_jsonrpc::to_raw(&params)?;
+        self.peer.notify_raw(method, &params).await
+    }
+
+    /// [`Client::request`] with per-request options.
+    pub(super) async fn value_request(
+        &self,
+        method: &str,
+        mut value: Value,
+        options: &RequestOptions,
+    ) -> Result<Value, CallError> {
         let Active::Modern { meta, log_level } = &self.active else {
-            return self.peer.request::<R>(params, options).await;
+            let raw = self.peer.request_raw(method, value, options).await?;
+            return Ok(serde_json::from_str(raw.get())?);
         };
-        let mut value = serde_json::to_value(params)?;
         if !value.is_object() {
             value = Value::Object(JsonObject::new());
         }
@@ -83,30 +117,13 @@ impl Client {
         for _ in 0..=MAX_INPUT_ROUNDS {
             let raw = self
                 .peer
-                .request_raw(R::METHOD, value.clone(), options)
+                .request_raw(method, value.clone(), options)
                 .await?;
             let result: Value = serde_json::from_str(raw.get())?;
             if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
-                return Ok(serde_json::from_value(result)?);
+                return Ok(result);
             }
-            let mut responses = JsonObject::new();
-            if let Some(Value::Object(requests)) = result.get("inputRequests") {
-                for (key, request) in requests {
-                    let method = request
-                        .get("method")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned();
-                    let params = match request.get("params") {
-                        Some(p) => Some(to_raw(p)?),
-                        None => None,
-                    };
-                    let answer = service::answer(self.handlers.clone(), method, params)
-                        .await
-                        .map_err(CallError::Rpc)?;
-                    responses.insert(key.clone(), serde_json::from_str(answer.get())?);
-                }
-            }
+            let responses = self.answer_inputs(&result).await?;
             if let Value::Object(p) = &mut value {
                 p.insert("inputResponses".to_owned(), Value::Object(responses));
                 match result.get("requestState") {
@@ -118,6 +135,30 @@ impl Client {
         Err(CallError::Protocol(format!(
             "the server asked for input more than {MAX_INPUT_ROUNDS} times; giving up"
         )))
+    }
+
+    /// Answers the `inputRequests` of an `input_required` result (or of a task waiting for
+    /// input) with our handlers: the `inputResponses` to send back.
+    pub(crate) async fn answer_inputs(&self, result: &Value) -> Result<JsonObject, CallError> {
+        let mut responses = JsonObject::new();
+        if let Some(Value::Object(requests)) = result.get("inputRequests") {
+            for (key, request) in requests {
+                let method = request
+                    .get("method")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                let params = match request.get("params") {
+                    Some(p) => Some(to_raw(p)?),
+                    None => None,
+                };
+                let answer = service::answer(self.handlers.clone(), method, params)
+                    .await
+                    .map_err(CallError::Rpc)?;
+                responses.insert(key.clone(), serde_json::from_str(answer.get())?);
+            }
+        }
+        Ok(responses)
     }
 
     /// Opens a `subscriptions/listen` stream (2026-07-28) for the notifications in `filter`.

@@ -112,7 +112,18 @@ pub(super) async fn answer(
                 .ok_or_else(|| ErrorObject::method_not_found(&method))?;
             encode(&f().await?)
         }
-        _ => Err(ErrorObject::method_not_found(&method)),
+        other => match h.methods.get(other) {
+            Some(f) => {
+                let value = match params {
+                    Some(p) => Some(serde_json::from_str(p.get()).map_err(|e| {
+                        ErrorObject::invalid_params(format!("invalid params: {e}"))
+                    })?),
+                    None => None,
+                };
+                encode(&f(value).await?)
+            }
+            None => Err(ErrorObject::method_not_found(&method)),
+        },
     }
 }
 

@@ -90,7 +90,10 @@ impl Session {
                 ))
             }
             SetLevel::METHOD if self.server.logging && !modern => self.set_level(params),
-            _ => fail(ErrorObject::method_not_found(&echo(&req.method))),
+            other => match self.server.extensions.methods.get(other) {
+                Some(h) => custom(h.clone(), params, call),
+                None => fail(ErrorObject::method_not_found(&echo(&req.method))),
+            },
         }
     }
 
@@ -120,4 +123,27 @@ impl Session {
         self.lock().log_level = p.level;
         ready(&EmptyResult::default())
     }
+}
+
+/// A custom method ([`crate::ServerBuilder::method`]): its handler with the request's `_meta`
+/// in the [`Ctx`].
+fn custom(
+    h: crate::extensions::MethodFn,
+    params: Option<&RawValue>,
+    call: Call,
+) -> BoxFuture<'static, HandlerResult> {
+    let value: Option<serde_json::Value> = match params.map(|p| serde_json::from_str(p.get())) {
+        None => None,
+        Some(Ok(v)) => Some(v),
+        Some(Err(e)) => return fail(ErrorObject::invalid_params(format!("invalid params: {e}"))),
+    };
+    let meta = match value.as_ref().and_then(|v| v.get("_meta")) {
+        Some(serde_json::Value::Object(m)) => Some(m.clone()),
+        _ => None,
+    };
+    let ctx = call.ctx(meta);
+    Box::pin(async move {
+        let r = h(ctx, value).await?;
+        encode(&r)
+    })
 }
