@@ -248,7 +248,8 @@ fn expect_header(
 }
 
 /// The standard headers against the body: `MCP-Protocol-Version` against `_meta`,
-/// `Mcp-Method` against `method`, `Mcp-Name` against `params.name` or `params.uri`.
+/// `Mcp-Method` against `method`, `Mcp-Name` against `params.name`, `params.uri` or
+/// `params.taskId`.
 fn check_headers(headers: &HeaderMap, req: &Request, params: &Value) -> Result<(), Response> {
     let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let version = check_meta(req, params)?;
@@ -263,6 +264,8 @@ fn check_headers(headers: &HeaderMap, req: &Request, params: &Value) -> Result<(
     let name_field = match req.method.as_str() {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),
+        // The tasks extension routes on the task (SEP-2663).
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
         _ => None,
     };
     if let Some(field) = name_field {

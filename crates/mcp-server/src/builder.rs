@@ -9,7 +9,8 @@ use std::sync::Arc;
 use mcp_jsonrpc::ErrorObject;
 use mcp_types::{
     CompleteParams, CompleteResult, GetPromptResult, Implementation, JsonObject, Prompt,
-    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Tool,
+    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, TaskSupport, Tool,
+    ToolExecution,
 };
 use parking_lot::{Mutex, RwLock};
 use schemars::JsonSchema;
@@ -27,6 +28,7 @@ use crate::registry::{
 };
 use crate::schema::SchemaError;
 use crate::server::Server;
+use crate::tasks::{MemoryTaskStore, TaskConfig, TaskStart, TaskStore, Tasks};
 use crate::uri_template::{TemplateError, UriTemplate};
 
 /// Why a server could not be built.
@@ -61,6 +63,14 @@ pub enum BuildError {
         /// What is wrong with it.
         why: String,
     },
+    /// A setting names an item that is not registered.
+    #[error("unknown {kind} {name:?}")]
+    Unknown {
+        /// Tool, prompt or resource.
+        kind: &'static str,
+        /// The name.
+        name: String,
+    },
     /// Two items share a name.
     #[error("duplicate {kind} {name:?}")]
     Duplicate {
@@ -88,6 +98,10 @@ pub struct ServerBuilder {
     on_unsubscribe: Option<UnsubscribeFn>,
     on_roots_changed: Option<crate::registry::RootsChangedFn>,
     extensions: Extensions,
+    tasks: Option<(
+        crate::tasks::TaskConfig,
+        Option<Arc<dyn crate::tasks::TaskStore>>,
+    )>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -114,6 +128,7 @@ impl ServerBuilder {
             on_unsubscribe: None,
             on_roots_changed: None,
             extensions: Extensions::default(),
+            tasks: None,
         }
     }
 
@@ -349,6 +364,66 @@ impl ServerBuilder {
         self
     }
 
+    /// Registers a tool that may run as a task ([`TaskSupport::Optional`]) or only as one
+    /// ([`TaskSupport::Required`]): [`ServerBuilder::tool`] with `execution.taskSupport`.
+    /// The handler is the same kind of function; see [`crate::tasks`] for how it runs.
+    pub fn task_tool<A, F, Fut, R, E>(
+        self,
+        name: &str,
+        description: &str,
+        support: TaskSupport,
+        f: F,
+    ) -> Self
+    where
+        A: serde::de::DeserializeOwned + JsonSchema + Send + 'static,
+        F: Fn(Ctx, A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, E>> + Send + 'static,
+        R: IntoCallToolResult,
+        E: Display + 'static,
+    {
+        let tool = Tool {
+            name: name.to_owned(),
+            description: Some(description.to_owned()),
+            input_schema: schema_object::<A>(),
+            execution: Some(ToolExecution {
+                task_support: Some(support),
+                ..Default::default()
+            }),
+            ..Tool::default()
+        };
+        self.typed_tool(tool, f)
+    }
+
+    /// When calls of the tool `name` (registered before) become tasks: by default before
+    /// the handler runs; [`TaskStart::WhenHandlerAsks`] lets the handler gather input first
+    /// and call [`Ctx::begin_task`].
+    pub fn task_start(mut self, name: &str, start: TaskStart) -> Self {
+        match self.registry.tools.get_mut(name).and_then(Arc::get_mut) {
+            Some(entry) => entry.task_start = start,
+            None => self.errors.push(BuildError::Unknown {
+                kind: "tool",
+                name: name.to_owned(),
+            }),
+        }
+        self
+    }
+
+    /// Task settings. Tasks are on by themselves as soon as a tool allows them; this sets
+    /// their lifetimes and limits, or turns them on for tools added later.
+    pub fn tasks(mut self, config: TaskConfig) -> Self {
+        let store = self.tasks.take().and_then(|(_, s)| s);
+        self.tasks = Some((config, store));
+        self
+    }
+
+    /// Where task state lives (in memory by default): a store shared by several instances
+    /// lets any of them answer `tasks/get`.
+    pub fn task_store(mut self, store: Arc<dyn TaskStore>) -> Self {
+        let config = self.tasks.take().map(|(c, _)| c).unwrap_or_default();
+        self.tasks = Some((config, Some(store)));
+        self
+    }
+
     /// Builds the server.
     ///
     /// # Errors
@@ -358,6 +433,20 @@ impl ServerBuilder {
         if !self.errors.is_empty() {
             return Err(self.errors.remove(0));
         }
+        let wanted = self
+            .registry
+            .tools
+            .values()
+            .any(|t| t.tool.task_support() != TaskSupport::Forbidden);
+        let tasks = match self.tasks.take() {
+            Some((config, store)) => Some((config, store)),
+            None if wanted => Some((TaskConfig::default(), None)),
+            None => None,
+        }
+        .map(|(config, store)| {
+            let store = store.unwrap_or_else(|| MemoryTaskStore::new() as Arc<dyn TaskStore>);
+            Arc::new(Tasks::new(config, store))
+        });
         Ok(Server {
             inner: Arc::new(Inner {
                 info: self.info,
@@ -374,6 +463,7 @@ impl ServerBuilder {
                 on_unsubscribe: self.on_unsubscribe,
                 on_roots_changed: self.on_roots_changed,
                 extensions: self.extensions,
+                tasks,
             }),
         })
     }

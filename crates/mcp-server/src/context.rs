@@ -60,6 +60,8 @@ pub struct Ctx {
     pub(crate) modern: Option<Arc<ModernMeta>>,
     /// Counts inputs asked for, to key them the same way on every round.
     pub(crate) inputs: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    /// The task this handler runs as (or may become), if any.
+    pub(crate) task: Option<Arc<crate::tasks::TaskSlot>>,
 }
 
 impl Ctx {
@@ -67,6 +69,49 @@ impl Ctx {
     /// of Streamable HTTP, say); `None` otherwise.
     pub fn principal(&self) -> Option<&str> {
         self.session.principal.as_deref()
+    }
+
+    /// Whom state made for this caller (tasks) belongs to: the verified principal, else the
+    /// token's subject; `None` when the transport knows nobody.
+    pub(crate) fn owner(&self) -> Option<String> {
+        self.principal()
+            .map(str::to_owned)
+            .or_else(|| self.identity().map(|i| i.subject.clone()))
+    }
+
+    /// The id of the task this handler runs as, if it runs as one.
+    pub fn task_id(&self) -> Option<String> {
+        Some(self.task.as_ref()?.running.get()?.id.clone())
+    }
+
+    /// Turns this call into a task now, for a tool registered with
+    /// [`crate::TaskStart::WhenHandlerAsks`]: the client gets the task, and the handler goes
+    /// on in the background (input it asks for from here on parks the task in
+    /// `input_required`). Before this, the call was a plain request: input rounds of
+    /// 2026-07-28 are answered synchronously, as the tasks extension recommends.
+    ///
+    /// Returns `true` if the handler now runs as a task; `false` when the call is not
+    /// task-eligible (the client did not declare tasks, the tool forbids them, or it is
+    /// one already) and simply goes on.
+    pub async fn begin_task(&self) -> bool {
+        let Some(slot) = &self.task else {
+            return false;
+        };
+        if slot.running.get().is_some() {
+            return true;
+        }
+        let Some(begin) = slot.begin.lock().take() else {
+            return false;
+        };
+        let (ack, done) = tokio::sync::oneshot::channel();
+        if begin.send(ack).is_err() {
+            return false;
+        }
+        done.await.is_ok() && slot.running.get().is_some()
+    }
+
+    fn running_task(&self) -> Option<&Arc<crate::tasks::Running>> {
+        self.task.as_ref()?.running.get()
     }
 
     /// Who the caller is, when the transport verified a token: subject, scopes, client and
@@ -147,6 +192,14 @@ impl Ctx {
 
     /// Reports progress, if the client asked for it (`_meta.progressToken`); otherwise a no-op.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        if let Some(run) = self.running_task() {
+            run.progress(progress_text(progress, total, message.as_deref()))
+                .await;
+            if self.modern.is_some() {
+                // 2026-07-28 tasks carry no progress notifications: the status message is it.
+                return;
+            }
+        }
         if let Some(params) = self.progress_params(progress, total, message) {
             let _ = self.rc.peer.notify_raw(Progress::METHOD, &params).await;
         }
@@ -228,6 +281,7 @@ impl Ctx {
     /// request is then answered with -32021), [`InputError::Required`], or the call's own.
     pub async fn request_inputs(&self, requests: InputRequests) -> Result<JsonObject, InputError> {
         let caps = self.client_capabilities();
+        let task = self.running_task().cloned();
         for r in requests.values() {
             let (cap, present) = match r.method.as_str() {
                 "sampling/createMessage" => {
@@ -290,8 +344,16 @@ impl Ctx {
                 );
             }
         }
-        match &self.modern {
-            None => {
+        match (&self.modern, task) {
+            // A 2026-07-28 task waits in input_required for tasks/update.
+            (Some(_), Some(run)) => run
+                .inputs(requests)
+                .await
+                .map_err(|e| InputError::Call(CallError::Rpc(e))),
+            (None, task) => {
+                if let Some(run) = &task {
+                    run.asking(true).await;
+                }
                 let mut out = JsonObject::new();
                 for (key, r) in requests {
                     let params = r.params.unwrap_or_else(|| Value::Object(JsonObject::new()));
@@ -302,9 +364,12 @@ impl Ctx {
                         .await?;
                     out.insert(key, serde_json::from_str(raw.get())?);
                 }
+                if let Some(run) = &task {
+                    run.asking(false).await;
+                }
                 Ok(out)
             }
-            Some(m) => {
+            (Some(m), None) => {
                 let answers = m.mrtr.answers();
                 let missing: InputRequests = requests
                     .iter()
@@ -420,5 +485,17 @@ impl Ctx {
         let key = self.next_key(ListRoots::METHOD);
         self.input(&key, ListRoots::METHOD, Value::Object(JsonObject::new()))
             .await
+    }
+}
+
+/// A progress report as a task's status message: "3/10: copying", "3: copying", "3/10".
+fn progress_text(progress: f64, total: Option<f64>, message: Option<&str>) -> String {
+    let amount = match total {
+        Some(t) => format!("{progress}/{t}"),
+        None => format!("{progress}"),
+    };
+    match message {
+        Some(m) => format!("{amount}: {m}"),
+        None => amount,
     }
 }

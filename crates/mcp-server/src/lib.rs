@@ -34,6 +34,7 @@ mod registry;
 pub mod schema;
 mod server;
 mod session;
+pub mod tasks;
 pub mod uri_template;
 
 pub use builder::{BuildError, ServerBuilder};
@@ -47,3 +48,4 @@ pub use handler::{
 pub use mrtr::RequestStateKey;
 pub use registry::{Change, ChangeFn, Edit, RootsChangedFn, SubscribeFn, UnsubscribeFn};
 pub use server::Server;
+pub use tasks::{MemoryTaskStore, TaskConfig, TaskStart, TaskStore};

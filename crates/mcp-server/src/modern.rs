@@ -103,6 +103,8 @@ pub(crate) fn discover(server: &Inner) -> DiscoverResult {
     if let Some(r) = capabilities.resources.as_mut() {
         r.subscribe = None; // replaced by subscriptions/listen in 2026-07-28
     }
+    // 2026-07-28 has the tasks extension instead of the 2025-11-25 `tasks` capability.
+    capabilities.extra.remove("tasks");
     DiscoverResult {
         result_type: Some(ResultType::Complete),
         supported_versions: supported_versions(),

@@ -24,6 +24,8 @@ pub(crate) struct ToolEntry {
     pub(crate) input: CompiledSchema,
     pub(crate) output: Option<CompiledSchema>,
     pub(crate) handler: ToolFn,
+    /// When a task-eligible call becomes a task.
+    pub(crate) task_start: crate::tasks::TaskStart,
 }
 
 pub(crate) struct ResourceEntry {
@@ -72,6 +74,8 @@ pub(crate) struct Inner {
     pub(crate) on_roots_changed: Option<RootsChangedFn>,
     /// Declared extensions and custom methods.
     pub(crate) extensions: crate::extensions::Extensions,
+    /// Tasks, when any tool may run as one (or they were configured).
+    pub(crate) tasks: Option<Arc<crate::tasks::Tasks>>,
 }
 
 /// Called with a legacy session's new roots after the client said they changed
@@ -155,10 +159,33 @@ impl Inner {
             prompts: served.prompts.then(listed),
             logging: self.logging.then(JsonObject::new),
             completions: self.completion.is_some().then(JsonObject::new),
-            extensions: (!self.extensions.declared.is_empty())
-                .then(|| self.extensions.declared.clone()),
+            extensions: self.declared_extensions(),
+            extra: self.legacy_tasks_capability(),
             ..Default::default()
         }
+    }
+}
+
+impl Inner {
+    /// The declared extensions, the tasks extension included when tasks are on.
+    fn declared_extensions(&self) -> Option<BTreeMap<String, JsonObject>> {
+        let mut declared = self.extensions.declared.clone();
+        if self.tasks.is_some() {
+            declared.insert(mcp_types::TASKS_EXTENSION.to_owned(), JsonObject::new());
+        }
+        (!declared.is_empty()).then_some(declared)
+    }
+
+    /// The 2025-11-25 `tasks` capability when tasks are on (left out of `server/discover`).
+    fn legacy_tasks_capability(&self) -> JsonObject {
+        let mut extra = JsonObject::new();
+        if self.tasks.is_some() {
+            extra.insert(
+                "tasks".to_owned(),
+                serde_json::json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
+            );
+        }
+        extra
     }
 }
 
@@ -197,6 +224,7 @@ pub(crate) fn make_tool_entry(tool: Tool, handler: ToolFn) -> Result<ToolEntry, 
         input,
         output,
         handler,
+        task_start: crate::tasks::TaskStart::default(),
     })
 }
 

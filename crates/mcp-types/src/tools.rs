@@ -39,10 +39,13 @@ pub struct Tool {
     /// Icons a client may show (2025-11-25).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub icons: Option<Vec<crate::common::Icon>>,
+    /// How the tool runs (2025-11-25: `taskSupport`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<crate::tasks::ToolExecution>,
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<JsonObject>,
-    /// Unmodelled fields (execution, ...).
+    /// Unmodelled fields.
     #[serde(flatten)]
     pub extra: JsonObject,
 }
@@ -71,6 +74,14 @@ pub fn tool_name_problem(name: &str) -> Option<String> {
 }
 
 impl Tool {
+    /// Whether the tool runs as a task (`execution.taskSupport`; forbidden when absent).
+    pub fn task_support(&self) -> crate::tasks::TaskSupport {
+        self.execution
+            .as_ref()
+            .and_then(|e| e.task_support)
+            .unwrap_or_default()
+    }
+
     /// The `x-mcp-header` annotations of the top-level input properties, as
     /// `(header name, property name)` pairs: 2026-07-28 mirrors these arguments into
     /// `Mcp-Param-{Name}` HTTP headers.

@@ -60,6 +60,9 @@ pub enum Feature {
     MethodHeaders,
     /// `MCP-Protocol-Version` header required on HTTP requests after init.
     ProtocolVersionHeader,
+    /// Requestor-driven tasks (`task` in params, `tasks/result`, `tasks/list`), 2025-11-25
+    /// only: 2026-07-28 has the tasks extension instead.
+    LegacyTasks,
 }
 
 impl ProtocolVersion {
@@ -124,6 +127,7 @@ impl ProtocolVersion {
             | Feature::Titles
             | Feature::ProtocolVersionHeader => !matches!(self, V2024_11_05 | V2025_03_26),
             Feature::UrlElicitation => matches!(self, V2025_11_25 | V2026_07_28),
+            Feature::LegacyTasks => matches!(self, V2025_11_25),
         }
     }
 

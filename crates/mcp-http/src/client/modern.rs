@@ -33,6 +33,10 @@ pub(super) fn headers_of(method: &str, line: &str) -> Option<Standard> {
     let name = match method {
         CallTool::METHOD | GetPrompt::METHOD => params["name"].as_str().map(header_value),
         ReadResource::METHOD => params["uri"].as_str().map(header_value),
+        // The tasks extension routes on the task (SEP-2663).
+        "tasks/get" | "tasks/update" | "tasks/cancel" => {
+            params["taskId"].as_str().map(header_value)
+        }
         _ => None,
     };
     Some(Standard {

@@ -38,6 +38,7 @@ impl Call {
             meta,
             modern: self.modern,
             inputs: Default::default(),
+            task: None,
         }
     }
 
@@ -90,6 +91,9 @@ impl Session {
                 ))
             }
             SetLevel::METHOD if self.server.logging && !modern => self.set_level(params),
+            m if super::tasks::TASK_METHODS.contains(&m) && self.server.tasks.is_some() => {
+                self.task_method(m, params, call)
+            }
             other => match self.server.extensions.methods.get(other) {
                 Some(h) => custom(h.clone(), params, call),
                 None => fail(ErrorObject::method_not_found(&echo(&req.method))),

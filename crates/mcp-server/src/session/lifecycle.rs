@@ -36,6 +36,9 @@ impl Session {
         if !version.has(Feature::Completions) {
             capabilities.completions = None;
         }
+        if !version.has(Feature::LegacyTasks) {
+            capabilities.extra.remove("tasks");
+        }
         ready(&InitializeResult {
             protocol_version: version.as_str().to_owned(),
             capabilities,

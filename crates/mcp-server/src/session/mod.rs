@@ -9,6 +9,7 @@ mod prompts;
 mod reply;
 mod resources;
 mod service;
+mod tasks;
 mod tools;
 
 use std::collections::HashSet;
