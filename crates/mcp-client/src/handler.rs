@@ -152,6 +152,13 @@ impl ClientHandlers {
         self
     }
 
+    /// Takes tasks (declares the 2026-07-28 tasks extension): a server may then answer any
+    /// `tools/call` with a task, which [`crate::Client::call_tool`] follows to its end,
+    /// answering the task's input requests with these handlers.
+    pub fn tasks(self) -> Self {
+        self.extension(mcp_types::TASKS_EXTENSION, mcp_types::JsonObject::new())
+    }
+
     /// Receives server notifications (log messages, list changes, resource updates).
     pub fn on_event(mut self, f: impl Fn(ServerEvent) + Send + Sync + 'static) -> Self {
         self.events = Some(Arc::new(f));

@@ -15,9 +15,10 @@ pub mod retry;
 pub mod supervisor;
 
 pub use client::{
-    Client, ClientConfig, ConnectError, EraChoice, Subscription, invalid_header_annotation,
+    Client, ClientConfig, ConnectError, EraChoice, Subscription, ToolCall,
+    invalid_header_annotation,
 };
-pub use handler::{ClientHandlers, ElicitationFn, RootsFn, SamplingFn, ServerEvent};
+pub use handler::{ClientHandlers, ElicitationFn, MethodFn, RootsFn, SamplingFn, ServerEvent};
 pub use mcp_engine::{CallError, RequestOptions};
 #[cfg(feature = "child")]
 pub use mcp_transport::{ChildConfig, ChildEnv};

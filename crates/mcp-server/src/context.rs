@@ -354,20 +354,12 @@ impl Ctx {
                 if let Some(run) = &task {
                     run.asking(true).await;
                 }
-                let mut out = JsonObject::new();
-                for (key, r) in requests {
-                    let params = r.params.unwrap_or_else(|| Value::Object(JsonObject::new()));
-                    let raw = self
-                        .rc
-                        .peer
-                        .request_raw(&r.method, params, &RequestOptions::default())
-                        .await?;
-                    out.insert(key, serde_json::from_str(raw.get())?);
-                }
+                let answers = self.ask_peer(requests, task.as_ref().map(|r| r.id.as_str()));
+                let answers = answers.await;
                 if let Some(run) = &task {
                     run.asking(false).await;
                 }
-                Ok(out)
+                answers
             }
             (Some(m), None) => {
                 let answers = m.mrtr.answers();
@@ -386,6 +378,37 @@ impl Ctx {
                     .collect())
             }
         }
+    }
+
+    /// Legacy sessions: each input request as a real server-to-client request (tied to its
+    /// 2025-11-25 task, if any, by the related-task `_meta`).
+    async fn ask_peer(
+        &self,
+        requests: InputRequests,
+        task: Option<&str>,
+    ) -> Result<JsonObject, InputError> {
+        let mut out = JsonObject::new();
+        for (key, r) in requests {
+            let mut params = r.params.unwrap_or_else(|| Value::Object(JsonObject::new()));
+            if let (Some(id), Value::Object(p)) = (task, &mut params) {
+                let meta = p
+                    .entry("_meta")
+                    .or_insert_with(|| Value::Object(JsonObject::new()));
+                if let Value::Object(meta) = meta {
+                    meta.insert(
+                        mcp_types::RELATED_TASK.to_owned(),
+                        serde_json::json!({ "taskId": id }),
+                    );
+                }
+            }
+            let raw = self
+                .rc
+                .peer
+                .request_raw(&r.method, params, &RequestOptions::default())
+                .await?;
+            out.insert(key, serde_json::from_str(raw.get())?);
+        }
+        Ok(out)
     }
 
     /// One input under a key of the handler's choosing, decoded as `T`.

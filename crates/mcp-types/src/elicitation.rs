@@ -32,6 +32,20 @@ pub struct ElicitParams {
 }
 
 impl ElicitParams {
+    /// A form-mode elicitation: ask the user `message`, with the fields of `schema` (a flat
+    /// object schema; anything else is sent without a schema).
+    pub fn form(message: impl Into<String>, schema: Value) -> Self {
+        Self {
+            mode: Some("form".to_owned()),
+            message: message.into(),
+            requested_schema: match schema {
+                Value::Object(m) => Some(m),
+                _ => None,
+            },
+            ..Self::default()
+        }
+    }
+
     /// A URL-mode elicitation: send the user to `url` (out of band), identified by `id`.
     pub fn url(id: impl Into<String>, url: impl Into<String>, message: impl Into<String>) -> Self {
         Self {

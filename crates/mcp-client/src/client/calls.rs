@@ -178,6 +178,20 @@ impl Client {
             crate::retry::RetryChoice::IfSafe => self.safe_tools.lock().contains(name),
         };
         let params = CallToolParams::new(name, arguments);
+        if self.is_modern() {
+            // A 2026-07-28 server may answer with a task (when we declared tasks): it is
+            // followed to its end.
+            let value = serde_json::to_value(&params)?;
+            return self
+                .retrying(retry, options, |o| {
+                    let value = value.clone();
+                    async move {
+                        let result = self.value_request("tools/call", value, &o).await?;
+                        self.tool_result(result).await
+                    }
+                })
+                .await;
+        }
         self.retrying(retry, options, |o| {
             self.request_once::<methods::CallTool>(&params, o)
         })

@@ -9,12 +9,14 @@ mod connect;
 mod modern;
 mod requests;
 mod service;
+mod tasks;
 
 use cache::ListCache;
 pub use calls::invalid_header_annotation;
 pub use modern::Subscription;
 use modern::Subscriptions;
 use service::ClientService;
+pub use tasks::ToolCall;
 
 use mcp_engine::{CallError, EngineConfig, Peer, RequestOptions};
 #[cfg(feature = "child")]

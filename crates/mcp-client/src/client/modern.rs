@@ -100,8 +100,9 @@ impl Client {
                 .entry("_meta")
                 .or_insert_with(|| Value::Object(JsonObject::new()));
             if let Value::Object(m) = m {
+                // What the request says of itself (a per-request capability) wins.
                 for (k, v) in meta {
-                    m.insert(k.clone(), v.clone());
+                    m.entry(k.clone()).or_insert_with(|| v.clone());
                 }
                 let level = *log_level.lock();
                 if let Some(level) = level {
