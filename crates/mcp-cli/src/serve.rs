@@ -70,6 +70,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut server_config = mcp_server::ServerConfig::default();
     if let Some(store) = &store {
         server_config.request_state_key = crate::store::request_state_key(store).await?;
+        // Tasks live in the store too: any instance answers tasks/get.
+        server_config.task_store = Some(mcp::StoreTasks::new(store.clone()));
     }
     if let (Some(c), None) = (&gateway_config, limits.max_subscriptions) {
         server_config.max_subscriptions = c.max_subscriptions;

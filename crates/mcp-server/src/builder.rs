@@ -444,7 +444,9 @@ impl ServerBuilder {
             None => None,
         }
         .map(|(config, store)| {
-            let store = store.unwrap_or_else(|| MemoryTaskStore::new() as Arc<dyn TaskStore>);
+            let store = store
+                .or_else(|| self.config.task_store.clone())
+                .unwrap_or_else(|| MemoryTaskStore::new() as Arc<dyn TaskStore>);
             Arc::new(Tasks::new(config, store))
         });
         Ok(Server {

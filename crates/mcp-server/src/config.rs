@@ -46,6 +46,9 @@ pub struct ServerConfig {
     /// `resources/subscribe`, `resources/unsubscribe`); a longer one is refused with -32602.
     /// Default 8 KiB.
     pub max_uri_len: usize,
+    /// Where task state lives when the builder names no store ([`crate::ServerBuilder::task_store`]);
+    /// `None`: in this process's memory. Instances sharing a store share their tasks.
+    pub task_store: Option<std::sync::Arc<dyn crate::tasks::TaskStore>>,
 }
 
 impl Default for ServerConfig {
@@ -66,6 +69,7 @@ impl Default for ServerConfig {
             },
             max_subscriptions: 1_000,
             max_uri_len: 8 * 1024,
+            task_store: None,
         }
     }
 }

@@ -13,6 +13,8 @@
 //! | `ns:{sid}:streams` | hash | stream -> writer and request ids | session TTL |
 //! | `ns:{sid}:ev:{stream}` | stream | entries `0-{seq}`: `d` (message), `l` (last) | stream TTL after its last event |
 //! | `ns:node:{instance}` | string | heartbeat | three heartbeats |
+//! | `ns:task:{id}` | string | a task's record (the server's JSON) | the task's TTL |
+//! | `ns:tasks:{owner}` | sorted set | task ids by creation (owner hex-encoded, `-` for none) | its longest task's TTL |
 //! | `ns:bus` | stream | bus events (`e`: JSON), about the last 10,000 | none (capped) |
 //!
 //! Streams are the source of truth; nothing uses pub/sub, so nothing is lost when a
@@ -21,6 +23,7 @@
 
 mod bus;
 mod conn;
+mod tasks;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -541,6 +544,26 @@ impl Store for RedisStore {
     fn shared_secret<'a>(&'a self, name: &'a str) -> BoxFuture<'a, StoreResult<[u8; 32]>> {
         Box::pin(self.secret(name))
     }
+    fn put_task<'a>(&'a self, task: &'a mcp_store::StoredTask) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(self.task_put(task))
+    }
+
+    fn get_task<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<String>>> {
+        Box::pin(self.task_get(id))
+    }
+
+    fn list_tasks<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, StoreResult<Vec<String>>> {
+        Box::pin(self.task_list(owner, limit))
+    }
+
+    fn delete_task<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(self.task_delete(id))
+    }
+
     fn publish<'a>(&'a self, event: &'a BusEvent) -> BoxFuture<'a, StoreResult<()>> {
         Box::pin(self.put_on_bus(event))
     }

@@ -8,7 +8,8 @@
 //! - a bus of [`BusEvent`]s that every instance reads in one order: session ends, client
 //!   messages to hand to another instance, state changes, resource changes, and doorbells
 //!   for streams that another instance is tailing;
-//! - instance heartbeats, so that the work of a dead instance is reported as failed.
+//! - instance heartbeats, so that the work of a dead instance is reported as failed;
+//! - task records, readable by every instance until they expire.
 //!
 //! [`MemoryStore`] keeps all of it in one process (several endpoints in one process can
 //! share it, which is how the cross-instance logic is tested without a network);
@@ -134,6 +135,19 @@ pub trait Store: Send + Sync + 'static {
     /// A random secret of 32 bytes shared by every instance under `name` (made by the first
     /// instance that asks), e.g. the key that signs 2026-07-28 `requestState`.
     fn shared_secret<'a>(&'a self, name: &'a str) -> BoxFuture<'a, StoreResult<[u8; 32]>>;
+
+    /// Saves a task record (new or changed) until its `expires_ms`.
+    fn put_task<'a>(&'a self, task: &'a StoredTask) -> BoxFuture<'a, StoreResult<()>>;
+    /// A task record, unless unknown or expired.
+    fn get_task<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<String>>>;
+    /// The live task records of `owner`, oldest first, at most `limit`.
+    fn list_tasks<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, StoreResult<Vec<String>>>;
+    /// Deletes a task record.
+    fn delete_task<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<()>>;
 
     /// Puts an event on the bus (every instance, this one included, reads it).
     fn publish<'a>(&'a self, event: &'a BusEvent) -> BoxFuture<'a, StoreResult<()>>;

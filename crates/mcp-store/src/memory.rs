@@ -10,7 +10,7 @@ use tokio::sync::broadcast;
 
 use crate::{
     AppendEvent, BusEvent, SessionRecord, StateChange, Store, StoreConfig, StoreResult,
-    StoredEvent, StreamInfo,
+    StoredEvent, StoredTask, StreamInfo,
 };
 
 struct Stored {
@@ -31,6 +31,7 @@ struct Shared {
     sessions: Mutex<HashMap<String, Stored>>,
     alive: Mutex<HashMap<String, Instant>>,
     secrets: Mutex<HashMap<String, [u8; 32]>>,
+    tasks: Mutex<HashMap<String, StoredTask>>,
     bus: broadcast::Sender<BusEvent>,
 }
 
@@ -66,6 +67,7 @@ impl MemoryStore {
                 sessions: Mutex::new(HashMap::new()),
                 alive: Mutex::new(HashMap::new()),
                 secrets: Mutex::new(HashMap::new()),
+                tasks: Mutex::new(HashMap::new()),
                 bus,
             }),
             instance: instance.into(),
@@ -281,6 +283,44 @@ impl Store for MemoryStore {
         };
         secrets.insert(name.to_owned(), secret);
         ready(secret)
+    }
+
+    fn put_task<'a>(&'a self, task: &'a StoredTask) -> BoxFuture<'a, StoreResult<()>> {
+        self.shared
+            .tasks
+            .lock()
+            .insert(task.id.clone(), task.clone());
+        ready(())
+    }
+
+    fn get_task<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<String>>> {
+        let now = crate::now_ms();
+        let mut tasks = self.shared.tasks.lock();
+        if tasks.get(id).is_some_and(|t| t.expires_ms <= now) {
+            tasks.remove(id);
+        }
+        ready(tasks.get(id).map(|t| t.json.clone()))
+    }
+
+    fn list_tasks<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, StoreResult<Vec<String>>> {
+        let now = crate::now_ms();
+        let mut tasks = self.shared.tasks.lock();
+        tasks.retain(|_, t| t.expires_ms > now);
+        let mut mine: Vec<&StoredTask> = tasks
+            .values()
+            .filter(|t| t.owner.as_deref() == owner)
+            .collect();
+        mine.sort_by(|a, b| (a.created_ms, &a.id).cmp(&(b.created_ms, &b.id)));
+        ready(mine.iter().take(limit).map(|t| t.json.clone()).collect())
+    }
+
+    fn delete_task<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        self.shared.tasks.lock().remove(id);
+        ready(())
     }
 
     fn publish<'a>(&'a self, event: &'a BusEvent) -> BoxFuture<'a, StoreResult<()>> {

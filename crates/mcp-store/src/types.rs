@@ -140,6 +140,16 @@ pub enum BusEvent {
         /// The change.
         change: serde_json::Value,
     },
+    /// A signal for the instance running a task (`tasks/cancel`, `tasks/update` received
+    /// elsewhere). What it holds is the server's business.
+    Task {
+        /// The instance that received it.
+        from: String,
+        /// The task.
+        task: String,
+        /// The signal.
+        signal: serde_json::Value,
+    },
     /// A stream got a new event (for an instance tailing it for a resumed client).
     Bell {
         /// The session.
@@ -147,6 +157,22 @@ pub enum BusEvent {
         /// The stream.
         stream: String,
     },
+}
+
+/// A task's record as a store keeps it: the server's JSON, opaque here, with what the
+/// store indexes and expires it by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredTask {
+    /// The task's id.
+    pub id: String,
+    /// Whose it is (tasks are listed per owner).
+    pub owner: Option<String>,
+    /// Creation, in ms since the Unix epoch (lists are in this order).
+    pub created_ms: u64,
+    /// When it may be deleted, in ms since the Unix epoch.
+    pub expires_ms: u64,
+    /// The record.
+    pub json: String,
 }
 
 /// Settings shared by the store implementations.

@@ -11,10 +11,15 @@
 //! - [`serde`], [`serde_json`] and [`schemars`], the versions the stack uses, for tool
 //!   arguments and results.
 //!
+//! [`StoreTasks`] keeps a server's tasks in a shared [`mcp_store::Store`] (Redis).
+//!
 //! [`serve_stdio`] and [`serve_http`] run a server until its input ends or a signal comes;
 //! [`remote::connect`] and [`remote::supervise`] make a client of a URL on any transport.
 
 pub mod remote;
+mod store_tasks;
+
+pub use store_tasks::StoreTasks;
 
 pub use mcp_client as client;
 pub use mcp_engine as engine;

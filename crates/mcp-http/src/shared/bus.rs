@@ -120,7 +120,8 @@ async fn read(
                 }
             }
             BusEvent::Bell { session, stream } => shared.rang(&session, &stream),
-            BusEvent::Change { .. } => {}
+            // Read by the server's own listeners (changes, task signals).
+            BusEvent::Change { .. } | BusEvent::Task { .. } => {}
         }
     }
 }

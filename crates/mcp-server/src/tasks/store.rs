@@ -96,7 +96,7 @@ pub struct TaskStoreError(pub String);
 pub type TaskStoreResult<T> = Result<T, TaskStoreError>;
 
 /// Shared task state. Records expire by themselves at [`TaskRecord::expires_ms`].
-pub trait TaskStore: Send + Sync + 'static {
+pub trait TaskStore: std::fmt::Debug + Send + Sync + 'static {
     /// Saves a record (new or changed); it expires at its `expires_ms`.
     fn put<'a>(&'a self, record: &'a TaskRecord) -> BoxFuture<'a, TaskStoreResult<()>>;
     /// A record, unless unknown or expired.
