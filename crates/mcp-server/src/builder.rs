@@ -61,6 +61,9 @@ pub enum BuildError {
         /// What is wrong with it.
         why: String,
     },
+    /// Skills could not be loaded ([`ServerBuilder::skills_dir`]).
+    #[error(transparent)]
+    Skills(#[from] crate::skills::SkillsError),
     /// Two items share a name.
     #[error("duplicate {kind} {name:?}")]
     Duplicate {
@@ -346,6 +349,12 @@ impl ServerBuilder {
                 name: name.to_owned(),
             });
         }
+        self
+    }
+
+    /// Records a registration error, returned by [`ServerBuilder::build`].
+    pub(crate) fn push_error(mut self, e: BuildError) -> Self {
+        self.errors.push(e);
         self
     }
 
