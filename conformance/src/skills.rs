@@ -10,3 +10,23 @@ pub fn add(b: ServerBuilder) -> ServerBuilder {
         .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/skills").to_owned());
     b.skills_dir(dir)
 }
+
+/// The fixture client's part in the `sep-2640-client-*` scenarios: list the skills (no file
+/// is read), and in the `verify-*` ones load the first, verified: the suite's tampered
+/// skill must be refused after its `SKILL.md` is read, before any other file is.
+///
+/// # Errors
+/// A failed listing, or the load's refusal ([`mcp_client::skills::SkillsError`]).
+pub async fn client(
+    client: &mcp_client::Client,
+    scenario: &str,
+) -> Result<(), mcp_client::skills::SkillsError> {
+    let skills = client.skills();
+    let entries = skills.list().await?;
+    if scenario.starts_with("sep-2640-client-verify-")
+        && let Some(entry) = entries.first()
+    {
+        skills.load(entry).await?;
+    }
+    Ok(())
+}
