@@ -252,11 +252,12 @@ impl<'a> Skills<'a> {
         let files = check_entry(entry)?;
         let mut loaded = Vec::new();
         let skill_md = files.iter().find(|r| r.uri == entry.uri);
-        let md = self.fetch(&entry.uri, skill_md).await?;
+        let dir = skill_dir(&entry.uri);
+        let md = self.fetch(&dir, &entry.uri, skill_md).await?;
         verify_front_matter(entry, &md.bytes)?;
         loaded.push(md);
         for r in files.iter().filter(|r| r.uri != entry.uri) {
-            loaded.push(self.fetch(&r.uri, Some(r)).await?);
+            loaded.push(self.fetch(&dir, &r.uri, Some(r)).await?);
         }
         Ok(LoadedSkill {
             entry: entry.clone(),
@@ -264,9 +265,11 @@ impl<'a> Skills<'a> {
         })
     }
 
-    /// Reads one file and checks it against its resource entry, if there is one.
+    /// Reads one file of the skill in `dir` and checks it against its resource entry, if
+    /// there is one.
     async fn fetch(
         &self,
+        dir: &str,
         uri: &str,
         expected: Option<&SkillResource>,
     ) -> Result<SkillFileContents, SkillsError> {
@@ -288,7 +291,7 @@ impl<'a> Skills<'a> {
         }
         Ok(SkillFileContents {
             uri: uri.to_owned(),
-            path: path_in_skill(&skill_dir(uri), uri),
+            path: path_in_skill(dir, uri),
             mime_type: c.mime_type,
             bytes,
         })
