@@ -17,8 +17,8 @@ use super::{Skill, SkillFile, Skills, SkillsConfig};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SkillsError {
-    /// A file or folder could not be read.
-    #[error("{path}: {source}")]
+    /// A file or folder could not be read (the I/O error is the source).
+    #[error("could not read {path}")]
     Io {
         /// The path.
         path: PathBuf,
