@@ -30,7 +30,9 @@ pub(crate) struct SkillsArgs {
 /// Splits `[URL] [NAME]`.
 fn url_and_name(words: &[String]) -> anyhow::Result<(Option<String>, Option<String>)> {
     let (url, rest) = match words.first() {
-        Some(w) if w.contains("://") && !w.starts_with("skill://") => (Some(w.clone()), &words[1..]),
+        Some(w) if w.contains("://") && !w.starts_with("skill://") => {
+            (Some(w.clone()), &words[1..])
+        }
         _ => (None, words),
     };
     match rest {
@@ -91,8 +93,7 @@ fn skills_error(e: SkillsError) -> anyhow::Error {
 
 /// Files and bytes an entry lists (`None` for a dynamic skill).
 fn files_and_size(e: &SkillEntry) -> Option<(usize, u64)> {
-    e.files()
-        .map(|f| (f.len(), f.iter().map(|r| r.size).sum()))
+    e.files().map(|f| (f.len(), f.iter().map(|r| r.size).sum()))
 }
 
 fn print_list(list: &[SkillEntry], json: bool) -> anyhow::Result<()> {
@@ -156,7 +157,8 @@ fn write_out(skill: &LoadedSkill, dir: &Path) -> anyhow::Result<()> {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("could not create {}", parent.display()))?;
         }
-        std::fs::write(&path, bytes).with_context(|| format!("could not write {}", path.display()))?;
+        std::fs::write(&path, bytes)
+            .with_context(|| format!("could not write {}", path.display()))?;
     }
     eprintln!(
         "{}: {} files written to {}",
@@ -188,7 +190,10 @@ mod tests {
     fn words_split_into_url_and_name() {
         let w = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
         let (u, n) = url_and_name(&w(&["http://h/mcp", "pdf"])).unwrap();
-        assert_eq!((u.as_deref(), n.as_deref()), (Some("http://h/mcp"), Some("pdf")));
+        assert_eq!(
+            (u.as_deref(), n.as_deref()),
+            (Some("http://h/mcp"), Some("pdf"))
+        );
         let (u, n) = url_and_name(&w(&["skill://pdf/SKILL.md"])).unwrap();
         assert_eq!((u, n.as_deref()), (None, Some("skill://pdf/SKILL.md")));
         assert!(url_and_name(&w(&["a", "b"])).is_err());

@@ -43,10 +43,19 @@ async fn skills_are_listed_as_text_and_json() {
         .filter(|l| !l.starts_with(' '))
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
         .collect();
-    assert_eq!(firsts[0][..2], ["code-review", "skill://code-review/SKILL.md"]);
-    assert_eq!(firsts[1][..2], ["pdf-processing", "skill://pdf-processing/SKILL.md"]);
+    assert_eq!(
+        firsts[0][..2],
+        ["code-review", "skill://code-review/SKILL.md"]
+    );
+    assert_eq!(
+        firsts[1][..2],
+        ["pdf-processing", "skill://pdf-processing/SKILL.md"]
+    );
     assert!(out.contains("(3 files, "), "{out}");
-    assert!(out.contains("Extract text and tables from PDF files"), "{out}");
+    assert!(
+        out.contains("Extract text and tables from PDF files"),
+        "{out}"
+    );
 
     let (ok, out, err) = mcp(&["skills", "--json", &url]).await;
     assert!(ok, "{err}");
@@ -93,7 +102,17 @@ async fn an_unknown_skill_is_the_servers_invalid_params() {
 async fn skills_over_stdio() {
     let dir = fixtures();
     let dir = dir.to_str().unwrap();
-    let (ok, out, err) = mcp(&["skills", "code-review", "--", MCP, "serve", "--stdio", "--skills", dir]).await;
+    let (ok, out, err) = mcp(&[
+        "skills",
+        "code-review",
+        "--",
+        MCP,
+        "serve",
+        "--stdio",
+        "--skills",
+        dir,
+    ])
+    .await;
     assert!(ok, "{err}");
     assert!(out.starts_with("---\nname: code-review\n"), "{out}");
 }
@@ -110,7 +129,11 @@ async fn a_server_without_skills_says_so() {
 async fn a_bad_skills_folder_stops_serve() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("Bad")).unwrap();
-    std::fs::write(dir.path().join("Bad/SKILL.md"), "---\nname: Bad\ndescription: d\n---\n").unwrap();
+    std::fs::write(
+        dir.path().join("Bad/SKILL.md"),
+        "---\nname: Bad\ndescription: d\n---\n",
+    )
+    .unwrap();
     let (ok, _, err) = mcp(&[
         "serve",
         "--listen",

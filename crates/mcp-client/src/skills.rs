@@ -221,7 +221,10 @@ impl<'a> Skills<'a> {
     /// [`SkillsError`]; an unknown skill is the server's -32602 as [`SkillsError::Call`].
     pub async fn get(&self, uri: &str) -> Result<SkillEntry, SkillsError> {
         self.require()?;
-        let v = self.client.request("skills/get", json!({ "uri": uri })).await?;
+        let v = self
+            .client
+            .request("skills/get", json!({ "uri": uri }))
+            .await?;
         let r: GetSkillResult = decode("skills/get", v)?;
         if r.skill.uri != uri {
             return Err(SkillsError::BadResult {
@@ -305,7 +308,10 @@ impl Client {
     }
 }
 
-fn decode<T: serde::de::DeserializeOwned>(method: &'static str, v: Value) -> Result<T, SkillsError> {
+fn decode<T: serde::de::DeserializeOwned>(
+    method: &'static str,
+    v: Value,
+) -> Result<T, SkillsError> {
     serde_json::from_value(v).map_err(|e| SkillsError::BadResult {
         method,
         why: e.to_string(),
@@ -343,7 +349,8 @@ fn path_in_skill(dir: &str, uri: &str) -> String {
 /// The entry's files, checked before anything is fetched: `SKILL.md` listed, every file
 /// under the skill's folder and listed once, the name valid, within the SEP's limits.
 fn check_entry(entry: &SkillEntry) -> Result<Vec<SkillResource>, SkillsError> {
-    let name = name_of_uri(&entry.uri).ok_or_else(|| bad_entry(entry, "the uri does not end in /SKILL.md"))?;
+    let name = name_of_uri(&entry.uri)
+        .ok_or_else(|| bad_entry(entry, "the uri does not end in /SKILL.md"))?;
     if let Some(why) = name_problem(name) {
         return Err(bad_entry(entry, why));
     }
@@ -352,7 +359,10 @@ fn check_entry(entry: &SkillEntry) -> Result<Vec<SkillResource>, SkillsError> {
         SkillResources::Files(f) => f.clone(),
     };
     if files.len() > MAX_RESOURCES_PER_SKILL {
-        return Err(bad_entry(entry, format!("more than {MAX_RESOURCES_PER_SKILL} files")));
+        return Err(bad_entry(
+            entry,
+            format!("more than {MAX_RESOURCES_PER_SKILL} files"),
+        ));
     }
     let total: u64 = files.iter().map(|f| f.size).fold(0, u64::saturating_add);
     if total > MAX_SKILL_BYTES {
@@ -399,7 +409,8 @@ fn verify_bytes(expected: &SkillResource, bytes: &[u8]) -> Result<(), SkillsErro
 /// URI.
 fn verify_front_matter(entry: &SkillEntry, bytes: &[u8]) -> Result<(), SkillsError> {
     let uri = &entry.uri;
-    let text = std::str::from_utf8(bytes).map_err(|_| bad_contents(uri, "SKILL.md is not UTF-8"))?;
+    let text =
+        std::str::from_utf8(bytes).map_err(|_| bad_contents(uri, "SKILL.md is not UTF-8"))?;
     let file = parse_front_matter(text).map_err(|error| SkillsError::FrontMatter {
         uri: uri.clone(),
         error,
@@ -444,7 +455,10 @@ mod tests {
             json!([ok("skill://a/SKILL.md"), ok("skill://b/x")]),
             json!([ok("skill://a/SKILL.md"), ok("skill://a/SKILL.md")]),
         ] {
-            assert!(matches!(check_entry(&entry(bad)), Err(SkillsError::BadEntry { .. })));
+            assert!(matches!(
+                check_entry(&entry(bad)),
+                Err(SkillsError::BadEntry { .. })
+            ));
         }
     }
 
@@ -459,8 +473,14 @@ mod tests {
         assert!(verify_bytes(&r, md).is_ok());
         let mut evil = md.to_vec();
         evil[30] = b'B';
-        assert!(matches!(verify_bytes(&r, &evil), Err(SkillsError::DigestMismatch { .. })));
-        assert!(matches!(verify_bytes(&r, b"x"), Err(SkillsError::SizeMismatch { .. })));
+        assert!(matches!(
+            verify_bytes(&r, &evil),
+            Err(SkillsError::DigestMismatch { .. })
+        ));
+        assert!(matches!(
+            verify_bytes(&r, b"x"),
+            Err(SkillsError::SizeMismatch { .. })
+        ));
         let e = entry(json!("dynamic"));
         assert!(verify_front_matter(&e, md).is_ok());
         let other = b"---\nname: a\ndescription: other\n---\n";

@@ -101,13 +101,18 @@ fn a_folder_without_skill_md_is_an_error() {
 #[test]
 fn limits_are_enforced() {
     let d = Dir::new();
-    d.skill("alpha", "alpha").file("alpha/x.txt", "x").file("alpha/y.txt", "y");
+    d.skill("alpha", "alpha")
+        .file("alpha/x.txt", "x")
+        .file("alpha/y.txt", "y");
     let few = SkillsConfig {
         max_files_per_skill: 2,
         ..SkillsConfig::default()
     };
     let e = Skills::from_dir_with(d.path(), few).unwrap_err();
-    assert!(matches!(e, SkillsError::TooManyFiles { limit: 2, .. }), "{e}");
+    assert!(
+        matches!(e, SkillsError::TooManyFiles { limit: 2, .. }),
+        "{e}"
+    );
     let small = SkillsConfig {
         max_skill_bytes: 40,
         ..SkillsConfig::default()

@@ -206,7 +206,9 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 /// Whether `digest` has the form `sha256:` and 64 lowercase hex digits.
 pub fn is_digest(digest: &str) -> bool {
     digest.strip_prefix("sha256:").is_some_and(|h| {
-        h.len() == 64 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        h.len() == 64
+            && h.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     })
 }
 
@@ -264,7 +266,11 @@ pub fn parse_front_matter(text: &str) -> Result<JsonObject, FrontMatterError> {
     let mut at = start;
     let mut end = None;
     for line in lines {
-        if line.trim_end_matches(['\r', '\n']).trim_end_matches([' ', '\t']) == "---" {
+        if line
+            .trim_end_matches(['\r', '\n'])
+            .trim_end_matches([' ', '\t'])
+            == "---"
+        {
             end = Some(at);
             break;
         }
@@ -339,7 +345,11 @@ fn yaml_to_json(y: yaml_rust2::Yaml, depth: usize) -> Result<Value, FrontMatterE
                     Yaml::Integer(i) => i.to_string(),
                     Yaml::Boolean(b) => b.to_string(),
                     Yaml::Null => "null".to_owned(),
-                    _ => return Err(FrontMatterError::Shape("has a key that is not a scalar".into())),
+                    _ => {
+                        return Err(FrontMatterError::Shape(
+                            "has a key that is not a scalar".into(),
+                        ));
+                    }
                 };
                 map.insert(key, yaml_to_json(v, depth + 1)?);
             }
@@ -389,8 +399,14 @@ mod tests {
 
     #[test]
     fn bad_front_matter_is_refused() {
-        assert_eq!(parse_front_matter("name: x\n"), Err(FrontMatterError::NoOpening));
-        assert_eq!(parse_front_matter("---\nname: x\n"), Err(FrontMatterError::NoClosing));
+        assert_eq!(
+            parse_front_matter("name: x\n"),
+            Err(FrontMatterError::NoOpening)
+        );
+        assert_eq!(
+            parse_front_matter("---\nname: x\n"),
+            Err(FrontMatterError::NoClosing)
+        );
         assert_eq!(
             parse_front_matter("---\nname: x\n---\n"),
             Err(FrontMatterError::Missing("description"))

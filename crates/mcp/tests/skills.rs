@@ -47,7 +47,13 @@ async fn fixture_url() -> String {
         ..SkillsConfig::default()
     };
     let skills = Skills::from_dir_with(fixtures(), config).unwrap();
-    serve(Server::builder("skills", "1").skills(skills).build().unwrap()).await
+    serve(
+        Server::builder("skills", "1")
+            .skills(skills)
+            .build()
+            .unwrap(),
+    )
+    .await
 }
 
 fn rpc_code(e: &SkillsError) -> Option<i32> {
@@ -71,7 +77,10 @@ async fn skills_are_listed_page_by_page_and_loaded_verified_in_both_eras() {
         let capped = skills.max_pages(1).list().await.unwrap_err();
         assert!(matches!(capped, SkillsError::TooManyPages(1)), "{capped:?}");
 
-        let loaded = skills.load_uri("skill://pdf-processing/SKILL.md").await.unwrap();
+        let loaded = skills
+            .load_uri("skill://pdf-processing/SKILL.md")
+            .await
+            .unwrap();
         let paths: Vec<_> = loaded.files.iter().map(|f| f.path.as_str()).collect();
         assert_eq!(
             paths,
@@ -148,34 +157,57 @@ async fn directories_list_their_direct_children() {
     let url = fixture_url().await;
     let client = connect(&url, remote(EraChoice::Modern)).await.unwrap();
     let root = client
-        .request("resources/directory/read", json!({"uri": "skill://pdf-processing"}))
+        .request(
+            "resources/directory/read",
+            json!({"uri": "skill://pdf-processing"}),
+        )
         .await
         .unwrap();
     let kids: Vec<(String, String)> = root["resources"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| (r["uri"].as_str().unwrap().into(), r["mimeType"].as_str().unwrap().into()))
+        .map(|r| {
+            (
+                r["uri"].as_str().unwrap().into(),
+                r["mimeType"].as_str().unwrap().into(),
+            )
+        })
         .collect();
     let want = [
         ("skill://pdf-processing/SKILL.md", "text/markdown"),
         ("skill://pdf-processing/references", "inode/directory"),
         ("skill://pdf-processing/scripts", "inode/directory"),
     ];
-    let want: Vec<(String, String)> = want.iter().map(|(u, m)| ((*u).into(), (*m).into())).collect();
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(u, m)| ((*u).into(), (*m).into()))
+        .collect();
     assert_eq!(kids, want);
     let sub = client
-        .request("resources/directory/read", json!({"uri": "skill://pdf-processing/scripts/"}))
+        .request(
+            "resources/directory/read",
+            json!({"uri": "skill://pdf-processing/scripts/"}),
+        )
         .await
         .unwrap();
-    assert_eq!(sub["resources"][0]["uri"], "skill://pdf-processing/scripts/fill_form.py");
+    assert_eq!(
+        sub["resources"][0]["uri"],
+        "skill://pdf-processing/scripts/fill_form.py"
+    );
     assert_eq!(sub["resources"][0]["mimeType"], "text/x-python");
     // The supporting files are read through the template.
     let read = client
         .read_resource("skill://pdf-processing/scripts/fill_form.py")
         .await
         .unwrap();
-    assert!(read.contents[0].text.as_deref().unwrap().contains("import json"));
+    assert!(
+        read.contents[0]
+            .text
+            .as_deref()
+            .unwrap()
+            .contains("import json")
+    );
 }
 
 #[tokio::test]
@@ -183,8 +215,15 @@ async fn a_bad_folder_is_a_build_error() {
     let dir = std::env::temp_dir().join(format!("mcp-skills-bad-{}", std::process::id()));
     let skill = dir.join("Bad_Name");
     std::fs::create_dir_all(&skill).unwrap();
-    std::fs::write(skill.join("SKILL.md"), "---\nname: Bad_Name\ndescription: d\n---\n").unwrap();
-    let e = Server::builder("s", "1").skills_dir(&dir).build().unwrap_err();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: Bad_Name\ndescription: d\n---\n",
+    )
+    .unwrap();
+    let e = Server::builder("s", "1")
+        .skills_dir(&dir)
+        .build()
+        .unwrap_err();
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(matches!(e, mcp::server::BuildError::Skills(_)), "{e}");
 }
@@ -215,7 +254,10 @@ fn liar(served_md: &'static str, claimed_md: &str) -> (Server, Liar) {
             let page = json!({"skills": [entry.clone()]});
             async move { Ok::<_, ErrorObject>(page) }
         });
-    for (uri, text) in [("skill://pdf/SKILL.md", served_md), ("skill://pdf/FORMS.md", FORMS)] {
+    for (uri, text) in [
+        ("skill://pdf/SKILL.md", served_md),
+        ("skill://pdf/FORMS.md", FORMS),
+    ] {
         let log = reads.clone();
         let resource = Resource {
             uri: uri.into(),

@@ -114,7 +114,8 @@ fn segment_ok(s: &str) -> bool {
     !s.is_empty()
         && s != ".."
         && s.bytes().all(|b| {
-            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'=' | b',' | b'@')
+            b.is_ascii_alphanumeric()
+                || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'=' | b',' | b'@')
         })
 }
 
@@ -273,9 +274,11 @@ pub(super) fn skill_from_files(
         }
         budget.take(bytes.len() as u64)?;
     }
-    let skill_md = files.get(SKILL_MD).ok_or_else(|| SkillsError::MissingSkillMd {
-        dir: PathBuf::from(name),
-    })?;
+    let skill_md = files
+        .get(SKILL_MD)
+        .ok_or_else(|| SkillsError::MissingSkillMd {
+            dir: PathBuf::from(name),
+        })?;
     let text = std::str::from_utf8(skill_md).map_err(|_| SkillsError::Invalid {
         skill: name.to_owned(),
         why: "SKILL.md is not UTF-8".into(),
@@ -325,7 +328,9 @@ fn check_front_matter(folder: &str, fm: &mcp_types::JsonObject) -> Result<(), Sk
     {
         return Err(SkillsError::Invalid {
             skill: folder.to_owned(),
-            why: format!("metadata key {key:?} uses the reserved prefix {RESERVED_METADATA_PREFIX}"),
+            why: format!(
+                "metadata key {key:?} uses the reserved prefix {RESERVED_METADATA_PREFIX}"
+            ),
         });
     }
     Ok(())

@@ -183,7 +183,10 @@ impl Skills {
     ///
     /// # Errors
     /// [`SkillsError`] naming the first bad skill or file.
-    pub fn from_dir_with(dir: impl Into<PathBuf>, config: SkillsConfig) -> Result<Self, SkillsError> {
+    pub fn from_dir_with(
+        dir: impl Into<PathBuf>,
+        config: SkillsConfig,
+    ) -> Result<Self, SkillsError> {
         load::from_dir(&dir.into(), config)
     }
 

@@ -6,9 +6,8 @@ use std::sync::Arc;
 use base64::Engine;
 use mcp_jsonrpc::{ErrorCode, ErrorObject};
 use mcp_types::skills::{
-    DIRECTORY_MIME, DIRECTORY_READ_SETTING, DirectoryReadParams, DirectoryReadResult,
-    EXTENSION_ID, GetSkillParams, GetSkillResult, ListSkillsParams, ListSkillsResult, SKILL_MD,
-    SKILL_MD_MIME,
+    DIRECTORY_MIME, DIRECTORY_READ_SETTING, DirectoryReadParams, DirectoryReadResult, EXTENSION_ID,
+    GetSkillParams, GetSkillResult, ListSkillsParams, ListSkillsResult, SKILL_MD, SKILL_MD_MIME,
 };
 use mcp_types::{JsonObject, ReadResourceResult, Resource, ResourceContents, ResourceTemplate};
 use serde_json::Value;
@@ -22,7 +21,9 @@ const FILE_TEMPLATE: &str = "skill://{skill}/{+path}";
 pub(super) fn register(builder: ServerBuilder, skills: Arc<Skills>) -> ServerBuilder {
     let mut settings = JsonObject::new();
     settings.insert(DIRECTORY_READ_SETTING.into(), Value::Bool(true));
-    let mut b = builder.declare_resources().extension(EXTENSION_ID, settings);
+    let mut b = builder
+        .declare_resources()
+        .extension(EXTENSION_ID, settings);
     for skill in skills.iter() {
         let resource = Resource {
             uri: skill.uri(),
@@ -68,10 +69,13 @@ pub(super) fn register(builder: ServerBuilder, skills: Arc<Skills>) -> ServerBui
         let r = get(&s, p);
         async move { r }
     });
-    b.method("resources/directory/read", move |_ctx: Ctx, p: DirectoryReadParams| {
-        let r = directory(&skills, p);
-        async move { r }
-    })
+    b.method(
+        "resources/directory/read",
+        move |_ctx: Ctx, p: DirectoryReadParams| {
+            let r = directory(&skills, p);
+            async move { r }
+        },
+    )
 }
 
 /// Whether a file is served as text: a textual MIME type and UTF-8 bytes.
@@ -93,7 +97,11 @@ fn textual(file: &SkillFile) -> Option<&str> {
     }
 }
 
-fn read(ctx: &Ctx, uri: String, file: Option<SkillFile>) -> Result<ReadResourceResult, ErrorObject> {
+fn read(
+    ctx: &Ctx,
+    uri: String,
+    file: Option<SkillFile>,
+) -> Result<ReadResourceResult, ErrorObject> {
     let Some(file) = file else {
         let code = ErrorCode(ctx.protocol_version().resource_not_found_code());
         return Err(ErrorObject::new(code, format!("no such skill file: {uri}")));
@@ -132,9 +140,16 @@ fn next_cursor(end: usize, len: usize) -> Option<String> {
 fn list(skills: &Skills, p: ListSkillsParams) -> Result<ListSkillsResult, ErrorObject> {
     let len = skills.len();
     let start = offset(p.cursor.as_deref(), len)?;
-    let end = start.saturating_add(skills.config.page_size.max(1)).min(len);
+    let end = start
+        .saturating_add(skills.config.page_size.max(1))
+        .min(len);
     Ok(ListSkillsResult {
-        skills: skills.iter().skip(start).take(end - start).map(Skill::entry).collect(),
+        skills: skills
+            .iter()
+            .skip(start)
+            .take(end - start)
+            .map(Skill::entry)
+            .collect(),
         next_cursor: next_cursor(end, len),
         ttl_ms: Some(skills.config.ttl_ms),
         cache_scope: Some(skills.config.cache_scope),
@@ -175,7 +190,9 @@ fn find_dir<'a>(skills: &'a Skills, uri: &str) -> Result<(&'a Skill, String), Er
         format!("{path}/")
     };
     if !skill.files.keys().any(|k| k.starts_with(&prefix)) {
-        return Err(ErrorObject::invalid_params(format!("no skill directory at {uri}")));
+        return Err(ErrorObject::invalid_params(format!(
+            "no skill directory at {uri}"
+        )));
     }
     Ok((skill, prefix))
 }
