@@ -336,3 +336,43 @@ fn skills_can_be_built_from_files() {
     assert_eq!(skill.entry().uri, "skill://pdf/SKILL.md");
     assert!(mcp::server::skills::Skill::from_files("other", files, &config).is_err());
 }
+
+#[tokio::test]
+async fn directory_listings_are_paginated() {
+    let config = SkillsConfig {
+        directory_page_size: 2,
+        ..SkillsConfig::default()
+    };
+    let skills = Skills::from_dir_with(fixtures(), config).unwrap();
+    let url = serve(
+        Server::builder("skills", "1")
+            .skills(skills)
+            .build()
+            .unwrap(),
+    )
+    .await;
+    let client = connect(&url, remote(EraChoice::Legacy)).await.unwrap();
+    let mut uris = Vec::new();
+    let mut params = json!({"uri": "skill://pdf-processing"});
+    for _ in 0..3 {
+        let page = client
+            .request("resources/directory/read", params.clone())
+            .await
+            .unwrap();
+        for r in page["resources"].as_array().unwrap() {
+            uris.push(r["uri"].as_str().unwrap().to_owned());
+        }
+        match page.get("nextCursor") {
+            Some(c) => params["cursor"] = c.clone(),
+            None => break,
+        }
+    }
+    assert_eq!(
+        uris,
+        [
+            "skill://pdf-processing/SKILL.md",
+            "skill://pdf-processing/references",
+            "skill://pdf-processing/scripts"
+        ]
+    );
+}
