@@ -126,6 +126,15 @@ fn limits_are_enforced() {
     d.skill("beta", "beta");
     let e = Skills::from_dir_with(d.path(), one).unwrap_err();
     assert!(matches!(e, SkillsError::TooManySkills { .. }), "{e}");
+    let total = SkillsConfig {
+        max_total_bytes: 100,
+        ..SkillsConfig::default()
+    };
+    let e = Skills::from_dir_with(d.path(), total).unwrap_err();
+    assert!(
+        matches!(e, SkillsError::TotalTooLarge { limit: 100 }),
+        "{e}"
+    );
 }
 
 #[test]

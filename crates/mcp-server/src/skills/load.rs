@@ -87,11 +87,17 @@ pub enum SkillsError {
         /// The limit.
         limit: u64,
     },
-    /// More skills than allowed, or more bytes for all of them.
-    #[error("more than {limit} skills, or over the total size limit")]
+    /// More skills than allowed.
+    #[error("more than {limit} skills")]
     TooManySkills {
         /// The limit on the number of skills.
         limit: usize,
+    },
+    /// All skills together are over [`SkillsConfig::max_total_bytes`].
+    #[error("the skills add up to more than {limit} bytes")]
+    TotalTooLarge {
+        /// The limit.
+        limit: u64,
     },
     /// Two skills share a name.
     #[error("duplicate skill {name:?}")]
@@ -171,8 +177,8 @@ pub(super) fn from_dir(dir: &Path, config: SkillsConfig) -> Result<Skills, Skill
         }
         total += budget.bytes;
         if total > skills.config.max_total_bytes {
-            return Err(SkillsError::TooManySkills {
-                limit: skills.config.max_skills,
+            return Err(SkillsError::TotalTooLarge {
+                limit: skills.config.max_total_bytes,
             });
         }
         let skill = skill_from_files(&name, files, &skills.config)?;
