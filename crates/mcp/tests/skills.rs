@@ -376,3 +376,17 @@ async fn directory_listings_are_paginated() {
         ]
     );
 }
+
+#[test]
+fn publishing_twice_is_a_build_error() {
+    let skills = Skills::from_dir(fixtures()).unwrap();
+    let e = Server::builder("s", "1")
+        .skills(skills.clone())
+        .skills(skills)
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(e, mcp::server::BuildError::Duplicate { .. }),
+        "{e}"
+    );
+}

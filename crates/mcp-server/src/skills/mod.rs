@@ -234,7 +234,8 @@ impl crate::ServerBuilder {
     /// `directoryRead: true` and the `resources` capability, serves `skills/list`,
     /// `skills/get` and `resources/directory/read`, lists each `SKILL.md` as a resource
     /// (named and described from its front matter) and reads every file through
-    /// `resources/read`.
+    /// `resources/read`. Call it once: a second call registers the methods twice, which is
+    /// a build error.
     pub fn skills(self, skills: Skills) -> Self {
         serve::register(self, Arc::new(skills))
     }
