@@ -4,6 +4,9 @@
 # Installs Node 22 from the npm registry into conformance/.node22 (the suite needs Node >= 22)
 # and the suite itself with `npm ci`. CONFORMANCE_JOBS (default 3) client scenarios run at once.
 #
+# Server extension scenarios (server_extension_prefixes: sep-2640-) run one by one too,
+# each judged by its checks: a FAILURE or WARNING fails it.
+#
 # Client scenarios run one by one (`client --scenario`), so the suite's own verdict decides:
 # FAILED on a failed check or a warning, a timeout, or a non-zero exit of our client (bar the
 # scenarios that allow one). `client --suite` does not look at the client's exit code. The
@@ -141,6 +144,61 @@ client_scenarios() {
   [ ${#unexpected[@]} -eq 0 ] && [ ${#stale[@]} -eq 0 ]
 }
 
+# Server scenario names listed in an expected-failures file ($1).
+expected_servers() {
+  awk '/^server:/ { on = 1; next } /^[^ #-]/ { on = 0 }
+       on && /^ *- / { sub(/^ *- */, ""); sub(/ *#.*$/, ""); print }' "$1"
+}
+
+# The server extension scenarios (tagged [extension]) whose names start with one of the
+# prefixes, one by one (`server --scenario`), judged against an expected-failures file: a
+# scenario fails on a non-zero exit or a FAILURE or WARNING check; a listed one must fail.
+# $1 = suite dir, $2 = expected-failures file, $3 = results dir, $4 = server URL, then the
+# name prefixes (sep-2640- ...).
+server_extension_scenarios() {
+  local dir=$1 baseline=$2 res=$3 url=$4; shift 4
+  mkdir -p "$res"
+  local all names=() expected unexpected=() stale=() listed=0 passed=0
+  all=$(suite "$dir" list --server | sed -n 's/^  - \([^ ]*\) \[extension\].*/\1/p')
+  for name in $all; do
+    for prefix in "$@"; do
+      if [[ $name == "$prefix"* ]]; then names+=("$name"); break; fi
+    done
+  done
+  if [ ${#names[@]} -eq 0 ]; then
+    echo "conformance: the suite listed no server extension scenarios for: $*" >&2
+    return 1
+  fi
+  expected=$(expected_servers "$baseline")
+  for name in "${names[@]}"; do
+    local verdict=pass
+    if ! suite "$dir" server --url "$url" --scenario "$name" -o "$res/$name" \
+        >"$res/$name.log" 2>&1; then
+      verdict=fail
+    fi
+    if grep -qE '"(FAILURE|WARNING)"' "$res/$name"/*/checks.json 2>/dev/null \
+        || ! ls "$res/$name"/*/checks.json >/dev/null 2>&1; then
+      verdict=fail
+    fi
+    if grep -qxF -- "$name" <<<"$expected"; then
+      listed=$((listed + 1))
+      if [ "$verdict" = pass ]; then stale+=("$name"); fi
+    elif [ "$verdict" = pass ]; then
+      passed=$((passed + 1))
+      echo "  ✓ $name"
+    else
+      unexpected+=("$name")
+      echo "  ✗ $name: FAILED or warned (the suite's report follows)"
+      sed 's/^/      /' "$res/$name.log"
+    fi
+  done
+  for name in "${stale[@]}"; do
+    echo "  ✗ $name: passes, but is listed in $(basename "$baseline"); remove it there"
+  done
+  echo "server extension scenarios: $passed passed, $listed expected failures (listed), ${#unexpected[@]} unexpected failures, ${#stale[@]} stale entries"
+  [ ${#unexpected[@]} -eq 0 ] && [ ${#stale[@]} -eq 0 ]
+}
+
 echo "== conformance: server, --suite all"
 port=$(free_port)
 PORT=$port start_server "$port"
@@ -183,6 +241,14 @@ for v in 2025-11-25 2026-07-28; do
   echo "== conformance (0.2.0-alpha): client, every scenario of --spec-version $v"
   client_scenarios "$next" "$next/expected-failures-$v.yml" "$out/next-client-$v" --spec-version "$v"
 done
+# Name prefixes of the server extension scenarios to run (one per extension we serve).
+server_extension_prefixes=(sep-2640-)
+echo "== conformance (0.2.0-alpha): server extension scenarios: ${server_extension_prefixes[*]}"
+port=$(free_port)
+PORT=$port start_server "$port"
+server_extension_scenarios "$next" "$next/expected-failures-extensions.yml" \
+  "$out/next-server-extensions" "http://127.0.0.1:$port/mcp" "${server_extension_prefixes[@]}"
+stop_server
 echo "== conformance (0.2.0-alpha): client, every extension scenario"
 client_scenarios "$next" "$next/expected-failures-extensions.yml" "$out/next-client-extensions" --extensions
 echo "conformance (0.2.0-alpha): all as expected"

@@ -1,6 +1,7 @@
 //! The conformance fixtures: the "everything" server the official suite expects (tool,
 //! resource and prompt names are the suite's contract), built on the public API.
 
+pub mod skills;
 mod tasks;
 
 use std::collections::BTreeMap;
@@ -691,7 +692,7 @@ fn prompts(b: mcp_server::ServerBuilder) -> mcp_server::ServerBuilder {
 /// Only if a fixture definition is invalid (a bug caught by the tests).
 pub fn server() -> Result<Server, mcp_server::BuildError> {
     let b = Server::builder("mcp-conformance-test-server", "1.0.0");
-    tasks::tools(prompts(resources(modern_tools(tools(b)))))
+    tasks::tools(skills::add(prompts(resources(modern_tools(tools(b))))))
         .completion(|_, _| async {
             Ok::<_, ErrorObject>(CompleteResult {
                 completion: Completion {

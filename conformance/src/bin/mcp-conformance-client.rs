@@ -137,6 +137,10 @@ async fn run(scenario: &str, url: &str) -> Result<(), Error> {
             })
         });
     }
+    if scenario.starts_with("sep-2640-client-") {
+        let id = mcp_types::skills::EXTENSION_ID;
+        handlers = handlers.extension(id, JsonObject::new());
+    }
     let (client, handle) = connect(url, scenario, handlers).await?;
     let outcome: Result<(), Error> = async {
         match scenario {
@@ -208,6 +212,9 @@ async fn run(scenario: &str, url: &str) -> Result<(), Error> {
                 for t in client.list_tools().await? {
                     let _ = client.call_tool(&t.name, JsonObject::new()).await;
                 }
+            }
+            _ if scenario.starts_with("sep-2640-client-") => {
+                mcp_conformance::skills::client(&client, scenario).await?;
             }
             // Authorized: list, then call the test tool (step-up scenarios gate the call).
             _ if scenario.starts_with("auth/") => {

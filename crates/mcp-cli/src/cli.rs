@@ -118,6 +118,11 @@ pub(crate) enum Command {
         #[command(flatten)]
         reach: inspect::Reach,
     },
+    /// List a server's skills (SEP-2640), or load one verified: `mcp skills [URL] [NAME]`.
+    #[command(
+        after_help = "Examples:\n  mcp skills http://127.0.0.1:8080/mcp\n  mcp skills http://127.0.0.1:8080/mcp pdf-processing\n  mcp skills http://127.0.0.1:8080/mcp pdf-processing --out ./pdf-processing\n  mcp skills --json -- mcp serve --stdio --skills ./skills"
+    )]
+    Skills(Box<crate::skills::SkillsArgs>),
     /// Log in to an OAuth-protected server (browser flow); the client commands then use the
     /// stored tokens, refreshing them as needed.
     #[command(

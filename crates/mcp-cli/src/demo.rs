@@ -171,7 +171,10 @@ async fn converse(ctx: Ctx, a: ConverseArgs) -> Result<String, mcp_server::Input
 }
 
 /// The demo server with these settings.
-pub(crate) fn server_with(config: mcp_server::ServerConfig) -> anyhow::Result<Server> {
+pub(crate) fn server_with(
+    config: mcp_server::ServerConfig,
+    skills: Option<&std::path::Path>,
+) -> anyhow::Result<Server> {
     // Resource subscriptions held by this server's clients, all sessions together.
     let held = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let (up, down, count) = (held.clone(), held.clone(), held);
@@ -203,7 +206,7 @@ pub(crate) fn server_with(config: mcp_server::ServerConfig) -> anyhow::Result<Se
     let builder = basic_tools(builder, add);
     let builder = interactive_tools(builder, count);
     let builder = prompts(resources(builder));
-    Ok(completion(builder).build()?)
+    Ok(crate::skills::publish(completion(builder), skills)?.build()?)
 }
 
 /// echo, add, slow, log, fail.

@@ -13,6 +13,7 @@ mod login;
 mod progress;
 mod protect;
 mod serve;
+mod skills;
 mod store;
 mod target;
 
@@ -82,6 +83,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Prompts { url, reach } => inspect::prompts(url, reach).await,
         Command::Prompt { words, arg, reach } => inspect::prompt(words, arg, reach).await,
         Command::Ping { url, reach } => inspect::ping(url, reach).await,
+        Command::Skills(args) => skills::run(*args).await,
         Command::Login(args) => login::login(*args).await,
         Command::Logout { url } => login::logout(&url),
         Command::Completions { shell } => {

@@ -23,6 +23,10 @@ pub(crate) struct ServeArgs {
     /// instead of serving the demo server; its `[limits]` table sets limits too.
     #[arg(long)]
     pub(crate) config: Option<std::path::PathBuf>,
+    /// Publish the skills of this folder (SEP-2640: a subfolder with a SKILL.md each) on
+    /// the demo server.
+    #[arg(long, value_name = "DIR", conflicts_with = "config")]
+    pub(crate) skills: Option<std::path::PathBuf>,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub(crate) listen: std::net::SocketAddr,
@@ -93,7 +97,10 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 tokio::time::sleep(options.drain_deadline).await;
             } => anyhow::bail!("stopped by a signal while connecting to the upstreams"),
         },
-        None => (demo::server_with(server_config)?, Vec::new()),
+        None => (
+            demo::server_with(server_config, args.skills.as_deref())?,
+            Vec::new(),
+        ),
     };
     if args.stdio && auth.is_some() {
         bail!("--auth-* and [auth] protect the HTTP endpoint; stdio has no tokens to check");

@@ -12,6 +12,7 @@ mod client;
 mod handler;
 mod pages;
 pub mod retry;
+pub mod skills;
 pub mod supervisor;
 
 pub use client::{

@@ -71,6 +71,9 @@ pub enum BuildError {
         /// The name.
         name: String,
     },
+    /// Skills could not be loaded ([`ServerBuilder::skills_dir`]).
+    #[error(transparent)]
+    Skills(#[from] crate::skills::SkillsError),
     /// Two items share a name.
     #[error("duplicate {kind} {name:?}")]
     Duplicate {
@@ -421,6 +424,12 @@ impl ServerBuilder {
     pub fn task_store(mut self, store: Arc<dyn TaskStore>) -> Self {
         let config = self.tasks.take().map(|(c, _)| c).unwrap_or_default();
         self.tasks = Some((config, Some(store)));
+        self
+    }
+
+    /// Records a registration error, returned by [`ServerBuilder::build`].
+    pub(crate) fn push_error(mut self, e: BuildError) -> Self {
+        self.errors.push(e);
         self
     }
 

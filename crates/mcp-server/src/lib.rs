@@ -34,6 +34,7 @@ mod registry;
 pub mod schema;
 mod server;
 mod session;
+pub mod skills;
 pub mod tasks;
 pub mod uri_template;
 

@@ -24,6 +24,8 @@ pub mod prompts;
 pub mod resources;
 pub mod roots;
 pub mod sampling;
+#[cfg(feature = "skills")]
+pub mod skills;
 pub mod tasks;
 pub mod tools;
 pub mod version;
