@@ -4,7 +4,7 @@
 # Installs Node 22 from the npm registry into conformance/.node22 (the suite needs Node >= 22)
 # and the suite itself with `npm ci`. CONFORMANCE_JOBS (default 3) client scenarios run at once.
 #
-# Server extension scenarios (server_extension_prefixes: sep-2640-) run one by one too,
+# Server extension scenarios (server_extension_prefixes: sep-2640-, tasks-) run one by one too,
 # each judged by its checks: a FAILURE or WARNING fails it.
 #
 # Client scenarios run one by one (`client --scenario`), so the suite's own verdict decides:
@@ -242,7 +242,7 @@ for v in 2025-11-25 2026-07-28; do
   client_scenarios "$next" "$next/expected-failures-$v.yml" "$out/next-client-$v" --spec-version "$v"
 done
 # Name prefixes of the server extension scenarios to run (one per extension we serve).
-server_extension_prefixes=(sep-2640-)
+server_extension_prefixes=(sep-2640- tasks-)
 echo "== conformance (0.2.0-alpha): server extension scenarios: ${server_extension_prefixes[*]}"
 port=$(free_port)
 PORT=$port start_server "$port"
