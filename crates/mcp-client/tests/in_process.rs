@@ -388,3 +388,73 @@ async fn url_elicitation_required_then_complete_then_retry() {
     assert!(mcp_client::url_elicitations(&CallError::Closed).is_none());
     c.close().await;
 }
+
+/// A stdio server that lists tools with output schemas and answers as the argument says:
+/// matching structured content, none, or content of the wrong shape.
+const LYING_SERVER: &str = r#"
+import json, sys
+schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    if m["method"] == "initialize":
+        r = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+             "serverInfo": {"name": "liar", "version": "1"}}
+    elif m["method"] == "tools/list":
+        r = {"tools": [
+            {"name": "count", "inputSchema": {"type": "object"}, "outputSchema": schema},
+            {"name": "plain", "inputSchema": {"type": "object"}}]}
+    elif m["method"] == "tools/call":
+        how = m["params"].get("arguments", {}).get("how")
+        r = {"content": [{"type": "text", "text": "x"}]}
+        if how == "good":
+            r["structuredContent"] = {"n": 3}
+        elif how == "bad":
+            r["structuredContent"] = {"n": "three"}
+        elif how == "error":
+            r["isError"] = True
+    else:
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"],
+                          "error": {"code": -32601, "message": "no"}}), flush=True)
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+"#;
+
+#[tokio::test]
+async fn structured_content_is_checked_against_the_output_schema() {
+    let argv = vec!["-c".to_owned(), LYING_SERVER.to_owned()];
+    let spawn = |validate_output| {
+        let config = ClientConfig {
+            validate_output,
+            ..ClientConfig::default()
+        };
+        Client::spawn("python3", &argv, ClientHandlers::new(), config)
+    };
+    let c = spawn(true).await.unwrap();
+    c.list_tools().await.unwrap();
+    let how = |h: &str| args(json!({ "how": h }));
+    let good = c.call_tool("count", how("good")).await.unwrap();
+    assert_eq!(good.structured_content, Some(json!({"n": 3})));
+    let bad = c.call_tool("count", how("bad")).await.unwrap_err();
+    assert!(
+        bad.to_string().contains("does not match its outputSchema"),
+        "{bad}"
+    );
+    let none = c.call_tool("count", how("none")).await.unwrap_err();
+    assert!(none.to_string().contains("no structuredContent"), "{none}");
+    // A tool error is not checked; nor is a tool without an output schema.
+    assert_eq!(
+        c.call_tool("count", how("error")).await.unwrap().is_error,
+        Some(true)
+    );
+    c.call_tool("plain", how("bad")).await.unwrap();
+    c.close().await;
+
+    // Switched off, what the server says is passed on.
+    let c = spawn(false).await.unwrap();
+    c.list_tools().await.unwrap();
+    let bad = c.call_tool("count", how("bad")).await.unwrap();
+    assert_eq!(bad.structured_content, Some(json!({"n": "three"})));
+    c.close().await;
+}

@@ -100,6 +100,7 @@ impl Client {
             Ok((page.tools, page.next_cursor))
         })
         .await?;
+        self.output_schemas.learn(&all);
         {
             let mut safe = self.safe_tools.lock();
             for t in &all {
@@ -177,6 +178,22 @@ impl Client {
             crate::retry::RetryChoice::Never => false,
             crate::retry::RetryChoice::IfSafe => self.safe_tools.lock().contains(name),
         };
+        let result = self
+            .call_tool_unchecked(name, arguments, options, retry)
+            .await?;
+        if self.validate_output {
+            self.output_schemas.check(name, &result)?;
+        }
+        Ok(result)
+    }
+
+    async fn call_tool_unchecked(
+        &self,
+        name: &str,
+        arguments: JsonObject,
+        options: &RequestOptions,
+        retry: bool,
+    ) -> Result<CallToolResult, CallError> {
         let params = CallToolParams::new(name, arguments);
         if self.is_modern() {
             // A 2026-07-28 server may answer with a task (when we declared tasks): it is

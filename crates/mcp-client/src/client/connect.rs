@@ -147,6 +147,8 @@ impl Client {
             retry: config.retry,
             max_pages: config.max_pages,
             safe_tools: Default::default(),
+            output_schemas: Default::default(),
+            validate_output: config.validate_output,
             link: tokio::sync::Mutex::new(None),
             engine: Some(engine),
             ended,

@@ -7,6 +7,7 @@ mod cache;
 mod calls;
 mod connect;
 mod modern;
+mod output;
 mod requests;
 mod service;
 mod tasks;
@@ -73,6 +74,10 @@ pub struct ClientConfig {
     /// they give up with [`CallError::Protocol`] (they also stop when the server repeats a
     /// cursor). Default 1,000.
     pub max_pages: usize,
+    /// Check each tool result's `structuredContent` against the tool's `outputSchema` (as
+    /// [`Client::list_tools`] last saw it): a result without it, or not matching it, fails
+    /// the call with [`CallError::Protocol`]. Default on.
+    pub validate_output: bool,
 }
 
 /// Which protocol era a client speaks: the one choice every front end uses (the CLI's
@@ -126,6 +131,7 @@ impl Default for ClientConfig {
             #[cfg(feature = "child")]
             child: ChildConfig::default(),
             max_pages: 1000,
+            validate_output: true,
         }
     }
 }
@@ -145,6 +151,10 @@ pub struct Client {
     pub(crate) max_pages: usize,
     /// Tools known to be safe to repeat (read-only or idempotent), from `list_tools`.
     safe_tools: parking_lot::Mutex<std::collections::HashSet<String>>,
+    /// Output schemas of the listed tools, to check results against.
+    output_schemas: output::OutputSchemas,
+    /// [`ClientConfig::validate_output`].
+    validate_output: bool,
     /// What the transport opened (a child process, an HTTP session): closed with the client.
     link: tokio::sync::Mutex<Option<Box<dyn Link>>>,
     engine: Option<JoinHandle<()>>,
