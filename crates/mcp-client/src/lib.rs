@@ -10,6 +10,8 @@
 
 mod client;
 mod handler;
+#[cfg(feature = "otel")]
+mod otel;
 mod pages;
 pub mod retry;
 pub mod skills;

@@ -20,6 +20,9 @@ pub struct RequestOptions {
     pub reset_on_progress: bool,
     /// Called for each progress notification; setting it adds `_meta.progressToken`.
     pub on_progress: Option<ProgressCallback>,
+    /// Entries added to the request's `_meta` (a W3C `traceparent`, say); the request's own
+    /// entries win.
+    pub meta: Option<mcp_types::JsonObject>,
 }
 
 impl Default for RequestOptions {
@@ -29,6 +32,7 @@ impl Default for RequestOptions {
             max_total: Duration::from_secs(600),
             reset_on_progress: true,
             on_progress: None,
+            meta: None,
         }
     }
 }
@@ -40,6 +44,7 @@ impl fmt::Debug for RequestOptions {
             .field("max_total", &self.max_total)
             .field("reset_on_progress", &self.reset_on_progress)
             .field("on_progress", &self.on_progress.is_some())
+            .field("meta", &self.meta)
             .finish()
     }
 }
@@ -54,6 +59,19 @@ impl RequestOptions {
     /// Sets the hard cap.
     pub fn max_total(mut self, t: Duration) -> Self {
         self.max_total = t;
+        self
+    }
+
+    /// Adds `_meta` entries to the request.
+    pub fn meta(mut self, meta: mcp_types::JsonObject) -> Self {
+        self.meta = Some(meta);
+        self
+    }
+
+    /// Sends the request in the trace `trace` (its `traceparent` and `tracestate` in
+    /// `_meta`).
+    pub fn trace(mut self, trace: &mcp_types::TraceContext) -> Self {
+        trace.insert_into(self.meta.get_or_insert_with(Default::default));
         self
     }
 

@@ -304,8 +304,9 @@ impl Peer {
         params: &P,
         options: &RequestOptions,
     ) -> Result<T, CallError> {
-        let raw = if options.on_progress.is_some() {
-            // The progress token goes into `_meta`, which needs the params as a JSON value.
+        let raw = if options.on_progress.is_some() || options.meta.is_some() {
+            // The progress token and extra entries go into `_meta`, which needs the params
+            // as a JSON value.
             self.request_raw(method, serde_json::to_value(params)?, options)
                 .await?
         } else {
@@ -349,7 +350,7 @@ impl Peer {
         if let Some(e) = self.refuse_new() {
             return Err(e);
         }
-        if options.on_progress.is_some() {
+        if options.on_progress.is_some() || options.meta.is_some() {
             if !params.is_object() {
                 params = Value::Object(Default::default());
             }
@@ -358,7 +359,12 @@ impl Peer {
                     .entry("_meta")
                     .or_insert_with(|| Value::Object(Default::default()));
                 if let Value::Object(meta) = meta {
-                    meta.insert("progressToken".to_owned(), Value::from(id));
+                    if options.on_progress.is_some() {
+                        meta.insert("progressToken".to_owned(), Value::from(id));
+                    }
+                    for (k, v) in options.meta.iter().flatten() {
+                        meta.entry(k.clone()).or_insert_with(|| v.clone());
+                    }
                 }
             }
         }

@@ -79,6 +79,13 @@ impl Ctx {
             .or_else(|| self.identity().map(|i| i.subject.clone()))
     }
 
+    /// The W3C trace context the request carries in `_meta` (`traceparent`, `tracestate`),
+    /// to pass on to what the handler calls. With the `otel` feature the request already
+    /// runs in a span parented on it.
+    pub fn trace_context(&self) -> Option<mcp_types::TraceContext> {
+        mcp_types::TraceContext::from_meta(self.meta.as_ref()?)
+    }
+
     /// The id of the task this handler runs as, if it runs as one.
     pub fn task_id(&self) -> Option<String> {
         Some(self.task.as_ref()?.running.get()?.id.clone())

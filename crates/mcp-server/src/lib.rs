@@ -30,6 +30,8 @@ mod handler;
 mod listen;
 mod modern;
 mod mrtr;
+#[cfg(feature = "otel")]
+mod otel;
 mod registry;
 pub mod schema;
 mod server;

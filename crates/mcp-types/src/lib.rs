@@ -28,6 +28,7 @@ pub mod sampling;
 pub mod skills;
 pub mod tasks;
 pub mod tools;
+pub mod trace;
 pub mod version;
 mod wire;
 
@@ -45,4 +46,5 @@ pub use roots::*;
 pub use sampling::*;
 pub use tasks::*;
 pub use tools::*;
+pub use trace::TraceContext;
 pub use version::{Feature, ProtocolVersion, UnknownVersion};

@@ -69,7 +69,11 @@ impl Client {
     /// # Errors
     /// See [`CallError`]; the server's JSON-RPC error is [`CallError::Rpc`].
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, CallError> {
-        self.value_request(method, params, &self.options).await
+        #[allow(unused_mut)]
+        let mut options = self.options.clone();
+        #[cfg(feature = "otel")]
+        crate::otel::inject(&mut options);
+        self.value_request(method, params, &options).await
     }
 
     /// Sends a notification of any method (an extension's).

@@ -50,6 +50,8 @@ impl Client {
         let mut retries = 0u32;
         loop {
             let mut opts = options.clone();
+            #[cfg(feature = "otel")]
+            crate::otel::inject(&mut opts);
             if let Some(t) = policy.attempt_timeout {
                 opts.timeout = t;
             }

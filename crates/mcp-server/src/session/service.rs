@@ -24,6 +24,37 @@ pub(crate) struct SessionService(pub(crate) Arc<Session>);
 
 impl Service for SessionService {
     fn call(&self, req: Request, rc: RequestContext) -> BoxFuture<'static, HandlerResult> {
+        #[cfg(feature = "otel")]
+        if let Some(trace) = trace_of(&req) {
+            use tracing::Instrument as _;
+            let span = crate::otel::request_span(&req.method, &trace);
+            return Box::pin(self.answer(req, rc).instrument(span));
+        }
+        self.answer(req, rc)
+    }
+
+    fn notify(&self, n: Notification, peer: &Peer) {
+        self.0.on_notification(&n, peer);
+    }
+
+    fn batch_allowed(&self) -> bool {
+        self.0.batches_allowed()
+    }
+}
+
+/// The W3C trace context in a request's `_meta`, if any (a cheap look first).
+#[cfg(feature = "otel")]
+fn trace_of(req: &Request) -> Option<mcp_types::TraceContext> {
+    let raw = req.params.as_deref()?;
+    if !raw.get().contains(mcp_types::trace::TRACEPARENT) {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_str(raw.get()).ok()?;
+    mcp_types::TraceContext::from_meta(v.get("_meta")?.as_object()?)
+}
+
+impl SessionService {
+    fn answer(&self, req: Request, rc: RequestContext) -> BoxFuture<'static, HandlerResult> {
         let session = &self.0;
         let era = match session.era_of(&req) {
             Ok(era) => era,
@@ -57,14 +88,6 @@ impl Service for SessionService {
                 }
             },
         }
-    }
-
-    fn notify(&self, n: Notification, peer: &Peer) {
-        self.0.on_notification(&n, peer);
-    }
-
-    fn batch_allowed(&self) -> bool {
-        self.0.batches_allowed()
     }
 }
 
