@@ -19,13 +19,14 @@ pub struct Raw {
 }
 
 /// The demo server's tools, sorted by name.
-pub const DEMO_TOOLS: [&str; 10] = [
+pub const DEMO_TOOLS: [&str; 11] = [
     "add",
     "ask",
     "converse",
     "echo",
     "fail",
     "log",
+    "roots",
     "sample",
     "slow",
     "subscriptions",
