@@ -135,6 +135,11 @@ async fn connect_handled(
     result.with_context(|| format!("cannot connect to `{}`", target.describe()))
 }
 
+/// True for the URLs of every client transport: http(s), ws(s), grpc(s).
+pub(crate) fn is_url(url: &str) -> bool {
+    url.starts_with("http://") || url.starts_with("https://") || is_stream_url(url)
+}
+
 /// True for the URLs of the one-connection transports: WebSocket and gRPC.
 pub(crate) fn is_stream_url(url: &str) -> bool {
     ["ws://", "wss://", "grpc://", "grpcs://"]
