@@ -19,9 +19,11 @@ pub(crate) struct Cli {
 
 #[derive(Subcommand)]
 pub(crate) enum Command {
-    /// Serve the built-in demo server over Streamable HTTP (default 127.0.0.1:8080/mcp) or stdio.
+    /// Serve the built-in demo server, a gateway (--config), or a bridge to one stdio server
+    /// (-- CMD) or remote server (--upstream URL), over Streamable HTTP (default
+    /// 127.0.0.1:8080/mcp, with HTTP+SSE, WebSocket and gRPC beside it) or stdio.
     #[command(
-        after_help = "Examples:\n  mcp serve\n  mcp serve --listen 127.0.0.1:9000\n  mcp serve --stdio\n  mcp serve --config mcp.toml"
+        after_help = "Examples:\n  mcp serve\n  mcp serve --listen 127.0.0.1:9000\n  mcp serve --stdio\n  mcp serve --config mcp.toml\n  mcp serve --listen 127.0.0.1:9000 -- npx -y some-stdio-server\n  mcp serve --stdio --upstream https://example.com/mcp --upstream-bearer-file ~/.token"
     )]
     Serve(Box<serve::ServeArgs>),
     /// List the tools of a server (a URL, or a stdio command after --).
