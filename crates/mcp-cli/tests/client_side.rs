@@ -196,7 +196,7 @@ async fn interrupt(mut child: tokio::process::Child) {
 }
 
 #[tokio::test]
-async fn listen_prints_resource_updates_and_log_messages() {
+async fn listen_in_the_legacy_era_prints_updates_and_log_messages() {
     let (_server, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
     // Legacy: resources/subscribe, logging/setLevel and the session's GET stream.
     let (child, mut lines) = listening(&[
@@ -255,8 +255,12 @@ async fn listen_prints_resource_updates_and_log_messages() {
     let skipped = until_line(&mut lines, "log error demo: loud").await;
     assert!(skipped.is_empty(), "{skipped:?}");
     interrupt(child).await;
+}
 
-    // 2026-07-28: subscriptions/listen, as JSON lines.
+#[tokio::test]
+async fn listen_in_2026_07_28_prints_what_it_listens_to() {
+    let (_server, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    // subscriptions/listen, printed as JSON lines.
     let (child, mut lines) = listening(&[
         &url,
         "--era",
