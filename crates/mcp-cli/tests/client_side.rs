@@ -382,3 +382,51 @@ async fn elicitation_is_declined_without_a_terminal() {
         );
     }
 }
+
+/// On a terminal (a pseudo-terminal from util-linux `script`) the user is asked, and the
+/// answer typed in is what the server gets, in both eras. Skipped where `script` is missing.
+#[tokio::test]
+async fn elicitation_asks_on_a_terminal() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no `script` command for a pseudo-terminal");
+        return;
+    }
+    for era in ERAS {
+        let command = format!("{MCP} call ask --era {era} -- {MCP} serve --stdio");
+        let mut child = Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .env("MCP_LOG", "off")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        // Typed ahead: the terminal keeps it until the prompts read it.
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"y\nAda\n").await.unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let mut seen = String::new();
+        let mut buf = [0u8; 1024];
+        while !seen.contains("Hello, Ada!") {
+            let n = tokio::time::timeout(Duration::from_secs(30), stdout.read(&mut buf))
+                .await
+                .unwrap_or_else(|_| panic!("{era}: no greeting; saw {seen:?}"))
+                .unwrap();
+            assert!(n > 0, "{era}: ended without a greeting: {seen:?}");
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+        assert!(
+            seen.contains("The server asks: What is your name?"),
+            "{seen:?}"
+        );
+        assert!(seen.contains("name [string]: "), "{seen:?}");
+        drop(stdin);
+        let _ = child.wait().await;
+    }
+}
