@@ -193,3 +193,41 @@ async fn bridges_refuse_what_they_cannot_serve() {
     assert!(!ok);
     assert!(err.contains("cannot be used with"), "{err}");
 }
+
+/// Resource updates of the bridged server reach a listener of the bridge, in both eras.
+#[tokio::test]
+async fn resource_updates_pass_through_a_bridge() {
+    let (_bridge, url) =
+        common::serve_http(&["--listen", "127.0.0.1:0", "--", MCP, "serve", "--stdio"]).await;
+    for era in ERAS {
+        let (child, mut lines) =
+            common::listen::listening(&[&url, "--era", era, "--resource", "demo://readme"]).await;
+        // The bridge subscribes upstream on its own: wait until the server holds it.
+        held_upstream(&url, era, |n| n > 0).await;
+        let (ok, _, err) = mcp(&["call", &url, "touch", "-a", "uri=demo://readme"]).await;
+        assert!(ok, "{era}: {err}");
+        common::listen::until_line(&mut lines, "updated demo://readme").await;
+        common::listen::interrupt(child).await;
+        // Its subscription ends with it (upstream too), before the next era's listener.
+        held_upstream(&url, era, |n| n == 0).await;
+    }
+}
+
+/// Waits until the bridged demo server holds a number of subscriptions that `done` accepts
+/// (its `subscriptions` tool, called through the bridge; at most 30 s).
+async fn held_upstream(url: &str, era: &str, done: impl Fn(u64) -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (ok, out, err) = mcp(&["call", url, "subscriptions"]).await;
+        assert!(ok, "{era}: {err}");
+        let n: u64 = out.trim().parse().unwrap();
+        if done(n) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{era}: still {n} held upstream"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}

@@ -7,7 +7,6 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
 mod common;
@@ -135,71 +134,11 @@ async fn complete_prompt_arguments_and_template_variables() {
     assert!(err.contains("not key=value"), "{err}");
 }
 
-/// `mcp listen ARGS`, once it says it is listening: the child and its stdout lines.
-async fn listening(
-    args: &[&str],
-) -> (
-    tokio::process::Child,
-    tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
-) {
-    let mut child = Command::new(MCP)
-        .arg("listen")
-        .args(args)
-        .env("MCP_LOG", "off")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let out = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
-    let line = tokio::time::timeout(Duration::from_secs(30), err.next_line())
-        .await
-        .expect("mcp listen starts")
-        .unwrap()
-        .expect("mcp listen says it listens");
-    assert!(line.starts_with("mcp: listening to "), "{line}");
-    tokio::spawn(async move { while let Ok(Some(_)) = err.next_line().await {} });
-    (child, out)
-}
-
-/// Reads lines until `want` (each read bounded, so a missing line fails instead of hanging).
-async fn until_line(
-    lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
-    want: &str,
-) -> Vec<String> {
-    let mut seen = Vec::new();
-    loop {
-        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
-            .await
-            .unwrap_or_else(|_| panic!("no {want:?} line; saw {seen:?}"))
-            .unwrap()
-            .unwrap_or_else(|| panic!("mcp listen ended before {want:?}; saw {seen:?}"));
-        if line == want {
-            return seen;
-        }
-        seen.push(line);
-    }
-}
-
-/// Ctrl-C ends `mcp listen` cleanly.
-async fn interrupt(mut child: tokio::process::Child) {
-    use nix::sys::signal::{Signal, kill};
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
-    kill(pid, Signal::SIGINT).unwrap();
-    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
-        .await
-        .expect("mcp listen stops on SIGINT")
-        .unwrap();
-    assert!(status.success(), "{status}");
-}
-
 #[tokio::test]
 async fn listen_in_the_legacy_era_prints_updates_and_log_messages() {
     let (_server, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
     // Legacy: resources/subscribe, logging/setLevel and the session's GET stream.
-    let (child, mut lines) = listening(&[
+    let (child, mut lines) = common::listen::listening(&[
         &url,
         "--era",
         "legacy",
@@ -211,7 +150,7 @@ async fn listen_in_the_legacy_era_prints_updates_and_log_messages() {
     .await;
     let (ok, _, err) = mcp(&["call", &url, "touch", "-a", "uri=demo://readme"]).await;
     assert!(ok, "{err}");
-    until_line(&mut lines, "updated demo://readme").await;
+    common::listen::until_line(&mut lines, "updated demo://readme").await;
     // A server-wide log message (the `log` tool's broadcast), at info: shown.
     let args = [
         "call",
@@ -224,7 +163,7 @@ async fn listen_in_the_legacy_era_prints_updates_and_log_messages() {
     ];
     let (ok, _, err) = mcp(&args).await;
     assert!(ok, "{err}");
-    until_line(&mut lines, "log info demo: hello").await;
+    common::listen::until_line(&mut lines, "log info demo: hello").await;
     // Below the level asked for: not shown (the next line is the one after it).
     let (ok, _, _) = mcp(&[
         "call",
@@ -252,16 +191,16 @@ async fn listen_in_the_legacy_era_prints_updates_and_log_messages() {
     ])
     .await;
     assert!(ok);
-    let skipped = until_line(&mut lines, "log error demo: loud").await;
+    let skipped = common::listen::until_line(&mut lines, "log error demo: loud").await;
     assert!(skipped.is_empty(), "{skipped:?}");
-    interrupt(child).await;
+    common::listen::interrupt(child).await;
 }
 
 #[tokio::test]
 async fn listen_in_2026_07_28_prints_what_it_listens_to() {
     let (_server, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
     // subscriptions/listen, printed as JSON lines.
-    let (child, mut lines) = listening(&[
+    let (child, mut lines) = common::listen::listening(&[
         &url,
         "--era",
         "modern",
@@ -275,12 +214,12 @@ async fn listen_in_2026_07_28_prints_what_it_listens_to() {
     let (ok, _, err) = mcp(&["call", &url, "touch", "-a", "uri=demo://hello.md"]).await;
     assert!(ok, "{err}");
     let want = r#"{"method":"notifications/resources/updated","params":{"uri":"demo://hello.md"}}"#;
-    let before = until_line(&mut lines, want).await;
+    let before = common::listen::until_line(&mut lines, want).await;
     assert!(
         before.is_empty(),
         "only the resource listened to: {before:?}"
     );
-    interrupt(child).await;
+    common::listen::interrupt(child).await;
 }
 
 #[tokio::test]

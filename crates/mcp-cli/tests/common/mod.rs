@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(dead_code, unreachable_pub)]
 
+pub mod listen;
 pub mod python;
 pub mod tls;
 
