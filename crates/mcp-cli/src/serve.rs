@@ -154,13 +154,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if args.stdio {
         limits.stdio(&mut server_config);
     }
-    let what = match &gateway_config {
-        Some(c) => match &c.bridge {
-            Some(b) => format!("the bridge to {b}"),
-            None => "the gateway".to_owned(),
-        },
-        None => "the demo server".to_owned(),
-    };
+    let what = what_is_served(gateway_config.as_ref());
     let mut options = mcp_http::ServeOptions::default();
     limits.serve(&mut options);
     let (server, upstreams) = match gateway_config {
@@ -201,6 +195,15 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     stop_upstreams(&upstreams).await;
     served
+}
+
+/// "the demo server", "the gateway" or "the bridge to ...".
+fn what_is_served(gateway: Option<&gateway::Config>) -> String {
+    match gateway.map(|c| &c.bridge) {
+        Some(Some(b)) => format!("the bridge to {b}"),
+        Some(None) => "the gateway".to_owned(),
+        None => "the demo server".to_owned(),
+    }
 }
 
 /// Serves stdin/stdout until the input ends or a signal comes; on a signal, input is no longer
