@@ -34,6 +34,9 @@ pub(crate) struct Auth {
     /// handshake), legacy or modern.
     #[arg(long, default_value = "auto")]
     pub(crate) era: mcp_client::EraChoice,
+    /// What the client offers the server: sampling, roots, elicitation.
+    #[command(flatten)]
+    pub(crate) side: crate::client_side::ClientSide,
 }
 
 /// `--encoding`.

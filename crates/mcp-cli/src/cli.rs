@@ -19,9 +19,11 @@ pub(crate) struct Cli {
 
 #[derive(Subcommand)]
 pub(crate) enum Command {
-    /// Serve the built-in demo server over Streamable HTTP (default 127.0.0.1:8080/mcp) or stdio.
+    /// Serve the built-in demo server, a gateway (--config), or a bridge to one stdio server
+    /// (-- CMD) or remote server (--upstream URL), over Streamable HTTP (default
+    /// 127.0.0.1:8080/mcp, with HTTP+SSE, WebSocket and gRPC beside it) or stdio.
     #[command(
-        after_help = "Examples:\n  mcp serve\n  mcp serve --listen 127.0.0.1:9000\n  mcp serve --stdio\n  mcp serve --config mcp.toml"
+        after_help = "Examples:\n  mcp serve\n  mcp serve --listen 127.0.0.1:9000\n  mcp serve --stdio\n  mcp serve --config mcp.toml\n  mcp serve --listen 127.0.0.1:9000 -- npx -y some-stdio-server\n  mcp serve --stdio --upstream https://example.com/mcp --upstream-bearer-file ~/.token"
     )]
     Serve(Box<serve::ServeArgs>),
     /// List the tools of a server (a URL, or a stdio command after --).
@@ -123,6 +125,55 @@ pub(crate) enum Command {
         after_help = "Examples:\n  mcp skills http://127.0.0.1:8080/mcp\n  mcp skills http://127.0.0.1:8080/mcp pdf-processing\n  mcp skills http://127.0.0.1:8080/mcp pdf-processing --out ./pdf-processing\n  mcp skills --json -- mcp serve --stdio --skills ./skills"
     )]
     Skills(Box<crate::skills::SkillsArgs>),
+    /// Show who a server is: name, version and title, the protocol version and era, the
+    /// versions it supports (2026-07-28 servers), its capabilities and instructions.
+    #[command(
+        after_help = "Examples:\n  mcp info http://127.0.0.1:8080/mcp\n  mcp info --json --era legacy http://127.0.0.1:8080/mcp\n  mcp info -- mcp serve --stdio"
+    )]
+    Info {
+        /// The server's URL.
+        url: Option<String>,
+        #[command(flatten)]
+        reach: inspect::Reach,
+    },
+    /// Complete a prompt argument or a resource template variable:
+    /// `mcp complete [URL] (--prompt NAME | --resource TEMPLATE) ARG VALUE`.
+    #[command(
+        after_help = "Examples:\n  mcp complete http://127.0.0.1:8080/mcp --prompt greet name A\n  mcp complete --resource 'demo://greeting/{name}' name G -- mcp serve --stdio\n  mcp complete --prompt summarize style b --context text=hello --json -- mcp serve --stdio"
+    )]
+    Complete {
+        /// [URL] ARG VALUE: the argument's name and what is typed so far.
+        #[arg(required = true)]
+        words: Vec<String>,
+        /// The prompt whose argument this is.
+        #[arg(long, value_name = "NAME", required_unless_present = "resource")]
+        prompt: Option<String>,
+        /// The resource template (its URI template) whose variable this is.
+        #[arg(long, value_name = "TEMPLATE_URI", conflicts_with = "prompt")]
+        resource: Option<String>,
+        /// An argument already given, key=value (repeatable).
+        #[arg(long, value_name = "KEY=VALUE")]
+        context: Vec<String>,
+        #[command(flatten)]
+        reach: inspect::Reach,
+    },
+    /// Print resource updates, list changes and log messages as they arrive, until Ctrl-C.
+    #[command(
+        after_help = "Examples:\n  mcp listen http://127.0.0.1:8080/mcp --resource demo://readme --log-level info\n  mcp listen --era modern --resource demo://readme http://127.0.0.1:8080/mcp\n  mcp listen --json -- mcp serve --stdio\n\n2026-07-28 servers send log messages only within requests, so a listener in that era sees\nresource updates and list changes only."
+    )]
+    Listen {
+        /// The server's URL.
+        url: Option<String>,
+        /// Subscribe to this resource's updates (repeatable).
+        #[arg(long = "resource", value_name = "URI")]
+        resources: Vec<String>,
+        /// Ask for log messages at this level and above (debug, info, notice, warning, error,
+        /// critical, alert, emergency).
+        #[arg(long, value_name = "LEVEL", value_parser = crate::listen::parse_level)]
+        log_level: Option<mcp_types::LoggingLevel>,
+        #[command(flatten)]
+        reach: inspect::Reach,
+    },
     /// Log in to an OAuth-protected server (browser flow); the client commands then use the
     /// stored tokens, refreshing them as needed.
     #[command(

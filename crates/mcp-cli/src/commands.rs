@@ -18,7 +18,7 @@ pub(crate) async fn tools(
     server: Vec<String>,
 ) -> anyhow::Result<()> {
     let target = target::Target::from_parts(url, server)?;
-    let conn = target::connect(&target, &auth.headers()?, auth.encoding.into(), auth.era).await?;
+    let conn = target::connect(&target, &auth).await?;
     let tools = conn.client.list_tools().await.map_err(call_error);
     let tools = match tools {
         Ok(t) => t,
@@ -64,7 +64,7 @@ pub(crate) async fn call(
     }
     let arguments = parse_args(rest.get(1).map(String::as_str), &arg)?;
     let target = target::Target::from_parts(url, server)?;
-    let conn = target::connect(&target, &auth.headers()?, auth.encoding.into(), auth.era).await?;
+    let conn = target::connect(&target, &auth).await?;
     let client = &conn.client;
     let bar = progress::Bar::new();
     let on_progress = bar.clone();

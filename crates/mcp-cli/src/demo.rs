@@ -60,6 +60,10 @@ struct LogArgs {
     /// How many times to send it (default 1, at most 10,000).
     #[serde(default)]
     repeat: Option<u32>,
+    /// Send it to every session whose log level lets it through, not within this request
+    /// (those of 2026-07-28 clients excepted: they get log messages only within requests).
+    #[serde(default)]
+    broadcast: bool,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -195,7 +199,7 @@ pub(crate) fn server_with(
     };
     let builder = Server::builder("mcp-demo", env!("CARGO_PKG_VERSION"))
         .config(config)
-        .instructions("A demo server: echo, add, slow (progress), log, fail, ask (elicitation), sample (sampling), converse (all three), touch (resource updates), subscriptions (how many are held); resources under demo://; prompts greet and summarize.")
+        .instructions("A demo server: echo, add, slow (progress), log, fail, ask (elicitation), sample (sampling), converse (all three), touch (resource updates), subscriptions (how many are held), roots (the client's roots); resources under demo://; prompts greet and summarize.")
         .on_subscribe(move |_| {
             up.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             Ok(())
@@ -252,7 +256,13 @@ fn basic_tools(builder: ServerBuilder, add: Tool) -> ServerBuilder {
             |ctx: Ctx, a: LogArgs| async move {
                 let level = a.level.unwrap_or(LoggingLevel::Info);
                 for _ in 0..a.repeat.unwrap_or(1).min(10_000) {
-                    ctx.log(level, Some("demo"), json!(a.message)).await;
+                    if a.broadcast {
+                        ctx.server()
+                            .log(level, Some("demo"), json!(a.message))
+                            .await;
+                    } else {
+                        ctx.log(level, Some("demo"), json!(a.message)).await;
+                    }
                 }
                 Ok::<_, String>(format!("logged at {level:?}"))
             },
@@ -266,7 +276,7 @@ fn basic_tools(builder: ServerBuilder, add: Tool) -> ServerBuilder {
         )
 }
 
-/// ask, sample, converse (the client's model and user), subscriptions and touch.
+/// ask, sample, converse (the client's model and user), subscriptions, roots and touch.
 fn interactive_tools(
     builder: ServerBuilder,
     count: std::sync::Arc<std::sync::atomic::AtomicUsize>,
@@ -295,6 +305,14 @@ fn interactive_tools(
         .tool("subscriptions", "How many resource subscriptions this server's clients hold now (all sessions)", move |_ctx: Ctx, _: serde_json::Value| {
             let n = count.load(std::sync::atomic::Ordering::Relaxed);
             async move { Ok::<_, String>(n.to_string()) }
+        })
+        .tool("roots", "Lists the client's roots (roots/list), one URI per line", |ctx: Ctx, _: serde_json::Value| async move {
+            let roots: mcp_types::ListRootsResult = ctx.input("roots", "roots/list", json!({})).await?;
+            let lines: Vec<String> = roots.roots.iter().map(|r| match &r.name {
+                Some(name) => format!("{} {name}", r.uri),
+                None => r.uri.clone(),
+            }).collect();
+            Ok::<_, mcp_server::InputError>(lines.join("\n"))
         })
         .tool("touch", "Announces that a resource changed (to its subscribers)", |ctx: Ctx, a: TouchArgs| async move {
             ctx.server().notify_resource_updated(&a.uri).await;

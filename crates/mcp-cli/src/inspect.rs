@@ -24,20 +24,10 @@ pub(crate) struct Reach {
 }
 
 impl Reach {
-    /// The HTTP headers: `--header` values plus the bearer token (see [`crate::auth`]).
-    pub(crate) fn headers(&self) -> anyhow::Result<Vec<(String, String)>> {
-        self.auth.headers()
-    }
-
-    async fn connect(&self, url: Option<String>) -> anyhow::Result<Connection> {
+    /// Connects to the URL or the command after `--`, with the client side of the options.
+    pub(crate) async fn connect(&self, url: Option<String>) -> anyhow::Result<Connection> {
         let target = Target::from_parts(url, self.server.clone())?;
-        target::connect(
-            &target,
-            &self.headers()?,
-            self.auth.encoding.into(),
-            self.auth.era,
-        )
-        .await
+        target::connect(&target, &self.auth).await
     }
 }
 
@@ -57,13 +47,13 @@ pub(crate) fn url_and_word(
     }
 }
 
-fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
+pub(crate) fn print_json(v: &impl serde::Serialize) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(v)?);
     Ok(())
 }
 
 /// Runs `f` on a fresh connection and always closes it.
-async fn with<T>(
+pub(crate) async fn with<T>(
     reach: &Reach,
     url: Option<String>,
     f: impl AsyncFnOnce(&mcp_client::Client) -> anyhow::Result<T>,

@@ -1,14 +1,18 @@
 //! `mcp`: serve the demo server or a gateway, list and call tools on any server, bench servers.
 //! The top of the stack: imports every crate of ours.
 
+mod about;
 mod auth;
 mod bench;
 mod cli;
+mod client_side;
 mod commands;
 mod demo;
+mod elicit;
 mod gateway;
 mod inspect;
 mod limits;
+mod listen;
 mod login;
 mod progress;
 mod protect;
@@ -84,6 +88,28 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Prompt { words, arg, reach } => inspect::prompt(words, arg, reach).await,
         Command::Ping { url, reach } => inspect::ping(url, reach).await,
         Command::Skills(args) => skills::run(*args).await,
+        Command::Info { url, reach } => about::info(url, reach).await,
+        Command::Complete {
+            words,
+            prompt,
+            resource,
+            context,
+            reach,
+        } => {
+            let args = about::CompleteArgs {
+                words,
+                prompt,
+                resource,
+                context,
+            };
+            about::complete(args, reach).await
+        }
+        Command::Listen {
+            url,
+            resources,
+            log_level,
+            reach,
+        } => listen::listen(url, resources, log_level, reach).await,
         Command::Login(args) => login::login(*args).await,
         Command::Logout { url } => login::logout(&url),
         Command::Completions { shell } => {

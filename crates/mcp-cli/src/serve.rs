@@ -53,13 +53,89 @@ pub(crate) struct ServeArgs {
     pub(crate) auth: crate::protect::AuthArgs,
     #[command(flatten)]
     pub(crate) store: crate::store::StoreArgs,
+    #[command(flatten)]
+    pub(crate) bridge: BridgeArgs,
+}
+
+/// A bridge: `mcp serve -- CMD ARGS...` or `mcp serve --upstream URL`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct BridgeArgs {
+    /// Bridge a remote server (http(s)://, ws(s):// or grpc(s)://) to our transports, e.g.
+    /// `mcp serve --stdio --upstream URL` for a stdio-only host. Its tools, prompts and
+    /// resources keep their names.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["config", "command"])]
+    pub(crate) upstream: Option<String>,
+    /// Extra HTTP header for --upstream, `Name: value` (repeatable).
+    #[arg(long = "upstream-header", value_name = "HEADER", requires = "upstream")]
+    pub(crate) upstream_headers: Vec<String>,
+    /// Read the bearer token for --upstream from this file.
+    #[arg(
+        long,
+        value_name = "PATH",
+        requires = "upstream",
+        conflicts_with = "upstream_login"
+    )]
+    pub(crate) upstream_bearer_file: Option<std::path::PathBuf>,
+    /// Use (and refresh) the tokens `mcp login URL` stored for --upstream.
+    #[arg(long, requires = "upstream")]
+    pub(crate) upstream_login: bool,
+    /// Protocol era to speak with the bridged server: auto, legacy or modern.
+    #[arg(long, default_value = "auto")]
+    pub(crate) upstream_era: mcp_client::EraChoice,
+    /// Bridge a stdio server: the command after `--` (it gets this process's whole
+    /// environment), served supervised over our HTTP transports, or over stdio with --stdio.
+    #[arg(last = true, value_name = "CMD", conflicts_with = "config")]
+    pub(crate) command: Vec<String>,
+}
+
+impl BridgeArgs {
+    /// The gateway of the bridge these options ask for, if any.
+    fn config(&self) -> anyhow::Result<Option<gateway::Config>> {
+        if let Some(url) = &self.upstream {
+            if !crate::target::is_url(url) {
+                bail!("--upstream {url:?} is not an http(s)://, ws(s):// or grpc(s):// URL");
+            }
+            let mut upstream =
+                gateway::Upstream::bridged(Vec::new(), Default::default(), Some(url.clone()));
+            upstream.era = self.upstream_era;
+            upstream.headers = crate::auth::parse_headers(&self.upstream_headers)?
+                .into_iter()
+                .collect();
+            if self.upstream_bearer_file.is_some() || self.upstream_login {
+                upstream.auth = Some(gateway::UpstreamAuth {
+                    bearer_file: self.upstream_bearer_file.clone(),
+                    client_id: None,
+                    client_secret_file: None,
+                    scopes: Vec::new(),
+                    login: self.upstream_login,
+                });
+            }
+            return Ok(Some(gateway::bridge(upstream, url.clone())));
+        }
+        if self.command.is_empty() {
+            return Ok(None);
+        }
+        // Like `mcp call -- CMD`: the command runs as if from the same shell.
+        let env = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect();
+        let mut upstream = gateway::Upstream::bridged(self.command.clone(), env, None);
+        upstream.era = self.upstream_era;
+        Ok(Some(gateway::bridge(
+            upstream,
+            format!("`{}`", self.command.join(" ")),
+        )))
+    }
 }
 
 /// Runs `mcp serve`.
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     // First: a signal while upstreams are being connected must still end in a clean stop.
     let shutdown = mcp_http::shutdown_on_signal();
-    let gateway_config = args.config.as_deref().map(gateway::load).transpose()?;
+    let gateway_config = match args.config.as_deref() {
+        Some(path) => Some(gateway::load(path)?),
+        None => args.bridge.config()?,
+    };
     let auth = args.auth.build(
         gateway_config.as_ref().and_then(|c| c.auth.as_ref()),
         args.listen,
@@ -84,7 +160,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if args.stdio {
         limits.stdio(&mut server_config);
     }
-    let gateway_mode = gateway_config.is_some();
+    let what = what_is_served(gateway_config.as_ref());
     let mut options = mcp_http::ServeOptions::default();
     limits.serve(&mut options);
     let (server, upstreams) = match gateway_config {
@@ -120,7 +196,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     } else {
         let served = Served {
             server,
-            gateway_mode,
+            what,
             auth,
             store,
         };
@@ -128,6 +204,15 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     stop_upstreams(&upstreams).await;
     served
+}
+
+/// "the demo server", "the gateway" or "the bridge to ...".
+fn what_is_served(gateway: Option<&gateway::Config>) -> String {
+    match gateway.map(|c| &c.bridge) {
+        Some(Some(b)) => format!("the bridge to {b}"),
+        Some(None) => "the gateway".to_owned(),
+        None => "the demo server".to_owned(),
+    }
 }
 
 /// Serves stdin/stdout until the input ends or a signal comes; on a signal, input is no longer
@@ -190,7 +275,8 @@ async fn shared_store(
 /// What `mcp serve` serves over HTTP.
 struct Served {
     server: Server,
-    gateway_mode: bool,
+    /// What is served, for the first line on stderr.
+    what: String,
     auth: Option<mcp_http::HttpAuth>,
     store: Option<std::sync::Arc<dyn mcp_store::Store>>,
 }
@@ -204,7 +290,7 @@ async fn serve_http(
 ) -> anyhow::Result<()> {
     let Served {
         server,
-        gateway_mode,
+        what,
         auth,
         store,
     } = served;
@@ -263,11 +349,6 @@ async fn serve_http(
             served
         })
     });
-    let what = if gateway_mode {
-        "the gateway"
-    } else {
-        "the demo server"
-    };
     eprintln!(
         "mcp: serving {what} at http://{addr}/mcp (and HTTP+SSE at /sse, WebSocket at ws://{addr}/ws, gRPC at grpc://{addr})"
     );

@@ -50,13 +50,7 @@ pub(crate) async fn run(args: SkillsArgs) -> anyhow::Result<()> {
     }
     let reach = &args.reach;
     let target = target::Target::from_parts(url, reach.server.clone())?;
-    let conn = target::connect(
-        &target,
-        &reach.headers()?,
-        reach.auth.encoding.into(),
-        reach.auth.era,
-    )
-    .await?;
+    let conn = target::connect(&target, &reach.auth).await?;
     let skills = conn.client.skills();
     let outcome = match &name {
         None => skills.list().await.map(Err),

@@ -53,28 +53,45 @@ impl Connection {
     }
 }
 
-/// Connects to a target.
+/// Connects to a target as the client commands do: the headers, encoding and era of `auth`,
+/// and the client side of its `--sampling-cmd`, `--root` and elicitation on the terminal.
 pub(crate) async fn connect(
     target: &Target,
-    headers: &[(String, String)],
-    encoding: mcp_http::BodyEncoding,
-    era: mcp_client::EraChoice,
+    auth: &crate::auth::Auth,
 ) -> anyhow::Result<Connection> {
-    let http = mcp_http::HttpClientConfig {
-        headers: headers.to_vec(),
-        encoding,
-        ..Default::default()
-    };
-    connect_with(target, http, era).await
+    connect_as(target, auth, auth.side.handlers()?).await
 }
 
-/// Connects to a target with explicit HTTP client settings.
+/// [`connect`] with these handlers (the client side of `auth` plus what a command adds).
+pub(crate) async fn connect_as(
+    target: &Target,
+    auth: &crate::auth::Auth,
+    handlers: ClientHandlers,
+) -> anyhow::Result<Connection> {
+    let http = mcp_http::HttpClientConfig {
+        headers: auth.headers()?,
+        encoding: auth.encoding.into(),
+        ..Default::default()
+    };
+    connect_handled(target, http, auth.era, handlers).await
+}
+
+/// Connects to a target with explicit HTTP client settings and no client capabilities.
 pub(crate) async fn connect_with(
     target: &Target,
     http_config: mcp_http::HttpClientConfig,
     era: mcp_client::EraChoice,
 ) -> anyhow::Result<Connection> {
-    let handlers = ClientHandlers::new();
+    connect_handled(target, http_config, era, ClientHandlers::new()).await
+}
+
+/// Connects to a target with explicit HTTP client settings and these handlers.
+async fn connect_handled(
+    target: &Target,
+    http_config: mcp_http::HttpClientConfig,
+    era: mcp_client::EraChoice,
+    handlers: ClientHandlers,
+) -> anyhow::Result<Connection> {
     let config = ClientConfig {
         era,
         child: mcp_client::ChildConfig {
@@ -116,6 +133,11 @@ pub(crate) async fn connect_with(
         }
     };
     result.with_context(|| format!("cannot connect to `{}`", target.describe()))
+}
+
+/// True for the URLs of every client transport: http(s), ws(s), grpc(s).
+pub(crate) fn is_url(url: &str) -> bool {
+    url.starts_with("http://") || url.starts_with("https://") || is_stream_url(url)
 }
 
 /// True for the URLs of the one-connection transports: WebSocket and gRPC.

@@ -35,6 +35,24 @@ pub(crate) struct Config {
     /// This instance's name in the store (`--instance-id` overrides it).
     #[serde(default)]
     pub(crate) instance_id: Option<String>,
+    /// A bridge (`mcp serve -- CMD`, `mcp serve --upstream URL`), described here: one
+    /// upstream, built in code, whose names and URIs are exposed as they are.
+    #[serde(skip)]
+    pub(crate) bridge: Option<String>,
+}
+
+/// The gateway of a bridge: `upstream` alone, its names unchanged.
+pub(crate) fn bridge(upstream: Upstream, what: String) -> Config {
+    Config {
+        heartbeat_ms: default_heartbeat_ms(),
+        max_subscriptions: default_max_subscriptions(),
+        upstream: vec![upstream],
+        limits: crate::limits::Limits::default(),
+        auth: None,
+        store: None,
+        instance_id: None,
+        bridge: Some(what),
+    }
 }
 
 pub(super) fn default_heartbeat_ms() -> u64 {
@@ -123,6 +141,27 @@ pub(crate) struct UpstreamAuth {
 }
 
 impl Upstream {
+    /// The upstream of a bridge: a command (with these environment variables) or a URL.
+    pub(crate) fn bridged(
+        command: Vec<String>,
+        env: BTreeMap<String, String>,
+        url: Option<String>,
+    ) -> Upstream {
+        Upstream {
+            name: "upstream".into(),
+            command,
+            env,
+            url,
+            era: auto(),
+            headers: BTreeMap::new(),
+            max_connections: None,
+            allow_tools: Vec::new(),
+            deny_tools: Vec::new(),
+            auth: None,
+            authorizer: Arc::default(),
+        }
+    }
+
     /// The most connections open to it at once (see the field).
     pub(crate) fn max_connections(&self) -> usize {
         self.max_connections

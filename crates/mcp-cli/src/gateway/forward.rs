@@ -50,8 +50,8 @@ pub(super) async fn read(
     uri: String,
 ) -> Result<ReadResourceResult, ErrorObject> {
     let link = pool.link.clone();
-    let prefix = link.exposed_uri("");
-    let Some(original) = uri.strip_prefix(&prefix).map(str::to_owned) else {
+    let Some(original) = link.original_uri(&uri).map(str::to_owned) else {
+        let prefix = link.exposed_uri("");
         return Err(ErrorObject::invalid_params(format!(
             "not a {prefix} URI: {uri}"
         )));
@@ -84,8 +84,7 @@ pub(super) async fn complete(
     let unknown = || ErrorObject::invalid_params("Invalid params: unknown completion reference");
     let (link, original) = match &params.reference {
         CompletionReference::Prompt { name } => {
-            let (upstream, prompt) = name.split_once(SEPARATOR).ok_or_else(unknown)?;
-            let link = links.get(upstream).ok_or_else(unknown)?.clone();
+            let (link, prompt) = route_name(links, name).ok_or_else(unknown)?;
             (link, prompt.to_owned())
         }
         CompletionReference::Resource { uri } => {

@@ -21,6 +21,8 @@ pub(super) struct Link {
     pub(super) events: mpsc::Sender<Event>,
     /// Upstream URIs clients hold subscriptions to.
     pub(super) subscriptions: Subscriptions,
+    /// A bridge's only upstream: its names and URIs are exposed as they are.
+    pub(super) bare: bool,
 }
 
 impl Link {
@@ -39,7 +41,36 @@ impl Link {
     }
 
     pub(super) fn exposed_uri(&self, uri: &str) -> String {
+        if self.bare {
+            return uri.to_owned();
+        }
         format!("{URI_PREFIX}{}/{uri}", self.name)
+    }
+
+    /// The upstream's URI of one of its exposed URIs.
+    pub(super) fn original_uri<'a>(&self, uri: &'a str) -> Option<&'a str> {
+        if self.bare {
+            return Some(uri);
+        }
+        uri.strip_prefix(URI_PREFIX)?
+            .strip_prefix(self.name.as_str())?
+            .strip_prefix('/')
+    }
+
+    /// The name a tool or prompt of this upstream is exposed under.
+    pub(super) fn exposed_name(&self, name: &str) -> String {
+        if self.bare {
+            return name.to_owned();
+        }
+        format!("{}{SEPARATOR}{name}", self.name)
+    }
+}
+
+/// The bridge's only upstream, if this is a bridge.
+fn bare_link(links: &BTreeMap<String, Arc<Link>>) -> Option<Arc<Link>> {
+    match links.values().next() {
+        Some(link) if link.bare && links.len() == 1 => Some(link.clone()),
+        _ => None,
     }
 }
 
@@ -48,8 +79,23 @@ pub(super) fn route_uri<'a>(
     links: &BTreeMap<String, Arc<Link>>,
     uri: &'a str,
 ) -> Option<(Arc<Link>, &'a str)> {
+    if let Some(link) = bare_link(links) {
+        return Some((link, uri));
+    }
     let (name, original) = uri.strip_prefix(URI_PREFIX)?.split_once('/')?;
     Some((links.get(name)?.clone(), original))
+}
+
+/// The upstream that owns an exposed tool or prompt name, and the name it knows.
+pub(super) fn route_name<'a>(
+    links: &BTreeMap<String, Arc<Link>>,
+    name: &'a str,
+) -> Option<(Arc<Link>, &'a str)> {
+    if let Some(link) = bare_link(links) {
+        return Some((link, name));
+    }
+    let (upstream, original) = name.split_once(SEPARATOR)?;
+    Some((links.get(upstream)?.clone(), original))
 }
 
 /// A notification from an upstream, or a marker.

@@ -137,7 +137,7 @@ pub(super) async fn refresh(
                 register_tools(e, upstream, pool, tools, ours);
             }
             if let Some(prompts) = lists.prompts {
-                register_prompts(e, upstream, pool, prompts, ours);
+                register_prompts(e, pool, prompts, ours);
             }
             if let Some((resources, templates)) = lists.resources {
                 register_resources(e, pool, resources, templates, ours);
@@ -242,10 +242,9 @@ fn register_tools(
     tools: Vec<mcp_types::Tool>,
     ours: &mut Registered,
 ) {
-    let name = &upstream.name;
     let mut next = Vec::new();
     for tool in tools.into_iter().filter(|t| upstream.allows(&t.name)) {
-        let exposed = format!("{name}{SEPARATOR}{}", tool.name);
+        let exposed = pool.link.exposed_name(&tool.name);
         // Repeated after a failure only when the upstream says it is safe to.
         let retry = match tool.annotations.as_ref() {
             Some(a) if a.read_only_hint == Some(true) || a.idempotent_hint == Some(true) => {
@@ -271,15 +270,13 @@ fn register_tools(
 /// Registers the upstream's prompts as `UPSTREAM__NAME`, dropping those no longer listed.
 fn register_prompts(
     e: &mut mcp_server::Edit<'_>,
-    upstream: &Upstream,
     pool: &Arc<Pool>,
     prompts: Vec<mcp_types::Prompt>,
     ours: &mut Registered,
 ) {
-    let name = &upstream.name;
     let mut next = Vec::new();
     for prompt in prompts {
-        let exposed = format!("{name}{SEPARATOR}{}", prompt.name);
+        let exposed = pool.link.exposed_name(&prompt.name);
         let handler = prompt_fn(pool.clone(), prompt.name.clone());
         let prompt = mcp_types::Prompt {
             name: exposed.clone(),

@@ -9,7 +9,7 @@
 //! same name.
 //!
 //! Progress, log messages, cancellation, list changes and resource updates pass through, and
-//! so do the upstream's sampling and elicitation requests: a legacy client gets them as
+//! so do the upstream's sampling, elicitation and roots requests: a legacy client gets them as
 //! server-to-client requests, a 2026-07-28 client as `input_required` rounds (the upstream
 //! call runs again on the retry, with the answers). An upstream that goes down takes its items
 //! out of the lists (clients get `list_changed`) until it is back.
@@ -34,8 +34,8 @@ mod pool;
 mod subscriptions;
 mod upstream;
 
-use config::*;
 pub(crate) use config::{Config, load};
+pub(crate) use config::{Upstream, UpstreamAuth, bridge};
 use forward::*;
 use link::*;
 use mirror::*;
@@ -76,6 +76,7 @@ pub(crate) async fn start(
             name: upstream.name.clone(),
             events,
             subscriptions: Subscriptions::default(),
+            bare: config.bridge.is_some(),
         });
         links.insert(upstream.name.clone(), link.clone());
         queues.push((link, rx));
@@ -86,10 +87,13 @@ pub(crate) async fn start(
     let pools: Arc<std::sync::OnceLock<BTreeMap<String, Arc<Pool>>>> = Arc::default();
     let complete_pools = pools.clone();
     let server = Server::builder("mcp-gateway", env!("CARGO_PKG_VERSION"))
-        .instructions(format!(
-            "A gateway: tools and prompts of each upstream server appear as UPSTREAM{SEPARATOR}NAME, \
-             its resources as {URI_PREFIX}UPSTREAM/URI."
-        ))
+        .instructions(match &config.bridge {
+            Some(what) => format!("A bridge to {what}: its tools, prompts and resources as they are."),
+            None => format!(
+                "A gateway: tools and prompts of each upstream server appear as UPSTREAM{SEPARATOR}NAME, \
+                 its resources as {URI_PREFIX}UPSTREAM/URI."
+            ),
+        })
         .declare_tools()
         .declare_prompts()
         .declare_resources()

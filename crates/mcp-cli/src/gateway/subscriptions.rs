@@ -6,14 +6,16 @@
 //! Clients change the counts at once (the server's hooks); one task per upstream then brings the
 //! upstream in line, one URI at a time, and again from scratch after each reconnection. What
 //! it has to do is a set of URIs, not a queue of events, so nothing is dropped under a flood
-//! and memory stays bounded by the URIs held.
+//! and memory stays bounded by the URIs held. A 2026-07-28 upstream, which has no
+//! `resources/subscribe`, holds one `subscriptions/listen` request naming them all (and the
+//! list changes it declares), opened again whenever the set changes.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use mcp_client::{Client, Status, Supervised};
+use mcp_client::{Client, ServerEvent, Status, Supervised};
 use mcp_jsonrpc::ErrorObject;
 use tokio::sync::Notify;
 
@@ -143,10 +145,73 @@ impl Subscriptions {
     }
 }
 
+/// The `subscriptions/listen` request held on a 2026-07-28 upstream: the URIs it names, and
+/// the task passing its notifications on (aborted, which cancels the request, when dropped).
+struct Listening {
+    uris: BTreeSet<String>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Subscriptions {
+    /// A 2026-07-28 upstream has no `resources/subscribe`: one `subscriptions/listen` request
+    /// names every URI held (and the list changes it declares), opened again when the set
+    /// changes. Its notifications are passed on as the primary connection's would be.
+    fn sync_modern(&self, link: &Arc<Link>, client: &Arc<Client>, current: &mut Option<Listening>) {
+        let held: BTreeSet<String> = {
+            let mut st = self.lock();
+            st.dirty.clear();
+            st.upstream = st.held.keys().cloned().collect();
+            st.upstream.iter().cloned().collect()
+        };
+        if current
+            .as_ref()
+            .is_some_and(|l| l.uris == held && !l.task.is_finished())
+        {
+            return;
+        }
+        *current = None;
+        let caps = client.server_capabilities();
+        let filter = mcp_types::ListenFilter {
+            tools_list_changed: caps.tools.as_ref().map(|_| true),
+            prompts_list_changed: caps.prompts.as_ref().map(|_| true),
+            resources_list_changed: caps.resources.as_ref().map(|_| true),
+            resource_subscriptions: (!held.is_empty()).then(|| held.iter().cloned().collect()),
+            ..Default::default()
+        };
+        let mut subscription = match client.listen(filter) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(upstream = %link.name, "subscriptions/listen failed: {e}");
+                return;
+            }
+        };
+        let to = link.clone();
+        let task = tokio::spawn(async move {
+            while let Some(event) = subscription.next().await {
+                match event {
+                    ServerEvent::ResourceUpdated(uri) => to.send(Event::Updated(uri)),
+                    ServerEvent::ToolsChanged => to.send(Event::Changed(Kind::Tools)),
+                    ServerEvent::PromptsChanged => to.send(Event::Changed(Kind::Prompts)),
+                    ServerEvent::ResourcesChanged => to.send(Event::Changed(Kind::Resources)),
+                    _ => {}
+                }
+            }
+        });
+        *current = Some(Listening { uris: held, task });
+    }
+}
+
 /// Keeps an upstream's subscriptions in line with what clients hold, across reconnections.
 pub(super) async fn keep_subscribed(link: Arc<Link>, sup: Supervised) {
     let mut status = sup.watch();
     let mut generation = 0;
+    let mut listening = None;
     loop {
         let up = match &*status.borrow_and_update() {
             Status::Up {
@@ -159,9 +224,15 @@ pub(super) async fn keep_subscribed(link: Arc<Link>, sup: Supervised) {
         if let Some((client, g)) = up {
             if g != generation {
                 generation = g;
+                listening = None;
                 link.subscriptions.reconnected();
             }
-            link.subscriptions.sync(&link.name, &client).await;
+            if client.is_modern() {
+                link.subscriptions
+                    .sync_modern(&link, &client, &mut listening);
+            } else {
+                link.subscriptions.sync(&link.name, &client).await;
+            }
         }
         tokio::select! {
             r = status.changed() => if r.is_err() { return },

@@ -21,7 +21,7 @@ pub(super) fn connector(
     })
 }
 
-/// Connects to `upstream`. Sampling and elicitation requests and log messages that arrive on
+/// Connects to `upstream`. Sampling, elicitation and roots requests and log messages that arrive on
 /// the connection go to the request `holder` names (requests are refused, log messages kept
 /// to the gateway's own log, when none does). List changes and resource updates are taken
 /// from the `primary` (supervised) connection only. The client owns what its transport opened:
@@ -32,7 +32,7 @@ pub(super) async fn connect(
     holder: Arc<Holder>,
     primary: bool,
 ) -> Result<Client, mcp_client::ConnectError> {
-    let (sampling, elicitation) = (holder.clone(), holder.clone());
+    let (sampling, elicitation, roots) = (holder.clone(), holder.clone(), holder.clone());
     let handlers = ClientHandlers::new()
         .on_event(move |e| match e {
             ServerEvent::Log(p) => link.send(Event::Log(holder.current(), p)),
@@ -56,7 +56,14 @@ pub(super) async fn connect(
                 relay_input(&call, call.ctx.elicit(&params).await)
             }
         })
-        .url_elicitation();
+        .url_elicitation()
+        .roots(move || {
+            let call = roots.current();
+            async move {
+                let call = call.ok_or_else(no_request)?;
+                relay_input(&call, call.ctx.list_roots().await)
+            }
+        });
     let mut env = mcp_client::ChildEnv::safe();
     for (k, v) in &upstream.env {
         env = env.var(k, v);
@@ -175,13 +182,14 @@ pub(super) async fn pass_on(
     while let Some(event) = events.recv().await {
         match event {
             Event::Log(call, p) => {
-                let logger = match &p.logger {
-                    Some(l) => format!("{}/{l}", link.name),
-                    None => link.name.clone(),
+                let logger = match (&p.logger, link.bare) {
+                    (l, true) => l.clone(),
+                    (Some(l), false) => Some(format!("{}/{l}", link.name)),
+                    (None, false) => Some(link.name.clone()),
                 };
                 match call {
                     // Sent on a connection lent to a request: that request's (and only its).
-                    Some(call) => call.ctx.try_log(p.level, Some(&logger), p.data),
+                    Some(call) => call.ctx.try_log(p.level, logger.as_deref(), p.data),
                     // Nobody's: an upstream's own line, or a late one about an earlier
                     // request. Passing it to every client could leak that request's data.
                     None if p.level >= LoggingLevel::Warning => {

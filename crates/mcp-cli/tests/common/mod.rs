@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(dead_code, unreachable_pub)]
 
+pub mod listen;
 pub mod python;
 pub mod tls;
 
@@ -19,13 +20,14 @@ pub struct Raw {
 }
 
 /// The demo server's tools, sorted by name.
-pub const DEMO_TOOLS: [&str; 10] = [
+pub const DEMO_TOOLS: [&str; 11] = [
     "add",
     "ask",
     "converse",
     "echo",
     "fail",
     "log",
+    "roots",
     "sample",
     "slow",
     "subscriptions",

@@ -38,6 +38,7 @@ allow_tools = ["echo", "slow"]
             "local__converse",
             "local__echo",
             "local__log",
+            "local__roots",
             "local__sample",
             "local__slow",
             "local__subscriptions",
@@ -89,7 +90,7 @@ allow_tools = ["echo", "slow"]
         !n.iter().any(|t| t.starts_with("remote__"))
     })
     .await;
-    assert_eq!(left.len(), 9);
+    assert_eq!(left.len(), 10);
     let r = modern
         .call_tool("local__echo", args(json!({"message": "still here"})))
         .await
@@ -97,7 +98,7 @@ allow_tools = ["echo", "slow"]
     assert_eq!(r.content[0].as_text(), Some("still here"));
     // It comes back on the same address: so do its tools.
     let (_upstream, _) = common::serve_http(&["--listen", &listen]).await;
-    until(&legacy, "remote tools back", |n| n.len() == 11).await;
+    until(&legacy, "remote tools back", |n| n.len() == 12).await;
     let r = legacy
         .call_tool("remote__echo", args(json!({"message": "back"})))
         .await
