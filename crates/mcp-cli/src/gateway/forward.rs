@@ -19,9 +19,13 @@ pub(super) fn tool_fn(pool: Arc<Pool>, tool: String, retry: RetryChoice) -> Tool
         let (pool, tool) = (pool.clone(), tool.clone());
         Box::pin(async move {
             let (progress_link, progress_ctx) = (pool.link.clone(), ctx.clone());
-            let options = RequestOptions::default().on_progress(move |p| {
+            let mut options = RequestOptions::default().on_progress(move |p| {
                 progress_link.send(Event::Progress(progress_ctx.clone(), p));
             });
+            // The caller's trace goes on to the upstream (W3C trace context in `_meta`).
+            if let Some(trace) = ctx.trace_context() {
+                options = options.trace(&trace);
+            }
             relay(&pool, &ctx, |client| async move {
                 client.call_tool_retry(&tool, args, &options, retry).await
             })
