@@ -61,6 +61,8 @@ pub(crate) enum Command {
         /// Seconds to wait without a response or progress.
         #[arg(long, default_value_t = 60)]
         timeout: u64,
+        #[command(flatten)]
+        task: crate::tasks::TaskFlags,
         /// The server command and its arguments.
         #[arg(last = true)]
         server: Vec<String>,
@@ -120,6 +122,11 @@ pub(crate) enum Command {
         #[command(flatten)]
         reach: inspect::Reach,
     },
+    /// Work on a server's tasks by id: `mcp tasks list|get|cancel|wait [URL] [ID]`.
+    #[command(
+        after_help = "Examples:\n  mcp call http://127.0.0.1:8080/mcp slow '{\"steps\":20,\"delay_ms\":500}' --task\n  mcp tasks list http://127.0.0.1:8080/mcp\n  mcp tasks get http://127.0.0.1:8080/mcp 3f2a...\n  mcp tasks cancel http://127.0.0.1:8080/mcp 3f2a...\n  mcp tasks wait http://127.0.0.1:8080/mcp 3f2a..."
+    )]
+    Tasks(Box<crate::tasks::TasksArgs>),
     /// List a server's skills (SEP-2640), or load one verified: `mcp skills [URL] [NAME]`.
     #[command(
         after_help = "Examples:\n  mcp skills http://127.0.0.1:8080/mcp\n  mcp skills http://127.0.0.1:8080/mcp pdf-processing\n  mcp skills http://127.0.0.1:8080/mcp pdf-processing --out ./pdf-processing\n  mcp skills --json -- mcp serve --stdio --skills ./skills"

@@ -51,6 +51,7 @@ pub(crate) async fn call(
     json: bool,
     timeout: u64,
     server: Vec<String>,
+    task: crate::tasks::TaskFlags,
 ) -> anyhow::Result<()> {
     let (url, rest) = match words.first() {
         Some(w) if w.contains("://") => (Some(w.clone()), &words[1..]),
@@ -71,28 +72,37 @@ pub(crate) async fn call(
     let options = RequestOptions::default()
         .timeout(Duration::from_secs(timeout))
         .on_progress(move |p| on_progress.update(&p));
-    let result = client
-        .call_tool_with(&tool, arguments, &options)
-        .await
-        .map_err(call_error);
+    let result = match task.task {
+        true => crate::tasks::call(client, &tool, arguments, task.ttl).await,
+        false => client
+            .call_tool_with(&tool, arguments, &options)
+            .await
+            .map_err(call_error),
+    };
     bar.finish();
     conn.close().await;
     let result = result?;
-    if json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
-    } else {
-        for c in &result.content {
-            match c {
-                Content::Text(t) => println!("{}", t.text),
-                other => println!("{}", serde_json::to_string(other)?),
-            }
-        }
-        if let (Some(s), true) = (&result.structured_content, result.content.is_empty()) {
-            println!("{}", serde_json::to_string_pretty(s)?);
-        }
-    }
+    print_result(&result, json)?;
     if result.failed() {
         bail!("tool {tool} reported an error");
+    }
+    Ok(())
+}
+
+/// Prints a tool result: its text (other content as JSON), or all of it as JSON.
+pub(crate) fn print_result(result: &mcp_types::CallToolResult, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(result)?);
+        return Ok(());
+    }
+    for c in &result.content {
+        match c {
+            Content::Text(t) => println!("{}", t.text),
+            other => println!("{}", serde_json::to_string(other)?),
+        }
+    }
+    if let (Some(s), true) = (&result.structured_content, result.content.is_empty()) {
+        println!("{}", serde_json::to_string_pretty(s)?);
     }
     Ok(())
 }

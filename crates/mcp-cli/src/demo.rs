@@ -224,9 +224,10 @@ fn basic_tools(builder: ServerBuilder, add: Tool) -> ServerBuilder {
         .typed_tool(add, |_ctx: Ctx, a: AddArgs| async move {
             Ok::<_, String>(Structured(Sum { sum: a.a + a.b }))
         })
-        .tool(
+        .task_tool(
             "slow",
-            "Works for steps*delay_ms, reporting progress after each step",
+            "Works for steps*delay_ms, reporting progress after each step (as a task if asked)",
+            mcp_types::TaskSupport::Optional,
             |ctx: Ctx, a: SlowArgs| async move {
                 let steps = a.steps.min(100);
                 let delay = Duration::from_millis(a.delay_ms.min(10_000));

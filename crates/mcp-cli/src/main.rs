@@ -20,6 +20,7 @@ mod serve;
 mod skills;
 mod store;
 mod target;
+mod tasks;
 
 /// mimalloc: more calls per second and smaller idle sessions than the system allocator (see
 /// the README's performance section); the `mimalloc` feature, on by default.
@@ -81,13 +82,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             json,
             timeout,
             server,
-        } => commands::call(words, auth, arg, json, timeout, server).await,
+            task,
+        } => commands::call(words, auth, arg, json, timeout, server, task).await,
         Command::Resources { url, reach } => inspect::resources(url, reach).await,
         Command::Read { words, reach } => inspect::read(words, reach).await,
         Command::Prompts { url, reach } => inspect::prompts(url, reach).await,
         Command::Prompt { words, arg, reach } => inspect::prompt(words, arg, reach).await,
         Command::Ping { url, reach } => inspect::ping(url, reach).await,
         Command::Skills(args) => skills::run(*args).await,
+        Command::Tasks(args) => tasks::run(*args).await,
         Command::Info { url, reach } => about::info(url, reach).await,
         Command::Complete {
             words,

@@ -43,15 +43,8 @@ async fn upstream_meta(session: &common::HttpSession, meta: Value) -> Value {
 
 #[tokio::test]
 async fn the_gateway_passes_the_trace_context_on() {
-    let (_child, url) = common::serve_http(&[
-        "--listen",
-        "127.0.0.1:0",
-        "--",
-        "python3",
-        "-c",
-        REPORTER,
-    ])
-    .await;
+    let (_child, url) =
+        common::serve_http(&["--listen", "127.0.0.1:0", "--", "python3", "-c", REPORTER]).await;
     let session = common::HttpSession::open(&url, "2025-11-25").await;
     let seen = upstream_meta(
         &session,

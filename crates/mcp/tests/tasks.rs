@@ -31,6 +31,17 @@ struct Seen {
     asked_with_task: AtomicUsize,
 }
 
+/// Marks the work stopped when dropped before it finished.
+struct Stopped(Arc<Seen>, bool);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        if !self.1 {
+            self.0.cancelled.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
 fn server(seen: Arc<Seen>, store: Arc<MemoryTaskStore>, ttl: Duration) -> Server {
     let (s1, s2) = (seen.clone(), seen);
     Server::builder("tasks-test", "1")
@@ -44,18 +55,15 @@ fn server(seen: Arc<Seen>, store: Arc<MemoryTaskStore>, ttl: Duration) -> Server
             move |ctx: Ctx, a: Work| {
                 let seen = s1.clone();
                 async move {
+                    // Stopped work is dropped: the guard tells.
+                    let mut guard = Stopped(seen, false);
                     for step in 1..=10u32 {
-                        tokio::select! {
-                            () = tokio::time::sleep(Duration::from_millis(a.ms / 10)) => {}
-                            () = ctx.cancellation().cancelled() => {
-                                seen.cancelled.store(true, Ordering::SeqCst);
-                                return Err("stopped".to_owned());
-                            }
-                        }
+                        tokio::time::sleep(Duration::from_millis(a.ms / 10)).await;
                         ctx.progress(f64::from(step), Some(10.0), Some("working".into()))
                             .await;
                     }
-                    Ok(format!("worked {} ms", a.ms))
+                    guard.1 = true;
+                    Ok::<_, String>(format!("worked {} ms", a.ms))
                 }
             },
         )

@@ -162,9 +162,14 @@ fn as_task(
                 .await?;
             let _ = slot.running.set(run.clone());
             let rec = run.record().await;
+            let token = run.cancel.clone();
             tokio::spawn(async move {
-                let outcome = work(entry, ctx, args).await;
-                run.finish(outcome).await;
+                // Cancelled (tasks/cancel, expiry): the work is dropped, as a cancelled
+                // request's handler is.
+                tokio::select! {
+                    outcome = work(entry, ctx, args) => run.finish(outcome).await,
+                    () = token.cancelled() => {}
+                }
             });
             return created(&rec);
         }
@@ -205,10 +210,17 @@ fn as_task(
                 let _ = ack.send(());
                 let rec = run.record().await;
                 tokio::spawn(async move {
-                    let outcome = handle.await.unwrap_or_else(|_| {
-                        crate::tasks::Outcome::Error(ErrorObject::internal("the task's work was lost"))
-                    });
-                    run.finish(outcome).await;
+                    tokio::select! {
+                        joined = &mut handle => {
+                            let outcome = joined.unwrap_or_else(|_| {
+                                crate::tasks::Outcome::Error(ErrorObject::internal(
+                                    "the task's work was lost",
+                                ))
+                            });
+                            run.finish(outcome).await;
+                        }
+                        () = token.cancelled() => handle.abort(),
+                    }
                 });
                 created(&rec)
             }

@@ -145,13 +145,13 @@ impl Running {
         {
             tracing::warn!(task = %self.id, "could not save the task: {e}");
         }
-        let status_changed = before != rec.status;
-        let snapshot = status_changed.then(|| rec.clone());
-        drop(rec);
-        self.changed.notify_waiters();
-        if let Some(rec) = snapshot {
+        // Announced while the record is held, so that the status notification precedes any
+        // answer (tasks/result, tasks/get) that shows the new status.
+        if before != rec.status {
             self.announce(&rec).await;
         }
+        drop(rec);
+        self.changed.notify_waiters();
         true
     }
 
