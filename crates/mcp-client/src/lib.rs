@@ -18,7 +18,7 @@ pub mod skills;
 pub mod supervisor;
 
 pub use client::{
-    Client, ClientConfig, ConnectError, EraChoice, Subscription, ToolCall,
+    Client, ClientConfig, ConnectError, EraChoice, Subscription, TaskHandle, ToolCall,
     invalid_header_annotation,
 };
 pub use handler::{ClientHandlers, ElicitationFn, MethodFn, RootsFn, SamplingFn, ServerEvent};

@@ -339,7 +339,10 @@ async fn a_task_outlives_its_clients_connection() {
         );
         first.close().await;
         let second = client(&url, era, false).await;
-        let r = second.wait_task(&task.task_id, |_| {}).await.unwrap();
+        let handle = second.task(&task.task_id);
+        assert_eq!(handle.id(), task.task_id);
+        let r = handle.result().await.unwrap();
+        assert_eq!(handle.get().await.unwrap().status, TaskStatus::Completed);
         assert_eq!(text(&r), "worked 400 ms", "{era:?}");
         second.close().await;
     }

@@ -17,7 +17,7 @@ pub use calls::invalid_header_annotation;
 pub use modern::Subscription;
 use modern::Subscriptions;
 use service::ClientService;
-pub use tasks::ToolCall;
+pub use tasks::{TaskHandle, ToolCall};
 
 use mcp_engine::{CallError, EngineConfig, Peer, RequestOptions};
 #[cfg(feature = "child")]

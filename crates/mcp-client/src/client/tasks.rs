@@ -29,11 +29,67 @@ pub enum ToolCall {
     Task(TaskInfo),
 }
 
+/// A task on the server, by id: a handle borrowed from the client that follows it
+/// ([`Client::task`]). Any client of the same server (and owner) can follow a task, so the
+/// id can be kept and the task picked up after a reconnect.
+#[derive(Debug, Clone, Copy)]
+pub struct TaskHandle<'c> {
+    client: &'c Client,
+    id: &'c str,
+}
+
+impl TaskHandle<'_> {
+    /// The task's id.
+    pub fn id(&self) -> &str {
+        self.id
+    }
+
+    /// Its state now ([`Client::get_task`]).
+    ///
+    /// # Errors
+    /// See [`Client::get_task`].
+    pub async fn get(&self) -> Result<TaskInfo, CallError> {
+        self.client.get_task(self.id).await
+    }
+
+    /// Waits for its result ([`Client::wait_task`]).
+    ///
+    /// # Errors
+    /// See [`Client::wait_task`].
+    pub async fn result(&self) -> Result<CallToolResult, CallError> {
+        self.client.wait_task(self.id, |_| {}).await
+    }
+
+    /// Waits for its result, telling `on_update` of every state seen.
+    ///
+    /// # Errors
+    /// See [`Client::wait_task`].
+    pub async fn wait(
+        &self,
+        on_update: impl FnMut(&TaskInfo),
+    ) -> Result<CallToolResult, CallError> {
+        self.client.wait_task(self.id, on_update).await
+    }
+
+    /// Asks the server to cancel it ([`Client::cancel_task`]).
+    ///
+    /// # Errors
+    /// See [`Client::cancel_task`].
+    pub async fn cancel(&self) -> Result<(), CallError> {
+        self.client.cancel_task(self.id).await
+    }
+}
+
 /// The shortest and longest pause between two polls, whatever the server suggests.
 const POLL_MIN: Duration = Duration::from_millis(50);
 const POLL_MAX: Duration = Duration::from_secs(5);
 
 impl Client {
+    /// A handle on the task `id` (one this client started, or one whose id was kept).
+    pub fn task<'c>(&'c self, id: &'c str) -> TaskHandle<'c> {
+        TaskHandle { client: self, id }
+    }
+
     /// Whether the server takes tasks for `tools/call` (2026-07-28: it declares the
     /// extension; 2025-11-25: `tasks.requests.tools.call`).
     pub fn server_supports_tasks(&self) -> bool {
