@@ -367,3 +367,54 @@ async fn an_expired_task_leaves_nothing_behind() {
     assert!(seen.cancelled.load(Ordering::SeqCst), "the work went on");
     c.close().await;
 }
+
+/// A client whose connection the transport verified as `principal`.
+async fn client_as(server: &Server, principal: &str, era: EraChoice) -> Client {
+    let (ours, theirs) = mcp::transport::duplex();
+    let (s, who) = (server.clone(), principal.to_owned());
+    tokio::spawn(async move {
+        let engine = s.config().engine.clone();
+        s.serve_as(theirs.incoming, theirs.outgoing, engine, Some(who))
+            .await;
+    });
+    let config = ClientConfig {
+        era,
+        ..Default::default()
+    };
+    Client::connect(ours.incoming, ours.outgoing, ClientHandlers::new(), config)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_task_is_its_owners_alone() {
+    let (_seen, _store, server) = fixture(Duration::from_secs(60));
+    for era in [EraChoice::Legacy, EraChoice::Modern] {
+        let alice = client_as(&server, "alice", era).await;
+        let bob = client_as(&server, "bob", era).await;
+        let task = task_of(
+            alice
+                .call_tool_as_task("work", args(json!({"ms": 5_000})), None)
+                .await
+                .unwrap(),
+        );
+        for e in [
+            bob.get_task(&task.task_id).await.unwrap_err(),
+            bob.cancel_task(&task.task_id).await.unwrap_err(),
+        ] {
+            assert!(
+                matches!(&e, CallError::Rpc(o) if o.code.0 == -32602),
+                "{era:?}: {e}"
+            );
+        }
+        assert_eq!(
+            alice.get_task(&task.task_id).await.unwrap().status,
+            TaskStatus::Working
+        );
+        if era == EraChoice::Legacy {
+            assert!(bob.list_tasks(None).await.unwrap().tasks.is_empty());
+            assert_eq!(alice.list_tasks(None).await.unwrap().tasks.len(), 1);
+        }
+        alice.cancel_task(&task.task_id).await.unwrap();
+    }
+}
