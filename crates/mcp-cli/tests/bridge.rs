@@ -3,32 +3,14 @@
 //! protocol eras, names unchanged, sampling and elicitation passed through.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::process::Stdio;
-
 use serde_json::{Value, json};
-use tokio::process::Command;
 
 mod common;
 
+use common::mcp;
+
 const MCP: &str = env!("CARGO_BIN_EXE_mcp");
 const ERAS: [&str; 2] = ["legacy", "modern"];
-
-/// Runs `mcp ARGS` with stdin closed: success, stdout, stderr.
-async fn mcp(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(MCP)
-        .args(args)
-        .env("MCP_LOG", "off")
-        .env_remove("MCP_BEARER")
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
 
 /// The first word of every line.
 fn first_words(out: &str) -> Vec<&str> {

@@ -11,25 +11,10 @@ use tokio::process::Command;
 
 mod common;
 
+use common::mcp;
+
 const MCP: &str = env!("CARGO_BIN_EXE_mcp");
 const ERAS: [&str; 2] = ["legacy", "modern"];
-
-/// Runs `mcp ARGS` with stdin closed (no terminal): success, stdout, stderr.
-async fn mcp(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(MCP)
-        .args(args)
-        .env("MCP_LOG", "off")
-        .env_remove("MCP_BEARER")
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
 
 /// `mcp ARGS -- mcp serve --stdio` (the demo server as a child).
 async fn mcp_stdio(args: &[&str]) -> (bool, String, String) {

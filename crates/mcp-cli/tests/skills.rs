@@ -3,6 +3,8 @@
 
 mod common;
 
+use common::mcp;
+
 use std::path::PathBuf;
 
 use serde_json::Value;
@@ -11,21 +13,6 @@ const MCP: &str = env!("CARGO_BIN_EXE_mcp");
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/fixtures/skills")
-}
-
-async fn mcp(args: &[&str]) -> (bool, String, String) {
-    let out = tokio::process::Command::new(MCP)
-        .args(args)
-        .env("MCP_LOG", "off")
-        .env_remove("MCP_BEARER")
-        .output()
-        .await
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
 }
 
 async fn serve_skills() -> (tokio::process::Child, String) {

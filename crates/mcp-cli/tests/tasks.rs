@@ -12,26 +12,12 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 mod common;
+
+use common::mcp;
 mod scale;
 
 const MCP: &str = env!("CARGO_BIN_EXE_mcp");
 const TASKS: &str = "io.modelcontextprotocol/tasks";
-
-/// Runs `mcp ARGS`: success, stdout, stderr.
-async fn mcp(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(MCP)
-        .args(args)
-        .env("MCP_LOG", "off")
-        .stdin(Stdio::null())
-        .output()
-        .await
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
-}
 
 /// `mcp call URL slow --task` running in the background, and the id of its task (from the
 /// first line it prints on stderr).

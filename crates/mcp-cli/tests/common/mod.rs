@@ -34,6 +34,24 @@ pub const DEMO_TOOLS: [&str; 11] = [
     "touch",
 ];
 
+/// Runs `mcp ARGS` with stdin closed (no terminal) and no bearer token from the
+/// environment: success, stdout, stderr.
+pub async fn mcp(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp"))
+        .args(args)
+        .env("MCP_LOG", "off")
+        .env_remove("MCP_BEARER")
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
 impl Raw {
     /// `mcp serve --stdio`.
     pub fn spawn() -> Self {
