@@ -387,7 +387,6 @@ impl ServerBuilder {
         let tool = Tool {
             name: name.to_owned(),
             description: Some(description.to_owned()),
-            input_schema: schema_object::<A>(),
             execution: Some(ToolExecution {
                 task_support: Some(support),
                 ..Default::default()
