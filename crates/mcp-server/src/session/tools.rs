@@ -173,59 +173,58 @@ fn as_task(
             });
             return created(&rec);
         }
-        // The handler runs as the request until it asks to become a task.
+        // The handler runs as the request until it asks to become a task: until then its
+        // work is the request's, dropped or cancelled with it.
         let (begin_tx, begin_rx) = tokio::sync::oneshot::channel();
         *slot.begin.lock() = Some(begin_tx);
-        let answered = CancellationToken::new();
-        {
-            // Until the task exists, cancelling the request cancels the work.
-            let (slot, token, answered) = (slot.clone(), token.clone(), answered.clone());
-            tokio::spawn(async move {
-                tokio::select! {
-                    () = request_token.cancelled() => {
-                        if slot.running.get().is_none() {
-                            token.cancel();
-                        }
-                    }
-                    () = answered.cancelled() => {}
-                }
-            });
-        }
-        let _answered = answered.drop_guard();
         let mut handle = tokio::spawn(work(entry, ctx, args));
-        tokio::select! {
-            joined = &mut handle => plain_answer(joined),
-            Ok(ack) = begin_rx => {
-                let run = match tasks
-                    .create(era, owner, "tools/call", ttl, legacy_peer, token.clone())
-                    .await
-                {
-                    Ok(run) => run,
-                    Err(e) => {
-                        token.cancel();
-                        return Err(e);
-                    }
-                };
-                let _ = slot.running.set(run.clone());
-                let _ = ack.send(());
-                let rec = run.record().await;
-                tokio::spawn(async move {
-                    tokio::select! {
-                        joined = &mut handle => {
-                            let outcome = joined.unwrap_or_else(|_| {
-                                crate::tasks::Outcome::Error(ErrorObject::internal(
-                                    "the task's work was lost",
-                                ))
-                            });
-                            run.finish(outcome).await;
-                        }
-                        () = token.cancelled() => handle.abort(),
-                    }
-                });
-                created(&rec)
+        let guard = AbortGuard(Some(handle.abort_handle()));
+        let ack = tokio::select! {
+            joined = &mut handle => return plain_answer(joined),
+            () = request_token.cancelled() => {
+                return Err(ErrorObject::internal("the request was cancelled"));
             }
-        }
+            Ok(ack) = begin_rx => ack,
+        };
+        let run = tasks
+            .create(era, owner, "tools/call", ttl, legacy_peer, token.clone())
+            .await?;
+        let _ = slot.running.set(run.clone());
+        let _ = ack.send(());
+        guard.disarm();
+        let rec = run.record().await;
+        tokio::spawn(async move {
+            tokio::select! {
+                joined = &mut handle => {
+                    let outcome = joined.unwrap_or_else(|_| {
+                        crate::tasks::Outcome::Error(ErrorObject::internal(
+                            "the task's work was lost",
+                        ))
+                    });
+                    run.finish(outcome).await;
+                }
+                () = token.cancelled() => handle.abort(),
+            }
+        });
+        created(&rec)
     })
+}
+
+/// Aborts a spawned piece of work when dropped, unless disarmed.
+struct AbortGuard(Option<tokio::task::AbortHandle>);
+
+impl AbortGuard {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for AbortGuard {
+    fn drop(&mut self) {
+        if let Some(h) = self.0.take() {
+            h.abort();
+        }
+    }
 }
 
 /// The answer of a handler that finished before becoming a task.
