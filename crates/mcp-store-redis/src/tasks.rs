@@ -54,10 +54,14 @@ impl RedisStore {
         limit: usize,
     ) -> StoreResult<Vec<String>> {
         let index = self.owner_key(owner);
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let last = i64::try_from(limit - 1).unwrap_or(i64::MAX);
         let ids: Vec<String> = self
             .inner
             .conn
-            .cmd(redis::cmd("ZRANGE").arg(&index).arg(0).arg(-1))
+            .cmd(redis::cmd("ZRANGE").arg(&index).arg(0).arg(last))
             .await
             .map_err(unavailable)?;
         if ids.is_empty() {
@@ -80,7 +84,8 @@ impl RedisStore {
             cmd.arg(&index).arg(gone);
             self.inner.conn.cmd::<()>(&cmd).await.map_err(unavailable)?;
         }
-        Ok(records.into_iter().flatten().take(limit).collect())
+        // Expired members were dropped: this page may come out shorter than `limit`.
+        Ok(records.into_iter().flatten().collect())
     }
 
     pub(crate) async fn task_delete(&self, id: &str) -> StoreResult<()> {

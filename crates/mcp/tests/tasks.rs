@@ -305,8 +305,18 @@ async fn legacy_tasks_run_ask_list_and_refuse() {
     assert_eq!(text(&r), "hello Ada");
     assert_eq!(seen.asked_with_task.load(Ordering::SeqCst), 1);
 
-    let listed = c.list_tasks(None).await.unwrap();
-    assert_eq!(listed.tasks.len(), 2, "{listed:?}");
+    // Nobody to list tasks for (no verified caller): no tasks/list (owners list theirs,
+    // see a_task_is_its_owners_alone).
+    assert!(c.server_capabilities().extra["tasks"].get("list").is_none());
+    let e = c.list_tasks(None).await.unwrap_err();
+    assert!(matches!(&e, CallError::Rpc(o) if o.code.0 == -32601), "{e}");
+    // A tool that forbids tasks, once listed, is called plainly.
+    c.list_tools().await.unwrap();
+    let quick = c
+        .call_tool_as_task("quick", JsonObject::new(), None)
+        .await
+        .unwrap();
+    assert!(matches!(quick, ToolCall::Done(_)));
     // Cancelling a finished task is -32602 in 2025-11-25.
     let e = c.cancel_task(&task.task_id).await.unwrap_err();
     assert!(matches!(&e, CallError::Rpc(o) if o.code.0 == -32602), "{e}");
@@ -365,6 +375,26 @@ async fn an_expired_task_leaves_nothing_behind() {
     assert!(matches!(&e, CallError::Rpc(o) if o.code.0 == -32602), "{e}");
     assert!(store.is_empty(), "the record stayed");
     assert!(seen.cancelled.load(Ordering::SeqCst), "the work went on");
+    c.close().await;
+
+    // A 2025-11-25 tasks/result waiting for a task that expires gets an answer then.
+    let c = client(&url, EraChoice::Legacy, false).await;
+    let task = task_of(
+        c.call_tool_as_task("work", args(json!({"ms": 20_000})), None)
+            .await
+            .unwrap(),
+    );
+    let waited = tokio::time::timeout(
+        Duration::from_secs(10),
+        c.request("tasks/result", json!({"taskId": task.task_id})),
+    )
+    .await
+    .expect("tasks/result is answered when the task expires");
+    let e = waited.unwrap_err();
+    assert!(
+        matches!(&e, CallError::Rpc(o) if o.message.contains("expired")),
+        "{e}"
+    );
     c.close().await;
 }
 

@@ -82,8 +82,12 @@ impl Client {
         cursor: Option<String>,
     ) -> Result<ListToolsResult, CallError> {
         let supported = self.init.capabilities.tools.is_some();
-        self.page::<methods::ListTools>(supported, "tools", cursor)
-            .await
+        let page = self
+            .page::<methods::ListTools>(supported, "tools", cursor)
+            .await?;
+        // What results are checked against, and which tools take tasks.
+        self.output_schemas.learn(&page.tools);
+        Ok(page)
     }
 
     /// Every tool, following cursors (at most [`ClientConfig::max_pages`] pages). Tools whose
@@ -100,7 +104,6 @@ impl Client {
             Ok((page.tools, page.next_cursor))
         })
         .await?;
-        self.output_schemas.learn(&all);
         {
             let mut safe = self.safe_tools.lock();
             for t in &all {
@@ -181,10 +184,21 @@ impl Client {
         let result = self
             .call_tool_unchecked(name, arguments, options, retry)
             .await?;
-        if self.validate_output {
-            self.output_schemas.check(name, &result)?;
-        }
+        self.check_output(name, &result)?;
         Ok(result)
+    }
+
+    /// Checks a result of tool `name` against its `outputSchema` as last listed (when
+    /// [`ClientConfig::validate_output`] is on; `call_tool` does it by itself), e.g. the
+    /// result of a task followed with [`Client::wait_task`].
+    ///
+    /// # Errors
+    /// [`CallError::Protocol`] if the result lacks `structuredContent` or does not match.
+    pub fn check_output(&self, name: &str, result: &CallToolResult) -> Result<(), CallError> {
+        if self.validate_output {
+            self.output_schemas.check(name, result)?;
+        }
+        Ok(())
     }
 
     async fn call_tool_unchecked(
@@ -197,17 +211,16 @@ impl Client {
         let params = CallToolParams::new(name, arguments);
         if self.is_modern() {
             // A 2026-07-28 server may answer with a task (when we declared tasks): it is
-            // followed to its end.
+            // followed to its end, outside the retries (a failed poll must not start the call
+            // again).
             let value = serde_json::to_value(&params)?;
-            return self
+            let result = self
                 .retrying(retry, options, |o| {
                     let value = value.clone();
-                    async move {
-                        let result = self.value_request("tools/call", value, &o).await?;
-                        self.tool_result(result).await
-                    }
+                    async move { self.value_request("tools/call", value, &o).await }
                 })
-                .await;
+                .await?;
+            return self.tool_result(result, options).await;
         }
         self.retrying(retry, options, |o| {
             self.request_once::<methods::CallTool>(&params, o)

@@ -10,10 +10,12 @@ use mcp_types::{CallToolResult, Tool};
 /// Most schema violations named in one error.
 const MAX_REPORTED: usize = 5;
 
-/// The output schemas of the tools listed so far, compiled when first needed.
+/// The output schemas of the tools listed so far, compiled when first needed, and whether
+/// each tool takes tasks.
 #[derive(Default)]
 pub(super) struct OutputSchemas {
     schemas: parking_lot::Mutex<HashMap<String, Entry>>,
+    task_support: parking_lot::Mutex<HashMap<String, mcp_types::TaskSupport>>,
 }
 
 enum Entry {
@@ -26,6 +28,12 @@ enum Entry {
 impl OutputSchemas {
     /// Learns the output schemas of a fresh tool list (tools without one are forgotten).
     pub(super) fn learn(&self, tools: &[Tool]) {
+        {
+            let mut support = self.task_support.lock();
+            for t in tools {
+                support.insert(t.name.clone(), t.task_support());
+            }
+        }
         let mut schemas = self.schemas.lock();
         for t in tools {
             match &t.output_schema {
@@ -40,6 +48,11 @@ impl OutputSchemas {
                 }
             }
         }
+    }
+
+    /// Whether `tool` takes tasks, as last listed (`None`: not listed).
+    pub(super) fn task_support(&self, tool: &str) -> Option<mcp_types::TaskSupport> {
+        self.task_support.lock().get(tool).copied()
     }
 
     fn validator(&self, tool: &str) -> Option<Arc<jsonschema::Validator>> {

@@ -106,9 +106,10 @@ impl Client {
     }
 
     /// Calls a tool allowing a task: on 2026-07-28 the request declares the tasks extension
-    /// (the server may still answer at once); on 2025-11-25 it asks for a task with `ttl`
-    /// when the tool allows one ([`mcp_types::Tool::task_support`]; pass `ask: false` for a
-    /// tool that forbids tasks).
+    /// (the server may still answer at once); on 2025-11-25 it asks for a task with `ttl`,
+    /// unless the last [`Client::list_tools`] said the tool forbids tasks (then it is a plain
+    /// call). A result given at once is checked as [`Client::call_tool`] checks it; a task's,
+    /// with [`Client::check_output`].
     ///
     /// # Errors
     /// See [`CallError`]; [`CallError::Protocol`] if the server does not support tasks.
@@ -121,9 +122,11 @@ impl Client {
         self.require(self.init.capabilities.tools.is_some(), "tools")?;
         self.require(self.server_supports_tasks(), "tasks")?;
         let mut params = serde_json::to_value(CallToolParams::new(name, arguments))?;
+        let forbidden =
+            self.output_schemas.task_support(name) == Some(mcp_types::TaskSupport::Forbidden);
         if self.is_modern() {
             self.declare_tasks(&mut params);
-        } else {
+        } else if !forbidden {
             let ttl = ttl.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX));
             params["task"] = match ttl {
                 Some(ms) => json!({ "ttl": ms }),
@@ -133,7 +136,11 @@ impl Client {
         let result = self
             .value_request("tools/call", params, &self.options)
             .await?;
-        tool_call_of(result)
+        let call = tool_call_of(result)?;
+        if let ToolCall::Done(r) = &call {
+            self.check_output(name, r)?;
+        }
+        Ok(call)
     }
 
     /// A task's state (`tasks/get`).
@@ -289,11 +296,42 @@ impl Client {
         params["_meta"][meta_keys::CLIENT_CAPABILITIES] = caps;
     }
 
-    /// A `tools/call` answer in either era: a 2026-07-28 task is followed to its end.
-    pub(super) async fn tool_result(&self, result: Value) -> Result<CallToolResult, CallError> {
-        match tool_call_of(result)? {
-            ToolCall::Done(r) => Ok(r),
-            ToolCall::Task(task) => self.wait_task(&task.task_id, |_| {}).await,
+    /// A `tools/call` answer in either era: a 2026-07-28 task is followed to its end (the
+    /// progress callback of `options` hears of its status messages). If following it fails
+    /// for another reason than the task's own failure, the task is cancelled: nobody will
+    /// fetch its result.
+    pub(super) async fn tool_result(
+        &self,
+        result: Value,
+        options: &mcp_engine::RequestOptions,
+    ) -> Result<CallToolResult, CallError> {
+        let task = match tool_call_of(result)? {
+            ToolCall::Done(r) => return Ok(r),
+            ToolCall::Task(task) => task,
+        };
+        let on_progress = options.on_progress.clone();
+        let mut step = 0.0;
+        let followed = self
+            .wait_task(&task.task_id, |t| {
+                if let (Some(f), Some(message)) = (&on_progress, &t.status_message) {
+                    step += 1.0;
+                    f(mcp_types::ProgressParams {
+                        progress_token: mcp_types::ProgressToken::String(t.task_id.clone()),
+                        progress: step,
+                        total: None,
+                        message: Some(message.clone()),
+                        meta: None,
+                        extra: JsonObject::new(),
+                    });
+                }
+            })
+            .await;
+        match followed {
+            Err(e) if !matches!(e, CallError::Rpc(_) | CallError::Cancelled) => {
+                let _ = self.cancel_task(&task.task_id).await;
+                Err(e)
+            }
+            other => other,
         }
     }
 }

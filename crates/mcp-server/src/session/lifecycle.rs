@@ -38,6 +38,11 @@ impl Session {
         }
         if !version.has(Feature::LegacyTasks) {
             capabilities.extra.remove("tasks");
+        } else if self.principal.is_none()
+            && let Some(serde_json::Value::Object(t)) = capabilities.extra.get_mut("tasks")
+        {
+            // Nobody to list tasks for: tasks/list is not offered (see session/tasks.rs).
+            t.remove("list");
         }
         ready(&InitializeResult {
             protocol_version: version.as_str().to_owned(),

@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use mcp_engine::HandlerResult;
 use mcp_jsonrpc::{ErrorObject, RawValue, parse_params};
-use mcp_types::{Feature, TASKS_EXTENSION, TaskIdParams, TaskStatus, UpdateTaskParams};
+use mcp_types::{Feature, TASKS_EXTENSION, TaskIdParams, UpdateTaskParams};
 use serde_json::{Value, json};
 
 use super::Session;
@@ -151,15 +151,17 @@ async fn cancel(tasks: &Tasks, id: &str, owner: Option<&str>, modern: bool) -> H
             run.record().await
         }
         None => {
+            // The task runs on another instance: it cancels it when the signal comes.
             tasks
                 .store
                 .signal(id, &TaskSignal::Cancel)
                 .await
                 .map_err(store_error)?;
-            TaskRecord {
-                status: TaskStatus::Cancelled,
-                ..rec
+            if modern {
+                return encode(&json!({}));
             }
+            // 2025-11-25 answers with the cancelled task: wait (a while) to see it so.
+            settled(tasks, id, owner).await?
         }
     };
     if modern {
@@ -167,6 +169,19 @@ async fn cancel(tasks: &Tasks, id: &str, owner: Option<&str>, modern: bool) -> H
     } else {
         encode(&wire::legacy_task(&rec))
     }
+}
+
+/// The stored record once terminal, or as it is after about five seconds.
+async fn settled(tasks: &Tasks, id: &str, owner: Option<&str>) -> Result<TaskRecord, ErrorObject> {
+    let mut rec = load(tasks, id, owner).await?;
+    for _ in 0..100 {
+        if rec.status.is_terminal() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        rec = load(tasks, id, owner).await?;
+    }
+    Ok(rec)
 }
 
 /// 2025-11-25 `tasks/result`: waits for a terminal status, then answers what the request
@@ -196,15 +211,27 @@ async fn result(tasks: &Tasks, id: &str, owner: Option<&str>) -> HandlerResult {
 /// 2025-11-25 `tasks/list`: the caller's tasks, oldest first, a page at a time (the cursor
 /// is the offset).
 async fn list(tasks: &Tasks, cursor: Option<&str>, owner: Option<&str>) -> HandlerResult {
+    // Without a verified caller every anonymous task would be listed to everyone (the
+    // specification: such a server should not offer tasks/list).
+    if owner.is_none() {
+        return Err(ErrorObject::method_not_found(
+            "tasks/list (it needs an authenticated caller; keep the ids of your tasks)",
+        ));
+    }
+    let page = tasks.config.page_size.max(1);
     let start: usize = match cursor {
         None => 0,
         Some(c) => c
             .parse()
-            .map_err(|_| ErrorObject::invalid_params("Invalid cursor"))?,
+            .ok()
+            .filter(|s: &usize| *s <= tasks.config.max_kept)
+            .ok_or_else(|| ErrorObject::invalid_params("Invalid cursor"))?,
     };
-    let page = tasks.config.page_size.max(1);
     let limit = start.saturating_add(page).saturating_add(1);
     let all = tasks.store.list(owner, limit).await.map_err(store_error)?;
+    if start > 0 && start >= all.len() {
+        return Err(ErrorObject::invalid_params("Invalid cursor"));
+    }
     let mut listed: Vec<Value> = Vec::new();
     for rec in all.iter().skip(start).take(page) {
         // A task running here is fresher than its stored copy.
@@ -215,8 +242,9 @@ async fn list(tasks: &Tasks, cursor: Option<&str>, owner: Option<&str>) -> Handl
         listed.push(Value::Object(wire::legacy_task(&rec)));
     }
     let mut out = json!({ "tasks": listed });
-    if all.len() > start + page {
-        out["nextCursor"] = Value::String((start + page).to_string());
+    let next = start.saturating_add(page);
+    if all.len() > next {
+        out["nextCursor"] = Value::String(next.to_string());
     }
     encode(&out)
 }

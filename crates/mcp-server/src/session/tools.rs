@@ -157,11 +157,11 @@ fn as_task(
             TaskEra::Legacy => encode(&wire::legacy_created(rec)),
         };
         if entry.task_start == TaskStart::Immediately {
-            let run = tasks
+            let (run, rec) = tasks
                 .create(era, owner, "tools/call", ttl, legacy_peer, token)
                 .await?;
             let _ = slot.running.set(run.clone());
-            let rec = run.record().await;
+            // No await from here to the spawn: the work starts whatever the request does.
             let token = run.cancel.clone();
             tokio::spawn(async move {
                 // Cancelled (tasks/cancel, expiry): the work is dropped, as a cancelled
@@ -186,13 +186,13 @@ fn as_task(
             }
             Ok(ack) = begin_rx => ack,
         };
-        let run = tasks
+        let (run, rec) = tasks
             .create(era, owner, "tools/call", ttl, legacy_peer, token.clone())
             .await?;
         let _ = slot.running.set(run.clone());
         let _ = ack.send(());
+        // No await from here to the spawn: the work is the task's now.
         guard.disarm();
-        let rec = run.record().await;
         tokio::spawn(async move {
             tokio::select! {
                 joined = &mut handle => {

@@ -47,6 +47,10 @@ pub struct TaskConfig {
     /// Most tasks running at once in this process; the next task-eligible call is refused
     /// with -32603 until one ends. Default 1,000.
     pub max_running: usize,
+    /// Most tasks kept in this process at once, running or finished (a finished task keeps
+    /// its record and result until its TTL); the next task-eligible call is refused with
+    /// -32603 until one expires. Default 10,000.
+    pub max_kept: usize,
     /// Most tasks in one `tasks/list` page (2025-11-25). Default 100.
     pub page_size: usize,
 }
@@ -58,6 +62,7 @@ impl Default for TaskConfig {
             max_ttl: Duration::from_secs(24 * 3600),
             poll_interval: Duration::from_millis(500),
             max_running: 1000,
+            max_kept: 10_000,
             page_size: 100,
         }
     }
@@ -87,6 +92,12 @@ impl TaskConfig {
         self.max_running = n;
         self
     }
+
+    /// With another cap on tasks kept (running or finished).
+    pub fn max_kept(mut self, n: usize) -> Self {
+        self.max_kept = n;
+        self
+    }
 }
 
 /// When a task-eligible call becomes a task.
@@ -114,22 +125,60 @@ pub(crate) struct Tasks {
     pub(crate) config: TaskConfig,
     pub(crate) store: Arc<dyn TaskStore>,
     pub(crate) running: Mutex<HashMap<String, Arc<Running>>>,
+    /// Tasks kept here (running or finished, until their TTL), against `max_kept`.
+    pub(crate) live: Arc<Live>,
     listener: OnceLock<()>,
+}
+
+/// A counter of kept tasks with a cap; a [`LiveSlot`] gives its place back when dropped.
+#[derive(Debug)]
+pub(crate) struct Live {
+    held: std::sync::atomic::AtomicUsize,
+    cap: usize,
+}
+
+/// One kept task's place in [`Live`].
+pub(crate) struct LiveSlot(Arc<Live>);
+
+impl Live {
+    /// A place, if there is one.
+    pub(crate) fn try_take(self: &Arc<Self>) -> Option<LiveSlot> {
+        use std::sync::atomic::Ordering;
+        self.held
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.cap).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| LiveSlot(self.clone()))
+    }
+}
+
+impl Drop for LiveSlot {
+    fn drop(&mut self) {
+        self.0
+            .held
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
 }
 
 impl Tasks {
     pub(crate) fn new(config: TaskConfig, store: Arc<dyn TaskStore>) -> Self {
+        let live = Arc::new(Live {
+            held: std::sync::atomic::AtomicUsize::new(0),
+            cap: config.max_kept,
+        });
         Self {
             config,
             store,
             running: Mutex::new(HashMap::new()),
+            live,
             listener: OnceLock::new(),
         }
     }
 
     /// The granted lifetime in ms for a requested one.
     pub(crate) fn ttl(&self, requested: Option<u64>) -> u64 {
-        let max = millis(self.config.max_ttl);
+        let max = millis(self.config.max_ttl).max(1);
         requested
             .unwrap_or_else(|| millis(self.config.default_ttl))
             .clamp(1, max)

@@ -55,7 +55,9 @@ fn new_id() -> Result<String, ErrorObject> {
 
 impl Tasks {
     /// Creates a task: saved in the store before this returns (so `tasks/get` resolves at
-    /// once), registered as running here, and expired (its work cancelled) after its TTL.
+    /// once), registered as running here, and expired after its TTL (its work cancelled, a
+    /// waiting `tasks/result` answered, its record deleted). Returns the task and its first
+    /// record; spawn its work before awaiting anything else, or it waits for expiry.
     pub(crate) async fn create(
         self: &Arc<Self>,
         era: TaskEra,
@@ -64,7 +66,7 @@ impl Tasks {
         ttl: Option<u64>,
         legacy_peer: Option<Peer>,
         cancel: CancellationToken,
-    ) -> Result<Arc<Running>, ErrorObject> {
+    ) -> Result<(Arc<Running>, TaskRecord), ErrorObject> {
         self.listen_for_signals();
         if self.running.lock().len() >= self.config.max_running {
             return Err(ErrorObject::internal(format!(
@@ -72,6 +74,13 @@ impl Tasks {
                 self.config.max_running
             )));
         }
+        // Every task, running or finished, holds a record until its TTL: they are capped too.
+        let Some(slot) = self.live.try_take() else {
+            return Err(ErrorObject::internal(format!(
+                "too many tasks kept (at most {}); try again when some have expired",
+                self.config.max_kept
+            )));
+        };
         let now = now_ms();
         let record = TaskRecord {
             id: new_id()?,
@@ -88,32 +97,33 @@ impl Tasks {
             error: None,
             input_requests: InputRequests::new(),
         };
-        self.store
-            .put(&record)
-            .await
-            .map_err(|e| ErrorObject::internal(e.to_string()))?;
         let ttl = Duration::from_millis(record.ttl_ms);
         let run = Arc::new(Running {
             id: record.id.clone(),
             tasks: Arc::downgrade(self),
-            record: tokio::sync::Mutex::new(record),
+            record: tokio::sync::Mutex::new(record.clone()),
             cancel,
             answers: parking_lot::Mutex::new(JsonObject::new()),
             changed: Notify::new(),
             legacy_peer,
         });
         self.running.lock().insert(run.id.clone(), run.clone());
-        // Expiry: the work stops and the record goes (the store drops it by itself too).
-        let (weak, id, token) = (Arc::downgrade(self), run.id.clone(), run.cancel.clone());
+        // Expiry, whatever happens to the caller from here on.
+        let (weak, expiring) = (Arc::downgrade(self), run.clone());
         tokio::spawn(async move {
             tokio::time::sleep(ttl).await;
-            token.cancel();
+            expiring.expire().await;
             if let Some(tasks) = weak.upgrade() {
-                tasks.running.lock().remove(&id);
-                let _ = tasks.store.delete(&id).await;
+                let _ = tasks.store.delete(&expiring.id).await;
             }
+            drop(slot);
         });
-        Ok(run)
+        if let Err(e) = self.store.put(&record).await {
+            run.cancel.cancel();
+            self.running.lock().remove(&run.id);
+            return Err(ErrorObject::internal(e.to_string()));
+        }
+        Ok((run, record))
     }
 }
 
@@ -197,6 +207,20 @@ impl Running {
         if let Some(tasks) = self.tasks.upgrade() {
             tasks.running.lock().remove(&self.id);
         }
+    }
+
+    /// The TTL is over: the work is cancelled and the task ends `failed` (if it had not
+    /// ended), which wakes whoever waits for it.
+    pub(crate) async fn expire(&self) {
+        self.cancel.cancel();
+        self.change(|rec| {
+            rec.status = TaskStatus::Failed;
+            rec.status_message = Some("The task expired.".into());
+            rec.error = Some(serde_json::json!({"code": -32603, "message": "the task expired"}));
+            rec.input_requests.clear();
+        })
+        .await;
+        self.forget();
     }
 
     /// `tasks/cancel`: the work's token is cancelled and the task is `cancelled` at once.
