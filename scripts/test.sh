@@ -37,6 +37,11 @@ fi
 cargo build --workspace --all-targets
 cargo test --workspace --all-targets
 cargo test --workspace --doc
+# The quick examples run too (each serves and calls in one process, and fails on error).
+for example in tasks extensions; do
+  echo "== example $example"
+  cargo run -q -p mcp --example "$example" >/dev/null
+done
 (cd fuzz && cargo test --quiet)
 ./scripts/fuzz.sh
 ./scripts/conformance.sh
