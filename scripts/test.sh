@@ -37,6 +37,8 @@ fi
 cargo build --workspace --all-targets
 cargo test --workspace --all-targets
 cargo test --workspace --doc
+# The API docs build without a warning (broken links, private items named in public docs).
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 # The quick examples run too (each serves and calls in one process, and fails on error).
 for example in tasks extensions; do
   echo "== example $example"

@@ -4,7 +4,7 @@
 //! naming draft-04, draft-06, draft-07, 2019-09 or 2020-12 is honoured; any other dialect is
 //! refused with a clear error when the tool is registered, not when it is called.
 //!
-//! Schemas made only of plain typed properties are checked by [`simple`], which needs no
+//! Schemas made only of plain typed properties are checked by a fast path (`simple`), which needs no
 //! start-up work; every other schema by the `jsonschema` crate, with the same verdicts.
 
 mod simple;
@@ -98,7 +98,7 @@ impl CompiledSchema {
         })
     }
 
-    /// Whether the fast path checks this schema (see [`simple`]).
+    /// Whether the fast path (plain typed properties only) checks this schema.
     pub fn is_simple(&self) -> bool {
         matches!(self.check, Check::Simple(_))
     }

@@ -5,7 +5,7 @@
 //! `name` and `description`, then Markdown) with all its files, nested folders included, and
 //! checks it: the name rules, the name equal to the folder's, the 512-file and 16 MiB limits
 //! per skill. A bad skill fails the whole load with a [`SkillsError`] naming it: a publisher
-//! learns at start-up, not from a client. [`ServerBuilder::skills`] then declares the
+//! learns at start-up, not from a client. [`crate::ServerBuilder::skills`] then declares the
 //! extension (with `directoryRead: true`) and the `resources` capability, and serves
 //! `skills/list` (paginated), `skills/get`, `resources/directory/read`, each `SKILL.md` as a
 //! listed resource and the other files through the template `skill://{skill}/{+path}`.
