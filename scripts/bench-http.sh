@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # First the performance table (scripts/bench_table.py): the floor, our SDK's echo server,
-# `mcp serve` and rmcp's echo server side by side in one run, over Streamable HTTP (64
+# `oxmcp serve` and rmcp's echo server side by side in one run, over Streamable HTTP (64
 # connections with a session each, 64 in one session, 1 connection), stdio (sequential,
 # pipelined, cold start, RSS) and the memory of an idle session; the server pinned to one
-# core and the driver to the other. Then more shapes of `mcp serve` alone:
+# core and the driver to the other. Then more shapes of `oxmcp serve` alone:
 #
-# Streamable HTTP figures of `mcp serve`, every answer checked by `mcp bench`'s raw driver
+# Streamable HTTP figures of `oxmcp serve`, every answer checked by `oxmcp bench`'s raw driver
 # (status, content type, id, and the text of each echo: every call sends its own message).
 # A refusal such as 429 is an error, and a figure with errors shows them instead of a rate.
 #
@@ -20,13 +20,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-5}
-cargo build --release -p mcp-cli --bins --examples >/dev/null
+cargo build --release -p oxmcp-cli --bins --examples >/dev/null
 # rmcp is fetched from crates.io into bench/compare's own lockfile, never into the workspace.
 (cd bench/compare && cargo build --release --examples >/dev/null)
 table_failed=0
 python3 scripts/bench_table.py "$secs" || table_failed=1
 echo
-mcp=target/release/mcp
+mcp=target/release/oxmcp
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 url="http://127.0.0.1:$port/mcp"
 pid=
@@ -43,7 +43,7 @@ start() { # the server command
 stop() {
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
 }
-# $1 = label, then `mcp bench` arguments. Prints the phase, error and CPU lines.
+# $1 = label, then `oxmcp bench` arguments. Prints the phase, error and CPU lines.
 figure() {
   local label=$1; shift
   echo "-- $label"
@@ -53,7 +53,7 @@ figure() {
 }
 
 echo "Every answer checked: status, content type, id, and the echoed text (message \"hello-<n>\")."
-echo "Driver: mcp bench --driver raw (hyper, one thread), ${secs}s per figure."
+echo "Driver: oxmcp bench --driver raw (hyper, one thread), ${secs}s per figure."
 for mode in json sse; do
   start "$mcp" serve --listen "127.0.0.1:$port" --response-mode "$mode"
   figure "$mode: 1 connection, a session" --clients 1 --duration "${secs}s"

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Scale-out figures: `mcp serve` with the Redis store, 1, 2 and 3 instances, against one
+"""Scale-out figures: `oxmcp serve` with the Redis store, 1, 2 and 3 instances, against one
 instance without it, in both eras; Redis round trips per call; memory per idle session in
 Redis.
 
-Every figure comes from `mcp bench` (raw driver, 64 connections), which checks each answer
+Every figure comes from `oxmcp bench` (raw driver, 64 connections), which checks each answer
 (status, id and the echoed text: every call sends its own message). A figure with errors is
 printed as its error count, never as a rate, and the script exits 1. With several instances,
 each connection's calls go to the instances in turn (`--also`), so a session opened on one is
@@ -34,7 +34,7 @@ import urllib.request
 SECS = sys.argv[1] if len(sys.argv) > 1 else "5"
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 IDLE = int(os.environ.get("IDLE", "1000"))
-MCP = "target/release/mcp"
+MCP = "target/release/oxmcp"
 PIN = shutil.which("taskset") is not None and (os.cpu_count() or 1) >= 2
 SERVER_CPU = ["taskset", "-c", "0"] if PIN else []
 DRIVER_CPU = ["taskset", "-c", "1"] if PIN else []
@@ -240,7 +240,7 @@ def main():
             print(f"| {era} | {n} | {'redis' if store else 'none'} | {shown} | {rate / base:.2f}x "
                   f"| {errors} | {med(2):.2f} | {med(3):.2f} | {med(4):.2f} |")
     print()
-    print("Same shape (2025-11-25, 64 connections), same run: `mcp serve` with and without the store, against the floor and rmcp")
+    print("Same shape (2025-11-25, 64 connections), same run: `oxmcp serve` with and without the store, against the floor and rmcp")
     print("| server | calls/s | errors | store none / ratio | store redis, 1 instance / ratio |")
     print("|---|---|---|---|---|")
     ours = {store: statistics.median(x[0] for x in results[("legacy", 1, store)] if x)

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """One run of every figure of the performance table: the floor, our SDK's echo server,
-`mcp serve` (the CLI's demo server) and rmcp's echo server, side by side.
+`oxmcp serve` (the CLI's demo server) and rmcp's echo server, side by side.
 
-Every figure comes from `mcp bench`, which checks each answer (status, id, and the echoed
+Every figure comes from `oxmcp bench`, which checks each answer (status, id, and the echoed
 text: each call sends its own message). A figure with errors is printed as its error count,
 never as a rate, and the script exits 1. With two or more cores the server runs pinned to
 core 0 and the driver to core 1 (taskset), so neither takes the other's core.
@@ -27,7 +27,7 @@ STDIO_CALLS = os.environ.get("STDIO_CALLS", "20000")
 STARTS = os.environ.get("STARTS", "50")
 IDLE = os.environ.get("IDLE", "1000")
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
-MCP = "target/release/mcp"
+MCP = "target/release/oxmcp"
 CMP = "bench/compare/target/release/examples"
 PIN = shutil.which("taskset") is not None and (os.cpu_count() or 1) >= 2
 SERVER_CPU = ["taskset", "-c", "0"] if PIN else []
@@ -38,7 +38,7 @@ SERVERS = {
     "floor": ([ "target/release/examples/bare_http", "{addr}"],
               ["target/release/examples/bare_echo"]),
     "ours": ([f"{CMP}/ours_echo", "--listen", "{addr}"], [f"{CMP}/ours_echo", "--stdio"]),
-    "mcp serve": ([MCP, "serve", "--listen", "{addr}"], [MCP, "serve", "--stdio"]),
+    "oxmcp serve": ([MCP, "serve", "--listen", "{addr}"], [MCP, "serve", "--stdio"]),
     "rmcp": ([f"{CMP}/rmcp_echo", "--listen", "{addr}"], [f"{CMP}/rmcp_echo", "--stdio"]),
 }
 failed = []
@@ -53,7 +53,7 @@ def free_port():
 
 
 def bench(args, label):
-    """Runs `mcp bench --json ARGS` on the driver's core; returns its report, or None."""
+    """Runs `oxmcp bench --json ARGS` on the driver's core; returns its report, or None."""
     out = subprocess.run(DRIVER_CPU + [MCP, "bench", "--json"] + args,
                          capture_output=True, text=True)
     try:
@@ -199,7 +199,7 @@ def main():
           f"{'Server on core 0, driver on core 1' if PIN else 'Server and driver unpinned'}; "
           f"HTTP figures {SECS} s each, stdio {STDIO_CALLS} calls, {STARTS} cold starts; "
           f"each cell the median of {ROUNDS} rounds, the servers taking turns.\n")
-    print("| measurement | floor | ours (SDK echo) | `mcp serve` | rmcp | ours/floor | ours/rmcp |")
+    print("| measurement | floor | ours (SDK echo) | `oxmcp serve` | rmcp | ours/floor | ours/rmcp |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for label, key, unit in rows:
         cells = [f[n].get(key) for n in SERVERS]

@@ -3,7 +3,7 @@
 WebSocket and gRPC, and the bytes on the wire and calls/s of JSON against protobuf with
 `echo` and with a 1 MiB binary resource (demo://payload/1048576).
 
-Every figure comes from `mcp bench --driver client` (the SDK's Client over each transport),
+Every figure comes from `oxmcp bench --driver client` (the SDK's Client over each transport),
 which checks each answer: for echo, the id and the echoed text (every call sends its own
 message); for the resource, contents identical to the first read's. A figure with errors
 is printed as its error count, never as a rate, and the script exits 1. Bytes come from a
@@ -28,7 +28,7 @@ import time
 
 SECS = sys.argv[1] if len(sys.argv) > 1 else "5"
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
-MCP = "target/release/mcp"
+MCP = "target/release/oxmcp"
 PIN = shutil.which("taskset") is not None and (os.cpu_count() or 1) >= 2
 SERVER_CPU = ["taskset", "-c", "0"] if PIN else []
 DRIVER_CPU = ["taskset", "-c", "1"] if PIN else []
@@ -73,7 +73,7 @@ class Server:
 
 
 def bench(url, label, clients=1, encoding="json", read=None, wire=False):
-    """The report of one `mcp bench` run (None if it had no report)."""
+    """The report of one `oxmcp bench` run (None if it had no report)."""
     args = DRIVER_CPU + [MCP, "bench", "--json", url, "--driver", "client",
                          "--clients", str(clients), "--encoding", encoding]
     if clients == 1:
@@ -139,7 +139,7 @@ def transports_round(cells):
     ours = Server([MCP, "serve", "--listen", "{addr}"])
     for t in TRANSPORTS:
         for n in CONNECTIONS:
-            cells[("ours", t, n)].append(rate(bench(ours.url(t), f"mcp serve {t} x{n}", n)))
+            cells[("ours", t, n)].append(rate(bench(ours.url(t), f"oxmcp serve {t} x{n}", n)))
     ours.stop()
     for t, cmd in FLOORS.items():
         floor = Server(cmd)
@@ -191,11 +191,11 @@ def main():
     sizes = wire_bytes()
     med = {k: median_cell(v) for k, v in cells.items()}
     print(f"{SECS}s per figure, median of {ROUNDS} rounds; every answer checked; driver: the "
-          f"SDK's Client (`mcp bench --driver client`), 2025-11-25 sessions")
+          f"SDK's Client (`oxmcp bench --driver client`), 2025-11-25 sessions")
     print("servers on core 0, driver on core 1" if PIN else "unpinned")
     print()
     print("## echo, calls/s by transport")
-    print("| transport | connections | mcp serve | errors | floor | vs floor | rmcp | vs rmcp |")
+    print("| transport | connections | oxmcp serve | errors | floor | vs floor | rmcp | vs rmcp |")
     print("|---|---|---|---|---|---|---|---|")
     for t in TRANSPORTS:
         for n in CONNECTIONS:
@@ -206,7 +206,7 @@ def main():
             print(f"| {t} | {n} | {shown} | {errors} | {show(floor)[0]} | {ratio(ours, floor)} "
                   f"| {rm} | {ratio(ours, rmcp) if t == 'http' else '–'} |")
     print()
-    print("## JSON against protobuf (mcp serve, 1 connection, sequential)")
+    print("## JSON against protobuf (oxmcp serve, 1 connection, sequential)")
     print("| transport | encoding | payload | calls/s | errors | bytes/call sent | bytes/call received |")
     print("|---|---|---|---|---|---|---|")
     for t, e in ENCODED:

@@ -42,7 +42,7 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 # The quick examples run too (each serves and calls in one process, and fails on error).
 for example in tasks extensions; do
   echo "== example $example"
-  cargo run -q -p mcp --example "$example" >/dev/null
+  cargo run -q -p oxmcp --example "$example" >/dev/null
 done
 (cd fuzz && cargo test --quiet)
 ./scripts/fuzz.sh

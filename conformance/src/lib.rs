@@ -7,9 +7,9 @@ mod tasks;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use mcp_jsonrpc::ErrorObject;
-use mcp_server::{Ctx, Server, ToolFn};
-use mcp_types::{
+use oxmcp_jsonrpc::ErrorObject;
+use oxmcp_server::{Ctx, Server, ToolFn};
+use oxmcp_types::{
     CallToolResult, CompleteResult, Completion, Content, CreateMessageParams, ElicitParams,
     EmbeddedResource, GetPromptResult, InputRequest, InputRequests, JsonObject, LoggingLevel,
     MediaContent, OneOrMany, Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource,
@@ -93,7 +93,7 @@ async fn elicit(ctx: &Ctx, message: &str, schema: Value) -> Result<CallToolResul
     })
 }
 
-fn tools(b: mcp_server::ServerBuilder) -> mcp_server::ServerBuilder {
+fn tools(b: oxmcp_server::ServerBuilder) -> oxmcp_server::ServerBuilder {
     b.raw_tool(
         tool("test_simple_text", "Returns simple text content", no_args()),
         handler(|_, _| async { Ok(CallToolResult::text("This is a simple text response for testing.")) }),
@@ -316,7 +316,7 @@ fn sampled_text(v: &Value) -> String {
 }
 
 /// Tools of the 2026-07-28 suite: multi round-trip requests and diagnostics.
-fn modern_tools(b: mcp_server::ServerBuilder) -> mcp_server::ServerBuilder {
+fn modern_tools(b: oxmcp_server::ServerBuilder) -> oxmcp_server::ServerBuilder {
     let t = |name: &str, desc: &str| tool(name, desc, no_args());
     b.raw_tool(
         t("test_input_required_result_elicitation", "Asks for a name (multi round-trip)"),
@@ -468,7 +468,7 @@ fn modern_tools(b: mcp_server::ServerBuilder) -> mcp_server::ServerBuilder {
         t("test_trigger_prompt_change", "Adds a prompt, so subscribers hear prompts/list_changed"),
         handler(|ctx, _| async move {
             let p = prompt("test_dynamic_prompt", "Added at run time", &[]);
-            let render: mcp_server::PromptFn = std::sync::Arc::new(|_, _| {
+            let render: oxmcp_server::PromptFn = std::sync::Arc::new(|_, _| {
                 Box::pin(async { Ok(messages(vec![PromptMessage::text(Role::User, "dynamic")])) })
             });
             ctx.server().add_prompt(p, render).await;
@@ -501,7 +501,7 @@ fn resource(uri: &str, name: &str, description: &str, mime: &str) -> Resource {
     }
 }
 
-fn resources(b: mcp_server::ServerBuilder) -> mcp_server::ServerBuilder {
+fn resources(b: oxmcp_server::ServerBuilder) -> oxmcp_server::ServerBuilder {
     b.resource(
         resource(
             "test://static-text",
@@ -593,7 +593,7 @@ fn messages(messages: Vec<PromptMessage>) -> GetPromptResult {
     }
 }
 
-fn prompts(b: mcp_server::ServerBuilder) -> mcp_server::ServerBuilder {
+fn prompts(b: oxmcp_server::ServerBuilder) -> oxmcp_server::ServerBuilder {
     b.prompt(
         prompt(
             "test_simple_prompt",
@@ -690,7 +690,7 @@ fn prompts(b: mcp_server::ServerBuilder) -> mcp_server::ServerBuilder {
 ///
 /// # Errors
 /// Only if a fixture definition is invalid (a bug caught by the tests).
-pub fn server() -> Result<Server, mcp_server::BuildError> {
+pub fn server() -> Result<Server, oxmcp_server::BuildError> {
     let b = Server::builder("mcp-conformance-test-server", "1.0.0");
     tasks::tools(skills::add(prompts(resources(modern_tools(tools(b))))))
         .completion(|_, _| async {

@@ -2,7 +2,7 @@
 //! the one `MCP_CONFORMANCE_SKILLS` names. A subfolder in `pdf-processing` lets the suite's
 //! `resources/directory/read` checks descend.
 
-use mcp_server::ServerBuilder;
+use oxmcp_server::ServerBuilder;
 
 /// Publishes the fixture skills.
 pub fn add(b: ServerBuilder) -> ServerBuilder {
@@ -16,11 +16,11 @@ pub fn add(b: ServerBuilder) -> ServerBuilder {
 /// skill must be refused after its `SKILL.md` is read, before any other file is.
 ///
 /// # Errors
-/// A failed listing, or the load's refusal ([`mcp_client::skills::SkillsError`]).
+/// A failed listing, or the load's refusal ([`oxmcp_client::skills::SkillsError`]).
 pub async fn client(
-    client: &mcp_client::Client,
+    client: &oxmcp_client::Client,
     scenario: &str,
-) -> Result<(), mcp_client::skills::SkillsError> {
+) -> Result<(), oxmcp_client::skills::SkillsError> {
     let skills = client.skills();
     let entries = skills.list().await?;
     if scenario.starts_with("sep-2640-client-verify-")

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use mcp_jsonrpc::ErrorObject;
-use mcp_server::{Ctx, ServerBuilder, TaskStart};
-use mcp_types::{CallToolResult, TaskSupport};
+use oxmcp_jsonrpc::ErrorObject;
+use oxmcp_server::{Ctx, ServerBuilder, TaskStart};
+use oxmcp_types::{CallToolResult, TaskSupport};
 use serde_json::{Value, json};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -123,11 +123,11 @@ pub(crate) fn tools(b: ServerBuilder) -> ServerBuilder {
         "Asks two questions at once",
         TaskSupport::Optional,
         |ctx: Ctx, _a: NoArgs| async move {
-            let mut requests = mcp_types::InputRequests::new();
+            let mut requests = oxmcp_types::InputRequests::new();
             for key in ["first", "second"] {
                 requests.insert(
                     key.to_owned(),
-                    mcp_types::InputRequest {
+                    oxmcp_types::InputRequest {
                         method: "elicitation/create".into(),
                         params: Some(ask(&format!("The {key} name?"), "name", "string")),
                     },

@@ -5,11 +5,11 @@
 use std::process::Stdio;
 
 /// Serves `server` over Streamable HTTP on 127.0.0.1 and returns its URL.
-async fn serve(server: mcp_server::Server) -> String {
+async fn serve(server: oxmcp_server::Server) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let app = mcp_http::StreamableHttp::new(server, mcp_http::HttpConfig::default()).router();
-    tokio::spawn(mcp_http::serve_router(listener, app));
+    let app = oxmcp_http::StreamableHttp::new(server, oxmcp_http::HttpConfig::default()).router();
+    tokio::spawn(oxmcp_http::serve_router(listener, app));
     url
 }
 
@@ -28,7 +28,7 @@ async fn run_client(scenario: &str, url: &str) -> std::process::Output {
 /// `client --scenario initialize` was FAILED although its one check passed).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn initialize_against_a_server_without_tools_exits_0() {
-    let bare = mcp_server::Server::builder("no-tools", "1")
+    let bare = oxmcp_server::Server::builder("no-tools", "1")
         .build()
         .unwrap();
     let url = serve(bare).await;

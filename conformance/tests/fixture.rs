@@ -6,8 +6,8 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use mcp_client::{Client, ClientConfig, ClientHandlers};
-use mcp_types::{
+use oxmcp_client::{Client, ClientConfig, ClientHandlers};
+use oxmcp_types::{
     Content, CreateMessageResult, ElicitAction, ElicitResult, JsonObject, OneOrMany, Role,
 };
 use serde_json::{Value, json};
@@ -53,7 +53,7 @@ async fn connect(fixture: &Fixture, transport: &str, handlers: ClientHandlers) -
     let addr = &fixture.addr;
     let connected = match transport {
         "memory" => {
-            let (client_end, server_end) = mcp_transport::duplex();
+            let (client_end, server_end) = oxmcp_transport::duplex();
             let server = mcp_conformance::server().unwrap();
             tokio::spawn(
                 async move { server.serve(server_end.incoming, server_end.outgoing).await },
@@ -62,30 +62,30 @@ async fn connect(fixture: &Fixture, transport: &str, handlers: ClientHandlers) -
         }
         "http" => {
             let url = format!("http://{addr}/mcp");
-            let (channels, session) = mcp_http::client::connect(&url, Default::default())
+            let (channels, session) = oxmcp_http::client::connect(&url, Default::default())
                 .unwrap()
                 .into_parts();
             Client::connect_over(channels, session, handlers, config).await
         }
         "ws" => {
             let url = format!("ws://{addr}/ws");
-            let (channels, link) = mcp_http::ws::client::connect(&url, Default::default())
+            let (channels, link) = oxmcp_http::ws::client::connect(&url, Default::default())
                 .await
                 .unwrap();
             Client::connect_over(channels, link, handlers, config).await
         }
         grpc => {
             let form = if grpc.ends_with("protobuf") {
-                mcp_http::grpc::Form::Protobuf
+                oxmcp_http::grpc::Form::Protobuf
             } else {
-                mcp_http::grpc::Form::Json
+                oxmcp_http::grpc::Form::Json
             };
-            let settings = mcp_http::grpc::client::GrpcClientConfig {
+            let settings = oxmcp_http::grpc::client::GrpcClientConfig {
                 form,
                 ..Default::default()
             };
             let (channels, link) =
-                mcp_http::grpc::client::connect(&format!("grpc://{addr}"), settings)
+                oxmcp_http::grpc::client::connect(&format!("grpc://{addr}"), settings)
                     .await
                     .unwrap();
             Client::connect_over(channels, link, handlers, config).await
@@ -94,7 +94,7 @@ async fn connect(fixture: &Fixture, transport: &str, handlers: ClientHandlers) -
     connected.unwrap_or_else(|e| panic!("{transport}: {e}"))
 }
 
-fn content(r: &mcp_types::CallToolResult) -> Value {
+fn content(r: &oxmcp_types::CallToolResult) -> Value {
     serde_json::to_value(&r.content).unwrap()
 }
 

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use mcp_jsonrpc::{Frame, Message};
-use mcp_transport::ndjson::{LineRead, LineReader};
+use oxmcp_jsonrpc::{Frame, Message};
+use oxmcp_transport::ndjson::{LineRead, LineReader};
 
 /// Decoding never panics; what decodes re-encodes to text that decodes to the same message;
 /// nothing that is not JSON is ever accepted.
@@ -81,13 +81,13 @@ pub fn sse_parser(data: &[u8]) {
         return;
     };
     let cap = usize::from(*cap) + 1;
-    let mut whole = mcp_http::sse::SseParser::new(cap);
+    let mut whole = oxmcp_http::sse::SseParser::new(cap);
     let all = whole.push(rest);
     for e in &all {
         assert!(e.data.len() <= cap, "event over the cap");
     }
     let split = usize::from(*split).min(rest.len());
-    let mut parts = mcp_http::sse::SseParser::new(cap);
+    let mut parts = oxmcp_http::sse::SseParser::new(cap);
     let mut got = parts.push(&rest[..split]);
     got.extend(parts.push(&rest[split..]));
     // An event cut by the cap may differ at the boundary; below the cap they must agree.
@@ -103,7 +103,7 @@ pub fn uri_template(data: &[u8]) {
     };
     let (template, uri) = text.split_once('\n').unwrap_or((text, ""));
     let start = Instant::now();
-    if let Ok(t) = mcp_server::uri_template::UriTemplate::parse(template) {
+    if let Ok(t) = oxmcp_server::uri_template::UriTemplate::parse(template) {
         if let Some(vars) = t.matches(uri) {
             let _ = t.expand(&vars);
         }
@@ -181,12 +181,12 @@ thread_local! {
     static ROUTER: axum::Router = {
         // The router starts background tasks (session reaper) on the runtime.
         let _inside = runtime().enter();
-        let server = mcp_server::Server::builder("fuzz", "1")
-            .tool("echo", "echo", |_c: mcp_server::Ctx, a: Echo| async move {
+        let server = oxmcp_server::Server::builder("fuzz", "1")
+            .tool("echo", "echo", |_c: oxmcp_server::Ctx, a: Echo| async move {
                 Ok::<_, String>(a.message)
             })
             .build()
             .expect("a server");
-        mcp_http::StreamableHttp::new(server, mcp_http::HttpConfig::default()).router()
+        oxmcp_http::StreamableHttp::new(server, oxmcp_http::HttpConfig::default()).router()
     };
 }

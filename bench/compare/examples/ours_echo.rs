@@ -1,8 +1,8 @@
-//! The echo server written with our SDK (`mcp` + `mcp-http`).
+//! The echo server written with our SDK (`mcp` + `oxmcp-http`).
 
 mod common;
 
-use mcp::server::{Ctx, Server};
+use oxmcp::server::{Ctx, Server};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Echo {
@@ -23,13 +23,13 @@ fn main() {
             .expect("server");
         match mode {
             common::Mode::Stdio => {
-                let (io, writer) = mcp::transport::stdio(mcp::transport::DEFAULT_MAX_LINE);
+                let (io, writer) = oxmcp::transport::stdio(oxmcp::transport::DEFAULT_MAX_LINE);
                 server.serve(io.incoming, io.outgoing).await;
                 let _ = writer.await;
             }
             common::Mode::Http(addr) => {
                 let listener = common::listen(&addr).await;
-                let http = mcp_http::StreamableHttp::new(server, mcp_http::HttpConfig::default());
+                let http = oxmcp_http::StreamableHttp::new(server, oxmcp_http::HttpConfig::default());
                 axum::serve(listener, http.router()).await.expect("serve");
             }
         }

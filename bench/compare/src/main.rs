@@ -1,5 +1,5 @@
-//! Runs `mcp bench` against the rmcp echo server and ours in alternating rounds and prints the
-//! median of each mode and the ratio ours/rmcp. `mcp bench` checks every answer (the id, and
+//! Runs `oxmcp bench` against the rmcp echo server and ours in alternating rounds and prints the
+//! median of each mode and the ratio ours/rmcp. `oxmcp bench` checks every answer (the id, and
 //! the echoed text: each call sends its own message); a round with errors gives no rate, and
 //! the table shows each side's error count beside its figure.
 //!
@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use anyhow::Context;
 use serde_json::Value;
 
-/// One measured mode: how `mcp bench` is run and which phase of its report is the figure.
+/// One measured mode: how `oxmcp bench` is run and which phase of its report is the figure.
 struct Mode {
     name: &'static str,
     http_clients: Option<usize>,
@@ -101,11 +101,11 @@ fn bench(mcp: &str, target: &[&str], mode: &Mode, scale: f64) -> anyhow::Result<
     let out = cmd
         .stderr(Stdio::inherit())
         .output()
-        .context("running mcp bench")?;
-    // With errors, mcp bench still prints its report, and exits 1.
+        .context("running oxmcp bench")?;
+    // With errors, oxmcp bench still prints its report, and exits 1.
     let report: Value = serde_json::from_slice(&out.stdout).with_context(|| {
         format!(
-            "mcp bench gave no report (exit {:?}): {}",
+            "oxmcp bench gave no report (exit {:?}): {}",
             out.status.code(),
             String::from_utf8_lossy(&out.stdout)
         )
@@ -231,7 +231,7 @@ fn main() -> anyhow::Result<()> {
         );
     }
     println!(
-        "\nMedians of {} alternating rounds; `mcp bench` speaks the initialize-handshake era to \
+        "\nMedians of {} alternating rounds; `oxmcp bench` speaks the initialize-handshake era to \
          both and checks every answer (id and echoed text). stdio: the SDK's Client as driver; \
          HTTP: the raw driver (hyper, one thread), a session per connection. A mode with errors \
          in any round shows no rate (\"-\").",

@@ -4,9 +4,9 @@
 
 use std::process::ExitCode;
 
-use mcp_client::{Client, ClientConfig, ClientHandlers};
-use mcp_jsonrpc::ErrorObject;
-use mcp_types::{ElicitAction, ElicitResult, JsonObject};
+use oxmcp_client::{Client, ClientConfig, ClientHandlers};
+use oxmcp_jsonrpc::ErrorObject;
+use oxmcp_types::{ElicitAction, ElicitResult, JsonObject};
 use serde_json::json;
 
 type Error = Box<dyn std::error::Error>;
@@ -15,27 +15,27 @@ async fn connect(
     url: &str,
     scenario: &str,
     handlers: ClientHandlers,
-) -> Result<(Client, mcp_http::HttpClientHandle), Error> {
+) -> Result<(Client, oxmcp_http::HttpClientHandle), Error> {
     // sse-retry's mock takes any GET for the reconnection it waits for. Our standalone GET
     // stream, opened after the handshake, raced the tools/call: when it arrived after the POST,
     // the mock answered the call on it and warned that the client had neither waited `retry`
     // nor sent Last-Event-ID. Without it, the only GET is the resumption.
-    let http = mcp_http::HttpClientConfig {
+    let http = oxmcp_http::HttpClientConfig {
         standalone_stream: scenario != "sse-retry",
         authorizer: if scenario.starts_with("auth/") {
             Some(oauth(url, scenario)?)
         } else {
             None
         },
-        ..mcp_http::HttpClientConfig::default()
+        ..oxmcp_http::HttpClientConfig::default()
     };
-    let t = mcp_http::client::connect(url, http)?;
+    let t = oxmcp_http::client::connect(url, http)?;
     let info =
-        mcp_types::Implementation::new("mcp-rs-conformance-client", env!("CARGO_PKG_VERSION"));
+        oxmcp_types::Implementation::new("mcp-rs-conformance-client", env!("CARGO_PKG_VERSION"));
     // Dual-era: 2026-07-28 when the server speaks it, else the handshake.
     let config = ClientConfig {
         info,
-        era: mcp_client::EraChoice::Auto,
+        era: oxmcp_client::EraChoice::Auto,
         ..ClientConfig::default()
     };
     let client = Client::connect(t.incoming, t.outgoing, handlers, config).await?;
@@ -55,8 +55,8 @@ fn context() -> serde_json::Value {
 fn oauth(
     url: &str,
     scenario: &str,
-) -> Result<std::sync::Arc<dyn mcp_http::client::Authorizer>, Error> {
-    use mcp_auth::client::{Assertion, Flow, Headless, OAuthClient, OAuthConfig, SigningKey};
+) -> Result<std::sync::Arc<dyn oxmcp_http::client::Authorizer>, Error> {
+    use oxmcp_auth::client::{Assertion, Flow, Headless, OAuthClient, OAuthConfig, SigningKey};
     let ctx = context();
     let text = |k: &str| ctx[k].as_str().map(str::to_owned);
     let flow = if scenario.starts_with("auth/client-credentials") {
@@ -138,7 +138,7 @@ async fn run(scenario: &str, url: &str) -> Result<(), Error> {
         });
     }
     if scenario.starts_with("sep-2640-client-") {
-        let id = mcp_types::skills::EXTENSION_ID;
+        let id = oxmcp_types::skills::EXTENSION_ID;
         handlers = handlers.extension(id, JsonObject::new());
     }
     let (client, handle) = connect(url, scenario, handlers).await?;

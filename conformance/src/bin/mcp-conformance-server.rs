@@ -22,21 +22,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .and_then(|p| p.parse().ok())
         .unwrap_or(3000);
     let protect = std::env::var("MCP_CONFORMANCE_NO_DNS_PROTECTION").is_err();
-    let config = mcp_http::HttpConfig {
+    let config = oxmcp_http::HttpConfig {
         dns_rebinding_protection: protect,
-        response_mode: mcp_http::ResponseMode::Sse,
+        response_mode: oxmcp_http::ResponseMode::Sse,
         sse_retry: Duration::from_millis(500),
         ..Default::default()
     };
     let server = mcp_conformance::server()?;
-    let ws = mcp_http::WebSocket::new(
+    let ws = oxmcp_http::WebSocket::new(
         server.clone(),
         config.clone(),
-        mcp_http::WsConfig::default(),
+        oxmcp_http::WsConfig::default(),
     );
-    let grpc = mcp_http::Grpc::new(server.clone(), config.clone());
+    let grpc = oxmcp_http::Grpc::new(server.clone(), config.clone());
     let tools = server.clone();
-    let http = mcp_http::StreamableHttp::new(server, config).with_param_headers(move |name| {
+    let http = oxmcp_http::StreamableHttp::new(server, config).with_param_headers(move |name| {
         tools
             .tool(name)
             .map(|t| t.header_params())
@@ -47,7 +47,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     eprintln!(
         "mcp-conformance-server listening on http://{addr}/mcp (WebSocket at ws://{addr}/ws, gRPC at grpc://{addr})"
     );
-    let app = mcp_http::grpc::split(http.router().merge(ws.router()), grpc.router());
-    mcp_http::serve_router(listener, app).await?;
+    let app = oxmcp_http::grpc::split(http.router().merge(ws.router()), grpc.router());
+    oxmcp_http::serve_router(listener, app).await?;
     Ok(())
 }

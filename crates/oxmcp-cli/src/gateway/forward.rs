@@ -1,0 +1,111 @@
+//! Gateway tools, prompts, resources and completions: each forwards to its upstream.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use oxmcp_client::{RequestOptions, RetryChoice};
+use oxmcp_jsonrpc::ErrorObject;
+use oxmcp_server::{Ctx, PromptFn, ResourceFn, TemplateFn, ToolFn};
+use oxmcp_types::{
+    CompleteParams, CompleteResult, CompletionReference, JsonObject, ReadResourceResult,
+};
+
+use super::*;
+
+/// A gateway tool: calls `tool` on the upstream, passing progress back. `retry` says whether a
+/// failed call may be repeated (from the tool's annotations, as the gateway listed them).
+pub(super) fn tool_fn(pool: Arc<Pool>, tool: String, retry: RetryChoice) -> ToolFn {
+    Arc::new(move |ctx: Ctx, args: JsonObject| {
+        let (pool, tool) = (pool.clone(), tool.clone());
+        Box::pin(async move {
+            let (progress_link, progress_ctx) = (pool.link.clone(), ctx.clone());
+            let mut options = RequestOptions::default().on_progress(move |p| {
+                progress_link.send(Event::Progress(progress_ctx.clone(), p));
+            });
+            // The caller's trace goes on to the upstream (W3C trace context in `_meta`).
+            if let Some(trace) = ctx.trace_context() {
+                options = options.trace(&trace);
+            }
+            relay(&pool, &ctx, |client| async move {
+                client.call_tool_retry(&tool, args, &options, retry).await
+            })
+            .await
+        })
+    })
+}
+
+/// A gateway prompt: gets `prompt` from the upstream.
+pub(super) fn prompt_fn(pool: Arc<Pool>, prompt: String) -> PromptFn {
+    Arc::new(move |ctx: Ctx, args: BTreeMap<String, String>| {
+        let (pool, prompt) = (pool.clone(), prompt.clone());
+        Box::pin(async move {
+            relay(&pool, &ctx, |client| async move {
+                client.get_prompt(&prompt, args).await
+            })
+            .await
+        })
+    })
+}
+
+/// Reads an exposed URI from its upstream; the contents carry exposed URIs too.
+pub(super) async fn read(
+    pool: Arc<Pool>,
+    ctx: Ctx,
+    uri: String,
+) -> Result<ReadResourceResult, ErrorObject> {
+    let link = pool.link.clone();
+    let Some(original) = link.original_uri(&uri).map(str::to_owned) else {
+        let prefix = link.exposed_uri("");
+        return Err(ErrorObject::invalid_params(format!(
+            "not a {prefix} URI: {uri}"
+        )));
+    };
+    let mut result = relay(&pool, &ctx, |client| async move {
+        client.read_resource(&original).await
+    })
+    .await?;
+    for c in &mut result.contents {
+        c.uri = link.exposed_uri(&c.uri);
+    }
+    Ok(result)
+}
+
+pub(super) fn resource_fn(pool: Arc<Pool>) -> ResourceFn {
+    Arc::new(move |ctx, uri| Box::pin(read(pool.clone(), ctx, uri)))
+}
+
+pub(super) fn template_fn(pool: Arc<Pool>) -> TemplateFn {
+    Arc::new(move |ctx, uri, _vars| Box::pin(read(pool.clone(), ctx, uri)))
+}
+
+/// `completion/complete` for a gateway prompt or template: asked of its upstream.
+pub(super) async fn complete(
+    links: &BTreeMap<String, Arc<Link>>,
+    pools: Option<&BTreeMap<String, Arc<Pool>>>,
+    ctx: &Ctx,
+    mut params: CompleteParams,
+) -> Result<CompleteResult, ErrorObject> {
+    let unknown = || ErrorObject::invalid_params("Invalid params: unknown completion reference");
+    let (link, original) = match &params.reference {
+        CompletionReference::Prompt { name } => {
+            let (link, prompt) = route_name(links, name).ok_or_else(unknown)?;
+            (link, prompt.to_owned())
+        }
+        CompletionReference::Resource { uri } => {
+            let (link, original) = route_uri(links, uri).ok_or_else(unknown)?;
+            (link, original.to_owned())
+        }
+    };
+    let pool = pools.and_then(|p| p.get(&link.name)).ok_or_else(unknown)?;
+    match &mut params.reference {
+        CompletionReference::Prompt { name } => *name = original,
+        CompletionReference::Resource { uri } => *uri = original,
+    }
+    relay(pool, ctx, |client| async move {
+        if client.server_capabilities().completions.is_none() {
+            return Ok(CompleteResult::default());
+        }
+        client.complete(&params).await
+    })
+    .await
+}

@@ -1,0 +1,161 @@
+//! `oxmcp serve --config mcp.toml`: one MCP server in front of several upstream servers (stdio
+//! commands and URLs), each supervised.
+//!
+//! Naming: tools and prompts of upstream `NAME` appear as `NAME__TOOL` and `NAME__PROMPT`;
+//! its resources and resource templates as `gateway://NAME/ORIGINAL-URI`. Calls, reads and
+//! completions are routed by that prefix. Upstream names contain no `__` and do not end with
+//! `_`, so the first `__` of an exposed name is where the upstream's name ends, whatever the
+//! tool is called (tool names starting with `_` included): two upstreams never expose the
+//! same name.
+//!
+//! Progress, log messages, cancellation, list changes and resource updates pass through, and
+//! so do the upstream's sampling, elicitation and roots requests: a legacy client gets them as
+//! server-to-client requests, a 2026-07-28 client as `input_required` rounds (the upstream
+//! call runs again on the retry, with the answers). An upstream that goes down takes its items
+//! out of the lists (clients get `list_changed`) until it is back.
+//!
+//! Whose traffic is whose: each client request served by an upstream holds one connection to
+//! it alone while it runs (see [`pool`]; at most `max_connections` per upstream: by default 1
+//! for a stdio command, whose requests then take turns on one process, and 4 for a URL), so the upstream's sampling and elicitation requests and log messages on that
+//! connection are that request's, and go to its client only. Never a guess: what arrives while
+//! no request holds the connection is refused (requests) or only logged by the gateway (log
+//! messages). Stdio children get a small safe environment plus the upstream's `env`.
+//!
+//! Resource subscriptions: a client holds at most `max_subscriptions` (100 by default), the
+//! gateway at most 1,000 distinct URIs per upstream. Each URI is subscribed to upstream while
+//! at least one client holds it and unsubscribed when the last one unsubscribes or its session
+//! ends (see [`subscriptions`]), so the upstream set shrinks again.
+
+mod config;
+mod forward;
+mod link;
+mod mirror;
+mod pool;
+mod subscriptions;
+mod upstream;
+
+pub(crate) use config::{Config, load};
+pub(crate) use config::{Upstream, UpstreamAuth, bridge};
+use forward::*;
+use link::*;
+use mirror::*;
+use pool::*;
+use subscriptions::*;
+use upstream::*;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use oxmcp_client::{Heartbeat, Supervised, SupervisorConfig};
+use oxmcp_server::Server;
+use tokio::sync::{mpsc, oneshot};
+
+/// Separates an upstream's name from its tool's or prompt's name in the gateway's lists.
+pub(crate) const SEPARATOR: &str = "__";
+/// Resources and templates of upstream `NAME` are exposed as `gateway://NAME/ORIGINAL-URI`.
+pub(crate) const URI_PREFIX: &str = "gateway://";
+/// Notifications from one upstream waiting to be passed on; more are dropped (and logged).
+const EVENT_QUEUE: usize = 1024;
+/// Pages read from an upstream per list (at its page size, plenty).
+const MAX_PAGES: usize = 100;
+/// Distinct resources the gateway subscribes to per upstream (clients may name any URI), all
+/// on its one connection there: what our own server accepts from one session by default.
+const MAX_SUBSCRIPTIONS: usize = 1_000;
+
+/// The gateway server with its upstreams started (their items arrive as they connect).
+pub(crate) async fn start(
+    config: Config,
+    server_config: oxmcp_server::ServerConfig,
+) -> anyhow::Result<(Server, Vec<Supervised>)> {
+    let mut links = BTreeMap::new();
+    let mut queues = Vec::new();
+    for upstream in &config.upstream {
+        let (events, rx) = mpsc::channel(EVENT_QUEUE);
+        let link = Arc::new(Link {
+            name: upstream.name.clone(),
+            events,
+            subscriptions: Subscriptions::default(),
+            bare: config.bridge.is_some(),
+        });
+        links.insert(upstream.name.clone(), link.clone());
+        queues.push((link, rx));
+    }
+    let links = Arc::new(links);
+    let (hold_links, release_links, completion_links) =
+        (links.clone(), links.clone(), links.clone());
+    let pools: Arc<std::sync::OnceLock<BTreeMap<String, Arc<Pool>>>> = Arc::default();
+    let complete_pools = pools.clone();
+    let server = Server::builder("mcp-gateway", env!("CARGO_PKG_VERSION"))
+        .instructions(match &config.bridge {
+            Some(what) => format!("A bridge to {what}: its tools, prompts and resources as they are."),
+            None => format!(
+                "A gateway: tools and prompts of each upstream server appear as UPSTREAM{SEPARATOR}NAME, \
+                 its resources as {URI_PREFIX}UPSTREAM/URI."
+            ),
+        })
+        .declare_tools()
+        .declare_prompts()
+        .declare_resources()
+        .config(server_config)
+        // Each upstream URI is held upstream while some client holds it (counted per holder).
+        .on_subscribe(move |uri| match route_uri(&hold_links, uri) {
+            Some((link, original)) => link.subscriptions.hold(&link.name, original),
+            None => Ok(()),
+        })
+        .on_unsubscribe(move |uri| {
+            if let Some((link, original)) = route_uri(&release_links, uri) {
+                link.subscriptions.release(original);
+            }
+        })
+        .completion(move |ctx, params| {
+            let links = completion_links.clone();
+            let pools = complete_pools.clone();
+            async move { complete(&links, pools.get(), &ctx, params).await }
+        })
+        .build()?;
+    let mut supervised = Vec::new();
+    let mut by_name = BTreeMap::new();
+    let mut ready = Vec::new();
+    let beat = Duration::from_millis(config.heartbeat_ms.max(10));
+    for (upstream, (link, events)) in config.upstream.into_iter().zip(queues) {
+        let (changed_tx, changed_rx) = mpsc::channel::<Kind>(16);
+        let holder = Arc::new(Holder::default());
+        let sup = Supervised::start(
+            connector(upstream.clone(), link.clone(), holder.clone()),
+            SupervisorConfig {
+                heartbeat: Some(Heartbeat {
+                    interval: beat,
+                    timeout: beat.min(Duration::from_secs(5)),
+                    misses: 2,
+                }),
+                ..SupervisorConfig::default()
+            },
+        );
+        let pool = Pool::new(link.clone(), upstream.clone(), sup.clone(), holder);
+        tokio::spawn(pass_on(server.clone(), link.clone(), events, changed_tx));
+        tokio::spawn(keep_subscribed(link, sup.clone()));
+        let (ready_tx, ready_rx) = oneshot::channel();
+        ready.push(ready_rx);
+        tokio::spawn(mirror(
+            server.clone(),
+            upstream.clone(),
+            pool.clone(),
+            changed_rx,
+            ready_tx,
+        ));
+        by_name.insert(upstream.name, pool);
+        supervised.push(sup);
+    }
+    let _ = pools.set(by_name);
+    // Serve once every upstream has connected (or failed) once, so the first lists are
+    // complete; a slow upstream delays the start by at most 10 s.
+    let all = futures::future::join_all(ready);
+    if tokio::time::timeout(Duration::from_secs(10), all)
+        .await
+        .is_err()
+    {
+        tracing::warn!("some upstreams are still connecting; serving without them for now");
+    }
+    Ok((server, supervised))
+}

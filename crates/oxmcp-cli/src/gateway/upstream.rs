@@ -1,0 +1,221 @@
+//! Connections to one upstream: connecting, and passing its notifications on.
+
+use std::sync::Arc;
+
+use oxmcp_client::{CallError, Client, ClientConfig, ClientHandlers, ServerEvent};
+use oxmcp_server::Server;
+use oxmcp_types::LoggingLevel;
+use tokio::sync::mpsc;
+
+use super::*;
+
+/// Makes the supervised connection to `upstream` (its handlers read `holder`).
+pub(super) fn connector(
+    upstream: Upstream,
+    link: Arc<Link>,
+    holder: Arc<Holder>,
+) -> oxmcp_client::supervisor::Connector {
+    Arc::new(move || {
+        let connecting = connect(upstream.clone(), link.clone(), holder.clone(), true);
+        Box::pin(connecting)
+    })
+}
+
+/// Connects to `upstream`. Sampling, elicitation and roots requests and log messages that arrive on
+/// the connection go to the request `holder` names (requests are refused, log messages kept
+/// to the gateway's own log, when none does). List changes and resource updates are taken
+/// from the `primary` (supervised) connection only. The client owns what its transport opened:
+/// closing it ends a child, or an HTTP session with DELETE.
+pub(super) async fn connect(
+    upstream: Upstream,
+    link: Arc<Link>,
+    holder: Arc<Holder>,
+    primary: bool,
+) -> Result<Client, oxmcp_client::ConnectError> {
+    let (sampling, elicitation, roots) = (holder.clone(), holder.clone(), holder.clone());
+    let handlers = ClientHandlers::new()
+        .on_event(move |e| match e {
+            ServerEvent::Log(p) => link.send(Event::Log(holder.current(), p)),
+            ServerEvent::ToolsChanged if primary => link.send(Event::Changed(Kind::Tools)),
+            ServerEvent::PromptsChanged if primary => link.send(Event::Changed(Kind::Prompts)),
+            ServerEvent::ResourcesChanged if primary => link.send(Event::Changed(Kind::Resources)),
+            ServerEvent::ResourceUpdated(uri) if primary => link.send(Event::Updated(uri)),
+            _ => {}
+        })
+        .sampling(move |params| {
+            let call = sampling.current();
+            async move {
+                let call = call.ok_or_else(no_request)?;
+                relay_input(&call, call.ctx.create_message(&params).await)
+            }
+        })
+        .elicitation(move |params| {
+            let call = elicitation.current();
+            async move {
+                let call = call.ok_or_else(no_request)?;
+                relay_input(&call, call.ctx.elicit(&params).await)
+            }
+        })
+        .url_elicitation()
+        .roots(move || {
+            let call = roots.current();
+            async move {
+                let call = call.ok_or_else(no_request)?;
+                relay_input(&call, call.ctx.list_roots().await)
+            }
+        });
+    let mut env = oxmcp_client::ChildEnv::safe();
+    for (k, v) in &upstream.env {
+        env = env.var(k, v);
+    }
+    let config = ClientConfig {
+        child: oxmcp_client::ChildConfig {
+            env,
+            ..Default::default()
+        },
+        era: upstream.era,
+        ..ClientConfig::default()
+    };
+    match &upstream.url {
+        Some(url) if crate::target::is_stream_url(url) => {
+            // A static token only: OAuth upstreams are reached over Streamable HTTP.
+            if upstream
+                .auth
+                .as_ref()
+                .is_some_and(|a| a.client_id.is_some() || a.login)
+            {
+                let m = format!(
+                    "upstream {}: OAuth (client_id, login) needs an http(s):// URL; over WebSocket and gRPC use bearer_file",
+                    upstream.name
+                );
+                return Err(oxmcp_client::ConnectError::Initialize(CallError::Protocol(
+                    m,
+                )));
+            }
+            let mut headers: Vec<(String, String)> = upstream.headers.clone().into_iter().collect();
+            if let Some(path) = upstream.auth.as_ref().and_then(|a| a.bearer_file.as_ref()) {
+                let token = std::fs::read_to_string(path).map_err(|e| {
+                    let m = format!("reading {}: {e}", path.display());
+                    oxmcp_client::ConnectError::Initialize(CallError::Protocol(m))
+                })?;
+                headers.push(("authorization".into(), format!("Bearer {}", token.trim())));
+            }
+            let (channels, link) =
+                crate::target::open_stream(url, headers, oxmcp_http::BodyEncoding::Json)
+                    .await
+                    .map_err(|e| {
+                        oxmcp_client::ConnectError::Initialize(CallError::Protocol(format!(
+                            "{e:#}"
+                        )))
+                    })?;
+            Client::connect_over(channels, link, handlers, config).await
+        }
+        Some(url) => {
+            let authorizer = authorizer(&upstream, url).await.map_err(|e| {
+                oxmcp_client::ConnectError::Initialize(CallError::Protocol(format!("{e:#}")))
+            })?;
+            let t = oxmcp_http::client::connect(
+                url,
+                oxmcp_http::HttpClientConfig {
+                    headers: upstream.headers.clone().into_iter().collect(),
+                    authorizer,
+                    ..Default::default()
+                },
+            )
+            .map_err(|e| {
+                oxmcp_client::ConnectError::Initialize(CallError::Protocol(e.to_string()))
+            })?;
+            // The client owns the session: closing it sends the DELETE.
+            let (channels, session) = t.into_parts();
+            Client::connect_over(channels, session, handlers, config).await
+        }
+        None => {
+            let (program, args) = upstream
+                .command
+                .split_first()
+                .map(|(p, a)| (p.clone(), a.to_vec()))
+                .unwrap_or_default();
+            Client::spawn(&program, &args, handlers, config).await
+        }
+    }
+}
+
+/// The gateway's own credentials for an HTTP upstream (built once, shared by its
+/// connections): a static token, client credentials, or the tokens of `oxmcp login`.
+async fn authorizer(
+    upstream: &Upstream,
+    url: &str,
+) -> anyhow::Result<Option<Arc<dyn oxmcp_http::client::Authorizer>>> {
+    use oxmcp_auth::client::{Flow, OAuthClient, OAuthConfig};
+    let Some(auth) = &upstream.auth else {
+        return Ok(None);
+    };
+    if let Some(a) = upstream.authorizer.get() {
+        return Ok(Some(a.clone()));
+    }
+    let read = |p: &std::path::Path| -> anyhow::Result<String> {
+        let t = std::fs::read_to_string(p)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))?;
+        Ok(t.trim().to_owned())
+    };
+    let made: Arc<dyn oxmcp_http::client::Authorizer> = if let Some(p) = &auth.bearer_file {
+        Arc::new(crate::login::StaticBearer::new(read(p)?))
+    } else if let (Some(id), Some(secret)) = (&auth.client_id, &auth.client_secret_file) {
+        let mut c = OAuthConfig::new(url, Flow::ClientCredentials(None));
+        c.client_id = Some(id.clone());
+        c.client_secret = Some(read(secret)?);
+        c.scopes = (!auth.scopes.is_empty()).then(|| auth.scopes.clone());
+        Arc::new(OAuthClient::new(c)?)
+    } else {
+        crate::login::stored_authorizer(url)
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("no config directory for the token store"))?
+    };
+    Ok(Some(upstream.authorizer.get_or_init(|| made).clone()))
+}
+
+/// Passes an upstream's notifications on, in order, never waiting for a client: one that
+/// reads slowly or not at all must not hold up the messages of other clients' requests (its
+/// own are queued for it, and dropped if it falls too far behind).
+pub(super) async fn pass_on(
+    server: Server,
+    link: Arc<Link>,
+    mut events: mpsc::Receiver<Event>,
+    changed: mpsc::Sender<Kind>,
+) {
+    while let Some(event) = events.recv().await {
+        match event {
+            Event::Log(call, p) => {
+                let logger = match (&p.logger, link.bare) {
+                    (l, true) => l.clone(),
+                    (Some(l), false) => Some(format!("{}/{l}", link.name)),
+                    (None, false) => Some(link.name.clone()),
+                };
+                match call {
+                    // Sent on a connection lent to a request: that request's (and only its).
+                    Some(call) => call.ctx.try_log(p.level, logger.as_deref(), p.data),
+                    // Nobody's: an upstream's own line, or a late one about an earlier
+                    // request. Passing it to every client could leak that request's data.
+                    None if p.level >= LoggingLevel::Warning => {
+                        tracing::warn!(upstream = %link.name, logger = ?logger, "upstream log ({:?}): {}", p.level, oxmcp_jsonrpc::printable(&p.data.to_string()));
+                    }
+                    None => {
+                        tracing::debug!(upstream = %link.name, logger = ?logger, "upstream log ({:?}): {}", p.level, oxmcp_jsonrpc::printable(&p.data.to_string()));
+                    }
+                }
+            }
+            Event::Progress(ctx, p) => ctx.try_progress(p.progress, p.total, p.message),
+            Event::Changed(kind) => {
+                let _ = changed.try_send(kind);
+            }
+            Event::Updated(uri) => {
+                server
+                    .notify_resource_updated(&link.exposed_uri(&uri))
+                    .await
+            }
+            Event::Flush(done) => {
+                let _ = done.send(());
+            }
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! `mcp`: serve the demo server or a gateway, list and call tools on any server, bench servers.
+//! The top of the stack: imports every crate of ours.
+
+mod about;
+mod auth;
+mod bench;
+mod cli;
+mod client_side;
+mod commands;
+mod demo;
+mod elicit;
+mod gateway;
+mod inspect;
+mod limits;
+mod listen;
+mod login;
+mod progress;
+mod protect;
+mod serve;
+mod skills;
+mod store;
+mod target;
+mod tasks;
+
+/// mimalloc: more calls per second and smaller idle sessions than the system allocator (see
+/// the README's performance section); the `mimalloc` feature, on by default.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use clap::Parser;
+
+pub(crate) use crate::cli::{BenchMode, ResponseModeArg, parse_duration};
+use crate::cli::{Cli, Command};
+pub(crate) use crate::commands::call_error;
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("MCP_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    // One thread serves a stdio connection with the least latency (no cross-thread wake-ups).
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(run(cli));
+    // Do not wait for a blocking stdin read that may never return.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    match outcome {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Serve(args) => serve::run(*args).await,
+        Command::Tools {
+            url,
+            json,
+            auth,
+            server,
+        } => commands::tools(url, json, auth, server).await,
+        Command::Call {
+            words,
+            auth,
+            arg,
+            json,
+            timeout,
+            server,
+            task,
+        } => commands::call(words, auth, arg, json, timeout, server, task).await,
+        Command::Resources { url, reach } => inspect::resources(url, reach).await,
+        Command::Read { words, reach } => inspect::read(words, reach).await,
+        Command::Prompts { url, reach } => inspect::prompts(url, reach).await,
+        Command::Prompt { words, arg, reach } => inspect::prompt(words, arg, reach).await,
+        Command::Ping { url, reach } => inspect::ping(url, reach).await,
+        Command::Skills(args) => skills::run(*args).await,
+        Command::Tasks(args) => tasks::run(*args).await,
+        Command::Info { url, reach } => about::info(url, reach).await,
+        Command::Complete {
+            words,
+            prompt,
+            resource,
+            context,
+            reach,
+        } => {
+            let args = about::CompleteArgs {
+                words,
+                prompt,
+                resource,
+                context,
+            };
+            about::complete(args, reach).await
+        }
+        Command::Listen {
+            url,
+            resources,
+            log_level,
+            reach,
+        } => listen::listen(url, resources, log_level, reach).await,
+        Command::Login(args) => login::login(*args).await,
+        Command::Logout { url } => login::logout(&url),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(shell, &mut Cli::command(), "oxmcp", &mut std::io::stdout());
+            Ok(())
+        }
+        Command::Bench(args) => commands::bench(*args).await,
+    }
+}

@@ -1,0 +1,421 @@
+//! `oxmcp serve`: the demo server or a gateway, over Streamable HTTP (plus the legacy HTTP+SSE
+//! transport) or stdio, within the limits of [`crate::limits::Limits`]. SIGTERM or Ctrl-C
+//! stops it gracefully on either transport: no new input, requests in flight get the drain
+//! deadline to finish, upstream servers are shut down, then it exits.
+
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use oxmcp_client::Supervised;
+use oxmcp_server::Server;
+use tokio_util::sync::CancellationToken;
+
+use crate::limits::Limits;
+use crate::{ResponseModeArg, demo, gateway};
+
+/// The arguments of `oxmcp serve`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ServeArgs {
+    /// Serve over stdin/stdout instead of HTTP.
+    #[arg(long)]
+    pub(crate) stdio: bool,
+    /// Be a gateway for the upstream servers in this TOML file (see `mcp.example.toml`)
+    /// instead of serving the demo server; its `[limits]` table sets limits too.
+    #[arg(long)]
+    pub(crate) config: Option<std::path::PathBuf>,
+    /// Publish the skills of this folder (SEP-2640: a subfolder with a SKILL.md each) on
+    /// the demo server.
+    #[arg(long, value_name = "DIR", conflicts_with = "config")]
+    pub(crate) skills: Option<std::path::PathBuf>,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub(crate) listen: std::net::SocketAddr,
+    /// Host names accepted in `Host`/`Origin` besides the loopback names (DNS-rebinding
+    /// protection); repeat for several.
+    #[arg(long = "allowed-host")]
+    pub(crate) allowed_hosts: Vec<String>,
+    /// Also serve gRPC (the `mcp.v1.Mcp` service) on this address. It is always served on
+    /// --listen as well, over HTTP/2 beside the HTTP endpoints.
+    #[arg(long)]
+    pub(crate) grpc_listen: Option<std::net::SocketAddr>,
+    /// The TLS certificate chain (PEM) for --grpc-listen (with --grpc-tls-key).
+    #[arg(long, requires_all = ["grpc_tls_key", "grpc_listen"])]
+    pub(crate) grpc_tls_cert: Option<std::path::PathBuf>,
+    /// The TLS private key (PEM) for --grpc-listen (with --grpc-tls-cert).
+    #[arg(long, requires = "grpc_tls_cert")]
+    pub(crate) grpc_tls_key: Option<std::path::PathBuf>,
+    /// How POSTed requests are answered over HTTP.
+    #[arg(long, value_enum, default_value_t = ResponseModeArg::Auto)]
+    pub(crate) response_mode: ResponseModeArg,
+    #[command(flatten)]
+    pub(crate) limits: Limits,
+    #[command(flatten)]
+    pub(crate) auth: crate::protect::AuthArgs,
+    #[command(flatten)]
+    pub(crate) store: crate::store::StoreArgs,
+    #[command(flatten)]
+    pub(crate) bridge: BridgeArgs,
+}
+
+/// A bridge: `oxmcp serve -- CMD ARGS...` or `oxmcp serve --upstream URL`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct BridgeArgs {
+    /// Bridge a remote server (http(s)://, ws(s):// or grpc(s)://) to our transports, e.g.
+    /// `oxmcp serve --stdio --upstream URL` for a stdio-only host. Its tools, prompts and
+    /// resources keep their names.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["config", "command"])]
+    pub(crate) upstream: Option<String>,
+    /// Extra HTTP header for --upstream, `Name: value` (repeatable).
+    #[arg(long = "upstream-header", value_name = "HEADER", requires = "upstream")]
+    pub(crate) upstream_headers: Vec<String>,
+    /// Read the bearer token for --upstream from this file.
+    #[arg(
+        long,
+        value_name = "PATH",
+        requires = "upstream",
+        conflicts_with = "upstream_login"
+    )]
+    pub(crate) upstream_bearer_file: Option<std::path::PathBuf>,
+    /// Use (and refresh) the tokens `oxmcp login URL` stored for --upstream.
+    #[arg(long, requires = "upstream")]
+    pub(crate) upstream_login: bool,
+    /// Protocol era to speak with the bridged server: auto, legacy or modern.
+    #[arg(long, default_value = "auto")]
+    pub(crate) upstream_era: oxmcp_client::EraChoice,
+    /// Bridge a stdio server: the command after `--` (it gets this process's whole
+    /// environment), served supervised over our HTTP transports, or over stdio with --stdio.
+    #[arg(last = true, value_name = "CMD", conflicts_with = "config")]
+    pub(crate) command: Vec<String>,
+}
+
+impl BridgeArgs {
+    /// The gateway of the bridge these options ask for, if any.
+    fn config(&self) -> anyhow::Result<Option<gateway::Config>> {
+        if let Some(url) = &self.upstream {
+            if !crate::target::is_url(url) {
+                bail!("--upstream {url:?} is not an http(s)://, ws(s):// or grpc(s):// URL");
+            }
+            let mut upstream =
+                gateway::Upstream::bridged(Vec::new(), Default::default(), Some(url.clone()));
+            upstream.era = self.upstream_era;
+            upstream.headers = crate::auth::parse_headers(&self.upstream_headers)?
+                .into_iter()
+                .collect();
+            if self.upstream_bearer_file.is_some() || self.upstream_login {
+                upstream.auth = Some(gateway::UpstreamAuth {
+                    bearer_file: self.upstream_bearer_file.clone(),
+                    client_id: None,
+                    client_secret_file: None,
+                    scopes: Vec::new(),
+                    login: self.upstream_login,
+                });
+            }
+            return Ok(Some(gateway::bridge(upstream, url.clone())));
+        }
+        if self.command.is_empty() {
+            return Ok(None);
+        }
+        // Like `oxmcp call -- CMD`: the command runs as if from the same shell.
+        let env = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect();
+        let mut upstream = gateway::Upstream::bridged(self.command.clone(), env, None);
+        upstream.era = self.upstream_era;
+        Ok(Some(gateway::bridge(
+            upstream,
+            format!("`{}`", self.command.join(" ")),
+        )))
+    }
+}
+
+/// Runs `oxmcp serve`.
+pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    // First: a signal while upstreams are being connected must still end in a clean stop.
+    let shutdown = oxmcp_http::shutdown_on_signal();
+    let gateway_config = match args.config.as_deref() {
+        Some(path) => Some(gateway::load(path)?),
+        None => args.bridge.config()?,
+    };
+    let auth = args.auth.build(
+        gateway_config.as_ref().and_then(|c| c.auth.as_ref()),
+        args.listen,
+    )?;
+    let file_limits = gateway_config
+        .as_ref()
+        .map(|c| c.limits.clone())
+        .unwrap_or_default();
+    let limits = args.limits.clone().over(file_limits);
+    limits.check()?;
+    let store = shared_store(&args, gateway_config.as_ref(), &limits).await?;
+    let mut server_config = oxmcp_server::ServerConfig::default();
+    if let Some(store) = &store {
+        server_config.request_state_key = crate::store::request_state_key(store).await?;
+        // Tasks live in the store too: any instance answers tasks/get.
+        server_config.task_store = Some(oxmcp::StoreTasks::new(store.clone()));
+    }
+    if let (Some(c), None) = (&gateway_config, limits.max_subscriptions) {
+        server_config.max_subscriptions = c.max_subscriptions;
+    }
+    limits.server(&mut server_config);
+    if args.stdio {
+        limits.stdio(&mut server_config);
+    }
+    let what = what_is_served(gateway_config.as_ref());
+    let mut options = oxmcp_http::ServeOptions::default();
+    limits.serve(&mut options);
+    let (server, upstreams) = match gateway_config {
+        // A signal while connecting lets the connecting finish (so what was opened is closed
+        // again below), but waits no longer than the drain deadline.
+        Some(c) => tokio::select! {
+            started = gateway::start(c, server_config) => started?,
+            () = async {
+                shutdown.cancelled().await;
+                tokio::time::sleep(options.drain_deadline).await;
+            } => anyhow::bail!("stopped by a signal while connecting to the upstreams"),
+        },
+        None => (
+            demo::server_with(server_config, args.skills.as_deref())?,
+            Vec::new(),
+        ),
+    };
+    if args.stdio && auth.is_some() {
+        bail!("--auth-* and [auth] protect the HTTP endpoint; stdio has no tokens to check");
+    }
+    if let Some(store) = &store {
+        crate::store::share_changes(&server, store);
+    }
+    let served = if args.stdio {
+        serve_stdio(
+            &server,
+            &shutdown,
+            options.drain_deadline,
+            limits.max_line(),
+        )
+        .await;
+        Ok(())
+    } else {
+        let served = Served {
+            server,
+            what,
+            auth,
+            store,
+        };
+        serve_http(&args, &limits, served, shutdown, options).await
+    };
+    stop_upstreams(&upstreams).await;
+    served
+}
+
+/// "the demo server", "the gateway" or "the bridge to ...".
+fn what_is_served(gateway: Option<&gateway::Config>) -> String {
+    match gateway.map(|c| &c.bridge) {
+        Some(Some(b)) => format!("the bridge to {b}"),
+        Some(None) => "the gateway".to_owned(),
+        None => "the demo server".to_owned(),
+    }
+}
+
+/// Serves stdin/stdout until the input ends or a signal comes; on a signal, input is no longer
+/// read and requests in flight get `drain` to finish.
+async fn serve_stdio(
+    server: &Server,
+    shutdown: &CancellationToken,
+    drain: Duration,
+    max_line: usize,
+) {
+    let stop = shutdown.clone().cancelled_owned();
+    let (io, writer) = oxmcp_transport::stdio_until(max_line, stop);
+    let serving = server.serve(io.incoming, io.outgoing);
+    tokio::pin!(serving);
+    tokio::select! {
+        () = &mut serving => {}
+        () = async {
+            shutdown.cancelled().await;
+            tokio::time::sleep(drain).await;
+        } => tracing::warn!("drain deadline of {drain:?} passed; exiting with requests in flight"),
+    }
+    // What was answered is written out before exiting.
+    let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+}
+
+/// The store `--store` or the config file names, connected (`None`: everything in this
+/// process). A store that cannot be reached is an error: the instance would serve clients
+/// that the others cannot see.
+async fn shared_store(
+    args: &ServeArgs,
+    file: Option<&gateway::Config>,
+    limits: &Limits,
+) -> anyhow::Result<Option<std::sync::Arc<dyn oxmcp_store::Store>>> {
+    let url = args
+        .store
+        .store
+        .clone()
+        .or_else(|| file.and_then(|f| f.store.clone()));
+    let Some(url) = url else { return Ok(None) };
+    if args.stdio {
+        bail!("--store shares HTTP sessions between instances; stdio has none");
+    }
+    let instance = args
+        .store
+        .instance_id
+        .clone()
+        .or_else(|| file.and_then(|f| f.instance_id.clone()));
+    let mut probe = oxmcp_http::HttpConfig::default();
+    limits.http(&mut probe);
+    let store = crate::store::connect(
+        &url,
+        &args.store,
+        instance.as_deref(),
+        probe.session_idle_timeout,
+    )
+    .await?;
+    Ok(Some(store))
+}
+
+/// What `oxmcp serve` serves over HTTP.
+struct Served {
+    server: Server,
+    /// What is served, for the first line on stderr.
+    what: String,
+    auth: Option<oxmcp_http::HttpAuth>,
+    store: Option<std::sync::Arc<dyn oxmcp_store::Store>>,
+}
+
+async fn serve_http(
+    args: &ServeArgs,
+    limits: &Limits,
+    served: Served,
+    shutdown: CancellationToken,
+    options: oxmcp_http::ServeOptions,
+) -> anyhow::Result<()> {
+    let Served {
+        server,
+        what,
+        auth,
+        store,
+    } = served;
+    let listen = args.listen;
+    for listen in std::iter::once(listen).chain(args.grpc_listen) {
+        refuse_open_listener(args, listen, auth.is_some())?;
+    }
+    let mut hosts = args.allowed_hosts.clone();
+    if !hosts.is_empty() {
+        hosts.extend(["localhost", "127.0.0.1", "[::1]"].map(String::from));
+    }
+    let mut config = oxmcp_http::HttpConfig {
+        allowed_hosts: hosts,
+        response_mode: args.response_mode.into(),
+        shutdown: shutdown.clone(),
+        auth: auth.map(std::sync::Arc::new),
+        ..Default::default()
+    };
+    limits.http(&mut config);
+    let legacy = oxmcp_http::LegacySse::new(server.clone(), config.clone());
+    let ws = oxmcp_http::WebSocket::new(
+        server.clone(),
+        config.clone(),
+        oxmcp_http::WsConfig::default(),
+    );
+    let grpc = oxmcp_http::Grpc::new(server.clone(), config.clone()).router();
+    let tools = server.clone();
+    let counted = store.clone();
+    let mut http =
+        oxmcp_http::StreamableHttp::new(server, config).with_param_headers(move |name| {
+            tools
+                .tool(name)
+                .map(|t| t.header_params())
+                .unwrap_or_default()
+        });
+    if let Some(store) = store {
+        http = http.with_store(store);
+    }
+    let grpc_listener = grpc_listener(args).await?;
+    let app = http.router().merge(legacy.router()).merge(ws.router());
+    let app = oxmcp_http::grpc::split(app, grpc.clone());
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen}"))?;
+    let addr = listener.local_addr()?;
+    let grpc_task = grpc_listener.map(|(listener, tls)| {
+        let stop = shutdown.clone();
+        tokio::spawn(async move {
+            let served =
+                oxmcp_http::grpc::serve_grpc(listener, grpc, tls, stop.clone().cancelled_owned())
+                    .await;
+            // A gRPC listener that cannot serve (bad TLS material, say) stops the whole
+            // server instead of leaving a dead port behind.
+            if served.is_err() {
+                stop.cancel();
+            }
+            served
+        })
+    });
+    eprintln!(
+        "oxmcp: serving {what} at http://{addr}/mcp (and HTTP+SSE at /sse, WebSocket at ws://{addr}/ws, gRPC at grpc://{addr})"
+    );
+    oxmcp_http::serve_router_with(listener, app, options, shutdown.cancelled_owned()).await?;
+    if let Some(task) = grpc_task {
+        task.await.context("the gRPC listener failed")??;
+    }
+    match counted {
+        Some(store) => eprintln!(
+            "oxmcp: stopped ({} round trips to the store)",
+            store.stats().round_trips
+        ),
+        None => eprintln!("oxmcp: stopped"),
+    }
+    Ok(())
+}
+
+/// Refuses a non-loopback listener without authentication unless --allow-unauthenticated.
+fn refuse_open_listener(
+    args: &ServeArgs,
+    listen: std::net::SocketAddr,
+    authenticated: bool,
+) -> anyhow::Result<()> {
+    if !listen.ip().is_loopback() && !authenticated {
+        if !args.auth.allow_unauthenticated {
+            bail!(
+                "refusing to listen on non-loopback {listen} without authentication: protect it \
+                 with --auth-issuer/--auth-audience or --auth-token-file, or pass \
+                 --allow-unauthenticated"
+            );
+        }
+        tracing::warn!(
+            "listening on non-loopback address {listen} without authentication: anyone who can \
+             reach it can use this server"
+        );
+    }
+    Ok(())
+}
+
+/// The listener of --grpc-listen and its TLS material, bound now so that a busy port fails
+/// the start.
+async fn grpc_listener(
+    args: &ServeArgs,
+) -> anyhow::Result<Option<(tokio::net::TcpListener, Option<oxmcp_http::grpc::TlsPem>)>> {
+    let Some(addr) = args.grpc_listen else {
+        return Ok(None);
+    };
+    let tls = match (&args.grpc_tls_cert, &args.grpc_tls_key) {
+        (Some(cert), Some(key)) => Some(oxmcp_http::grpc::TlsPem {
+            cert: std::fs::read(cert).with_context(|| format!("reading {}", cert.display()))?,
+            key: std::fs::read(key).with_context(|| format!("reading {}", key.display()))?,
+        }),
+        _ => None,
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr} for gRPC"))?;
+    let scheme = if tls.is_some() { "grpcs" } else { "grpc" };
+    eprintln!(
+        "oxmcp: serving gRPC at {scheme}://{}",
+        listener.local_addr()?
+    );
+    Ok(Some((listener, tls)))
+}
+
+/// Shuts every upstream down (stdio children get the full close-TERM-KILL sequence).
+async fn stop_upstreams(upstreams: &[Supervised]) {
+    futures::future::join_all(upstreams.iter().map(Supervised::stop)).await;
+}

@@ -1,0 +1,222 @@
+//! `oxmcp bench` counts only answers it has checked: against a fake server whose answers are
+//! wrong (text, id, 429 refusals) it reports the errors, no throughput, and exits non-zero;
+//! against the real `oxmcp serve`, every shape finishes with 0 errors.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+const MCP: &str = env!("CARGO_BIN_EXE_oxmcp");
+
+/// A fake MCP endpoint at `/{fault}/mcp`: a valid handshake, then tool calls answered with the
+/// given fault: `text` (a stale text), `id` (another request's id), `busy` (every third call
+/// refused with 429), `sse` (right answers as SSE, after a priming event and a notification),
+/// anything else right answers as JSON.
+async fn fake(
+    Path(fault): Path<String>,
+    State(calls): State<Arc<AtomicU64>>,
+    body: Bytes,
+) -> Response {
+    let Ok(msg) = serde_json::from_slice::<Value>(&body) else {
+        return StatusCode::BAD_REQUEST.into_response();
+    };
+    let Some(id) = msg.get("id").cloned() else {
+        return StatusCode::ACCEPTED.into_response();
+    };
+    let json_answer = |v: Value| ([("content-type", "application/json")], v.to_string());
+    if msg["method"] == "initialize" {
+        let result = json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+            "serverInfo": {"name": "fake", "version": "1"}});
+        let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
+        return ([("mcp-session-id", "fake-session")], json_answer(answer)).into_response();
+    }
+    let n = calls.fetch_add(1, Ordering::Relaxed);
+    let message = msg["params"]["arguments"]["message"].as_str().unwrap_or("");
+    let right = |id: Value, text: &str| {
+        json!({"jsonrpc": "2.0", "id": id,
+            "result": {"content": [{"type": "text", "text": text}]}})
+    };
+    match fault.as_str() {
+        "text" => json_answer(right(id, "stale")).into_response(),
+        "id" => json_answer(right(json!(id.as_u64().unwrap_or(0) + 1000), message)).into_response(),
+        "busy" if n % 3 == 2 => {
+            let error = json!({"jsonrpc": "2.0", "id": null,
+                "error": {"code": -32000, "message": "Too many open streams on this session"}});
+            (StatusCode::TOO_MANY_REQUESTS, json_answer(error)).into_response()
+        }
+        "sse" => {
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/message",
+                "params": {"level": "info", "data": "working"}});
+            let body = format!(
+                "id: 1\ndata:\n\nevent: message\ndata: {note}\n\ndata: {}\n\n",
+                right(id, message)
+            );
+            ([("content-type", "text/event-stream")], body).into_response()
+        }
+        _ => json_answer(right(id, message)).into_response(),
+    }
+}
+
+/// Starts the fake server; returns its base URL (`http://127.0.0.1:PORT`).
+async fn start_fake() -> String {
+    let app = axum::Router::new()
+        .route(
+            "/{fault}/mcp",
+            axum::routing::post(fake).delete(|| async { StatusCode::OK }),
+        )
+        .with_state(Arc::new(AtomicU64::new(0)));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    base
+}
+
+/// Runs `oxmcp bench ARGS --json`: success, the report, stderr.
+async fn bench(args: &[&str]) -> (bool, Value, String) {
+    let out = tokio::process::Command::new(MCP)
+        .arg("bench")
+        .args(args)
+        .arg("--json")
+        .env("MCP_LOG", "off")
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let report = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("no JSON report ({e}): {stdout} {stderr}"));
+    (out.status.success(), report, stderr)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_answers_are_errors_and_no_throughput() {
+    // (fault, failed calls of 40, the kind they are counted as)
+    for (fault, failed, kind) in [
+        ("text", 40, "wrong answer"),
+        ("id", 40, "wrong answer"),
+        ("busy", 13, "http 429"),
+    ] {
+        let url = format!("{}/{fault}/mcp", start_fake().await);
+        let (ok, v, err) = bench(&[&url, "--clients", "2", "--requests", "40"]).await;
+        assert!(!ok, "{fault}: exit 0 with wrong answers: {v}");
+        assert_eq!(v["errors"], failed, "{fault}: {v}");
+        let calls = &v["phases"]["calls"];
+        assert_eq!(calls["error_kinds"][kind], failed, "{fault}: {v}");
+        assert_eq!(calls["calls"], 40, "{fault}: {v}");
+        assert!(
+            calls.get("calls_per_sec").is_none(),
+            "{fault}: a rate with errors: {v}"
+        );
+        assert!(calls.get("latency").is_none(), "{fault}: {v}");
+        assert!(err.contains(&format!("{failed} of 40")), "{fault}: {err}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn right_answers_as_json_or_sse_pass() {
+    let base = start_fake().await;
+    for fault in ["none", "sse"] {
+        let url = format!("{base}/{fault}/mcp");
+        let (ok, v, err) = bench(&[&url, "--clients", "3", "--requests", "60"]).await;
+        assert!(ok, "{fault}: {err} {v}");
+        assert_eq!(v["errors"], 0, "{v}");
+        assert!(v["phases"]["calls"]["calls_per_sec"].as_f64().unwrap() > 0.0);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_shape_against_mcp_serve_has_no_errors() {
+    for mode in ["json", "sse"] {
+        let (_server, url) =
+            common::serve_http(&["--listen", "127.0.0.1:0", "--response-mode", mode]).await;
+        let shapes: [&[&str]; 4] = [
+            &["--clients", "4", "--requests", "300"],
+            &["--clients", "4", "--requests", "300", "--session", "shared"],
+            &["--clients", "4", "--requests", "300", "--era", "modern"],
+            &["--clients", "2", "--requests", "100", "--driver", "client"],
+        ];
+        for shape in shapes {
+            let mut args = vec![url.as_str()];
+            args.extend_from_slice(shape);
+            let (ok, v, err) = bench(&args).await;
+            assert!(ok, "{mode} {shape:?}: {err} {v}");
+            assert_eq!(v["errors"], 0, "{mode} {shape:?}: {v}");
+            let phase = v["phases"]
+                .as_object()
+                .unwrap()
+                .values()
+                .next()
+                .unwrap()
+                .clone();
+            assert!(phase["calls"].as_u64().unwrap() >= 100, "{v}");
+            assert!(phase["calls_per_sec"].as_f64().unwrap() > 0.0, "{v}");
+        }
+        let (ok, v, err) = bench(&[&url, "--burst", "50"]).await;
+        assert!(ok, "{mode} burst: {err} {v}");
+        assert_eq!(v["phases"]["burst"]["sessions"], 50, "{v}");
+        assert_eq!(v["errors"], 0, "{v}");
+    }
+}
+
+/// `--read`, `--wire` and `--encoding` over every transport: no errors, and the bytes on the
+/// wire show what protobuf saves on binary contents (no base64).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_bytes_on_the_wire_and_encodings_on_every_transport() {
+    let (_server, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    let ws = url.replacen("http://", "ws://", 1).replace("/mcp", "/ws");
+    let grpc = url.replacen("http://", "grpc://", 1).replace("/mcp", "");
+    let size = 65_536.0;
+    for (target, encodings) in [
+        (&url, &["json", "protobuf"][..]),
+        (&grpc, &["json", "protobuf"][..]),
+        (&ws, &["json"][..]),
+    ] {
+        let mut received = Vec::new();
+        for encoding in encodings {
+            let args = [
+                target.as_str(),
+                "--driver",
+                "client",
+                "--mode",
+                "sequential",
+                "--requests",
+                "20",
+                "--read",
+                "demo://payload/65536",
+                "--wire",
+                "--encoding",
+                encoding,
+            ];
+            let (ok, v, err) = bench(&args).await;
+            assert!(ok, "{target} {encoding}: {err} {v}");
+            assert_eq!(v["errors"], 0, "{v}");
+            assert_eq!(v["phases"]["sequential"]["calls"], 20, "{v}");
+            let per_call = v["wire"]["received_per_call"].as_f64().unwrap();
+            assert!(per_call > size, "{target} {encoding}: {v}");
+            received.push(per_call);
+        }
+        if let [json, protobuf] = received[..] {
+            // base64 is 4/3 of the bytes; protobuf carries the bytes themselves.
+            assert!(json > size * 4.0 / 3.0, "{target}: {json}");
+            assert!(protobuf < size * 1.05, "{target}: {protobuf}");
+        }
+    }
+    let out = tokio::process::Command::new(MCP)
+        .args(["bench", &url, "--read", "demo://readme", "--requests", "5"])
+        .output()
+        .await
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("--driver client"),
+        "{err}"
+    );
+}

@@ -1,0 +1,215 @@
+//! One-line bridges end to end: `oxmcp serve -- CMD` (a stdio server over our HTTP transports)
+//! and `oxmcp serve --stdio --upstream URL` (a remote server for a stdio-only host), in both
+//! protocol eras, names unchanged, sampling and elicitation passed through.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::{Value, json};
+
+mod common;
+
+use common::mcp;
+
+const MCP: &str = env!("CARGO_BIN_EXE_oxmcp");
+const ERAS: [&str; 2] = ["legacy", "modern"];
+
+/// The first word of every line.
+fn first_words(out: &str) -> Vec<&str> {
+    out.lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect()
+}
+
+const ANSWER: &str = r#"cat >/dev/null; echo '{"role":"assistant","content":{"type":"text","text":"bridged"},"model":"sh"}'"#;
+
+/// What a client sees through a bridge: the demo's tools by their own names, calls, a
+/// resource, sampling and elicitation passed through, in both eras. `reach` is the URL, or
+/// the arguments that come after the command's own (`-- CMD...`).
+async fn works_through(reach: &[&str]) {
+    for era in ERAS {
+        // `COMMAND [URL] ARGS --era ERA [-- CMD...]`.
+        let with = |args: &[&str]| {
+            let owned = |s: &&str| (*s).to_owned();
+            let (command, rest) = args.split_first().unwrap();
+            let mut all = vec![(*command).to_owned()];
+            let url = reach.len() == 1;
+            if url {
+                all.push(reach[0].to_owned());
+            }
+            all.extend(rest.iter().map(owned));
+            all.extend(["--era".to_owned(), era.to_owned()]);
+            if !url {
+                all.extend(reach.iter().map(owned));
+            }
+            all
+        };
+        let run = |args: Vec<String>| async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            mcp(&args).await
+        };
+        let (ok, out, err) = run(with(&["tools"])).await;
+        assert!(ok, "{era}: {err}");
+        assert_eq!(first_words(&out), common::DEMO_TOOLS, "{era}: no prefixes");
+        let (ok, out, err) = run(with(&["call", "echo", r#"{"message":"through"}"#])).await;
+        assert!(ok, "{era}: {err}");
+        assert_eq!(out, "through\n");
+        let (ok, out, err) = run(with(&["read", "demo://readme"])).await;
+        assert!(ok, "{era}: {err}");
+        assert_eq!(out, "This is the mcp demo server.\n\n");
+        let (ok, out, err) = run(with(&["complete", "--prompt", "greet", "name", "Gr"])).await;
+        assert!(ok, "{era}: {err}");
+        assert_eq!(out, "Grace\n");
+        // The upstream's sampling request reaches our client, which answers with the command.
+        let (ok, out, err) = run(with(&[
+            "call",
+            "sample",
+            "-a",
+            "prompt=hi",
+            "--sampling-cmd",
+            ANSWER,
+        ]))
+        .await;
+        assert!(ok, "{era}: {err}");
+        assert_eq!(out, "bridged\n");
+        // Its roots request too (the client's --root).
+        let root = std::env::temp_dir();
+        let canonical = std::fs::canonicalize(&root).unwrap();
+        let (ok, out, err) = run(with(&["call", "roots", "--root", root.to_str().unwrap()])).await;
+        assert!(ok, "{era}: {err}");
+        let uri = url::Url::from_file_path(&canonical).unwrap();
+        assert!(out.starts_with(&format!("{uri} ")), "{era}: {out}");
+        // Its elicitation too (declined here: no terminal).
+        let (ok, out, err) = run(with(&["call", "ask"])).await;
+        assert!(ok, "{era}: {err}");
+        assert_eq!(out, "no name given (decline)\n", "{era}");
+    }
+}
+
+#[tokio::test]
+async fn a_stdio_server_is_served_over_http() {
+    let (_bridge, url) =
+        common::serve_http(&["--listen", "127.0.0.1:0", "--", MCP, "serve", "--stdio"]).await;
+    let (ok, out, _) = mcp(&["info", "--json", &url]).await;
+    assert!(ok);
+    let info: Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        info["instructions"]
+            .as_str()
+            .unwrap()
+            .starts_with("A bridge to `"),
+        "{info}"
+    );
+    works_through(&[&url]).await;
+    // The other transports of `oxmcp serve` serve it too.
+    let ws = url.replace("http://", "ws://").replace("/mcp", "/ws");
+    let (ok, out, err) = mcp(&["call", &ws, "add", "-a", "a=2", "-a", "b=3"]).await;
+    assert!(ok, "{err}");
+    assert!(out.contains('5'), "{out}");
+}
+
+#[tokio::test]
+async fn a_remote_server_is_served_on_stdio() {
+    let (_upstream, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    // A host driving the bridge's stdin and stdout itself.
+    let mut raw = common::Raw::spawn_with(&["--upstream", &url]);
+    let init = raw.initialize("2025-11-25").await;
+    assert!(
+        init["result"]["capabilities"]["tools"].is_object(),
+        "{init}"
+    );
+    let tools = raw.request(1, "tools/list", json!({})).await;
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, common::DEMO_TOOLS);
+    let r = raw
+        .request(
+            2,
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": "over stdio"}}),
+        )
+        .await;
+    assert_eq!(r["result"]["content"][0]["text"], "over stdio", "{r}");
+    raw.close().await;
+    // Our own client commands, as a stdio host would run it.
+    works_through(&["--", MCP, "serve", "--stdio", "--upstream", &url]).await;
+}
+
+#[tokio::test]
+async fn the_upstream_bearer_reaches_the_remote_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "s3cret alice\n").unwrap();
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, "s3cret\n").unwrap();
+    let (_upstream, url) = common::serve_http(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--auth-token-file",
+        tokens.to_str().unwrap(),
+    ])
+    .await;
+    let bridge = ["--", MCP, "serve", "--stdio", "--upstream", &url];
+    let mut with_token = bridge.to_vec();
+    with_token.extend(["--upstream-bearer-file", token_file.to_str().unwrap()]);
+    let mut args = vec!["call", "echo", r#"{"message":"authorized"}"#];
+    args.extend(&with_token);
+    let (ok, out, err) = mcp(&args).await;
+    assert!(ok, "{err}");
+    assert_eq!(out, "authorized\n");
+    // Without it the upstream refuses the bridge: it has no tools to offer.
+    let mut args = vec!["call", "echo", r#"{"message":"refused"}"#];
+    args.extend(&bridge);
+    let (ok, _, _) = mcp(&args).await;
+    assert!(!ok);
+}
+
+#[tokio::test]
+async fn bridges_refuse_what_they_cannot_serve() {
+    let (ok, _, err) = mcp(&["serve", "--stdio", "--upstream", "ftp://example.com"]).await;
+    assert!(!ok);
+    assert!(err.contains("--upstream"), "{err}");
+    let (ok, _, err) = mcp(&["serve", "--config", "x.toml", "--", "true"]).await;
+    assert!(!ok);
+    assert!(err.contains("cannot be used with"), "{err}");
+}
+
+/// Resource updates of the bridged server reach a listener of the bridge, in both eras.
+#[tokio::test]
+async fn resource_updates_pass_through_a_bridge() {
+    let (_bridge, url) =
+        common::serve_http(&["--listen", "127.0.0.1:0", "--", MCP, "serve", "--stdio"]).await;
+    for era in ERAS {
+        let (child, mut lines) =
+            common::listen::listening(&[&url, "--era", era, "--resource", "demo://readme"]).await;
+        // The bridge subscribes upstream on its own: wait until the server holds it.
+        held_upstream(&url, era, |n| n > 0).await;
+        let (ok, _, err) = mcp(&["call", &url, "touch", "-a", "uri=demo://readme"]).await;
+        assert!(ok, "{era}: {err}");
+        common::listen::until_line(&mut lines, "updated demo://readme").await;
+        common::listen::interrupt(child).await;
+        // Its subscription ends with it (upstream too), before the next era's listener.
+        held_upstream(&url, era, |n| n == 0).await;
+    }
+}
+
+/// Waits until the bridged demo server holds a number of subscriptions that `done` accepts
+/// (its `subscriptions` tool, called through the bridge; at most 30 s).
+async fn held_upstream(url: &str, era: &str, done: impl Fn(u64) -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (ok, out, err) = mcp(&["call", url, "subscriptions"]).await;
+        assert!(ok, "{era}: {err}");
+        let n: u64 = out.trim().parse().unwrap();
+        if done(n) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{era}: still {n} held upstream"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}

@@ -1,0 +1,407 @@
+//! The message loop of one connection: decode, route, dispatch, answer.
+
+use std::collections::{HashMap, VecDeque};
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use oxmcp_jsonrpc::{
+    DecodeError, ErrorObject, Frame, Inbound, Message, Notification, Request, RequestId,
+    encode_batch, parse_params,
+};
+use oxmcp_types::{CancelledParams, ProgressParams};
+use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::task::{AbortHandle, JoinSet};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::CallError;
+use crate::options::EngineConfig;
+use crate::peer::Peer;
+use crate::service::{HandlerResult, RequestContext, Service};
+
+struct InFlight {
+    abort: Option<AbortHandle>,
+    cancel: CancellationToken,
+    cancellable: bool,
+    /// Answered on its own (not inside a batch's answer).
+    alone: bool,
+}
+
+type InFlightMap = Arc<Mutex<HashMap<RequestId, InFlight>>>;
+
+/// Where a request's response goes.
+enum Reply {
+    /// Sent on its own.
+    Alone,
+    /// Into its batch's answer. A cancelled request drops the sender: no response.
+    Batch(oneshot::Sender<Message>),
+}
+
+/// A request accepted (in the in-flight map) and waiting for a slot.
+struct Queued {
+    id: RequestId,
+    fut: BoxFuture<'static, HandlerResult>,
+    reply: Reply,
+}
+
+/// What the handlers of one connection's input share.
+struct Conn<'a> {
+    peer: &'a Peer,
+    service: &'a Arc<dyn Service>,
+    config: &'a EngineConfig,
+    in_flight: &'a InFlightMap,
+    closing: &'a CancellationToken,
+}
+
+fn lock(map: &InFlightMap) -> parking_lot::MutexGuard<'_, HashMap<RequestId, InFlight>> {
+    map.lock()
+}
+
+/// Runs one connection until its input ends, then waits for in-flight requests to finish and
+/// closes `peer` (failing any of its own outstanding requests with `Closed`).
+///
+/// `incoming` carries one frame (a JSON text) per item, the transport doing the framing, or
+/// the news that the transport could not deliver one of our requests.
+pub async fn run(
+    peer: Peer,
+    mut incoming: mpsc::Receiver<Inbound>,
+    service: Arc<dyn Service>,
+    config: EngineConfig,
+) {
+    let sem = Arc::new(Semaphore::new(config.max_in_flight.max(1)));
+    let in_flight: InFlightMap = Arc::new(Mutex::new(HashMap::new()));
+    let mut queue: VecDeque<Queued> = VecDeque::new();
+    let mut tasks: JoinSet<()> = JoinSet::new();
+    let mut input_open = true;
+    let closing = CancellationToken::new();
+    let max_queued = config.max_queued.max(1);
+    let killed = peer.killed().clone();
+    let cx = Conn {
+        peer: &peer,
+        service: &service,
+        config: &config,
+        in_flight: &in_flight,
+        closing: &closing,
+    };
+
+    loop {
+        if !input_open && queue.is_empty() {
+            break;
+        }
+        tokio::select! {
+            biased;
+            () = killed.cancelled(), if input_open || !queue.is_empty() => {
+                // The other side stopped reading: nothing more is read, and nothing it
+                // asked for runs on.
+                input_open = false;
+                closing.cancel();
+                queue.clear();
+                tasks.abort_all();
+                lock(&in_flight).clear();
+            }
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            Ok(permit) = sem.clone().acquire_owned(), if !queue.is_empty() => {
+                let Some(q) = queue.pop_front() else { continue };
+                let abort = spawn_request(&mut tasks, &peer, &in_flight, q, permit);
+                if let Some(entry) = lock(&in_flight).get_mut(&abort.0) {
+                    entry.abort = Some(abort.1);
+                }
+            }
+            frame = incoming.recv(), if input_open && queue.len() < max_queued => {
+                match frame {
+                    Some(Inbound::Failed { id, error }) => peer.fail(id, *error),
+                    Some(Inbound::Frame(bytes)) => on_frame(&cx, &bytes, &mut queue, &mut tasks),
+                    Some(Inbound::Message(msg, context)) => on_message(&cx, *msg, context, &mut queue),
+                    None => {
+                        input_open = false;
+                        closing.cancel();
+                    }
+                }
+            }
+        }
+    }
+    // Input is over: let what was accepted finish, so nothing that was asked goes unanswered.
+    while tasks.join_next().await.is_some() {}
+    peer.close();
+}
+
+fn spawn_request(
+    tasks: &mut JoinSet<()>,
+    peer: &Peer,
+    in_flight: &InFlightMap,
+    q: Queued,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) -> (RequestId, AbortHandle) {
+    let peer = peer.scoped(q.id.clone());
+    let in_flight = in_flight.clone();
+    let id = q.id.clone();
+    let handle = tasks.spawn(async move {
+        let _permit = permit;
+        let result = AssertUnwindSafe(q.fut)
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|panic| Err(panicked(&*panic)));
+        if lock(&in_flight).remove(&q.id).is_none() {
+            return; // cancelled meanwhile: no response is sent for a cancelled request
+        }
+        let msg = match result {
+            Ok(raw) => Message::result(q.id, raw),
+            Err(e) => Message::error(Some(q.id), e),
+        };
+        match q.reply {
+            Reply::Alone => peer.send_response(msg.encode()).await,
+            Reply::Batch(answer) => {
+                let _ = answer.send(msg);
+            }
+        }
+    });
+    (id, handle)
+}
+
+/// A handler's panic becomes -32603 for its request only (the payload is logged, not sent).
+fn panicked(panic: &(dyn std::any::Any + Send)) -> ErrorObject {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "handler panicked".to_owned());
+    tracing::error!("handler panicked: {what}");
+    ErrorObject::internal("Internal error: the handler panicked")
+}
+
+fn on_frame(cx: &Conn<'_>, bytes: &[u8], queue: &mut VecDeque<Queued>, tasks: &mut JoinSet<()>) {
+    match Frame::decode_limited(bytes, cx.config.max_batch) {
+        Frame::Single(Ok(msg)) => on_message(cx, msg, None, queue),
+        Frame::Single(Err(e)) => {
+            // An empty batch (`[]`) is always answered: it is valid JSON, never a stray log
+            // line, so answering cannot start an error storm. Unparseable input is not.
+            let is_batch = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')
+                && e.error.code == oxmcp_jsonrpc::ErrorCode::INVALID_REQUEST;
+            if let Some(reply) = error_reply(e, cx.config.answer_unidentified || is_batch) {
+                let scoped = match &reply {
+                    Message::Response(oxmcp_jsonrpc::Response { id: Some(id), .. }) => {
+                        cx.peer.scoped(id.clone())
+                    }
+                    _ => cx.peer.clone(),
+                };
+                scoped.try_send_response(reply.encode());
+            }
+        }
+        Frame::Batch(items) => on_batch(cx, items, queue, tasks),
+    }
+}
+
+/// The error response owed for undecodable input, if any. `answer_unidentified` says whether
+/// input without an id is answered (with `"id": null`) or only logged.
+fn error_reply(e: DecodeError, answer_unidentified: bool) -> Option<Message> {
+    if !e.answerable {
+        tracing::warn!(
+            "dropping malformed message: {}",
+            e.error
+                .data
+                .as_ref()
+                .map_or_else(String::new, ToString::to_string)
+        );
+        return None;
+    }
+    if e.id.is_none() && !answer_unidentified {
+        tracing::warn!(
+            "dropping malformed input with no id to answer: {}",
+            e.error
+                .data
+                .as_ref()
+                .map_or_else(String::new, ToString::to_string)
+        );
+        return None;
+    }
+    Some(Message::error(e.id, e.error))
+}
+
+fn on_message(
+    cx: &Conn<'_>,
+    msg: Message,
+    context: Option<oxmcp_jsonrpc::TransportContext>,
+    queue: &mut VecDeque<Queued>,
+) {
+    match msg {
+        Message::Response(r) => cx.peer.complete(r.id, r.outcome.map_err(CallError::Rpc)),
+        Message::Notification(n) => on_notification(cx, n, queue),
+        Message::Request(r) => {
+            let id = r.id.clone();
+            if let Err(e) = accept(cx, r, Reply::Alone, context, queue) {
+                cx.peer
+                    .scoped(id.clone())
+                    .try_send_response(Message::error(Some(id), e).encode());
+            }
+        }
+    }
+}
+
+fn on_notification(cx: &Conn<'_>, n: Notification, queue: &mut VecDeque<Queued>) {
+    match n.method.as_str() {
+        "notifications/cancelled" => match parse_params::<CancelledParams>(n.params.as_deref()) {
+            Ok(p) => {
+                if let Some(id) = p.request_id.as_ref().and_then(RequestId::from_value) {
+                    if cancel(&id, cx.in_flight, queue) {
+                        // No response will come: the transport may end its stream.
+                        cx.peer.scoped(id).try_send_ended();
+                    }
+                }
+            }
+            Err(e) => tracing::warn!("bad cancellation: {}", oxmcp_jsonrpc::printable(&e.message)),
+        },
+        "notifications/progress" => match parse_params::<ProgressParams>(n.params.as_deref()) {
+            Ok(p) => cx.peer.progress(p),
+            Err(e) => tracing::warn!(
+                "bad progress notification: {}",
+                oxmcp_jsonrpc::printable(&e.message)
+            ),
+        },
+        _ => cx.service.notify(n, cx.peer),
+    }
+}
+
+/// Takes a request in: registered in the in-flight map (where cancellation finds it) and
+/// queued for a slot. Refused with -32600 when its id is already in flight, and with
+/// -32000 "server busy" (`data.transient`) when `busy_after` requests already are.
+fn accept(
+    cx: &Conn<'_>,
+    r: Request,
+    reply: Reply,
+    transport: Option<oxmcp_jsonrpc::TransportContext>,
+    queue: &mut VecDeque<Queued>,
+) -> Result<(), ErrorObject> {
+    let id = r.id.clone();
+    let mut map = lock(cx.in_flight);
+    if map.contains_key(&id) {
+        return Err(ErrorObject::invalid_request(format!(
+            "request id {id} is already in use"
+        )));
+    }
+    if cx.config.busy_after.is_some_and(|n| map.len() >= n) {
+        return Err(ErrorObject::new(
+            oxmcp_jsonrpc::ErrorCode::SERVER_BUSY,
+            "Server busy: too many requests in flight on this connection; retry later",
+        )
+        .with_data(serde_json::json!({ "transient": true })));
+    }
+    let cancel = CancellationToken::new();
+    map.insert(
+        id.clone(),
+        InFlight {
+            abort: None,
+            cancel: cancel.clone(),
+            cancellable: cx.service.cancellable(&r.method),
+            alone: matches!(reply, Reply::Alone),
+        },
+    );
+    drop(map);
+    let ctx = RequestContext {
+        id: id.clone(),
+        peer: cx.peer.scoped(id.clone()),
+        cancel,
+        closing: cx.closing.clone(),
+        transport,
+    };
+    let fut = cx.service.call(r, ctx);
+    queue.push_back(Queued { id, fut, reply });
+    Ok(())
+}
+
+/// Cancels request `id`. True when it was answered on its own and so now will get no
+/// response at all (a batch entry is only left out of its batch's answer).
+fn cancel(id: &RequestId, in_flight: &InFlightMap, queue: &mut VecDeque<Queued>) -> bool {
+    let mut map = lock(in_flight);
+    let Some(entry) = map.get(id) else {
+        tracing::debug!(%id, "cancellation for an unknown or finished request; ignored");
+        return false;
+    };
+    if !entry.cancellable {
+        tracing::warn!(%id, "this request cannot be cancelled; ignored");
+        return false;
+    }
+    let mut alone = false;
+    if let Some(entry) = map.remove(id) {
+        entry.cancel.cancel();
+        alone = entry.alone;
+        if let Some(abort) = entry.abort {
+            abort.abort();
+        }
+    }
+    drop(map);
+    queue.retain(|q| &q.id != id);
+    alone
+}
+
+/// One entry's place in a batch's answer.
+enum Slot {
+    /// Known at once (an invalid entry, or a request refused).
+    Ready(Message),
+    /// A request accepted; nothing comes if it is cancelled.
+    Pending(oneshot::Receiver<Message>),
+}
+
+/// A batch: each entry is handled like the same message on its own (requests are accepted
+/// into the in-flight map and the queue, so they count against `max_in_flight` and
+/// `busy_after`, their ids must be unique, and they can be cancelled). The answer is one
+/// array, in the batch's order, sent when every request is done; a cancelled request has no
+/// entry in it, and a batch with nothing to answer gets no answer.
+fn on_batch(
+    cx: &Conn<'_>,
+    items: Vec<Result<Message, DecodeError>>,
+    queue: &mut VecDeque<Queued>,
+    tasks: &mut JoinSet<()>,
+) {
+    if !cx.service.batch_allowed() {
+        let e = ErrorObject::invalid_request(
+            "JSON-RPC batches are not supported by the negotiated protocol version",
+        );
+        cx.peer.try_send_response(Message::error(None, e).encode());
+        return;
+    }
+    let mut slots = Vec::with_capacity(items.len());
+    let mut first_id: Option<RequestId> = None;
+    for item in items {
+        match item {
+            // Inside a batch every bad element is answered, as JSON-RPC 2.0 requires.
+            Err(e) => slots.extend(error_reply(e, true).map(Slot::Ready)),
+            Ok(Message::Response(r)) => cx.peer.complete(r.id, r.outcome.map_err(CallError::Rpc)),
+            Ok(Message::Notification(n)) => on_notification(cx, n, queue),
+            Ok(Message::Request(r)) => {
+                let id = r.id.clone();
+                first_id.get_or_insert_with(|| id.clone());
+                let (tx, rx) = oneshot::channel();
+                slots.push(match accept(cx, r, Reply::Batch(tx), None, queue) {
+                    Ok(()) => Slot::Pending(rx),
+                    Err(e) => Slot::Ready(Message::error(Some(id), e)),
+                });
+            }
+        }
+    }
+    if slots.is_empty() {
+        return; // an all-notification batch gets no reply at all
+    }
+    // The batch's answer is one message; it belongs with the batch's first request.
+    let peer = match first_id {
+        Some(id) => cx.peer.scoped(id),
+        None => cx.peer.clone(),
+    };
+    tasks.spawn(async move {
+        let mut replies = Vec::with_capacity(slots.len());
+        for slot in slots {
+            match slot {
+                Slot::Ready(m) => replies.push(m),
+                Slot::Pending(rx) => replies.extend(rx.await.ok()),
+            }
+        }
+        if replies.is_empty() {
+            // Every request was cancelled: no answer, but the transport may end its stream.
+            peer.try_send_ended();
+        } else {
+            peer.send_response(encode_batch(&replies)).await;
+        }
+    });
+}

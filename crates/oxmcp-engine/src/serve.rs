@@ -1,0 +1,62 @@
+//! What a transport hosts: anything that serves connections, not one particular server.
+
+use futures::future::BoxFuture;
+use oxmcp_jsonrpc::{Inbound, Outbound};
+use tokio::sync::mpsc;
+
+use crate::options::EngineConfig;
+
+/// One connection a transport opened, ready to be served.
+#[derive(Debug)]
+pub struct Connection {
+    /// What the transport received.
+    pub incoming: mpsc::Receiver<Inbound>,
+    /// Where the answers go.
+    pub outgoing: mpsc::Sender<Outbound>,
+    /// The engine settings for this connection ([`Serve::engine_config`], adjusted by the
+    /// transport: HTTP sets a stall timeout, for instance).
+    pub config: EngineConfig,
+    /// Who the transport authenticated the other side as, if it did.
+    pub principal: Option<String>,
+}
+
+/// Something a transport can host: it serves each connection the transport opens. An MCP
+/// server, a gateway or any user service implements it, and every transport can then host
+/// it.
+pub trait Serve: Send + Sync + 'static {
+    /// The engine settings its connections use by default.
+    fn engine_config(&self) -> EngineConfig;
+
+    /// Serves one connection until its input ends and its answers are sent.
+    fn serve(&self, connection: Connection) -> BoxFuture<'static, ()>;
+}
+
+impl<T: Serve + ?Sized> Serve for std::sync::Arc<T> {
+    fn engine_config(&self) -> EngineConfig {
+        (**self).engine_config()
+    }
+
+    fn serve(&self, connection: Connection) -> BoxFuture<'static, ()> {
+        (**self).serve(connection)
+    }
+}
+
+/// Who a transport verified the other side to be (from a bearer token, say).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Identity {
+    /// The subject (the token's `sub`): sessions and state belong to it.
+    pub subject: String,
+    /// The scopes the token grants.
+    pub scopes: Vec<String>,
+    /// The client the token was issued to, if known.
+    pub client_id: Option<String>,
+    /// The token's claims (or the introspection answer).
+    pub claims: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Identity {
+    /// Whether the token grants `scope`.
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scopes.iter().any(|s| s == scope)
+    }
+}

@@ -1,0 +1,114 @@
+//! What a failed exchange becomes: a [`TransportError`] for the request it carried (the HTTP
+//! status and what the answer said), read before and after the answer's body.
+
+use futures::StreamExt;
+use oxmcp_jsonrpc::{ErrorObject, Message, TransportError};
+
+/// A request that got no HTTP answer at all.
+pub(super) fn no_answer(e: &impl std::fmt::Display) -> TransportError {
+    TransportError::Io(format!("HTTP request failed: {e}"))
+}
+
+/// What an HTTP answer's status and headers say about a failure, taken before its body is
+/// read.
+pub(super) struct Failure {
+    pub(super) status: reqwest::StatusCode,
+    retry_after: Option<std::time::Duration>,
+    /// A redirect that was not followed: the message and the `Location`.
+    redirect: Option<(String, Option<String>)>,
+}
+
+impl Failure {
+    pub(super) fn of(resp: &reqwest::Response) -> Self {
+        let (status, headers) = (resp.status(), resp.headers());
+        Self {
+            status,
+            retry_after: retry_after(headers),
+            redirect: crate::origin::redirect_message(status, headers).map(|m| {
+                let location = headers
+                    .get(reqwest::header::LOCATION)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                (m, location)
+            }),
+        }
+    }
+
+    /// The failure of an answer without a JSON-RPC body: its status, `Retry-After`, the
+    /// `Location` of a redirect not followed, and the start of the body.
+    pub(super) fn error(&self, body: &str) -> TransportError {
+        let body: String = body.chars().take(2000).collect();
+        let (message, location) = match &self.redirect {
+            Some((message, location)) => (message.clone(), location.clone()),
+            None => (format!("HTTP {}", self.status), None),
+        };
+        TransportError::Http {
+            status: self.status.as_u16(),
+            retry_after: self.retry_after,
+            location,
+            message,
+            body,
+        }
+    }
+}
+
+/// The JSON-RPC error a failed answer's body carries, if it is one.
+pub(super) fn rpc_error_of(body: &str) -> Option<ErrorObject> {
+    match Message::decode(body.as_bytes()) {
+        Ok(Message::Response(oxmcp_jsonrpc::Response {
+            outcome: Err(e), ..
+        })) => Some(e),
+        _ => None,
+    }
+}
+
+/// `Retry-After` (the delay-seconds form).
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<std::time::Duration> {
+    let secs: u64 = headers
+        .get("retry-after")?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(std::time::Duration::from_secs(secs))
+}
+
+/// The body of an answer, at most `max` bytes of UTF-8 (a body in the protobuf encoding is
+/// turned into its JSON text).
+pub(super) async fn read_limited(
+    resp: reqwest::Response,
+    max: usize,
+) -> Result<String, TransportError> {
+    let protobuf = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with(oxmcp_proto::MEDIA_TYPE));
+    let mut body = Vec::new();
+    let mut stream = resp.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk =
+            chunk.map_err(|e| TransportError::Io(format!("reading the response failed: {e}")))?;
+        if body.len() + chunk.len() > max {
+            return Err(TransportError::Invalid(format!(
+                "response larger than {max} bytes"
+            )));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    if protobuf {
+        return oxmcp_proto::decode(&body)
+            .map(|json| json.to_string())
+            .map_err(|e| TransportError::Invalid(format!("an answer in protobuf: {e}")));
+    }
+    String::from_utf8(body).map_err(|_| TransportError::Invalid("response is not UTF-8".to_owned()))
+}
+
+/// Whether an answer is an SSE stream.
+pub(super) fn is_sse(resp: &reqwest::Response) -> bool {
+    resp.headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"))
+}

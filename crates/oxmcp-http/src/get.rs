@@ -1,0 +1,145 @@
+//! GET (the standalone stream, or resuming one with `Last-Event-ID`) and DELETE (ending a
+//! session) on the Streamable HTTP endpoint.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use oxmcp_jsonrpc::ErrorCode;
+
+use crate::admission::{accepting, common_checks, plausible_session_id, stream_slot};
+use crate::clients::Principal;
+use crate::respond::*;
+use crate::server::Inner;
+use crate::sse_out::{priming, sse_event, sse_response};
+
+/// Host/Origin checks, then the bearer token: the request's headers and principal.
+async fn checked(inner: &Inner, request: Request) -> Result<(HeaderMap, Option<String>), Response> {
+    let (mut parts, _) = request.into_parts();
+    common_checks(&inner.config, &parts.headers)?;
+    crate::auth::authenticate(inner.config.auth.as_deref(), &mut parts).await?;
+    let principal = parts.extensions.get::<Principal>().map(|p| p.0.clone());
+    Ok((parts.headers, principal))
+}
+
+/// The session a request names, if it exists (here or in the shared store) and belongs to
+/// the request's principal (a session used with another subject's token does not exist for
+/// it: 404).
+async fn session_of(
+    inner: &Arc<Inner>,
+    headers: &HeaderMap,
+    principal: Option<&str>,
+) -> Result<Arc<crate::session::Session>, Response> {
+    let Some(id) = header_str(headers, SESSION_HEADER) else {
+        return Err(bad_request(
+            "Bad Request: Mcp-Session-Id header is required",
+        ));
+    };
+    if !plausible_session_id(id) {
+        return Err(bad_request("Bad Request: malformed Mcp-Session-Id"));
+    }
+    crate::shared::lookup(inner, id, principal).await
+}
+
+pub(crate) async fn handle_get(State(inner): State<Arc<Inner>>, request: Request) -> Response {
+    if !crate::encoding::wants_protobuf(request.headers()) {
+        return get(inner, request).await;
+    }
+    let max = inner.config.max_body;
+    crate::encoding::answer_in_protobuf(get(inner, request).await, max).await
+}
+
+async fn get(inner: Arc<Inner>, request: Request) -> Response {
+    let (headers, principal) = match checked(&inner, request).await {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    if !accepts(&headers, "text/event-stream") {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            ErrorCode::INVALID_REQUEST,
+            "Accept must list text/event-stream",
+        );
+    }
+    if crate::stateless::is_modern(&headers, &[]) {
+        // 2026-07-28 has no GET stream (subscriptions/listen replaces it).
+        return StatusCode::METHOD_NOT_ALLOWED.into_response();
+    }
+    let session = match session_of(&inner, &headers, principal.as_deref()).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    session.touch();
+    if let Err(r) = accepting(&inner.config) {
+        return r;
+    }
+    if let Err(r) = stream_slot(&inner.config, &session) {
+        return r;
+    }
+    let keep_alive = inner.config.keep_alive;
+    if let Some(last) = header_str(&headers, "last-event-id") {
+        if last.len() > 256 || !last.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
+            return bad_request("Bad Request: malformed Last-Event-ID");
+        }
+        let mut resumed = session.resume(last).await;
+        if resumed.is_none() {
+            if let Some((token, seq)) = last.rsplit_once('-') {
+                if let Ok(seq) = seq.parse() {
+                    resumed = crate::shared::resume_elsewhere(&inner, &session, token, seq).await;
+                }
+            }
+        }
+        let Some(resumed) = resumed else {
+            return rpc_error(
+                StatusCode::NOT_FOUND,
+                None,
+                ErrorCode::INVALID_REQUEST,
+                "Unknown Last-Event-ID for this session",
+            );
+        };
+        let chunks: Vec<String> = resumed.replay.iter().map(sse_event).collect();
+        return sse_response(chunks, resumed.live, keep_alive, None);
+    }
+    let Some((token, rx)) = session.open_standalone().await else {
+        return rpc_error(
+            StatusCode::CONFLICT,
+            None,
+            ErrorCode::INVALID_REQUEST,
+            "A GET stream is already open for this session",
+        );
+    };
+    sse_response(
+        vec![priming(&token, inner.config.sse_retry)],
+        Some(rx),
+        keep_alive,
+        None,
+    )
+}
+
+pub(crate) async fn handle_delete(State(inner): State<Arc<Inner>>, request: Request) -> Response {
+    let (headers, principal) = match checked(&inner, request).await {
+        Ok(c) => c,
+        Err(r) => return r,
+    };
+    let session = match session_of(&inner, &headers, principal.as_deref()).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    if let Some(shared) = inner.shared() {
+        // Gone from the store first (every instance then answers 404), then every instance
+        // drops what it holds.
+        if let Err(e) = shared.op(shared.store.delete_session(&session.id)).await {
+            return crate::shared::store_failed(&e);
+        }
+        let ended = oxmcp_store::BusEvent::SessionEnded {
+            session: session.id.clone(),
+        };
+        if let Err(e) = shared.publish(ended).await {
+            tracing::warn!(session = %session.id, "other instances drop the session on their next use of it: {e}");
+        }
+    }
+    inner.remove(&session.id);
+    StatusCode::OK.into_response()
+}

@@ -1,0 +1,132 @@
+//! MCP over gRPC: our documented custom transport (`docs/transports/grpc.md`; the service
+//! is `mcp.v1.Mcp` in `oxmcp-proto`'s `proto/mcp.proto`).
+//!
+//! - `Connect` is a bidirectional stream of [`Envelope`]s, each carrying exactly one
+//!   JSON-RPC message: as its JSON bytes by default, or in its protobuf form. One stream is
+//!   one legacy session (`initialize` first), or any number of 2026-07-28 requests.
+//! - `Call` is one 2026-07-28 request and its answer.
+//! - Call metadata carries `authorization` (the same bearer check as `/mcp`),
+//!   `mcp-protocol-version` (checked when present) and `mcp-encoding` (`json` or
+//!   `protobuf`: the form of the server's envelopes; by default the form of the client's
+//!   first envelope).
+//! - `oxmcp serve` serves it on its HTTP port (HTTP/2, routed on `content-type:
+//!   application/grpc`, see [`split`]) or on a listener of its own.
+
+#[cfg(feature = "client")]
+pub mod client;
+mod listen;
+mod server;
+
+use oxmcp_proto::{Envelope, envelope::Body};
+
+pub use listen::{ListenError, TlsPem, serve_grpc};
+pub use server::{Grpc, split};
+
+/// The service's full name.
+pub const SERVICE: &str = "mcp.v1.Mcp";
+/// The path of the bidirectional `Connect` method.
+pub const CONNECT_PATH: &str = "/mcp.v1.Mcp/Connect";
+/// The path of the unary `Call` method.
+pub const CALL_PATH: &str = "/mcp.v1.Mcp/Call";
+/// The metadata key choosing the form of the server's envelopes.
+pub const ENCODING_KEY: &str = "mcp-encoding";
+
+/// The form of an envelope's message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Form {
+    /// UTF-8 JSON bytes (the default).
+    #[default]
+    Json,
+    /// The protobuf `Message`.
+    Protobuf,
+}
+
+impl Form {
+    /// The form named by `mcp-encoding` metadata.
+    pub fn parse(text: &str) -> Option<Form> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "json" => Some(Form::Json),
+            "protobuf" | "proto" => Some(Form::Protobuf),
+            _ => None,
+        }
+    }
+
+    /// The metadata value naming this form.
+    pub fn name(self) -> &'static str {
+        match self {
+            Form::Json => "json",
+            Form::Protobuf => "protobuf",
+        }
+    }
+
+    /// The form an envelope uses, if it has a body.
+    pub fn of(envelope: &Envelope) -> Option<Form> {
+        match envelope.body {
+            Some(Body::Json(_)) => Some(Form::Json),
+            Some(Body::Message(_)) => Some(Form::Protobuf),
+            None => None,
+        }
+    }
+}
+
+/// Why an envelope carries no usable message.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvelopeError {
+    /// The envelope has neither `json` nor `message`.
+    #[error("the envelope carries no message")]
+    Empty,
+    /// The protobuf message is not a JSON-RPC message.
+    #[error("{0}")]
+    Proto(#[from] oxmcp_proto::ProtoError),
+}
+
+/// The JSON bytes of an envelope's message (not parsed when it came as JSON: the engine
+/// parses, and answers unparseable JSON with -32700).
+///
+/// # Errors
+/// [`EnvelopeError`] for an empty envelope or a protobuf message that cannot be JSON-RPC.
+pub fn to_json(envelope: Envelope) -> Result<Vec<u8>, EnvelopeError> {
+    match envelope.body {
+        Some(Body::Json(bytes)) => Ok(bytes),
+        Some(Body::Message(m)) => {
+            let json = oxmcp_proto::from_proto(&m)?;
+            Ok(serde_json::to_vec(&json).unwrap_or_default())
+        }
+        None => Err(EnvelopeError::Empty),
+    }
+}
+
+/// The envelope of one JSON message in `form`. A message the protobuf form cannot carry (it
+/// never happens for JSON-RPC) goes as JSON.
+pub fn from_json(line: &str, form: Form) -> Envelope {
+    if form == Form::Protobuf {
+        let proto = serde_json::from_str::<serde_json::Value>(line)
+            .ok()
+            .and_then(|json| oxmcp_proto::to_proto(&json).ok());
+        if let Some(m) = proto {
+            return Envelope {
+                body: Some(Body::Message(m)),
+            };
+        }
+    }
+    Envelope {
+        body: Some(Body::Json(line.as_bytes().to_vec())),
+    }
+}
+
+/// The codec of both methods.
+pub(crate) fn codec() -> tonic_prost::ProstCodec<Envelope, Envelope> {
+    tonic_prost::ProstCodec::default()
+}
+
+/// An error with its causes, on one line.
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

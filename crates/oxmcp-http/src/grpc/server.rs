@@ -1,0 +1,485 @@
+//! [`Grpc`]: the `mcp.v1.Mcp` service hosting any [`Serve`], as an axum router.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use oxmcp_engine::{Connection, EngineConfig, Serve};
+use oxmcp_jsonrpc::{Inbound, Outbound};
+use oxmcp_proto::Envelope;
+use parking_lot::Mutex;
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use tokio::task::AbortHandle;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Code, Status, Streaming};
+
+use super::{CALL_PATH, CONNECT_PATH, ENCODING_KEY, Form, codec, from_json, to_json};
+use crate::auth::Identity;
+use crate::clients::Principal;
+use crate::config::HttpConfig;
+use crate::respond::header_str;
+
+struct Inner {
+    service: Arc<dyn Serve>,
+    engine: EngineConfig,
+    http: Arc<HttpConfig>,
+    /// One permit per open `Connect` stream or `Call`: at most `max_sessions` at once.
+    streams: Arc<tokio::sync::Semaphore>,
+}
+
+/// The gRPC service `mcp.v1.Mcp` hosting one MCP service, with the checks and limits of an
+/// [`HttpConfig`]: Host/Origin, the bearer check on `authorization` metadata, the message size
+/// limit (`max_body`), the idle timeout (`session_idle_timeout`), the most streams and calls
+/// at once (`max_sessions`; `RESOURCE_EXHAUSTED` above it) and shutdown. Cheap to clone.
+#[derive(Clone)]
+pub struct Grpc {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Grpc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Grpc").finish_non_exhaustive()
+    }
+}
+
+impl Grpc {
+    /// The service for `service` with the checks and limits of `http`.
+    pub fn new(service: impl Serve, http: HttpConfig) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                engine: http.engine(service.engine_config()),
+                service: Arc::new(service),
+                streams: Arc::new(tokio::sync::Semaphore::new(http.max_sessions.max(1))),
+                http: Arc::new(http),
+            }),
+        }
+    }
+
+    /// The axum router serving `Connect` and `Call`; any other gRPC method is
+    /// `UNIMPLEMENTED`. Serve it over HTTP/2 ([`crate::serve_router_with`] does), alone or
+    /// beside the HTTP endpoints with [`split`].
+    pub fn router(&self) -> axum::Router {
+        axum::Router::new()
+            .route(CONNECT_PATH, axum::routing::post(connect))
+            .route(CALL_PATH, axum::routing::post(call))
+            .fallback(|| async { status_response(Status::unimplemented("no such MCP method")) })
+            .with_state(self.inner.clone())
+    }
+}
+
+/// One router serving both: requests with `content-type: application/grpc…` go to `grpc`,
+/// every other request to `http`.
+pub fn split(http: axum::Router, grpc: axum::Router) -> axum::Router {
+    let service = tower::service_fn(move |request: Request| {
+        let grpc_call = header_str(request.headers(), "content-type")
+            .is_some_and(|t| t.starts_with("application/grpc"));
+        let router = if grpc_call {
+            grpc.clone()
+        } else {
+            http.clone()
+        };
+        async move {
+            use tower::ServiceExt;
+            router.oneshot(request).await
+        }
+    });
+    axum::Router::new().fallback_service(service)
+}
+
+fn status_response(status: Status) -> Response {
+    status.into_http::<axum::body::Body>().into_response()
+}
+
+/// The gRPC status for an HTTP refusal of the shared checks (401 keeps its
+/// `www-authenticate` challenge in the metadata).
+fn refusal(response: &Response) -> Status {
+    let (code, what) = match response.status() {
+        StatusCode::UNAUTHORIZED => (Code::Unauthenticated, "authentication required"),
+        StatusCode::FORBIDDEN => (Code::PermissionDenied, "refused"),
+        StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => {
+            (Code::ResourceExhausted, "too many requests")
+        }
+        _ => (Code::InvalidArgument, "bad request"),
+    };
+    let mut status = Status::new(code, what);
+    if let Some(challenge) = response.headers().get(header::WWW_AUTHENTICATE) {
+        let text = challenge.to_str().unwrap_or_default();
+        status = Status::new(code, format!("{what}: {text}"));
+        if let Ok(value) = text.parse() {
+            status.metadata_mut().insert("www-authenticate", value);
+        }
+    }
+    status
+}
+
+/// Who is calling: the principal sessions belong to, and the token's identity.
+#[derive(Clone, Default)]
+struct Caller {
+    principal: Option<String>,
+    identity: Option<Arc<Identity>>,
+}
+
+/// The checks of `/mcp`, on a gRPC call's headers: Host/Origin, the bearer token,
+/// `mcp-protocol-version`. The caller, or the refusal.
+async fn admit(inner: &Inner, parts: &mut axum::http::request::Parts) -> Result<Caller, Status> {
+    // HTTP/2 carries the host as `:authority`, which hyper keeps in the URI.
+    if !parts.headers.contains_key(header::HOST)
+        && let Some(authority) = parts.uri.authority()
+        && let Ok(value) = HeaderValue::from_str(authority.as_str())
+    {
+        parts.headers.insert(header::HOST, value);
+    }
+    crate::admission::host_checks(&inner.http, &parts.headers).map_err(|r| refusal(&r))?;
+    crate::auth::authenticate(inner.http.auth.as_deref(), parts)
+        .await
+        .map_err(|r| refusal(&r))?;
+    crate::admission::version_checks(&parts.headers)
+        .map_err(|_| Status::invalid_argument("unsupported mcp-protocol-version"))?;
+    Ok(Caller {
+        principal: parts.extensions.get::<Principal>().map(|p| p.0.clone()),
+        identity: parts.extensions.get::<Arc<Identity>>().cloned(),
+    })
+}
+
+/// The form the client asked for in `mcp-encoding`, if any.
+fn chosen_form(parts: &axum::http::request::Parts) -> Result<Option<Form>, Status> {
+    match header_str(&parts.headers, ENCODING_KEY) {
+        None => Ok(None),
+        Some(text) => Form::parse(text).map(Some).ok_or_else(|| {
+            Status::invalid_argument("mcp-encoding must be \"json\" or \"protobuf\"")
+        }),
+    }
+}
+
+fn grpc_handler(inner: &Inner) -> tonic::server::Grpc<tonic_prost::ProstCodec<Envelope, Envelope>> {
+    tonic::server::Grpc::new(codec())
+        .max_decoding_message_size(inner.http.max_body)
+        .max_encoding_message_size(usize::MAX)
+}
+
+/// The shared checks of both methods: the caller, the form it chose, and the request to
+/// hand to tonic; or the refusal as a gRPC status.
+async fn admitted(
+    inner: &Inner,
+    request: Request,
+) -> Result<(Caller, Option<Form>, Request, OwnedSemaphorePermit), Response> {
+    let (mut parts, body) = request.into_parts();
+    let caller = admit(inner, &mut parts).await.map_err(status_response)?;
+    let chosen = chosen_form(&parts).map_err(status_response)?;
+    let permit = inner.streams.clone().try_acquire_owned().map_err(|_| {
+        tracing::warn!("gRPC call refused: max_sessions streams are open");
+        status_response(Status::resource_exhausted(
+            "too many open streams; retry later",
+        ))
+    })?;
+    Ok((caller, chosen, Request::from_parts(parts, body), permit))
+}
+
+async fn connect(State(inner): State<Arc<Inner>>, request: Request) -> Response {
+    let (caller, chosen, request, permit) = match admitted(&inner, request).await {
+        Ok(admitted) => admitted,
+        Err(refused) => return refused,
+    };
+    let state = inner.clone();
+    // The service is called once; the permit goes to the stream it opens.
+    let permit = Arc::new(Mutex::new(Some(permit)));
+    let service = tower::service_fn(move |call: tonic::Request<Streaming<Envelope>>| {
+        let permit = permit.lock().take();
+        let stream = open(
+            state.clone(),
+            caller.clone(),
+            chosen,
+            call.into_inner(),
+            permit,
+        );
+        async move { Ok::<_, Status>(tonic::Response::new(stream)) }
+    });
+    grpc_handler(&inner)
+        .streaming(service, request)
+        .await
+        .map(axum::body::Body::new)
+}
+
+async fn call(State(inner): State<Arc<Inner>>, request: Request) -> Response {
+    let (caller, chosen, request, permit) = match admitted(&inner, request).await {
+        Ok(admitted) => admitted,
+        Err(refused) => return refused,
+    };
+    let state = inner.clone();
+    let service = tower::service_fn(move |call: tonic::Request<Envelope>| {
+        let state = state.clone();
+        let caller = caller.clone();
+        async move {
+            let envelope = call.into_inner();
+            let form = chosen.or(Form::of(&envelope)).unwrap_or_default();
+            unary(&state, caller, envelope, form)
+                .await
+                .map(tonic::Response::new)
+        }
+    });
+    let response = grpc_handler(&inner)
+        .unary(service, request)
+        .await
+        .map(axum::body::Body::new);
+    drop(permit);
+    response
+}
+
+/// The form of the server's envelopes: unset (0) until chosen or until the first envelope.
+struct SharedForm(AtomicU8);
+
+impl SharedForm {
+    fn new(chosen: Option<Form>) -> Self {
+        Self(AtomicU8::new(match chosen {
+            None => 0,
+            Some(Form::Json) => 1,
+            Some(Form::Protobuf) => 2,
+        }))
+    }
+    fn settle(&self, form: Form) {
+        let value = if form == Form::Protobuf { 2 } else { 1 };
+        let _ = self
+            .0
+            .compare_exchange(0, value, Ordering::Relaxed, Ordering::Relaxed);
+    }
+    fn get(&self) -> Form {
+        if self.0.load(Ordering::Relaxed) == 2 {
+            Form::Protobuf
+        } else {
+            Form::Json
+        }
+    }
+}
+
+type Answers = ReceiverStream<Result<Envelope, Status>>;
+
+/// Aborts the engine when the connection's writer ends.
+struct AbortOnDrop(AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// One `Connect` stream: an engine connection fed by the client's envelopes, answering
+/// through the returned stream.
+fn open(
+    inner: Arc<Inner>,
+    caller: Caller,
+    chosen: Option<Form>,
+    incoming: Streaming<Envelope>,
+    permit: Option<OwnedSemaphorePermit>,
+) -> Answers {
+    let (in_tx, in_rx) = mpsc::channel(64);
+    let (out_tx, out_rx) = mpsc::channel::<Outbound>(1024);
+    let (answer_tx, answer_rx) = mpsc::channel(64);
+    let engine = tokio::spawn(inner.service.serve(Connection {
+        incoming: in_rx,
+        outgoing: out_tx,
+        config: inner.engine.clone(),
+        principal: caller.principal,
+    }));
+    let form = Arc::new(SharedForm::new(chosen));
+    let ending = Arc::new(Mutex::new(None));
+    let reader = Reader {
+        inner,
+        in_tx,
+        answers: answer_tx.clone(),
+        form: form.clone(),
+        ending: ending.clone(),
+        engine: engine.abort_handle(),
+        identity: caller.identity,
+    };
+    tokio::spawn(reader.run(incoming));
+    let guard = AbortOnDrop(engine.abort_handle());
+    tokio::spawn(async move {
+        write(out_rx, answer_tx, form, ending, guard).await;
+        // The stream's slot is free once its engine is done.
+        drop(permit);
+    });
+    ReceiverStream::new(answer_rx)
+}
+
+/// Forwards the engine's messages to the client; when the engine has answered everything,
+/// ends the stream with the status the reader left (OK if none).
+async fn write(
+    mut out_rx: mpsc::Receiver<Outbound>,
+    answers: mpsc::Sender<Result<Envelope, Status>>,
+    form: Arc<SharedForm>,
+    ending: Arc<Mutex<Option<Status>>>,
+    _engine: AbortOnDrop,
+) {
+    loop {
+        let out = tokio::select! {
+            out = out_rx.recv() => out,
+            // The client reset the stream (even after ending its side): dropping the guard
+            // stops the engine and cancels its requests.
+            () = answers.closed() => return,
+        };
+        let Some(out) = out else { break };
+        let Some(line) = out.line() else { continue };
+        if answers.send(Ok(from_json(line, form.get()))).await.is_err() {
+            return;
+        }
+    }
+    let last = ending.lock().take();
+    if let Some(status) = last {
+        let _ = answers.send(Err(status)).await;
+    }
+}
+
+/// Reads the client's side of a `Connect` stream into the engine.
+struct Reader {
+    inner: Arc<Inner>,
+    in_tx: mpsc::Sender<Inbound>,
+    answers: mpsc::Sender<Result<Envelope, Status>>,
+    form: Arc<SharedForm>,
+    ending: Arc<Mutex<Option<Status>>>,
+    engine: AbortHandle,
+    identity: Option<Arc<Identity>>,
+}
+
+impl Reader {
+    async fn run(self, mut incoming: Streaming<Envelope>) {
+        let idle = self.inner.http.session_idle_timeout;
+        let shutdown = self.inner.http.shutdown.clone();
+        loop {
+            let next = tokio::select! {
+                next = tokio::time::timeout(idle, incoming.message()) => next,
+                () = shutdown.cancelled() => {
+                    // No more input; what was accepted is answered, then the stream ends.
+                    *self.ending.lock() = Some(Status::unavailable("the server is shutting down"));
+                    return;
+                }
+            };
+            match next {
+                Ok(Ok(Some(envelope))) => {
+                    if let Some(form) = Form::of(&envelope) {
+                        self.form.settle(form);
+                    }
+                    match to_json(envelope) {
+                        Ok(bytes) => {
+                            let auth = self.inner.http.auth.as_deref();
+                            if let Some(refusals) =
+                                crate::auth::frame_refusals(auth, self.identity.as_deref(), &bytes)
+                            {
+                                for line in refusals {
+                                    let _ = self
+                                        .answers
+                                        .send(Ok(from_json(&line, self.form.get())))
+                                        .await;
+                                }
+                                continue;
+                            }
+                            if self.in_tx.send(Inbound::Frame(bytes)).await.is_err() {
+                                return;
+                            }
+                        }
+                        Err(e) => {
+                            let error = invalid_request(&e.to_string());
+                            let _ = self
+                                .answers
+                                .send(Ok(from_json(&error, self.form.get())))
+                                .await;
+                        }
+                    }
+                }
+                // The client ended its side: the engine answers what it accepted, then ends.
+                Ok(Ok(None)) => return,
+                Ok(Err(status)) => {
+                    if matches!(
+                        status.code(),
+                        Code::Cancelled | Code::Unknown | Code::Unavailable
+                    ) {
+                        // The client reset the stream or went away: its requests are cancelled.
+                        tracing::debug!("a gRPC client went away: {}", status.message());
+                        self.engine.abort();
+                    } else {
+                        // Too big or malformed: what was accepted is still answered, then
+                        // the stream ends with this status.
+                        tracing::debug!("bad gRPC input: {}", status.message());
+                        *self.ending.lock() = Some(status);
+                    }
+                    return;
+                }
+                Err(_) => {
+                    let _ = self
+                        .answers
+                        .send(Err(Status::deadline_exceeded("idle for too long")))
+                        .await;
+                    self.engine.abort();
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// A JSON-RPC "Invalid Request" error about an envelope.
+fn invalid_request(why: &str) -> String {
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32600, "message": format!("Invalid Request: {why}")},
+    })
+    .to_string()
+}
+
+/// One 2026-07-28 request through a connection of its own; its response is the answer.
+async fn unary(
+    inner: &Inner,
+    caller: Caller,
+    envelope: Envelope,
+    form: Form,
+) -> Result<Envelope, Status> {
+    let bytes = to_json(envelope).map_err(|e| Status::invalid_argument(e.to_string()))?;
+    let auth = inner.http.auth.as_deref();
+    if let Some(refusals) = crate::auth::frame_refusals(auth, caller.identity.as_deref(), &bytes)
+        && let Some(first) = refusals.first()
+    {
+        return Ok(from_json(first, form));
+    }
+    let Ok(message) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+        let error = serde_json::json!({
+            "jsonrpc": "2.0", "id": null,
+            "error": {"code": -32700, "message": "Parse error: the message is not JSON"},
+        });
+        return Ok(from_json(&error.to_string(), form));
+    };
+    let id = match (message.get("id"), message.get("method")) {
+        (Some(id), Some(_)) if !id.is_null() => id.clone(),
+        _ => {
+            return Err(Status::invalid_argument(
+                "Call takes one JSON-RPC request (an id and a method); use Connect for \
+                 notifications, batches and sessions",
+            ));
+        }
+    };
+    let (in_tx, in_rx) = mpsc::channel(1);
+    let (out_tx, mut out_rx) = mpsc::channel::<Outbound>(64);
+    let engine = tokio::spawn(inner.service.serve(Connection {
+        incoming: in_rx,
+        outgoing: out_tx,
+        config: inner.engine.clone(),
+        principal: caller.principal,
+    }));
+    // A call the client gives up on stops its engine with it.
+    let _guard = AbortOnDrop(engine.abort_handle());
+    if in_tx.send(Inbound::Frame(bytes)).await.is_err() {
+        return Err(Status::unavailable("the server is shutting down"));
+    }
+    drop(in_tx);
+    while let Some(out) = out_rx.recv().await {
+        let Some(line) = out.line() else { continue };
+        let Ok(answer) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if answer.get("id") == Some(&id) && answer.get("method").is_none() {
+            return Ok(from_json(line, form));
+        }
+    }
+    Err(Status::internal("the request was not answered"))
+}

@@ -1,0 +1,75 @@
+//! MCP over Streamable HTTP (2025-03-26 to 2025-11-25 sessions and 2026-07-28 stateless
+//! requests) and the 2024-11-05 HTTP+SSE transport, server and client (feature `client`).
+//! Imports oxmcp-engine, oxmcp-jsonrpc, oxmcp-types and oxmcp-transport; hosts any [`oxmcp_engine::Serve`].
+//!
+//! [`StreamableHttp`] turns a service (an `oxmcp_server::Server`, a gateway, any
+//! [`oxmcp_engine::Serve`]) into an axum `Router` with one endpoint
+//! (`/mcp` by default) answering POST, GET and DELETE:
+//!
+//! - sessions with `Mcp-Session-Id` (128 random bits from the OS), 400 without one, 404 for an
+//!   unknown or ended one, DELETE to end, idle expiry;
+//! - `application/json` or `text/event-stream` responses ([`ResponseMode`]); a request's
+//!   notifications and server-to-client requests travel on its own POST stream, everything
+//!   else on the GET stream, each message on exactly one stream;
+//! - SSE priming events, `retry`, resumption with `Last-Event-ID` from a per-stream log;
+//! - `Host`/`Origin` validation (DNS-rebinding protection) on by default, `MCP-Protocol-Version`
+//!   (400), `Accept` (406), `Content-Type` (415) and body size (413) checks.
+//!
+//! With a shared [`oxmcp_store::Store`] ([`StreamableHttp::with_store`]) several instances
+//! serve the same sessions behind any load balancer.
+//!
+//! [`LegacySse`] serves the 2024-11-05 HTTP+SSE transport (`GET /sse`, `POST /message`), and
+//! the client transport falls back to it by itself (the spec's backward-compatibility probe).
+
+// Handlers return `Result<_, Response>`, the axum idiom; the Err size does not matter there.
+#![allow(clippy::result_large_err)]
+
+mod admission;
+pub mod auth;
+#[cfg(feature = "client")]
+pub mod client;
+mod clients;
+mod config;
+mod encoding;
+pub mod event_store;
+mod get;
+#[cfg(feature = "grpc")]
+pub mod grpc;
+mod guard;
+mod legacy;
+#[cfg(feature = "client")]
+mod origin;
+mod post;
+mod respond;
+mod serve;
+mod server;
+mod session;
+mod shared;
+pub mod sse;
+mod sse_out;
+mod stateless;
+pub mod ws;
+
+pub use auth::{HttpAuth, Identity, ScopePolicy, TokenError, TokenVerifier};
+#[cfg(feature = "client")]
+pub use client::{
+    BodyEncoding, HttpClientConfig, HttpClientError, HttpClientHandle, HttpClientTransport,
+};
+pub use clients::Principal;
+pub use config::{HttpConfig, ResponseMode};
+pub use event_store::{EventStore, MemoryEventStore};
+#[cfg(feature = "grpc")]
+pub use grpc::Grpc;
+pub use legacy::LegacySse;
+pub use serve::{ServeOptions, serve_router, serve_router_with, shutdown_on_signal};
+pub use server::StreamableHttp;
+pub use ws::{WebSocket, WsConfig};
+
+/// Client-supplied text for a log line: at most 200 characters, printed with `{:?}` so that
+/// control characters and line breaks are escaped and cannot forge log lines.
+pub(crate) fn loggable(text: &str) -> &str {
+    match text.char_indices().nth(200) {
+        Some((i, _)) => &text[..i],
+        None => text,
+    }
+}

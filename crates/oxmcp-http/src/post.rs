@@ -1,0 +1,536 @@
+//! POST on the Streamable HTTP endpoint: a 2026-07-28 request (stateless), or messages of a
+//! session (which an `initialize` creates).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use oxmcp_jsonrpc::{ErrorCode, ErrorObject, Frame, Inbound, Message, RequestId};
+use oxmcp_types::{Feature, InitializeParams, ProtocolVersion};
+use tokio::sync::mpsc;
+
+use crate::admission::{accepting, host_checks, plausible_session_id, stream_slot, version_checks};
+use crate::clients::{Client, Refused};
+use crate::config::ResponseMode;
+use crate::respond::*;
+use crate::server::Inner;
+use crate::session::{Event, Session, handshake_done, random_hex};
+use crate::sse_out::{priming, sse_event, sse_response};
+
+/// What one POST body holds.
+struct Posted {
+    messages: Vec<Message>,
+    batch: bool,
+    /// Answers for invalid batch entries, merged into the batch's answer.
+    entry_errors: Vec<Message>,
+    /// The body the engine gets (the valid entries only, when some were invalid).
+    body: Bytes,
+}
+
+impl Posted {
+    /// Keeps only `messages` (the others went to another instance).
+    fn keep_only(&mut self, messages: Vec<Message>) {
+        if self.batch {
+            self.body = Bytes::from(oxmcp_jsonrpc::encode_batch(&messages));
+        }
+        self.messages = messages;
+    }
+
+    /// What the engine gets: a lone message as decoded here (not decoded twice), a batch as
+    /// its text.
+    fn take_input(&mut self, context: oxmcp_jsonrpc::TransportContext) -> Inbound {
+        if !self.batch && self.messages.len() == 1 {
+            if let Some(m) = self.messages.pop() {
+                return Inbound::Message(Box::new(m), Some(context));
+            }
+        }
+        Inbound::Frame(self.body.to_vec())
+    }
+}
+
+/// Decodes a POST body; invalid entries of a batch are answered here, each with its own
+/// error, and the engine gets the valid rest.
+fn decode(inner: &Inner, body: Bytes) -> Result<Posted, Response> {
+    // A batch over the limit is refused while it is parsed (-32600, 400).
+    let max = inner.engine.max_batch;
+    match Frame::decode_limited(&body, max) {
+        Frame::Single(Ok(m)) => Ok(Posted {
+            messages: vec![m],
+            batch: false,
+            entry_errors: Vec::new(),
+            body,
+        }),
+        Frame::Single(Err(e)) => Err(decode_error_response(e)),
+        Frame::Batch(items) => {
+            let mut ok = Vec::with_capacity(items.len());
+            let mut entry_errors = Vec::new();
+            for item in items {
+                match item {
+                    Ok(m) => ok.push(m),
+                    Err(e) => entry_errors.push(Message::error(e.id, e.error)),
+                }
+            }
+            let body = if entry_errors.is_empty() {
+                body
+            } else {
+                Bytes::from(oxmcp_jsonrpc::encode_batch(&ok))
+            };
+            Ok(Posted {
+                messages: ok,
+                batch: true,
+                entry_errors,
+                body,
+            })
+        }
+    }
+}
+
+/// Header checks that need no body: Host/Origin first (nothing is read for a refused
+/// request), then `Content-Type` and `Accept`.
+fn header_checks(inner: &Inner, headers: &HeaderMap) -> Result<(), Response> {
+    accepting(&inner.config)?;
+    host_checks(&inner.config, headers)
+}
+
+fn media_checks(headers: &HeaderMap) -> Result<(), Response> {
+    let ct = header_str(headers, header::CONTENT_TYPE.as_str()).unwrap_or("");
+    let json = ct
+        .split(';')
+        .next()
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"));
+    if !json && !crate::encoding::is_protobuf(headers) {
+        return Err(rpc_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            None,
+            ErrorCode::INVALID_REQUEST,
+            "Content-Type must be application/json (or application/mcp+protobuf)",
+        ));
+    }
+    let plain = accepts(headers, "application/json") || crate::encoding::wants_protobuf(headers);
+    if !(plain && accepts(headers, "text/event-stream")) {
+        return Err(rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            ErrorCode::INVALID_REQUEST,
+            "Accept must list application/json and text/event-stream",
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) async fn handle_post(State(inner): State<Arc<Inner>>, request: Request) -> Response {
+    if !crate::encoding::wants_protobuf(request.headers()) {
+        return post(inner, request).await;
+    }
+    let max = inner.config.max_body;
+    crate::encoding::answer_in_protobuf(post(inner, request).await, max).await
+}
+
+async fn post(inner: Arc<Inner>, request: Request) -> Response {
+    let (mut parts, body) = request.into_parts();
+    if let Err(r) = header_checks(&inner, &parts.headers) {
+        return r;
+    }
+    if let Err(r) = crate::auth::authenticate(inner.config.auth.as_deref(), &mut parts).await {
+        return r;
+    }
+    let headers = &parts.headers;
+    let mut body = match read_body(&inner.config, headers, body).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    if crate::encoding::is_protobuf(headers) {
+        body = match crate::encoding::body_to_json(&body) {
+            Ok(b) => b,
+            Err(r) => return r,
+        };
+    }
+    // A modern request's version header is checked where its id is known (in `stateless`).
+    let modern = crate::stateless::is_modern(headers, &body);
+    if !modern {
+        if let Err(r) = version_checks(headers) {
+            return r;
+        }
+    }
+    if let Err(r) = media_checks(headers) {
+        return r;
+    }
+    let posted = match decode(&inner, body) {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    if let Err(r) = crate::auth::check_scopes(
+        inner.config.auth.as_deref(),
+        &parts.extensions,
+        &posted.messages,
+    ) {
+        return r;
+    }
+    let client = Client::of(&inner.config, &parts.extensions);
+    // Moved, not cloned: nothing here reads the extensions after this.
+    let context: oxmcp_jsonrpc::TransportContext = Arc::new(std::mem::take(&mut parts.extensions));
+    if modern {
+        if posted.batch {
+            return bad_request("JSON-RPC batches are not part of protocol 2026-07-28");
+        }
+        return match posted.messages.into_iter().next() {
+            Some(m) => {
+                let principal = client.principal().map(str::to_owned);
+                crate::stateless::handle(&inner, headers, m, principal, context).await
+            }
+            None => bad_request("empty request"),
+        };
+    }
+    let (session, new_session) = match find_or_start(&inner, headers, &posted, &client).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let mut posted = posted;
+    if let (Some(shared), false) = (session.shared(), new_session) {
+        match crate::shared::share(shared, &session, &posted.messages).await {
+            Ok(Some(keep)) => posted.keep_only(keep),
+            Ok(None) => {}
+            Err(r) => return r,
+        }
+    }
+    session.touch();
+    if !new_session && posted.messages.iter().any(handshake_done) {
+        session.mark_initialized();
+    }
+    if posted.batch && !session.version().has(Feature::Batching) {
+        return bad_request(
+            "JSON-RPC batches are not supported by the negotiated protocol version",
+        );
+    }
+    answer(&inner, session, new_session, posted, context).await
+}
+
+/// The session a POST belongs to, or a new one for an `initialize` without a session id.
+async fn find_or_start(
+    inner: &Arc<Inner>,
+    headers: &HeaderMap,
+    posted: &Posted,
+    client: &Client,
+) -> Result<(Arc<Session>, bool), Response> {
+    match header_str(headers, SESSION_HEADER) {
+        Some(id) if !plausible_session_id(id) => {
+            Err(bad_request("Bad Request: malformed Mcp-Session-Id"))
+        }
+        // A session is only ever used by the principal that opened it: to anyone else it
+        // does not exist.
+        Some(id) => crate::shared::lookup(inner, id, client.principal())
+            .await
+            .map(|s| (s, false)),
+        None => {
+            let init = posted.messages.iter().find_map(|m| match m {
+                Message::Request(r) if r.method == "initialize" => Some(r),
+                _ => None,
+            });
+            let Some(init) = init.filter(|_| !posted.batch) else {
+                return Err(bad_request(
+                    "Bad Request: Mcp-Session-Id header is required",
+                ));
+            };
+            let requested = oxmcp_jsonrpc::parse_params::<InitializeParams>(init.params.as_deref())
+                .map(|p| ProtocolVersion::negotiate_legacy(&p.protocol_version))
+                .unwrap_or(ProtocolVersion::LATEST_LEGACY);
+            let session = new_session(inner, requested, client)?;
+            if session.shared().is_some() {
+                *session.record.lock() = Some(oxmcp_store::SessionRecord {
+                    version: requested.as_str().to_owned(),
+                    owner: client.principal().map(str::to_owned),
+                    init: Message::Request(init.clone()).encode(),
+                    log_level: None,
+                    subscriptions: Vec::new(),
+                    created_ms: oxmcp_store::now_ms(),
+                });
+            }
+            Ok((session, true))
+        }
+    }
+}
+
+/// A new session, within the session caps of the endpoint and of the client.
+fn new_session(
+    inner: &Arc<Inner>,
+    version: ProtocolVersion,
+    client: &Client,
+) -> Result<Arc<Session>, Response> {
+    inner.session_room()?;
+    match inner.clients.admit(&inner.config, client) {
+        Ok(()) => {}
+        Err(Refused::TooMany) => {
+            return Err(retry_later(
+                StatusCode::TOO_MANY_REQUESTS,
+                None,
+                Duration::from_secs(1),
+                "Too many sessions for this client; end one (DELETE) first",
+            ));
+        }
+        Err(Refused::TooFast(wait)) => {
+            return Err(retry_later(
+                StatusCode::TOO_MANY_REQUESTS,
+                None,
+                wait,
+                "Too many new sessions from this client; slow down",
+            ));
+        }
+    }
+    let Some(id) = random_hex(16) else {
+        // Without OS randomness a session id would be guessable: make none.
+        if let Some(key) = client.key() {
+            inner.clients.release(&key);
+        }
+        return Err(retry_later(
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            Duration::from_secs(1),
+            "Cannot make a secure session id right now",
+        ));
+    };
+    Ok(inner.start_session(id, version, client))
+}
+
+/// Hands the messages to the session's engine and answers the POST: 202 for notifications
+/// and responses only, else the requests' answers as JSON or an SSE stream.
+async fn answer(
+    inner: &Arc<Inner>,
+    session: Arc<Session>,
+    new_session: bool,
+    mut posted: Posted,
+    context: oxmcp_jsonrpc::TransportContext,
+) -> Response {
+    let ids: Vec<RequestId> = posted
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Request(r) => Some(r.id.clone()),
+            _ => None,
+        })
+        .collect();
+    if ids.is_empty() {
+        return accept_only(&session, posted, context).await;
+    }
+    let mode = inner.config.response_mode;
+    if mode == ResponseMode::Sse {
+        if let Err(r) = stream_slot(&inner.config, &session) {
+            return r;
+        }
+    }
+    // An id still in flight must not be reused: answering it here keeps the first request's
+    // response on its own stream.
+    if let Some(dup) = ids.iter().find(|id| session.in_flight(id)) {
+        let e = ErrorObject::invalid_request(format!("request id {dup} is already in use"));
+        return json_response(Message::error(Some(dup.clone()), e).encode(), None);
+    }
+    // A batch gets one answer (an array), related to its first request.
+    let (routed, answers) = if posted.batch {
+        (vec![ids[0].clone()], 1)
+    } else {
+        (ids.clone(), ids.len())
+    };
+    let batch = posted.batch.then_some(ids.as_slice());
+    let sse = mode == ResponseMode::Sse;
+    let (token, rx) = session.open_post_stream(&routed, answers, sse, batch);
+    if !session.feed(posted.take_input(context)).await {
+        return session_not_found();
+    }
+    let reply = Reply {
+        inner,
+        session: &session,
+        token,
+        new_session,
+        entry_errors: posted.entry_errors,
+    };
+    reply.send(rx).await
+}
+
+/// A POST with no request in it (notifications, responses, invalid batch entries): 202, or
+/// the errors of its invalid entries.
+async fn accept_only(
+    session: &Session,
+    mut posted: Posted,
+    context: oxmcp_jsonrpc::TransportContext,
+) -> Response {
+    if !posted.messages.is_empty() && !session.feed(posted.take_input(context)).await {
+        return session_not_found();
+    }
+    if !posted.entry_errors.is_empty() {
+        return json_response(oxmcp_jsonrpc::encode_batch(&posted.entry_errors), None);
+    }
+    StatusCode::ACCEPTED.into_response()
+}
+
+/// The answer to a POST whose requests went to the engine: what comes on its stream,
+/// as one JSON body or as an SSE stream.
+struct Reply<'a> {
+    inner: &'a Arc<Inner>,
+    session: &'a Arc<Session>,
+    token: String,
+    new_session: bool,
+    /// Answers owed for invalid batch entries (the engine never saw them).
+    entry_errors: Vec<Message>,
+}
+
+impl Reply<'_> {
+    fn session_header(&self) -> Option<&str> {
+        self.new_session.then_some(self.session.id.as_str())
+    }
+
+    async fn send(self, mut rx: mpsc::Receiver<Event>) -> Response {
+        let prime_now = self.inner.config.response_mode == ResponseMode::Sse
+            && !self.new_session
+            && self.entry_errors.is_empty()
+            && self.session.version() >= ProtocolVersion::V2025_11_25;
+        if prime_now {
+            // SSE was asked for: the client gets the stream (and an event id to resume from)
+            // at once, not when the first message is ready.
+            self.session.mark_sse(&self.token);
+            self.session.announce_stream(&self.token).await;
+            let priming = priming(&self.token, self.inner.config.sse_retry);
+            return self.stream(vec![priming], Some(rx));
+        }
+        let Some(first) = rx.recv().await else {
+            // The stream was detached before anything was sent (polling mode).
+            self.session.mark_sse(&self.token);
+            let priming = priming(&self.token, self.inner.config.sse_retry);
+            return self.stream(vec![priming], None);
+        };
+        if first.is_end_marker() {
+            // Cancelled before anything was sent.
+            return self.nothing_sent().await;
+        }
+        if self.new_session && first.last && error_code(&first.data).is_some() {
+            // A failed initialize leaves no session behind.
+            self.inner.remove(&self.session.id);
+            return json_response(first.data, None);
+        }
+        if self.new_session {
+            if let Err(r) = self.save_session().await {
+                return r;
+            }
+        }
+        let json = match self.inner.config.response_mode {
+            ResponseMode::Json => true,
+            ResponseMode::Sse => false,
+            ResponseMode::Auto => first.last,
+        } || !self.entry_errors.is_empty();
+        if json {
+            self.json(first, rx).await
+        } else {
+            self.sse(first, rx)
+        }
+    }
+
+    /// Saves a new session for the other instances (shared store only) before the client
+    /// learns its id; a session that cannot be saved is not made.
+    async fn save_session(&self) -> Result<(), Response> {
+        let (Some(shared), Some(record)) =
+            (self.session.shared(), self.session.record.lock().take())
+        else {
+            return Ok(());
+        };
+        let id = &self.session.id;
+        if let Err(e) = shared.op(shared.store.create_session(id, &record)).await {
+            self.inner.remove(id);
+            return Err(crate::shared::store_failed(&e));
+        }
+        Ok(())
+    }
+
+    /// The request ended without a response (cancelled): an SSE stream with nothing on it,
+    /// or the errors of a batch's invalid entries, which are still owed.
+    async fn nothing_sent(&self) -> Response {
+        self.session.forget_stream(&self.token).await;
+        if !self.entry_errors.is_empty() {
+            let errors = oxmcp_jsonrpc::encode_batch(&self.entry_errors);
+            return json_response(errors, self.session_header());
+        }
+        self.stream(Vec::new(), None)
+    }
+
+    /// One JSON body: the last event (the response), with the batch's invalid entries' errors.
+    async fn json(&self, first: Event, mut rx: mpsc::Receiver<Event>) -> Response {
+        let mut last = first;
+        while !last.last {
+            match rx.recv().await {
+                Some(e) => last = e,
+                None => break,
+            }
+        }
+        if last.is_end_marker() {
+            return self.nothing_sent().await;
+        }
+        self.session.forget_stream(&self.token).await;
+        if !self.entry_errors.is_empty() {
+            let merged = merge_batch(&last.data, &self.entry_errors);
+            return json_response(merged, self.session_header());
+        }
+        json_response(last.data, self.session_header())
+    }
+
+    /// An SSE stream: a priming event (2025-11-25 on), the first event, then the rest live.
+    fn sse(&self, first: Event, rx: mpsc::Receiver<Event>) -> Response {
+        self.session.mark_sse(&self.token);
+        let mut chunks = Vec::new();
+        if self.session.version() >= ProtocolVersion::V2025_11_25 {
+            chunks.push(priming(&self.token, self.inner.config.sse_retry));
+        }
+        let done = first.last;
+        chunks.push(sse_event(&first));
+        self.stream(chunks, (!done).then_some(rx))
+    }
+
+    fn stream(&self, chunks: Vec<String>, rx: Option<mpsc::Receiver<Event>>) -> Response {
+        sse_response(
+            chunks,
+            rx,
+            self.inner.config.keep_alive,
+            self.session_header(),
+        )
+    }
+}
+
+/// The engine's batch answer (a JSON array) with `extra` answers appended.
+fn merge_batch(answer: &str, extra: &[Message]) -> String {
+    let mut all: Vec<Box<serde_json::value::RawValue>> =
+        serde_json::from_str(answer).unwrap_or_default();
+    for m in extra {
+        if let Ok(raw) = serde_json::value::RawValue::from_string(m.encode()) {
+            all.push(raw);
+        }
+    }
+    serde_json::to_string(&all).unwrap_or_else(|_| answer.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_responses_are_recognised_by_type() {
+        assert_eq!(
+            error_code(r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"bad"}}"#),
+            Some(-32602)
+        );
+        assert_eq!(
+            error_code(
+                r#"{"jsonrpc":"2.0","id":0,"result":{"serverInfo":{"name":"error"},"x":"\"error\""}}"#
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn no_session_id_without_randomness() {
+        assert_eq!(crate::session::random_hex_from(16, |_| false), None);
+        let id = crate::session::random_hex_from(16, |b| {
+            b.fill(7);
+            true
+        });
+        assert_eq!(id.as_deref(), Some("07".repeat(16).as_str()));
+    }
+}

@@ -1,0 +1,423 @@
+//! One HTTP session: its engine connection, and the SSE streams its messages go on.
+//!
+//! Every outgoing message is routed to exactly one stream: a response, and whatever a handler
+//! sends while working on a request, go on the stream of the POST that carried the request;
+//! everything else goes on the standalone GET stream (or is dropped when there is none).
+//! Every event is written to the [`EventStore`] before it is sent, so a client can resume a
+//! stream with `Last-Event-ID`; resumption is looked up within the session only, so one
+//! session can never resume another's stream.
+
+mod events;
+mod streams;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use oxmcp_jsonrpc::{Inbound, Message, RequestId};
+use oxmcp_types::ProtocolVersion;
+use parking_lot::Mutex;
+use tokio::sync::mpsc;
+
+pub(crate) use events::Events;
+pub(crate) use streams::Event;
+use streams::Streams;
+
+/// Random hex string of `bytes` bytes from the OS CSPRNG; `None` when the OS has no
+/// randomness to give (session ids must then not be made at all: fail closed).
+pub(crate) fn random_hex(bytes: usize) -> Option<String> {
+    random_hex_from(bytes, |buf| getrandom::fill(buf).is_ok())
+}
+
+/// [`random_hex`] over any source of random bytes (`fill` says whether it succeeded).
+pub(crate) fn random_hex_from(
+    bytes: usize,
+    fill: impl FnOnce(&mut [u8]) -> bool,
+) -> Option<String> {
+    let mut buf = vec![0u8; bytes];
+    if !fill(&mut buf) {
+        tracing::error!("the OS random number generator failed; no session id is made");
+        return None;
+    }
+    Some(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Whether a message shows the client finished the handshake: `initialized`, or any request
+/// but `initialize` and `ping` (a session that shows neither expires by the handshake timeout).
+pub(crate) fn handshake_done(m: &Message) -> bool {
+    match m {
+        Message::Notification(n) => n.method == "notifications/initialized",
+        Message::Request(r) => r.method != "initialize" && r.method != "ping",
+        Message::Response(_) => false,
+    }
+}
+
+/// An HTTP session.
+pub(crate) struct Session {
+    pub(crate) id: String,
+    /// The engine's input; taken (closing the engine) when the session ends.
+    incoming: Mutex<Option<mpsc::Sender<Inbound>>>,
+    version: Mutex<ProtocolVersion>,
+    streams: Mutex<Streams>,
+    /// Stream tokens: unique within the session (resumption is scoped to the session, whose
+    /// id is the secret).
+    next_stream: std::sync::atomic::AtomicU64,
+    last_seen: Mutex<Instant>,
+    events: Events,
+    /// Requests the transport itself sent the engine (replaying the client's `initialize`
+    /// and state on an instance restoring the session): their answers go nowhere.
+    swallow: Mutex<std::collections::HashSet<RequestId>>,
+    /// The record saved for other instances once `initialize` succeeds (shared store only).
+    pub(crate) record: Mutex<Option<oxmcp_store::SessionRecord>>,
+    /// Serialises routing and resumption, so a resume neither misses nor repeats an event.
+    order: tokio::sync::Mutex<()>,
+    /// Who opened the session: the key its per-client limits count under.
+    pub(crate) client: Option<String>,
+    /// The verified principal that opened it: only it may use the session.
+    pub(crate) owner: Option<String>,
+    /// When the session was made.
+    pub(crate) created: Instant,
+    /// `notifications/initialized` (or a first request after `initialize`) has been seen.
+    initialized: std::sync::atomic::AtomicBool,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What resuming a stream gives: events to replay, then (if the stream is still open) a live
+/// feed of the rest.
+pub(crate) struct Resumed {
+    pub(crate) replay: Vec<Event>,
+    pub(crate) live: Option<mpsc::Receiver<Event>>,
+}
+
+impl Session {
+    pub(crate) fn new(
+        id: String,
+        incoming: mpsc::Sender<Inbound>,
+        version: ProtocolVersion,
+        events: Events,
+        client: Option<String>,
+        owner: Option<String>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            id,
+            incoming: Mutex::new(Some(incoming)),
+            version: Mutex::new(version),
+            streams: Mutex::new(Streams::default()),
+            next_stream: std::sync::atomic::AtomicU64::new(1),
+            last_seen: Mutex::new(Instant::now()),
+            events,
+            swallow: Mutex::new(std::collections::HashSet::new()),
+            record: Mutex::new(None),
+            order: tokio::sync::Mutex::new(()),
+            client,
+            owner,
+            created: Instant::now(),
+            initialized: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// Marks the handshake done (the session no longer expires by the initialize timeout).
+    pub(crate) fn mark_initialized(&self) {
+        self.initialized
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the handshake is done.
+    pub(crate) fn is_initialized(&self) -> bool {
+        self.initialized.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn new_token(&self) -> String {
+        let n = self
+            .next_stream
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        match self.events.shared() {
+            Some(shared) => format!("{}{n}", shared.tag),
+            None => format!("s{n}"),
+        }
+    }
+
+    /// The shared store, if the endpoint has one.
+    pub(crate) fn shared(&self) -> Option<&Arc<crate::shared::Shared>> {
+        self.events.shared()
+    }
+
+    /// Hands the engine a request of the transport's own (`method`, `params`), whose answer
+    /// goes nowhere. False once the session is closed.
+    pub(crate) async fn feed_own(
+        &self,
+        id: RequestId,
+        method: &str,
+        params: serde_json::Value,
+    ) -> bool {
+        self.swallow.lock().insert(id.clone());
+        let request = serde_json::json!({
+            "jsonrpc": "2.0", "id": id.to_value(), "method": method, "params": params
+        });
+        self.feed(Inbound::Frame(request.to_string().into_bytes()))
+            .await
+    }
+
+    /// Whether an answer is to a request of the transport's own (and forgets the request).
+    fn swallowed(&self, id: &RequestId) -> bool {
+        let mut s = self.swallow.lock();
+        !s.is_empty() && s.remove(id)
+    }
+
+    fn lock(&self) -> parking_lot::MutexGuard<'_, Streams> {
+        self.streams.lock()
+    }
+
+    pub(crate) fn version(&self) -> ProtocolVersion {
+        *self.version.lock()
+    }
+
+    pub(crate) fn touch(&self) {
+        *self.last_seen.lock() = Instant::now();
+    }
+
+    /// SSE streams with a client attached (POSTs answered with JSON do not count).
+    pub(crate) fn attached_streams(&self) -> usize {
+        self.lock()
+            .by_token
+            .values()
+            .filter(|s| s.sse_attached())
+            .count()
+    }
+
+    /// Streams the session keeps (attached, waiting for their answers, or finished and kept
+    /// for a late resumption).
+    pub(crate) fn tracked_streams(&self) -> usize {
+        self.lock().by_token.len()
+    }
+
+    /// The POST stream `token` is answered as SSE from now on.
+    pub(crate) fn mark_sse(&self, token: &str) {
+        if let Some(s) = self.lock().by_token.get_mut(token) {
+            s.sse = true;
+        }
+    }
+
+    /// Ends the standalone GET stream (shutdown): nothing else is routed to it.
+    pub(crate) fn end_standalone(&self) {
+        let mut streams = self.lock();
+        if let Some(token) = streams.standalone.take() {
+            streams.by_token.remove(&token);
+        }
+    }
+
+    /// Idle: no recent request and no attached stream.
+    pub(crate) fn idle_since(&self) -> Option<Instant> {
+        let streams = self.lock();
+        // An open SSE stream, or a request still owed its answer, keeps the session alive.
+        let attached = streams
+            .by_token
+            .values()
+            .any(|s| s.sse_attached() || (s.pending > 0 && !s.finished));
+        if attached {
+            return None;
+        }
+        Some(*self.last_seen.lock())
+    }
+
+    /// Hands a POST body to the engine. False once the session is closed.
+    pub(crate) async fn feed(&self, input: Inbound) -> bool {
+        let tx = self.incoming.lock().clone();
+        match tx {
+            Some(tx) => tx.send(input).await.is_ok(),
+            None => false,
+        }
+    }
+
+    /// Ends the session: the engine finishes what it accepted, and every stream ends.
+    pub(crate) fn close(&self) {
+        self.incoming.lock().take();
+        let mut streams = self.lock();
+        for s in streams.by_token.values_mut() {
+            s.live = None;
+        }
+    }
+
+    /// A request id of this session still waiting for its response.
+    pub(crate) fn in_flight(&self, id: &RequestId) -> bool {
+        self.lock().routes.contains_key(id)
+    }
+
+    /// Drops what the store holds for this session.
+    pub(crate) async fn forget_stored(&self) {
+        self.events.forget_session(&self.id).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event_store::MemoryEventStore;
+    use oxmcp_jsonrpc::{OutKind, OutMessage, Outbound};
+
+    fn session() -> (Arc<Session>, mpsc::Receiver<Inbound>) {
+        let (tx, rx) = mpsc::channel(8);
+        let store = Arc::new(MemoryEventStore::new(64));
+        (
+            Session::new(
+                "t".into(),
+                tx,
+                ProtocolVersion::V2025_11_25,
+                Events::Local(store),
+                None,
+                None,
+            ),
+            rx,
+        )
+    }
+
+    fn out(line: &str, related: Option<i64>) -> Outbound {
+        let kind = if line.contains(r#""result""#) {
+            OutKind::Response
+        } else {
+            OutKind::Notification {
+                method: "notifications/progress".to_owned(),
+            }
+        };
+        Outbound::Message(Box::new(OutMessage {
+            line: line.to_owned(),
+            related: related.map(RequestId::Number),
+            kind,
+        }))
+    }
+
+    #[tokio::test]
+    async fn routes_and_resumes() {
+        let (s, _rx) = session();
+        let (tok, mut live) = s.open_post_stream(&[RequestId::Number(1)], 1, true, None);
+        s.route(out(
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#,
+            Some(1),
+        ))
+        .await;
+        let e = live.try_recv().unwrap();
+        assert_eq!(e.id, format!("{tok}-1"));
+        assert!(!e.last);
+        // Unrelated messages with no GET stream are dropped, not put on the POST stream.
+        s.route(out(
+            r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+            None,
+        ))
+        .await;
+        assert!(live.try_recv().is_err());
+        // Polling: the handler closes the stream; the response still lands in the store.
+        s.route(Outbound::CloseStream(RequestId::Number(1))).await;
+        s.route(out(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#, Some(1)))
+            .await;
+        assert!(live.try_recv().is_err());
+        let r = s.resume(&format!("{tok}-1")).await.unwrap();
+        assert_eq!(r.replay.len(), 1);
+        assert!(r.replay[0].data.contains(r#""result""#));
+        assert!(r.live.is_none(), "the stream is finished");
+        // Foreign or malformed ids resume nothing.
+        assert!(s.resume("s999-0").await.is_none());
+        assert!(s.resume("nonsense").await.is_none());
+        let (other, _rx2) = session();
+        assert!(other.resume(&format!("{tok}-0")).await.is_none());
+    }
+
+    #[tokio::test]
+    async fn resume_mid_stream_neither_misses_nor_repeats() {
+        let (s, _rx) = session();
+        let (tok, live) = s.open_post_stream(&[RequestId::Number(1)], 1, true, None);
+        drop(live);
+        for i in 0..3 {
+            s.route(out(
+                &format!(r#"{{"jsonrpc":"2.0","method":"n","params":{{"i":{i}}}}}"#),
+                Some(1),
+            ))
+            .await;
+        }
+        let r = s.resume(&format!("{tok}-1")).await.unwrap();
+        assert_eq!(
+            r.replay.iter().map(|e| e.id.clone()).collect::<Vec<_>>(),
+            [format!("{tok}-2"), format!("{tok}-3")]
+        );
+        let mut live = r.live.unwrap();
+        s.route(out(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#, Some(1)))
+            .await;
+        let e = live.try_recv().unwrap();
+        assert_eq!(e.id, format!("{tok}-4"));
+        assert!(e.last);
+        assert!(live.try_recv().is_err());
+    }
+
+    /// A log line that shows client-supplied text escapes control and direction characters
+    /// (they could forge lines or recolour a terminal).
+    #[test]
+    fn logged_bodies_are_escaped() {
+        use std::sync::{Arc as StdArc, Mutex as StdMutex};
+        #[derive(Clone, Default)]
+        struct Buf(StdArc<StdMutex<Vec<u8>>>);
+        impl std::io::Write for Buf {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let buf = Buf::default();
+        let writer = buf.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        tracing::subscriber::with_default(subscriber, || {
+            rt.block_on(async {
+                let (s, _rx) = session();
+                let hostile = "{\"x\":\"\u{9b}31m\u{202e}FAKE\u{2028}LINE\u{7f}\"}";
+                s.route(out(hostile, None)).await;
+            });
+        });
+        let logged = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        assert!(logged.contains("dropped"), "{logged}");
+        for c in ['\u{9b}', '\u{202e}', '\u{2028}', '\u{7f}'] {
+            assert!(!logged.contains(c), "{c:?} unescaped in {logged:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn standalone_gets_unrelated() {
+        let (s, _rx) = session();
+        let (_tok, mut get) = s.open_standalone().await.unwrap();
+        assert!(
+            s.open_standalone().await.is_none(),
+            "one standalone stream at a time"
+        );
+        s.route(out(
+            r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+            None,
+        ))
+        .await;
+        assert!(get.try_recv().is_ok());
+        // A related message whose request stream is gone goes to the GET stream.
+        s.route(out(
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#,
+            Some(9),
+        ))
+        .await;
+        assert!(get.try_recv().is_ok());
+        drop(get);
+        assert!(
+            s.open_standalone().await.is_some(),
+            "a closed standalone stream can be reopened"
+        );
+    }
+}

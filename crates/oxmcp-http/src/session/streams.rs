@@ -1,0 +1,414 @@
+//! The SSE streams of a session: which stream each outgoing message goes on, the events
+//! stored for resumption, and the live feeds of attached responses.
+
+use std::collections::{HashMap, VecDeque};
+
+use oxmcp_jsonrpc::{OutKind, Outbound, RequestId};
+use oxmcp_store::StreamInfo;
+use tokio::sync::mpsc;
+
+use super::{Resumed, Session};
+
+/// One SSE event for an attached response.
+#[derive(Debug, Clone)]
+pub(crate) struct Event {
+    /// `id:` field.
+    pub(crate) id: String,
+    /// One JSON-RPC message (nothing for [`Event::cancelled`]).
+    pub(crate) data: String,
+    /// The stream has nothing more to send after this event.
+    pub(crate) last: bool,
+    /// Not a message: the stream's request ended without a response (it was cancelled), so
+    /// the stream ends with nothing more sent.
+    pub(crate) cancelled: bool,
+}
+
+impl Event {
+    /// The end of a stream whose request was cancelled: nothing to send.
+    pub(crate) fn is_end_marker(&self) -> bool {
+        self.cancelled
+    }
+}
+
+/// What an outgoing message asks of the streams, once stream signals are handled.
+struct Routed {
+    /// The message (`None`: its request ended without a response).
+    line: Option<String>,
+    related: Option<RequestId>,
+    /// It ends its request (a response, or a cancelled request's end).
+    ends: bool,
+    /// A request to the client: the id the answer will carry.
+    request: Option<RequestId>,
+}
+
+/// Where [`Session::route`] put a message: the stream, the event's sequence number, and
+/// whether it is the stream's last.
+struct Placed {
+    token: String,
+    seq: u64,
+    last: bool,
+    /// Kept in the log (for resumption); not when the one answer goes out as a JSON body.
+    store: bool,
+    /// Given with the stream's first stored event (shared store only).
+    info: Option<StreamInfo>,
+    /// No client is attached: another instance may be tailing the stream.
+    detached: bool,
+}
+
+/// Events queued per attached response before the client counts as too slow (it can resume).
+const LIVE_DEPTH: usize = 256;
+/// Finished streams kept for late resumption, per session.
+const KEEP_FINISHED: usize = 64;
+
+pub(super) struct Stream {
+    pub(super) next_seq: u64,
+    pub(super) live: Option<mpsc::Sender<Event>>,
+    /// The first seq the attached `live` sink has not been given by a replay.
+    pub(super) live_from: u64,
+    /// Responses still owed on this stream.
+    pub(super) pending: usize,
+    pub(super) finished: bool,
+    /// Answered as an SSE stream (a POST answered with JSON is not an open stream).
+    pub(super) sse: bool,
+    /// Something of it is in the log.
+    pub(super) stored: bool,
+    /// Who writes it and what it answers, stored with its first event (shared store only).
+    pub(super) info: Option<StreamInfo>,
+}
+
+impl Stream {
+    fn new(pending: usize, live: mpsc::Sender<Event>, sse: bool, info: Option<StreamInfo>) -> Self {
+        Self {
+            next_seq: 1,
+            live: Some(live),
+            live_from: 1,
+            pending,
+            finished: false,
+            sse,
+            stored: false,
+            info,
+        }
+    }
+
+    /// An SSE response is attached and its client is still there.
+    pub(super) fn sse_attached(&self) -> bool {
+        self.sse && self.live.as_ref().is_some_and(|l| !l.is_closed())
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct Streams {
+    pub(super) by_token: HashMap<String, Stream>,
+    pub(super) routes: HashMap<RequestId, String>,
+    pub(super) standalone: Option<String>,
+    pub(super) finished: VecDeque<String>,
+}
+
+impl Session {
+    /// Opens the stream for a POST carrying requests `ids`; `answers` is how many responses
+    /// will come (one per request, or one for a whole batch). `sse`: answered as SSE from the
+    /// start.
+    pub(crate) fn open_post_stream(
+        &self,
+        ids: &[RequestId],
+        answers: usize,
+        sse: bool,
+        batch: Option<&[RequestId]>,
+    ) -> (String, mpsc::Receiver<Event>) {
+        let token = self.new_token();
+        let info = self.shared().map(|shared| StreamInfo {
+            owner: shared.store.instance().to_owned(),
+            ids: batch
+                .unwrap_or(ids)
+                .iter()
+                .map(RequestId::to_value)
+                .collect(),
+            batch: batch.is_some(),
+        });
+        let (tx, rx) = mpsc::channel(LIVE_DEPTH);
+        let mut streams = self.lock();
+        for id in ids {
+            streams.routes.insert(id.clone(), token.clone());
+        }
+        streams
+            .by_token
+            .insert(token.clone(), Stream::new(answers, tx, sse, info));
+        (token, rx)
+    }
+
+    /// Records a stream that is primed before its first event in the shared store (if any),
+    /// so that it can be resumed on another instance from the start.
+    pub(crate) async fn announce_stream(&self, token: &str) {
+        let Some(shared) = self.shared() else { return };
+        let info = self
+            .lock()
+            .by_token
+            .get_mut(token)
+            .and_then(|s| s.info.take());
+        if let Some(info) = info {
+            let open = shared.store.open_stream(&self.id, token, &info);
+            if let Err(e) = shared.op(open).await {
+                tracing::warn!(session = %self.id, stream = token, "stream not recorded for resumption: {e}");
+            }
+        }
+    }
+
+    /// Forgets a stream whose answer went out as a JSON body: there is nothing to resume.
+    pub(crate) async fn forget_stream(&self, token: &str) {
+        let stored = self.lock().by_token.get(token).is_none_or(|s| s.stored);
+        if stored {
+            self.events.forget_stream(&self.id, token).await;
+        }
+        let mut streams = self.lock();
+        streams.by_token.remove(token);
+        streams.finished.retain(|t| t != token);
+        // An idle session should cost as little as possible: give emptied tables back.
+        if streams.by_token.is_empty() {
+            streams.by_token = HashMap::new();
+            streams.finished = VecDeque::new();
+        }
+        if streams.routes.is_empty() {
+            streams.routes = HashMap::new();
+        }
+    }
+
+    /// Opens the standalone GET stream; `None` if one is already attached. A detached old
+    /// one is dropped with its stored events (a client that wanted them resumes instead).
+    pub(crate) async fn open_standalone(&self) -> Option<(String, mpsc::Receiver<Event>)> {
+        let (token, rx, old) = {
+            let mut streams = self.lock();
+            let mut old = None;
+            if let Some(token) = streams.standalone.clone() {
+                if streams
+                    .by_token
+                    .get(&token)
+                    .is_some_and(Stream::sse_attached)
+                {
+                    return None;
+                }
+                streams.by_token.remove(&token);
+                old = Some(token);
+            }
+            let token = self.new_token();
+            let (tx, rx) = mpsc::channel(LIVE_DEPTH);
+            let info = self.shared().map(|shared| StreamInfo {
+                owner: shared.store.instance().to_owned(),
+                ids: Vec::new(),
+                batch: false,
+            });
+            streams
+                .by_token
+                .insert(token.clone(), Stream::new(0, tx, true, info));
+            streams.standalone = Some(token.clone());
+            (token, rx, old)
+        };
+        if let Some(old) = old {
+            self.events.forget_stream(&self.id, &old).await;
+        }
+        Some((token, rx))
+    }
+
+    /// Resumes the stream an event id belongs to, after that event. `None` if the id does not
+    /// name a stream of this session.
+    pub(crate) async fn resume(&self, last_event_id: &str) -> Option<Resumed> {
+        let (token, seq) = last_event_id.rsplit_once('-')?;
+        let seq: u64 = seq.parse().ok()?;
+        let _order = self.order.lock().await;
+        let (live, before) = {
+            let mut streams = self.lock();
+            let stream = streams.by_token.get_mut(token)?;
+            let before = stream.next_seq;
+            let live = if stream.finished {
+                None
+            } else {
+                let (tx, rx) = mpsc::channel(LIVE_DEPTH);
+                stream.live = Some(tx);
+                stream.live_from = before;
+                stream.sse = true;
+                Some(rx)
+            };
+            (live, before)
+        };
+        let replay = self
+            .events
+            .replay(&self.id, token, seq, before)
+            .await
+            .into_iter()
+            .map(|e| Event {
+                id: format!("{token}-{}", e.seq),
+                data: e.data,
+                last: false,
+                cancelled: false,
+            })
+            .collect();
+        Some(Resumed { replay, live })
+    }
+
+    /// Detaches a stream's response without ending the stream (polling mode: the client is
+    /// expected to come back with `Last-Event-ID`).
+    fn detach(streams: &mut Streams, token: &str) {
+        if let Some(s) = streams.by_token.get_mut(token) {
+            s.live = None;
+        }
+    }
+
+    /// Routes one outgoing message to its stream: stored first, then sent to the attached
+    /// response, if any.
+    pub(crate) async fn route(&self, out: Outbound) {
+        let _order = self.order.lock().await;
+        let routed = match out {
+            Outbound::CloseStream(id) => {
+                // A handler asked to close its request's stream (polling): detach the response.
+                let mut streams = self.lock();
+                if let Some(token) = streams.routes.get(&id).cloned() {
+                    Self::detach(&mut streams, &token);
+                }
+                return;
+            }
+            Outbound::Ended(id) => Routed {
+                line: None,
+                related: Some(id),
+                ends: true,
+                request: None,
+            },
+            Outbound::Message(m) => Routed {
+                ends: m.is_response(),
+                request: match &m.kind {
+                    OutKind::Request { id, .. } => Some(id.clone()),
+                    _ => None,
+                },
+                line: Some(m.line),
+                related: m.related,
+            },
+        };
+        // Only a shared session sends requests of the transport's own (see `feed_own`).
+        let own = self.shared().is_some() && routed.ends;
+        if own && routed.related.as_ref().is_some_and(|id| self.swallowed(id)) {
+            return;
+        }
+        if let (Some(id), Some(shared)) = (&routed.request, self.shared()) {
+            // The client may answer on another instance: it must find this one.
+            let key = id.to_value().to_string();
+            if let Err(e) = shared.op(shared.store.put_pending(&self.id, &key)).await {
+                tracing::warn!(session = %self.id, "request {key} to the client not registered: {e}");
+            }
+        }
+        let Some(placed) = self.place(&routed) else {
+            return;
+        };
+        if placed.store {
+            let data = routed.line.as_deref().unwrap_or_default();
+            let (token, seq) = (&placed.token, placed.seq);
+            let info = placed.info.as_ref();
+            self.events
+                .append(&self.id, token, seq, data, placed.last, info)
+                .await;
+            if let (true, Some(shared)) = (placed.detached, self.shared()) {
+                shared.ring(&self.id, token).await;
+            }
+        }
+        let forget = self.deliver(routed.line, placed);
+        for old in forget {
+            self.events.forget_stream(&self.id, &old).await;
+        }
+    }
+
+    /// Picks the stream of a message and takes its sequence number: the stream of the
+    /// request it belongs to, else the standalone GET stream. `None`: nothing to send (no
+    /// stream for it, or a cancelled request of a batch that still owes other answers).
+    fn place(&self, routed: &Routed) -> Option<Placed> {
+        let mut streams = self.lock();
+        let on_request_stream = routed
+            .related
+            .as_ref()
+            .and_then(|id| streams.routes.get(id).cloned().map(|t| (id.clone(), t)));
+        let token = match on_request_stream {
+            Some((id, token)) => {
+                if routed.ends {
+                    streams.routes.remove(&id);
+                }
+                token
+            }
+            None if routed.line.is_none() => return None,
+            None => match streams.standalone.clone() {
+                Some(t) => t,
+                None => {
+                    let line = routed.line.as_deref().unwrap_or_default();
+                    tracing::debug!(
+                        "no stream for a message; dropped: {:?}",
+                        crate::loggable(line)
+                    );
+                    return None;
+                }
+            },
+        };
+        let stream = streams.by_token.get_mut(&token)?;
+        if routed.ends && stream.pending > 0 {
+            stream.pending -= 1;
+        }
+        let last = routed.ends && stream.pending == 0;
+        if routed.line.is_none() && !last {
+            return None;
+        }
+        let seq = stream.next_seq;
+        if routed.line.is_some() {
+            stream.next_seq += 1;
+        }
+        if last {
+            stream.finished = true;
+        }
+        let attached = stream.live.as_ref().is_some_and(|l| !l.is_closed());
+        // A POST's one answer, going to its waiting response as a JSON body: the client
+        // never learns an event id, so there is nothing to resume and nothing to keep.
+        let json_body = seq == 1 && last && !stream.sse && attached;
+        let shared = self.shared().is_some();
+        let store = !json_body && (routed.line.is_some() || (shared && stream.stored));
+        if store {
+            stream.stored = true;
+        }
+        Some(Placed {
+            token,
+            seq,
+            last,
+            store,
+            info: if store { stream.info.take() } else { None },
+            detached: !attached,
+        })
+    }
+
+    /// Hands an event to the stream's attached response (a client too slow or gone is
+    /// detached: it can resume from the store), and retires finished streams past
+    /// [`KEEP_FINISHED`]. Returns the streams to forget in the store.
+    fn deliver(&self, line: Option<String>, placed: Placed) -> Vec<String> {
+        let Placed {
+            token, seq, last, ..
+        } = placed;
+        let mut forget = Vec::new();
+        let mut streams = self.lock();
+        let Some(stream) = streams.by_token.get_mut(&token) else {
+            return forget;
+        };
+        if let Some(live) = stream.live.as_ref().filter(|_| seq >= stream.live_from) {
+            let event = Event {
+                id: format!("{token}-{seq}"),
+                cancelled: line.is_none(),
+                data: line.unwrap_or_default(),
+                last,
+            };
+            if live.try_send(event).is_err() {
+                stream.live = None;
+            }
+        }
+        if last {
+            stream.live = None;
+            streams.finished.push_back(token);
+            while streams.finished.len() > KEEP_FINISHED {
+                if let Some(old) = streams.finished.pop_front() {
+                    streams.by_token.remove(&old);
+                    forget.push(old);
+                }
+            }
+        }
+        forget
+    }
+}

@@ -1,0 +1,506 @@
+//! Revision 2026-07-28 over Streamable HTTP: no session, every POST a self-describing request.
+//!
+//! The standard headers are checked against the body (`MCP-Protocol-Version` against
+//! `_meta`, `Mcp-Method` against `method`, `Mcp-Name` against `params.name`/`params.uri`;
+//! 400 with `HeaderMismatch` -32020 otherwise). Each request runs on its own short-lived
+//! engine connection, so any instance can answer any request. The answer is JSON when the
+//! response is all there is, otherwise an SSE stream carrying the request's notifications
+//! (progress, log messages) before it. There are no event ids: 2026-07-28 has no resumption.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use oxmcp_jsonrpc::{
+    ErrorCode, ErrorObject, Inbound, Message, OutMessage, Outbound, RawValue, Request,
+};
+use oxmcp_types::{ProtocolVersion, meta_keys};
+use serde::Deserialize;
+use serde_json::Value;
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
+
+use crate::config::ResponseMode;
+use crate::respond::{error_response, unsupported_version};
+use crate::server::Inner;
+use crate::sse_out::{KEEP_ALIVE, sse_body, sse_message};
+
+fn invalid_meta(id: &oxmcp_jsonrpc::RequestId, what: &str) -> Response {
+    error_response(
+        StatusCode::BAD_REQUEST,
+        Some(id.clone()),
+        ErrorObject::invalid_params(format!("Invalid params: {what}")),
+    )
+}
+
+fn mismatch(id: &oxmcp_jsonrpc::RequestId, message: String) -> Response {
+    error_response(
+        StatusCode::BAD_REQUEST,
+        Some(id.clone()),
+        ErrorObject::new(ErrorCode::HEADER_MISMATCH, message),
+    )
+}
+
+/// Decodes the `=?base64?…?=` sentinel form of a header value.
+fn decode_header(value: &str) -> Option<String> {
+    match value
+        .strip_prefix("=?base64?")
+        .and_then(|v| v.strip_suffix("?="))
+    {
+        Some(b64) => {
+            let bytes = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
+            String::from_utf8(bytes).ok()
+        }
+        None => Some(value.to_owned()),
+    }
+}
+
+/// Whether a request is a 2026-07-28 one: by its version header, or by the
+/// `io.modelcontextprotocol/protocolVersion` member of its `params._meta` (the key elsewhere,
+/// say inside a tool argument, does not count).
+pub(crate) fn is_modern(headers: &HeaderMap, body: &[u8]) -> bool {
+    let header_modern = headers.get_all("mcp-protocol-version").iter().any(|v| {
+        v.to_str()
+            .ok()
+            .and_then(ProtocolVersion::parse)
+            .is_some_and(|v| !v.is_legacy())
+    });
+    header_modern || (memfind(body, meta_keys::PROTOCOL_VERSION.as_bytes()) && meta_version(body))
+}
+
+fn memfind(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Whether the body is one message whose `params._meta` carries the protocol version.
+fn meta_version(body: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    struct Msg<'a> {
+        #[serde(borrow)]
+        params: Option<&'a RawValue>,
+    }
+    #[derive(Deserialize)]
+    struct Params<'a> {
+        #[serde(rename = "_meta", borrow)]
+        meta: Option<&'a RawValue>,
+    }
+    #[derive(Deserialize)]
+    struct Meta {
+        #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+        version: Option<serde::de::IgnoredAny>,
+    }
+    let Ok(Msg {
+        params: Some(params),
+    }) = serde_json::from_slice(body)
+    else {
+        return false;
+    };
+    let Ok(Params { meta: Some(meta) }) = serde_json::from_str(params.get()) else {
+        return false;
+    };
+    matches!(
+        serde_json::from_str::<Meta>(meta.get()),
+        Ok(Meta { version: Some(_) })
+    )
+}
+
+/// Header-safe: printable ASCII, space and tab only.
+fn header_safe(v: &str) -> bool {
+    v.bytes().all(|b| b == b'\t' || (0x20..=0x7e).contains(&b))
+}
+
+/// `Mcp-Param-{Name}` headers of a tool call, checked against the arguments they mirror.
+fn check_param_headers(
+    lookup: Option<&crate::server::ParamHeaders>,
+    headers: &HeaderMap,
+    req: &Request,
+    params: &Value,
+) -> Result<(), Response> {
+    if req.method != "tools/call" {
+        return Ok(());
+    }
+    let Some(tool) = params["name"].as_str() else {
+        return Ok(());
+    };
+    let Some(lookup) = lookup else {
+        return Ok(());
+    };
+    for (header, prop) in lookup(tool) {
+        let name = format!("mcp-param-{}", header.to_ascii_lowercase());
+        let body = match &params["arguments"][&prop] {
+            Value::Null => None,
+            Value::String(s) => Some(s.clone()),
+            other => Some(other.to_string()),
+        };
+        let sent = headers
+            .get(name.as_str())
+            .map(|v| v.to_str().map(str::to_owned));
+        match (sent, body) {
+            (None, None) => {}
+            (None, Some(_)) => {
+                return Err(mismatch(
+                    &req.id,
+                    format!(
+                        "Header mismatch: Mcp-Param-{header} header is required (argument {prop} is set)"
+                    ),
+                ));
+            }
+            (Some(Err(_)), _) => {
+                return Err(mismatch(
+                    &req.id,
+                    format!("Header mismatch: Mcp-Param-{header} has invalid characters"),
+                ));
+            }
+            (Some(Ok(v)), body) => {
+                if !header_safe(&v) {
+                    return Err(mismatch(
+                        &req.id,
+                        format!("Header mismatch: Mcp-Param-{header} has invalid characters"),
+                    ));
+                }
+                let Some(decoded) = decode_header(&v) else {
+                    return Err(mismatch(
+                        &req.id,
+                        format!("Header mismatch: Mcp-Param-{header} is not valid base64"),
+                    ));
+                };
+                if body.as_deref() != Some(decoded.as_str()) {
+                    return Err(mismatch(
+                        &req.id,
+                        format!(
+                            "Header mismatch: Mcp-Param-{header} header value '{decoded}' does not match body value '{}'",
+                            body.unwrap_or_default()
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The `_meta` every 2026-07-28 request carries: protocol version and client capabilities.
+fn check_meta<'p>(req: &Request, params: &'p Value) -> Result<&'p str, Response> {
+    let Some(meta) = params["_meta"].as_object() else {
+        return Err(invalid_meta(
+            &req.id,
+            "_meta is required on every 2026-07-28 request",
+        ));
+    };
+    let Some(version) = meta
+        .get(meta_keys::PROTOCOL_VERSION)
+        .and_then(Value::as_str)
+    else {
+        return Err(invalid_meta(
+            &req.id,
+            &format!("_meta.{} is required", meta_keys::PROTOCOL_VERSION),
+        ));
+    };
+    if !meta.contains_key(meta_keys::CLIENT_CAPABILITIES) {
+        return Err(invalid_meta(
+            &req.id,
+            &format!("_meta.{} is required", meta_keys::CLIENT_CAPABILITIES),
+        ));
+    }
+    Ok(version)
+}
+
+/// A standard header that must be sent and equal `body` (after sentinel decoding when
+/// `encoded`).
+fn expect_header(
+    req: &Request,
+    name: &str,
+    sent: Option<&str>,
+    body: &str,
+    encoded: bool,
+) -> Result<(), Response> {
+    let Some(sent) = sent else {
+        return Err(mismatch(
+            &req.id,
+            format!("Header mismatch: {name} header is required"),
+        ));
+    };
+    let value = if encoded {
+        match decode_header(sent) {
+            Some(v) => v,
+            None => {
+                return Err(mismatch(
+                    &req.id,
+                    format!("Header mismatch: {name} header is not valid base64"),
+                ));
+            }
+        }
+    } else {
+        sent.to_owned()
+    };
+    if value != body {
+        return Err(mismatch(
+            &req.id,
+            format!(
+                "Header mismatch: {name} header value '{value}' does not match body value '{body}'"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The standard headers against the body: `MCP-Protocol-Version` against `_meta`,
+/// `Mcp-Method` against `method`, `Mcp-Name` against `params.name`, `params.uri` or
+/// `params.taskId`.
+fn check_headers(headers: &HeaderMap, req: &Request, params: &Value) -> Result<(), Response> {
+    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let version = check_meta(req, params)?;
+    expect_header(
+        req,
+        "MCP-Protocol-Version",
+        get("mcp-protocol-version"),
+        version,
+        false,
+    )?;
+    expect_header(req, "Mcp-Method", get("mcp-method"), &req.method, false)?;
+    let name_field = match req.method.as_str() {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        // The tasks extension routes on the task (SEP-2663).
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
+        _ => None,
+    };
+    if let Some(field) = name_field {
+        let body_name = params[field].as_str().unwrap_or_default();
+        expect_header(req, "Mcp-Name", get("mcp-name"), body_name, true)?;
+    }
+    Ok(())
+}
+
+/// The HTTP status of an answer: errors that say the request is unknown or malformed get
+/// 404 or 400 (read from the decoded error, not from the text).
+fn status_for(line: &str) -> StatusCode {
+    match crate::respond::error_code(line) {
+        Some(-32601) => StatusCode::NOT_FOUND,
+        Some(-32022..=-32020) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+/// The permits a modern request holds while it is answered: 503 when the endpoint already
+/// answers its most (or, for `subscriptions/listen`, has its most streams open).
+fn admit(inner: &Inner, req: &Request) -> Result<Vec<OwnedSemaphorePermit>, Response> {
+    let busy = |what: &str| {
+        crate::respond::retry_later(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Some(req.id.clone()),
+            Duration::from_secs(1),
+            what,
+        )
+    };
+    let mut permits = Vec::with_capacity(2);
+    match inner.stateless.clone().try_acquire_owned() {
+        Ok(p) => permits.push(p),
+        Err(_) => {
+            return Err(busy(
+                "Server busy: too many requests in flight; retry later",
+            ));
+        }
+    }
+    if req.method == "subscriptions/listen" {
+        match inner.listens.clone().try_acquire_owned() {
+            Ok(p) => permits.push(p),
+            Err(_) => {
+                return Err(busy(
+                    "Server busy: too many open subscriptions; retry later",
+                ));
+            }
+        }
+    }
+    Ok(permits)
+}
+
+/// Answers one modern POST.
+pub(crate) async fn handle(
+    inner: &Arc<Inner>,
+    headers: &HeaderMap,
+    message: Message,
+    principal: Option<String>,
+    context: oxmcp_jsonrpc::TransportContext,
+) -> Response {
+    let req = match message {
+        Message::Request(r) => r,
+        // No session, so nothing to route a notification or response to.
+        _ => return StatusCode::ACCEPTED.into_response(),
+    };
+    if let Err(r) = check(inner, headers, &req) {
+        return r;
+    }
+    let permits = match admit(inner, &req) {
+        Ok(p) => p,
+        Err(r) => return r,
+    };
+    let (in_tx, in_rx) = mpsc::channel(1);
+    let (out_tx, mut out_rx) = mpsc::channel::<Outbound>(64);
+    let serving = inner.service.serve(oxmcp_engine::Connection {
+        incoming: in_rx,
+        outgoing: out_tx,
+        config: inner.engine.clone(),
+        principal,
+    });
+    // The permits live as long as the engine: a client that hangs up does not end its
+    // handlers, so they must keep counting against the caps until they finish.
+    tokio::spawn(async move {
+        let _permits = permits;
+        serving.await;
+    });
+    let id = req.id.clone();
+    // Already decoded here: the engine takes the message as it is.
+    let input = Inbound::Message(Box::new(Message::Request(req)), Some(context));
+    if in_tx.send(input).await.is_err() {
+        return error_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Some(id),
+            ErrorObject::internal("the server is gone"),
+        );
+    }
+    // The engine's input stays open while the answer is being sent: dropping it (when the
+    // answer is complete, or the client went away) ends the connection and any subscription.
+    let Some(first) = next_message(&mut out_rx).await else {
+        return error_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Some(id),
+            ErrorObject::internal("no response"),
+        );
+    };
+    // An error answer is always JSON, so its HTTP status can say what went wrong.
+    let failed = first.is_response() && status_for(&first.line) != StatusCode::OK;
+    let json = failed
+        || match inner.config.response_mode {
+            ResponseMode::Json => true,
+            ResponseMode::Sse => false,
+            ResponseMode::Auto => first.is_response(),
+        };
+    if json {
+        json_answer(first, out_rx).await
+    } else {
+        stream_answer(first, out_rx, in_tx, inner.config.keep_alive)
+    }
+}
+
+/// Everything a modern request is checked for before it runs: known versions in the
+/// headers, the standard headers against the body, `Mcp-Param-*` against the arguments.
+fn check(inner: &Inner, headers: &HeaderMap, req: &Request) -> Result<(), Response> {
+    for v in headers.get_all("mcp-protocol-version") {
+        let v = v.to_str().unwrap_or("");
+        if ProtocolVersion::parse(v).is_none() {
+            return Err(unsupported_version(Some(req.id.clone()), v));
+        }
+    }
+    let params: Value = req
+        .params
+        .as_deref()
+        .and_then(|p| serde_json::from_str(p.get()).ok())
+        .unwrap_or(Value::Null);
+    check_headers(headers, req, &params)?;
+    let lookup = inner.param_headers.get().map(|f| &**f);
+    check_param_headers(lookup, headers, req, &params)
+}
+
+/// A JSON answer: the response (whatever came before it is dropped), with the HTTP status
+/// its error code calls for. The engine's input (held by the caller) closes after it.
+async fn json_answer(first: OutMessage, mut rx: mpsc::Receiver<Outbound>) -> Response {
+    let mut last = first;
+    while !last.is_response() {
+        match next_message(&mut rx).await {
+            Some(m) => last = m,
+            None => break,
+        }
+    }
+    let status = status_for(&last.line);
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        last.line,
+    )
+        .into_response()
+}
+
+/// An SSE answer: the first message, then the rest as the handler sends them. (A client that
+/// stops reading is disconnected by the engine's stall timeout.)
+fn stream_answer(
+    first: OutMessage,
+    rx: mpsc::Receiver<Outbound>,
+    input: mpsc::Sender<Inbound>,
+    keep_alive: Duration,
+) -> Response {
+    let state = (Some(first), rx, false, input);
+    let stream = futures::stream::unfold(state, move |(pending, mut rx, done, held)| async move {
+        if done {
+            return None;
+        }
+        let next = match pending {
+            Some(m) => Some(m),
+            None => match tokio::time::timeout(keep_alive, next_message(&mut rx)).await {
+                Ok(m) => m,
+                Err(_) => {
+                    return Some((
+                        Ok::<_, Infallible>(Bytes::from_static(KEEP_ALIVE)),
+                        (None, rx, false, held),
+                    ));
+                }
+            },
+        };
+        let m = next?;
+        let done = m.is_response();
+        Some((Ok(sse_message(&m.line)), (None, rx, done, held)))
+    });
+    sse_body(stream, None)
+}
+
+/// The next message (stream signals mean nothing without resumption).
+async fn next_message(rx: &mut mpsc::Receiver<Outbound>) -> Option<OutMessage> {
+    loop {
+        if let Outbound::Message(m) = rx.recv().await? {
+            return Some(*m);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_meta_member_makes_a_request_modern() {
+        let none = HeaderMap::new();
+        let modern = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        assert!(is_modern(&none, modern));
+        let mention = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"io.modelcontextprotocol/protocolVersion"}}}"#;
+        assert!(!is_modern(&none, mention));
+        let nested = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"_meta":{"io.modelcontextprotocol/protocolVersion":"x"}}}}"#;
+        assert!(!is_modern(&none, nested));
+    }
+
+    #[test]
+    fn statuses_come_from_the_decoded_error() {
+        assert_eq!(
+            status_for(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"m"}}"#),
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            status_for(
+                r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"\"error\":{\"code\":-32601}"}]}}"#
+            ),
+            StatusCode::OK
+        );
+    }
+
+    #[test]
+    fn sentinel_decoding() {
+        assert_eq!(decode_header("plain").as_deref(), Some("plain"));
+        assert_eq!(
+            decode_header("=?base64?SGVsbG8sIOS4lueVjA==?=").as_deref(),
+            Some("Hello, 世界")
+        );
+        assert_eq!(decode_header("=?base64?!!!?="), None);
+    }
+}

@@ -1,0 +1,238 @@
+//! [`WebSocket`]: an MCP endpoint at `/ws` hosting any [`Serve`].
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::ws::{CloseFrame, Message, WebSocket as Socket, WebSocketUpgrade};
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use futures::{SinkExt, StreamExt};
+use oxmcp_engine::{Connection, EngineConfig, Serve};
+use oxmcp_jsonrpc::{Inbound, Outbound};
+use tokio::sync::mpsc;
+
+use super::{SUBPROTOCOL, close};
+use crate::auth::Identity;
+use crate::clients::Principal;
+use crate::config::HttpConfig;
+use crate::respond::{bad_request, header_str};
+
+/// WebSocket settings (the rest comes from the [`HttpConfig`]: allowed hosts, auth, the
+/// message size limit `max_body`, the idle timeout `session_idle_timeout`, the most
+/// connections open at once `max_sessions` (503 above it), shutdown).
+#[derive(Debug, Clone)]
+pub struct WsConfig {
+    /// Where it is served.
+    pub path: String,
+    /// How often the server pings; a client silent for two intervals is gone.
+    pub ping_interval: Duration,
+}
+
+impl Default for WsConfig {
+    fn default() -> Self {
+        Self {
+            path: "/ws".to_owned(),
+            ping_interval: Duration::from_secs(20),
+        }
+    }
+}
+
+struct Inner {
+    service: Arc<dyn Serve>,
+    engine: EngineConfig,
+    http: Arc<HttpConfig>,
+    ws: WsConfig,
+    /// One permit per open connection: at most `max_sessions` at once.
+    connections: Arc<tokio::sync::Semaphore>,
+}
+
+/// An MCP endpoint over WebSocket hosting one service. Cheap to clone.
+#[derive(Clone)]
+pub struct WebSocket {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for WebSocket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebSocket")
+            .field("path", &self.inner.ws.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WebSocket {
+    /// An endpoint for `service` with the checks and limits of `http` and the settings `ws`.
+    pub fn new(service: impl Serve, http: HttpConfig, ws: WsConfig) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                engine: http.engine(service.engine_config()),
+                service: Arc::new(service),
+                connections: Arc::new(tokio::sync::Semaphore::new(http.max_sessions.max(1))),
+                http: Arc::new(http),
+                ws,
+            }),
+        }
+    }
+
+    /// The axum router serving the endpoint at its path.
+    pub fn router(&self) -> axum::Router {
+        axum::Router::new()
+            .route(&self.inner.ws.path, axum::routing::get(upgrade))
+            .with_state(self.inner.clone())
+    }
+}
+
+async fn upgrade(State(inner): State<Arc<Inner>>, request: Request) -> Response {
+    let (mut parts, _) = request.into_parts();
+    if let Err(r) = crate::admission::host_checks(&inner.http, &parts.headers) {
+        return r;
+    }
+    if let Err(r) = crate::auth::authenticate(inner.http.auth.as_deref(), &mut parts).await {
+        return r;
+    }
+    let asked: Vec<String> = header_str(&parts.headers, "sec-websocket-protocol")
+        .map(|v| v.split(',').map(|p| p.trim().to_owned()).collect())
+        .unwrap_or_default();
+    if !asked.is_empty() && !asked.iter().any(|p| p == SUBPROTOCOL) {
+        return bad_request("Bad Request: the WebSocket subprotocol must be \"mcp\"");
+    }
+    let Ok(permit) = inner.connections.clone().try_acquire_owned() else {
+        tracing::warn!("WebSocket upgrade refused: max_sessions connections are open");
+        let busy = [(axum::http::header::RETRY_AFTER, "5")];
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            busy,
+            "too many WebSocket connections",
+        )
+            .into_response();
+    };
+    let principal = parts.extensions.get::<Principal>().map(|p| p.0.clone());
+    let identity = parts.extensions.get::<Arc<Identity>>().cloned();
+    let ws = match WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
+        Ok(ws) => ws,
+        Err(e) => return (StatusCode::BAD_REQUEST, e.to_string()).into_response(),
+    };
+    let max = inner.http.max_body;
+    ws.protocols([SUBPROTOCOL])
+        .max_message_size(max)
+        .max_frame_size(max)
+        .on_upgrade(move |socket| async move {
+            serve(inner, socket, principal, identity).await;
+            drop(permit);
+        })
+}
+
+/// Why a connection ended, as its close frame.
+fn closing(code: u16, reason: &str) -> Message {
+    Message::Close(Some(CloseFrame {
+        code,
+        reason: reason.into(),
+    }))
+}
+
+async fn serve(
+    inner: Arc<Inner>,
+    socket: Socket,
+    principal: Option<String>,
+    identity: Option<Arc<Identity>>,
+) {
+    let (in_tx, in_rx) = mpsc::channel(64);
+    let (out_tx, mut out_rx) = mpsc::channel::<Outbound>(1024);
+    let serving = inner.service.serve(Connection {
+        incoming: in_rx,
+        outgoing: out_tx,
+        config: inner.engine.clone(),
+        principal,
+    });
+    let engine = tokio::spawn(serving);
+    let (mut sink, mut stream) = socket.split();
+    let mut ping = tokio::time::interval(inner.ws.ping_interval);
+    ping.tick().await;
+    let idle = inner.http.session_idle_timeout;
+    let mut heard = Instant::now();
+    let mut last_message = Instant::now();
+    let shutdown = inner.http.shutdown.clone();
+    let mut in_tx = Some(in_tx);
+    let mut going_away = false;
+    let end = loop {
+        tokio::select! {
+            frame = stream.next() => {
+                heard = Instant::now();
+                match frame {
+                    Some(Ok(Message::Text(text))) => {
+                        last_message = heard;
+                        let Some(tx) = &in_tx else { continue };
+                        let auth = inner.http.auth.as_deref();
+                        if let Some(refusals) = crate::auth::frame_refusals(auth, identity.as_deref(), text.as_bytes()) {
+                            for line in refusals {
+                                if sink.send(Message::Text(line.into())).await.is_err() {
+                                    break;
+                                }
+                            }
+                            continue;
+                        }
+                        if tx.send(Inbound::Frame(text.as_bytes().to_vec())).await.is_err() {
+                            break Some(closing(close::NORMAL, "the session ended"));
+                        }
+                    }
+                    Some(Ok(Message::Binary(_))) => {
+                        break Some(closing(close::UNSUPPORTED, "binary frames are not MCP messages; send JSON text"));
+                    }
+                    Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+                    Some(Ok(Message::Close(_))) | None => break None,
+                    Some(Err(e)) => break Some(error_close(&e)),
+                }
+            }
+            out = out_rx.recv() => match out {
+                Some(out) => {
+                    let Some(line) = out.line() else { continue };
+                    if sink.send(Message::Text(line.to_owned().into())).await.is_err() {
+                        break None;
+                    }
+                }
+                // The engine finished (its input ended and everything was answered).
+                None if going_away => break Some(closing(close::GOING_AWAY, "the server is shutting down")),
+                None => break Some(closing(close::NORMAL, "")),
+            },
+            _ = ping.tick() => {
+                if heard.elapsed() > inner.ws.ping_interval * 2 {
+                    tracing::debug!("a WebSocket peer stopped answering pings");
+                    break None;
+                }
+                if last_message.elapsed() > idle {
+                    break Some(closing(close::POLICY, "idle for too long"));
+                }
+                if sink.send(Message::Ping(Default::default())).await.is_err() {
+                    break None;
+                }
+            }
+            () = shutdown.cancelled(), if in_tx.is_some() => {
+                // No more input; what the engine accepted is still answered, then the socket
+                // closes with 1001.
+                in_tx = None;
+                going_away = true;
+            }
+        }
+    };
+    drop(in_tx);
+    if let Some(frame) = end {
+        let _ = sink.send(frame).await;
+    }
+    let _ = sink.close().await;
+    // The engine ends once its input is gone; its requests in flight are cancelled with it.
+    engine.abort();
+}
+
+/// The close frame for a read error: too big, not UTF-8, or a protocol error.
+fn error_close(e: &axum::Error) -> Message {
+    let text = e.to_string();
+    tracing::debug!("WebSocket read error: {text}");
+    if text.contains("too long") || text.contains("too big") || text.contains("Space limit") {
+        closing(close::TOO_BIG, "message over the size limit")
+    } else if text.contains("UTF-8") || text.contains("utf-8") {
+        closing(close::INVALID_DATA, "text frames must be UTF-8")
+    } else {
+        closing(close::INTERNAL, "protocol error")
+    }
+}

@@ -1,0 +1,330 @@
+//! `application/mcp+protobuf` over Streamable HTTP: the server takes protobuf bodies and
+//! answers in protobuf when asked; our client opts in, and falls back to JSON on a 415.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use axum::extract::Request;
+use axum::middleware::Next;
+use common::*;
+use oxmcp_client::{Client, ClientConfig, ClientHandlers};
+use oxmcp_http::{BodyEncoding, HttpClientConfig, HttpConfig, ServeOptions, StreamableHttp};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+fn proto_post(url: &str, session: Option<&str>, json: &Value) -> reqwest::RequestBuilder {
+    let mut r = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/mcp+protobuf")
+        .header("accept", "application/mcp+protobuf, text/event-stream")
+        .body(oxmcp_proto::encode(json).unwrap());
+    if let Some(s) = session {
+        r = r
+            .header("mcp-session-id", s)
+            .header("mcp-protocol-version", VERSION);
+    }
+    r
+}
+
+async fn proto_answer(r: reqwest::Response) -> Value {
+    assert_eq!(r.headers()["content-type"], "application/mcp+protobuf");
+    oxmcp_proto::decode(&r.bytes().await.unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn the_server_takes_and_gives_protobuf() {
+    let s = start(HttpConfig::default(), ServeOptions::default()).await;
+    let init: Value = serde_json::from_str(INIT).unwrap();
+    let r = proto_post(&s.url, None, &init).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let v = proto_answer(r).await;
+    assert_eq!(v["result"]["protocolVersion"], VERSION, "{v}");
+    let note = json!({"jsonrpc":"2.0","method":"notifications/initialized"});
+    let r = proto_post(&s.url, Some(&sid), &note).send().await.unwrap();
+    assert_eq!(r.status(), 202);
+    let call = serde_json::from_str(&call(1, "echo", json!({"message": "in protobuf"}))).unwrap();
+    let v = proto_answer(proto_post(&s.url, Some(&sid), &call).send().await.unwrap()).await;
+    assert_eq!(v["result"]["content"][0]["text"], "in protobuf");
+    // An error answer is in protobuf too; malformed protobuf is a parse error.
+    let unknown = json!({"jsonrpc":"2.0","id":2,"method":"no/such"});
+    let v = proto_answer(
+        proto_post(&s.url, Some(&sid), &unknown)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(v["error"]["code"], -32601, "{v}");
+    let r = reqwest::Client::new()
+        .post(&s.url)
+        .header("content-type", "application/mcp+protobuf")
+        .header("accept", "application/json, text/event-stream")
+        .body(vec![0xff, 0xff, 0x01])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], -32700, "{v}");
+}
+
+/// Records the Content-Type of every POST.
+async fn served(seen: Arc<Mutex<Vec<String>>>, json_only: bool) -> String {
+    let shutdown = CancellationToken::new();
+    let config = HttpConfig {
+        shutdown: shutdown.clone(),
+        ..HttpConfig::default()
+    };
+    let http = StreamableHttp::new(server(), config);
+    let router = http.router().layer(axum::middleware::from_fn(
+        move |req: Request, next: Next| {
+            let seen = seen.clone();
+            async move {
+                let ct = req
+                    .headers()
+                    .get("content-type")
+                    .map(|v| v.to_str().unwrap().to_owned())
+                    .unwrap_or_default();
+                let refuse = json_only && ct == "application/mcp+protobuf";
+                seen.lock().unwrap().push(ct);
+                if refuse {
+                    return axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE.into_response();
+                }
+                next.run(req).await
+            }
+        },
+    ));
+    serve_routed(http, router, shutdown, ServeOptions::default())
+        .await
+        .url
+}
+
+use axum::response::IntoResponse;
+
+async fn client(url: &str) -> Client {
+    let t = oxmcp_http::client::connect(
+        url,
+        HttpClientConfig {
+            encoding: BodyEncoding::Protobuf,
+            standalone_stream: false,
+            ..HttpClientConfig::default()
+        },
+    )
+    .unwrap();
+    let (channels, link) = t.into_parts();
+    Client::connect_over(
+        channels,
+        link,
+        ClientHandlers::new(),
+        ClientConfig::default(),
+    )
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn our_client_speaks_protobuf_and_falls_back_on_415() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let url = served(seen.clone(), false).await;
+    let c = client(&url).await;
+    let r = c
+        .call_tool(
+            "echo",
+            json!({"message": "p"}).as_object().cloned().unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.content[0].as_text(), Some("p"));
+    let posted = seen.lock().unwrap().clone();
+    assert!(
+        posted
+            .iter()
+            .filter(|c| !c.is_empty())
+            .all(|c| c == "application/mcp+protobuf"),
+        "{posted:?}"
+    );
+    c.close().await;
+
+    // A server that takes JSON only: one 415, then JSON.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let url = served(seen.clone(), true).await;
+    let c = client(&url).await;
+    let r = c
+        .call_tool(
+            "echo",
+            json!({"message": "j"}).as_object().cloned().unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.content[0].as_text(), Some("j"));
+    let posted = seen.lock().unwrap().clone();
+    assert_eq!(posted[0], "application/mcp+protobuf", "{posted:?}");
+    assert!(
+        posted[1..]
+            .iter()
+            .filter(|c| !c.is_empty())
+            .all(|c| c == "application/json"),
+        "{posted:?}"
+    );
+    c.close().await;
+}
+
+/// The events of an SSE body: (event name, data) in order, priming events included.
+fn events(body: &str) -> Vec<(String, String)> {
+    body.split("\n\n")
+        .filter(|b| !b.trim().is_empty() && !b.starts_with(':'))
+        .map(|b| {
+            let mut name = "message".to_owned();
+            let mut data = String::new();
+            for line in b.lines() {
+                if let Some(e) = line.strip_prefix("event: ") {
+                    name = e.to_owned();
+                } else if let Some(d) = line.strip_prefix("data: ") {
+                    data.push_str(d);
+                }
+            }
+            (name, data)
+        })
+        .collect()
+}
+
+fn decode_event(data: &str) -> Value {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .unwrap();
+    oxmcp_proto::decode(&bytes).unwrap()
+}
+
+/// SSE answers in protobuf: each message event is `event: mcp+protobuf` with base64
+/// protobuf data; the priming event (id, retry, no data) stays as it is.
+#[tokio::test]
+async fn sse_events_in_protobuf() {
+    let s = start(
+        HttpConfig {
+            response_mode: oxmcp_http::ResponseMode::Sse,
+            ..HttpConfig::default()
+        },
+        ServeOptions::default(),
+    )
+    .await;
+    let init: Value = serde_json::from_str(INIT).unwrap();
+    let r = proto_post(&s.url, None, &init).send().await.unwrap();
+    let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let body = r.text().await.unwrap();
+    let evs = events(&body);
+    assert!(body.contains("id: "), "{body}");
+    let last = evs.last().unwrap();
+    assert_eq!(last.0, "mcp+protobuf", "{body}");
+    assert_eq!(decode_event(&last.1)["result"]["protocolVersion"], VERSION);
+    let note = json!({"jsonrpc":"2.0","method":"notifications/initialized"});
+    proto_post(&s.url, Some(&sid), &note).send().await.unwrap();
+    let set = json!({"jsonrpc":"2.0","id":5,"method":"logging/setLevel","params":{"level":"info"}});
+    proto_post(&s.url, Some(&sid), &set).send().await.unwrap();
+    let chatty: Value =
+        serde_json::from_str(&call(1, "chatty_echo", json!({"message": "sse"}))).unwrap();
+    let body = proto_post(&s.url, Some(&sid), &chatty)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let messages: Vec<Value> = events(&body)
+        .into_iter()
+        .filter(|(_, d)| !d.is_empty())
+        .map(|(name, d)| {
+            assert_eq!(name, "mcp+protobuf", "{body}");
+            decode_event(&d)
+        })
+        .collect();
+    assert_eq!(
+        messages[0]["method"], "notifications/message",
+        "{messages:?}"
+    );
+    assert_eq!(messages[1]["result"]["content"][0]["text"], "sse");
+    // A JSON client on the same server still gets JSON events.
+    let body = post(
+        &s.url,
+        Some(&sid),
+        call(2, "echo", json!({"message": "json"})),
+    )
+    .send()
+    .await
+    .unwrap()
+    .text()
+    .await
+    .unwrap();
+    assert!(
+        body.contains("event: message") && body.contains("\"json\""),
+        "{body}"
+    );
+}
+
+/// Our client in protobuf over an SSE server: POST streams and the GET stream decode.
+#[tokio::test]
+async fn our_client_reads_protobuf_events() {
+    let s = start(
+        HttpConfig {
+            response_mode: oxmcp_http::ResponseMode::Sse,
+            ..HttpConfig::default()
+        },
+        ServeOptions::default(),
+    )
+    .await;
+    let logs = Arc::new(Mutex::new(Vec::new()));
+    let seen = logs.clone();
+    let handlers = ClientHandlers::new().on_event(move |e| {
+        if let oxmcp_client::ServerEvent::Log(l) = e {
+            seen.lock().unwrap().push(l.data.to_string());
+        }
+    });
+    let t = oxmcp_http::client::connect(
+        &s.url,
+        HttpClientConfig {
+            encoding: BodyEncoding::Protobuf,
+            ..HttpClientConfig::default()
+        },
+    )
+    .unwrap();
+    let (channels, link) = t.into_parts();
+    let c = Client::connect_over(channels, link, handlers, ClientConfig::default())
+        .await
+        .unwrap();
+    c.set_log_level(oxmcp_types::LoggingLevel::Info)
+        .await
+        .unwrap();
+    let r = c
+        .call_tool(
+            "chatty_echo",
+            json!({"message": "p"}).as_object().cloned().unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.content[0].as_text(), Some("p"));
+    assert!(
+        until(5, || logs
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|m| m.contains("echoing")))
+        .await,
+        "the log event decoded"
+    );
+    // `polling` ends its POST stream first: the answer comes on the resumed GET stream.
+    let r = c
+        .call_tool("polling", json!({}).as_object().cloned().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(r.content[0].as_text(), Some("late answer"));
+    c.close().await;
+}

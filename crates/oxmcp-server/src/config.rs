@@ -1,0 +1,75 @@
+//! [`ServerConfig`]: a server's settings and limits.
+
+use oxmcp_engine::EngineConfig;
+
+/// Cache hints on cacheable results (2026-07-28: lists and `resources/read`).
+#[derive(Debug, Clone)]
+pub struct CacheConfig {
+    /// `ttlMs`: how long a client may reuse the result.
+    pub ttl_ms: u64,
+    /// `cacheScope`: who may share a cached copy.
+    pub scope: oxmcp_types::CacheScope,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        Self {
+            ttl_ms: 60_000,
+            scope: oxmcp_types::CacheScope::Public,
+        }
+    }
+}
+
+/// Settings of a server.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Serve the handshake era (2024-11-05 .. 2025-11-25).
+    pub legacy: bool,
+    /// Serve self-describing 2026-07-28 requests.
+    pub modern: bool,
+    /// Cache hints for modern (2026-07-28) results.
+    pub cache: CacheConfig,
+    /// Signs `requestState` of multi round-trip requests (random unless shared by instances).
+    pub request_state_key: crate::mrtr::RequestStateKey,
+    /// How long a `requestState` stays valid after the server issued it (default 15 min): a
+    /// retry with an older one is refused with -32602.
+    pub request_state_ttl: std::time::Duration,
+    /// Items per page of list results.
+    pub page_size: usize,
+    /// Message loop settings.
+    pub engine: EngineConfig,
+    /// Resources one session may be subscribed to at once (`resources/subscribe`), and URIs
+    /// one `subscriptions/listen` may name (default 1,000). One more is refused with -32602
+    /// (`data.limit` says the limit) and nothing is stored.
+    pub max_subscriptions: usize,
+    /// The longest resource URI a request may name, in bytes (`resources/read`,
+    /// `resources/subscribe`, `resources/unsubscribe`); a longer one is refused with -32602.
+    /// Default 8 KiB.
+    pub max_uri_len: usize,
+    /// Where task state lives when the builder names no store ([`crate::ServerBuilder::task_store`]);
+    /// `None`: in this process's memory. Instances sharing a store share their tasks.
+    pub task_store: Option<std::sync::Arc<dyn crate::tasks::TaskStore>>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            legacy: true,
+            modern: true,
+            cache: CacheConfig::default(),
+            request_state_key: crate::mrtr::RequestStateKey::random(),
+            request_state_ttl: std::time::Duration::from_secs(15 * 60),
+            page_size: 100,
+            engine: EngineConfig {
+                max_in_flight: 64,
+                // JSON-RPC answers unparseable input with `"id": null`; a client never
+                // answers a response, so this cannot start an error storm.
+                answer_unidentified: true,
+                ..EngineConfig::default()
+            },
+            max_subscriptions: 1_000,
+            max_uri_len: 8 * 1024,
+            task_store: None,
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! Handler types and the conversions that make typed handlers pleasant.
+
+use std::fmt::Display;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use oxmcp_jsonrpc::ErrorObject;
+use oxmcp_types::{
+    CallToolResult, CompleteParams, CompleteResult, Content, GetPromptResult, JsonObject,
+    ReadResourceResult,
+};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+use crate::context::Ctx;
+
+/// A tool handler working on raw JSON arguments.
+pub type ToolFn = Arc<
+    dyn Fn(Ctx, JsonObject) -> BoxFuture<'static, Result<CallToolResult, ErrorObject>>
+        + Send
+        + Sync,
+>;
+/// A resource reader: gets the URI.
+pub type ResourceFn = Arc<
+    dyn Fn(Ctx, String) -> BoxFuture<'static, Result<ReadResourceResult, ErrorObject>>
+        + Send
+        + Sync,
+>;
+/// A template reader: gets the URI and the template variables.
+pub type TemplateFn = Arc<
+    dyn Fn(
+            Ctx,
+            String,
+            BTreeMap<String, String>,
+        ) -> BoxFuture<'static, Result<ReadResourceResult, ErrorObject>>
+        + Send
+        + Sync,
+>;
+/// A prompt renderer: gets the arguments.
+pub type PromptFn = Arc<
+    dyn Fn(
+            Ctx,
+            BTreeMap<String, String>,
+        ) -> BoxFuture<'static, Result<GetPromptResult, ErrorObject>>
+        + Send
+        + Sync,
+>;
+/// A completion provider.
+pub type CompletionFn = Arc<
+    dyn Fn(Ctx, CompleteParams) -> BoxFuture<'static, Result<CompleteResult, ErrorObject>>
+        + Send
+        + Sync,
+>;
+
+/// What a tool handler may return on success.
+pub trait IntoCallToolResult {
+    /// Converts into a tool result.
+    fn into_call_tool_result(self) -> CallToolResult;
+}
+
+impl IntoCallToolResult for CallToolResult {
+    fn into_call_tool_result(self) -> CallToolResult {
+        self
+    }
+}
+
+impl IntoCallToolResult for String {
+    fn into_call_tool_result(self) -> CallToolResult {
+        CallToolResult::text(self)
+    }
+}
+
+impl IntoCallToolResult for &'static str {
+    fn into_call_tool_result(self) -> CallToolResult {
+        CallToolResult::text(self)
+    }
+}
+
+impl IntoCallToolResult for Vec<Content> {
+    fn into_call_tool_result(self) -> CallToolResult {
+        CallToolResult::success(self)
+    }
+}
+
+/// Structured tool output: sent as `structuredContent` and, for older clients, as JSON text.
+#[derive(Debug, Clone)]
+pub struct Structured<T>(pub T);
+
+impl<T: Serialize> IntoCallToolResult for Structured<T> {
+    fn into_call_tool_result(self) -> CallToolResult {
+        match serde_json::to_value(&self.0) {
+            Ok(v) => CallToolResult {
+                content: vec![Content::text(v.to_string())],
+                structured_content: Some(v),
+                ..CallToolResult::default()
+            },
+            Err(e) => CallToolResult::error(format!("could not serialize the tool output: {e}")),
+        }
+    }
+}
+
+/// The -32042 error (2025-11-25) a tool returns when the request cannot go on until the
+/// user completes these URL-mode elicitations ([`oxmcp_types::ElicitParams::url`]); the client
+/// retries it afterwards. Return it as the tool's `Err`.
+pub fn url_elicitation_required(elicitations: Vec<oxmcp_types::ElicitParams>) -> ErrorObject {
+    let data = oxmcp_types::UrlElicitationRequired { elicitations };
+    ErrorObject::new(
+        oxmcp_jsonrpc::ErrorCode::URL_ELICITATION_REQUIRED,
+        "This request requires more information.",
+    )
+    .with_data(serde_json::to_value(data).unwrap_or_default())
+}
+
+pub(crate) fn typed_tool<A, F, Fut, R, E>(f: F) -> ToolFn
+where
+    A: serde::de::DeserializeOwned + Send + 'static,
+    F: Fn(Ctx, A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<R, E>> + Send + 'static,
+    R: IntoCallToolResult,
+    E: Display + 'static,
+{
+    let f = Arc::new(f);
+    Arc::new(move |ctx, args| {
+        let f = f.clone();
+        Box::pin(async move {
+            let args: A = match serde_json::from_value(Value::Object(args)) {
+                Ok(a) => a,
+                Err(e) => return Ok(CallToolResult::error(format!("Invalid arguments: {e}"))),
+            };
+            Ok(match f(ctx, args).await {
+                Ok(r) => r.into_call_tool_result(),
+                // A JSON-RPC error object is the request's error (-32042, say); any other
+                // error is the tool's, a result with `isError`.
+                Err(e) => match (&e as &dyn std::any::Any).downcast_ref::<ErrorObject>() {
+                    Some(rpc) => return Err(rpc.clone()),
+                    None => CallToolResult::error(e.to_string()),
+                },
+            })
+        })
+    })
+}

@@ -1,0 +1,159 @@
+//! Revision 2026-07-28 on the server: requests that describe themselves in `_meta` (no
+//! handshake), `server/discover`, and the fields every modern result carries.
+
+use oxmcp_jsonrpc::{ErrorObject, RawJson, RawValue, to_raw};
+use oxmcp_types::methods::{
+    ListPrompts, ListResourceTemplates, ListResources, ListTools, ReadResource, Request as _,
+};
+use oxmcp_types::{
+    CacheScope, ClientCapabilities, DiscoverResult, Implementation, JsonObject, LoggingLevel,
+    ProtocolVersion, ResultType, meta_keys,
+};
+use serde_json::Value;
+
+use crate::registry::Inner;
+
+/// What a modern request says about its client, and its multi round-trip state.
+#[derive(Debug, Default)]
+pub(crate) struct ModernMeta {
+    pub(crate) mrtr: crate::mrtr::Mrtr,
+    pub(crate) client_info: Option<Implementation>,
+    pub(crate) client_caps: ClientCapabilities,
+    /// Log messages are sent only when the request asks for them, at or above this level.
+    pub(crate) log_level: Option<LoggingLevel>,
+}
+
+#[derive(serde::Deserialize)]
+struct ParamsMeta {
+    #[serde(rename = "_meta", default)]
+    meta: Option<JsonObject>,
+}
+
+/// Every version this server speaks, newest first (legacy ones through `initialize`).
+pub(crate) fn supported_versions() -> Vec<String> {
+    ProtocolVersion::ALL
+        .iter()
+        .rev()
+        .map(|v| v.as_str().to_owned())
+        .collect()
+}
+
+/// The `UnsupportedProtocolVersionError` (-32022): what was asked for, and what is spoken
+/// (every known revision when `supported` is `None`).
+pub(crate) fn unsupported_version_error(
+    requested: &str,
+    supported: Option<&[&str]>,
+) -> ErrorObject {
+    match supported {
+        Some(s) => ErrorObject::unsupported_version(requested, s),
+        None => ErrorObject::unsupported_version(requested, &ProtocolVersion::names_newest_first()),
+    }
+}
+
+/// Reads a request's era from its params. `Ok(None)`: a legacy request. An `Err` is the
+/// `UnsupportedProtocolVersionError` to answer with.
+pub(crate) fn detect(params: Option<&RawValue>) -> Result<Option<ModernMeta>, ErrorObject> {
+    let Some(raw) = params else { return Ok(None) };
+    // Cheap test first: legacy requests (the hot path on old clients) never parse twice.
+    if !raw.get().contains(meta_keys::PROTOCOL_VERSION) {
+        return Ok(None);
+    }
+    let Ok(ParamsMeta { meta: Some(meta) }) = serde_json::from_str::<ParamsMeta>(raw.get()) else {
+        return Ok(None);
+    };
+    let Some(version) = meta.get(meta_keys::PROTOCOL_VERSION) else {
+        return Ok(None);
+    };
+    let requested = version.as_str().unwrap_or_default();
+    if ProtocolVersion::parse(requested).is_none_or(ProtocolVersion::is_legacy) {
+        return Err(unsupported_version_error(requested, None));
+    }
+    let field = |key: &str| meta.get(key).cloned();
+    let Some(caps) = field(meta_keys::CLIENT_CAPABILITIES) else {
+        return Err(ErrorObject::invalid_params(format!(
+            "Invalid params: _meta.{} is required",
+            meta_keys::CLIENT_CAPABILITIES
+        )));
+    };
+    let client_caps = serde_json::from_value(caps).map_err(|e| {
+        ErrorObject::invalid_params(format!(
+            "Invalid params: _meta.{}: {e}",
+            meta_keys::CLIENT_CAPABILITIES
+        ))
+    })?;
+    Ok(Some(ModernMeta {
+        mrtr: crate::mrtr::Mrtr::default(),
+        client_info: field(meta_keys::CLIENT_INFO).and_then(|v| serde_json::from_value(v).ok()),
+        client_caps,
+        log_level: field(meta_keys::LOG_LEVEL).and_then(|v| serde_json::from_value(v).ok()),
+    }))
+}
+
+fn server_meta(server: &Inner) -> JsonObject {
+    let mut meta = JsonObject::new();
+    if let Ok(info) = serde_json::to_value(&server.info) {
+        meta.insert(meta_keys::SERVER_INFO.to_owned(), info);
+    }
+    meta
+}
+
+/// The `server/discover` result.
+pub(crate) fn discover(server: &Inner) -> DiscoverResult {
+    let mut capabilities = server.capabilities();
+    if let Some(r) = capabilities.resources.as_mut() {
+        r.subscribe = None; // replaced by subscriptions/listen in 2026-07-28
+    }
+    // 2026-07-28 has the tasks extension instead of the 2025-11-25 `tasks` capability.
+    capabilities.extra.remove("tasks");
+    DiscoverResult {
+        result_type: Some(ResultType::Complete),
+        supported_versions: supported_versions(),
+        capabilities,
+        instructions: server.instructions.clone(),
+        ttl_ms: Some(server.config.cache.ttl_ms),
+        cache_scope: Some(server.config.cache.scope),
+        meta: Some(server_meta(server)),
+        ..DiscoverResult::default()
+    }
+}
+
+const CACHEABLE: &[&str] = &[
+    ListTools::METHOD,
+    ListPrompts::METHOD,
+    ListResources::METHOD,
+    ListResourceTemplates::METHOD,
+    ReadResource::METHOD,
+];
+
+/// Adds what every modern result carries: `resultType` (unless the handler set one),
+/// the server's identity in `_meta`, and cache hints on cacheable results.
+pub(crate) fn finish(raw: &RawJson, server: &Inner, method: &str) -> Result<RawJson, ErrorObject> {
+    let mut result: JsonObject = serde_json::from_str(raw.get())
+        .map_err(|e| ErrorObject::internal(format!("result is not an object: {e}")))?;
+    result
+        .entry("resultType")
+        .or_insert_with(|| Value::String("complete".to_owned()));
+    let meta = result
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(JsonObject::new()));
+    if let Value::Object(meta) = meta {
+        for (k, v) in server_meta(server) {
+            meta.entry(k).or_insert(v);
+        }
+    }
+    let interim = result.get("resultType").and_then(Value::as_str) == Some("input_required");
+    if CACHEABLE.contains(&method) && !interim {
+        let cache = &server.config.cache;
+        result
+            .entry("ttlMs")
+            .or_insert_with(|| Value::from(cache.ttl_ms));
+        let scope = match cache.scope {
+            CacheScope::Public => "public",
+            CacheScope::Private => "private",
+        };
+        result
+            .entry("cacheScope")
+            .or_insert_with(|| Value::String(scope.to_owned()));
+    }
+    to_raw(&result).map_err(|e| ErrorObject::internal(format!("could not encode the result: {e}")))
+}

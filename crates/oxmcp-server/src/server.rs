@@ -1,0 +1,295 @@
+//! [`Server`]: serving what was built on any number of connections, and telling them of
+//! changes.
+
+use std::sync::{Arc, Weak};
+
+use oxmcp_engine::{EngineConfig, Peer};
+use oxmcp_types::methods::{
+    LoggingMessage, Notification as _, PromptListChanged, ResourceListChanged, ResourceUpdated,
+    ToolListChanged,
+};
+use oxmcp_types::{JsonObject, Prompt, ServerCapabilities, Tool};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::builder::{BuildError, ServerBuilder};
+use crate::config::ServerConfig;
+use crate::handler::{PromptFn, ToolFn};
+use crate::registry::{Change, Declared, Edit, Inner};
+use crate::session::{Session, SessionService};
+
+/// A built server: serve it on any number of connections. Cheap to clone.
+#[derive(Clone)]
+pub struct Server {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("info", &self.inner.info)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// Starts a builder.
+    pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ServerBuilder {
+        ServerBuilder::new(name, version)
+    }
+
+    /// The capabilities this server declares.
+    pub fn capabilities(&self) -> ServerCapabilities {
+        self.inner.capabilities()
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &ServerConfig {
+        &self.inner.config
+    }
+
+    /// Serves one connection given the transport's channels; returns when the input ends and
+    /// every accepted request has been answered.
+    pub async fn serve(
+        &self,
+        incoming: mpsc::Receiver<oxmcp_jsonrpc::Inbound>,
+        outgoing: mpsc::Sender<oxmcp_jsonrpc::Outbound>,
+    ) {
+        self.serve_with(incoming, outgoing, self.inner.config.engine.clone())
+            .await;
+    }
+
+    /// [`Server::serve`] with other message-loop settings for this connection (HTTP sessions
+    /// answer "busy" instead of applying backpressure).
+    pub async fn serve_with(
+        &self,
+        incoming: mpsc::Receiver<oxmcp_jsonrpc::Inbound>,
+        outgoing: mpsc::Sender<oxmcp_jsonrpc::Outbound>,
+        engine: EngineConfig,
+    ) {
+        self.serve_as(incoming, outgoing, engine, None).await;
+    }
+
+    /// [`Server::serve_with`] for a connection whose sender the transport has verified
+    /// (`principal`, e.g. the subject of a bearer token): handlers see it
+    /// ([`crate::Ctx::principal`]), and the `requestState` of a multi round-trip request is bound
+    /// to it, so that nobody else can continue the request.
+    pub async fn serve_as(
+        &self,
+        incoming: mpsc::Receiver<oxmcp_jsonrpc::Inbound>,
+        outgoing: mpsc::Sender<oxmcp_jsonrpc::Outbound>,
+        engine: EngineConfig,
+        principal: Option<String>,
+    ) {
+        let peer = Peer::with_config(outgoing, &engine);
+        let session = Arc::new(Session::new(self.inner.clone()).with_principal(principal));
+        {
+            let mut sessions = self.lock_sessions();
+            sessions.retain(|(s, p)| s.strong_count() > 0 && !p.is_closed());
+            sessions.push((Arc::downgrade(&session), peer.clone()));
+        }
+        let weak = Arc::downgrade(&session);
+        let service = Arc::new(SessionService(session.clone()));
+        oxmcp_engine::run(peer, incoming, service, engine).await;
+        // The connection is over: so are its subscriptions (`on_unsubscribe` hears of each).
+        session.release_subscriptions();
+        drop(session);
+        // Forget the connection so its outgoing queue closes and the transport can finish.
+        self.lock_sessions()
+            .retain(|(s, _)| !s.ptr_eq(&weak) && s.strong_count() > 0);
+    }
+
+    /// Serves `connection` ([`oxmcp_engine::Serve`], for transports that host any service).
+    pub async fn serve_connection(&self, connection: oxmcp_engine::Connection) {
+        let oxmcp_engine::Connection {
+            incoming,
+            outgoing,
+            config,
+            principal,
+        } = connection;
+        self.serve_as(incoming, outgoing, config, principal).await;
+    }
+
+    fn lock_sessions(&self) -> parking_lot::MutexGuard<'_, Vec<(Weak<Session>, Peer)>> {
+        self.inner.sessions.lock()
+    }
+
+    fn live_sessions(&self) -> Vec<(Arc<Session>, Peer)> {
+        self.lock_sessions()
+            .iter()
+            .filter_map(|(s, p)| {
+                s.upgrade()
+                    .filter(|_| !p.is_closed())
+                    .map(|s| (s, p.clone()))
+            })
+            .collect()
+    }
+
+    /// Number of connections being served.
+    pub fn session_count(&self) -> usize {
+        self.live_sessions().len()
+    }
+
+    /// Tells this instance's clients of `change`: `subscriptions/listen` streams that want
+    /// it, and legacy sessions (all of them for a list change, the subscribed ones for a
+    /// resource update).
+    fn deliver_change(&self, change: &Change) {
+        // No listener is fine: nobody has subscribed.
+        let _ = self.inner.changes.send(change.clone());
+        let (method, uri) = match change {
+            Change::Tools => (ToolListChanged::METHOD, None),
+            Change::Prompts => (PromptListChanged::METHOD, None),
+            Change::Resources => (ResourceListChanged::METHOD, None),
+            Change::ResourceUpdated(uri) => (ResourceUpdated::METHOD, Some(uri.as_str())),
+        };
+        for (session, peer) in self.live_sessions() {
+            match uri {
+                None if session.is_ready() => deliver(&peer, method, &serde_json::json!({})),
+                Some(uri) if session.is_subscribed(uri) => {
+                    deliver(&peer, method, &serde_json::json!({ "uri": uri }));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// A change made here: this instance's clients hear of it, and so does the
+    /// [`Server::on_change`] hook.
+    fn announce(&self, change: Change) {
+        if let Some(hook) = self.inner.on_change.get() {
+            hook(&change);
+        }
+        self.deliver_change(&change);
+    }
+
+    /// Calls `hook` with every change made on this instance (a tool added, a resource
+    /// updated...), so that the other instances of a scaled-out server can be told
+    /// ([`Server::apply_change`]). Set once; later calls change nothing.
+    pub fn on_change(&self, hook: impl Fn(&Change) + Send + Sync + 'static) {
+        let _ = self.inner.on_change.set(Arc::new(hook));
+    }
+
+    /// Tells this instance's clients of a change made on another instance (the
+    /// [`Server::on_change`] hook is not called again).
+    pub fn apply_change(&self, change: &Change) {
+        self.deliver_change(change);
+    }
+
+    async fn broadcast(&self, method: &str) {
+        match method {
+            ToolListChanged::METHOD => self.announce(Change::Tools),
+            PromptListChanged::METHOD => self.announce(Change::Prompts),
+            ResourceListChanged::METHOD => self.announce(Change::Resources),
+            _ => {}
+        }
+    }
+
+    /// Changes what is registered in one step, then tells every client once per kind that
+    /// changed (`notifications/*/list_changed`), however many items `f` added or removed.
+    pub async fn edit<R>(&self, f: impl FnOnce(&mut Edit<'_>) -> R) -> R {
+        let (out, changed) = {
+            let mut reg = self.inner.write();
+            let mut edit = Edit {
+                reg: &mut reg,
+                changed: Declared::default(),
+            };
+            let out = f(&mut edit);
+            (out, edit.changed)
+        };
+        if changed.tools {
+            self.broadcast(ToolListChanged::METHOD).await;
+        }
+        if changed.prompts {
+            self.broadcast(PromptListChanged::METHOD).await;
+        }
+        if changed.resources {
+            self.broadcast(ResourceListChanged::METHOD).await;
+        }
+        out
+    }
+
+    /// Adds or replaces a tool at run time and tells every client (`list_changed`).
+    ///
+    /// # Errors
+    /// If its schema is unusable.
+    pub async fn add_tool(&self, tool: Tool, handler: ToolFn) -> Result<(), BuildError> {
+        self.edit(|e| e.add_tool(tool, handler)).await
+    }
+
+    /// Removes a tool and tells every client. Returns whether it existed.
+    pub async fn remove_tool(&self, name: &str) -> bool {
+        self.edit(|e| e.remove_tool(name)).await
+    }
+
+    /// Adds or replaces a prompt at run time and tells every client (`list_changed`).
+    pub async fn add_prompt(&self, prompt: Prompt, handler: PromptFn) {
+        self.edit(|e| e.add_prompt(prompt, handler)).await;
+    }
+
+    /// Removes a prompt and tells every client. Returns whether it existed.
+    pub async fn remove_prompt(&self, name: &str) -> bool {
+        self.edit(|e| e.remove_prompt(name)).await
+    }
+
+    /// Tells every client that the resource list changed.
+    pub async fn notify_resource_list_changed(&self) {
+        self.broadcast(ResourceListChanged::METHOD).await;
+    }
+
+    /// Sends a log message to every legacy session whose level lets it through (2026-07-28
+    /// requests get log messages only from their own handlers, through [`crate::Ctx::log`]).
+    pub async fn log(&self, level: oxmcp_types::LoggingLevel, logger: Option<&str>, data: Value) {
+        let params = oxmcp_types::LoggingMessageParams {
+            level,
+            logger: logger.map(str::to_owned),
+            data,
+            meta: None,
+            extra: JsonObject::new(),
+        };
+        for (session, peer) in self.live_sessions() {
+            if session.is_ready() && session.log_enabled(level) {
+                deliver(&peer, LoggingMessage::METHOD, &params);
+            }
+        }
+    }
+
+    /// Tells the clients subscribed to `uri` that it changed.
+    pub async fn notify_resource_updated(&self, uri: &str) {
+        self.announce(Change::ResourceUpdated(uri.to_owned()));
+    }
+
+    /// The definition of the registered tool `name`.
+    pub fn tool(&self, name: &str) -> Option<Tool> {
+        self.inner.read().tools.get(name).map(|e| e.tool.clone())
+    }
+
+    /// Registered tool names, in `tools/list` order.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.inner.read().tools.keys().cloned().collect()
+    }
+}
+
+/// Sends one connection its copy of a server-wide notification without waiting: a client
+/// whose queue stays full (it stopped reading) is disconnected by its stall timeout, and
+/// nobody else ever waits for it.
+fn deliver<P: serde::Serialize + ?Sized>(peer: &Peer, method: &str, params: &P) {
+    match peer.notify_queued(method, params) {
+        Ok(()) | Err(oxmcp_engine::CallError::Closed) => {}
+        // Debug: a stuck client must not multiply the server's own log lines.
+        Err(e) => tracing::debug!("a client missed {method}: {e}"),
+    }
+}
+
+impl oxmcp_engine::Serve for Server {
+    fn engine_config(&self) -> EngineConfig {
+        self.inner.config.engine.clone()
+    }
+
+    fn serve(
+        &self,
+        connection: oxmcp_engine::Connection,
+    ) -> futures::future::BoxFuture<'static, ()> {
+        let server = self.clone();
+        Box::pin(async move { server.serve_connection(connection).await })
+    }
+}

@@ -1,0 +1,153 @@
+//! Which handler answers a request: the method table, by family (tools, resources and
+//! prompts in their own modules; completion, logging and `subscriptions/listen` here).
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use oxmcp_engine::{HandlerResult, RequestContext};
+use oxmcp_jsonrpc::{ErrorObject, RawValue, Request, parse_params};
+use oxmcp_types::methods::{
+    CallTool, Complete, GetPrompt, ListPrompts, ListResourceTemplates, ListResources, ListTools,
+    Listen, ReadResource, Request as _, SetLevel, Subscribe, Unsubscribe,
+};
+use oxmcp_types::{
+    CompleteParams, EmptyResult, JsonObject, ListenParams, ProtocolVersion, SetLevelParams,
+    progress_token,
+};
+
+use super::Session;
+use super::reply::{encode, fail, ready};
+use crate::context::Ctx;
+use crate::echo::echo;
+use crate::modern::ModernMeta;
+
+/// One request on its way to a handler: what its [`Ctx`] is made of.
+pub(super) struct Call {
+    pub(super) session: Arc<Session>,
+    pub(super) rc: RequestContext,
+    pub(super) modern: Option<Arc<ModernMeta>>,
+}
+
+impl Call {
+    /// The handler's context, with the request's `_meta`.
+    pub(super) fn ctx(self, meta: Option<JsonObject>) -> Ctx {
+        Ctx {
+            rc: self.rc,
+            session: self.session,
+            progress_token: progress_token(meta.as_ref()),
+            meta,
+            modern: self.modern,
+            inputs: Default::default(),
+            task: None,
+        }
+    }
+
+    /// The protocol version the request is answered under.
+    pub(super) fn version(&self) -> ProtocolVersion {
+        match &self.modern {
+            Some(_) => ProtocolVersion::V2026_07_28,
+            None => self.session.version(),
+        }
+    }
+}
+
+impl Session {
+    /// Answers a request after the lifecycle checks: the method table. A method this server
+    /// does not serve (or not in this era) is -32601.
+    pub(super) fn route(
+        self: &Arc<Self>,
+        req: Request,
+        rc: RequestContext,
+        request_meta: Option<Arc<ModernMeta>>,
+    ) -> BoxFuture<'static, HandlerResult> {
+        let modern = request_meta.is_some();
+        let call = Call {
+            session: self.clone(),
+            rc,
+            modern: request_meta,
+        };
+        let served = self.server.served();
+        let params = req.params.as_deref();
+        match req.method.as_str() {
+            ListTools::METHOD if served.tools => self.list_tools(params),
+            CallTool::METHOD if served.tools => self.call_tool(params, call),
+            ListResources::METHOD if served.resources => self.list_resources(params),
+            ListResourceTemplates::METHOD if served.resources => self.list_templates(params),
+            ReadResource::METHOD if served.resources => self.read_resource(params, call),
+            Subscribe::METHOD if served.resources && !modern => self.subscribe_to(params),
+            Unsubscribe::METHOD if served.resources && !modern => self.unsubscribe_from(params),
+            ListPrompts::METHOD if served.prompts => self.list_prompts(params),
+            GetPrompt::METHOD if served.prompts => self.get_prompt(params, call),
+            Complete::METHOD if self.server.completion.is_some() => self.complete(params, call),
+            Listen::METHOD if modern => {
+                let p: ListenParams = match parse_params(params) {
+                    Ok(p) => p,
+                    Err(e) => return fail(e),
+                };
+                Box::pin(crate::listen::run(
+                    self.server.clone(),
+                    p.notifications,
+                    call.rc,
+                ))
+            }
+            SetLevel::METHOD if self.server.logging && !modern => self.set_level(params),
+            m if super::tasks::TASK_METHODS.contains(&m) && self.server.tasks.is_some() => {
+                self.task_method(m, params, call)
+            }
+            other => match self.server.extensions.methods.get(other) {
+                Some(h) => custom(h.clone(), params, call),
+                None => fail(ErrorObject::method_not_found(&echo(&req.method))),
+            },
+        }
+    }
+
+    /// `completion/complete`: at most 100 values.
+    fn complete(&self, params: Option<&RawValue>, call: Call) -> BoxFuture<'static, HandlerResult> {
+        let p: CompleteParams = match parse_params(params) {
+            Ok(p) => p,
+            Err(e) => return fail(e),
+        };
+        let Some(h) = self.server.completion.clone() else {
+            return fail(ErrorObject::method_not_found(Complete::METHOD));
+        };
+        let ctx = call.ctx(p.meta.clone());
+        Box::pin(async move {
+            let mut r = h(ctx, p).await?;
+            r.completion.values.truncate(100);
+            encode(&r)
+        })
+    }
+
+    /// `logging/setLevel` (legacy: a 2026-07-28 request carries its level in `_meta`).
+    fn set_level(&self, params: Option<&RawValue>) -> BoxFuture<'static, HandlerResult> {
+        let p: SetLevelParams = match parse_params(params) {
+            Ok(p) => p,
+            Err(e) => return fail(e),
+        };
+        self.lock().log_level = p.level;
+        ready(&EmptyResult::default())
+    }
+}
+
+/// A custom method ([`crate::ServerBuilder::method`]): its handler with the request's `_meta`
+/// in the [`Ctx`].
+fn custom(
+    h: crate::extensions::MethodFn,
+    params: Option<&RawValue>,
+    call: Call,
+) -> BoxFuture<'static, HandlerResult> {
+    let value: Option<serde_json::Value> = match params.map(|p| serde_json::from_str(p.get())) {
+        None => None,
+        Some(Ok(v)) => Some(v),
+        Some(Err(e)) => return fail(ErrorObject::invalid_params(format!("invalid params: {e}"))),
+    };
+    let meta = match value.as_ref().and_then(|v| v.get("_meta")) {
+        Some(serde_json::Value::Object(m)) => Some(m.clone()),
+        _ => None,
+    };
+    let ctx = call.ctx(meta);
+    Box::pin(async move {
+        let r = h(ctx, value).await?;
+        encode(&r)
+    })
+}

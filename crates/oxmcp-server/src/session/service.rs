@@ -1,0 +1,192 @@
+//! What the engine drives: a request's era (a 2026-07-28 request carries its version in
+//! `_meta`), the legacy lifecycle, and the multi round-trip (MRTR) rounds of a 2026-07-28
+//! request around the method table.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use oxmcp_engine::{HandlerResult, Peer, RequestContext, Service};
+use oxmcp_jsonrpc::{ErrorObject, Notification, Request};
+use oxmcp_types::methods::{
+    CallTool, Discover, GetPrompt, Initialize, Ping, ReadResource, Request as _,
+};
+use oxmcp_types::{EmptyResult, ProtocolVersion};
+
+use super::Session;
+use super::lifecycle::not_initialized;
+use super::reply::{encode, fail, ready};
+use crate::echo::echo;
+use crate::modern::{self, ModernMeta};
+use crate::mrtr::Binding;
+
+/// The `Arc<Session>` wrapper the engine drives (routing needs an owned handle to the session).
+pub(crate) struct SessionService(pub(crate) Arc<Session>);
+
+impl Service for SessionService {
+    fn call(&self, req: Request, rc: RequestContext) -> BoxFuture<'static, HandlerResult> {
+        #[cfg(feature = "otel")]
+        if let Some(trace) = trace_of(&req) {
+            use tracing::Instrument as _;
+            let span = crate::otel::request_span(&req.method, &trace);
+            return Box::pin(self.answer(req, rc).instrument(span));
+        }
+        self.answer(req, rc)
+    }
+
+    fn notify(&self, n: Notification, peer: &Peer) {
+        self.0.on_notification(&n, peer);
+    }
+
+    fn batch_allowed(&self) -> bool {
+        self.0.batches_allowed()
+    }
+}
+
+/// The W3C trace context in a request's `_meta`, if any (a cheap look first).
+#[cfg(feature = "otel")]
+fn trace_of(req: &Request) -> Option<oxmcp_types::TraceContext> {
+    let raw = req.params.as_deref()?;
+    if !raw.get().contains(oxmcp_types::trace::TRACEPARENT) {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_str(raw.get()).ok()?;
+    oxmcp_types::TraceContext::from_meta(v.get("_meta")?.as_object()?)
+}
+
+impl SessionService {
+    fn answer(&self, req: Request, rc: RequestContext) -> BoxFuture<'static, HandlerResult> {
+        let session = &self.0;
+        let era = match session.era_of(&req) {
+            Ok(era) => era,
+            Err(e) => return fail(e),
+        };
+        match era {
+            Some(meta) => match req.method.as_str() {
+                Discover::METHOD => ready(&modern::discover(&session.server)),
+                // Removed in 2026-07-28.
+                Ping::METHOD | Initialize::METHOD => {
+                    fail(ErrorObject::method_not_found(&req.method))
+                }
+                _ => session.modern_round(req, rc, meta),
+            },
+            None => match req.method.as_str() {
+                Ping::METHOD => ready(&EmptyResult::default()),
+                Initialize::METHOD => {
+                    let answer = session.initialize(&req);
+                    fitted(session.version(), Initialize::METHOD.to_owned(), answer)
+                }
+                _ if session.before_initialize() => not_initialized(&req),
+                _ => {
+                    // An older client gets results it can read.
+                    let version = session.version();
+                    let method = super::fit::needed(version).then(|| req.method.clone());
+                    let answer = session.route(req, rc, None);
+                    match method {
+                        Some(method) => fitted(version, method, answer),
+                        None => answer,
+                    }
+                }
+            },
+        }
+    }
+}
+
+/// `answer` fitted to what a client of `version` reads (see `fit`).
+fn fitted(
+    version: ProtocolVersion,
+    method: String,
+    answer: BoxFuture<'static, HandlerResult>,
+) -> BoxFuture<'static, HandlerResult> {
+    if !super::fit::needed(version) {
+        return answer;
+    }
+    Box::pin(async move { super::fit::fit(version, &method, answer.await) })
+}
+
+impl Session {
+    /// The era of a request: 2026-07-28 when its `_meta` says so (and the server speaks
+    /// it), else legacy. A modern-only server refuses legacy requests as the new revision
+    /// refuses an unknown version (`initialize` as an unknown method).
+    fn era_of(&self, req: &Request) -> Result<Option<Arc<ModernMeta>>, ErrorObject> {
+        let config = &self.server.config;
+        let era = if config.modern {
+            match modern::detect(req.params.as_deref()) {
+                Ok(Some(meta)) => Some(Arc::new(meta)),
+                Ok(None) => None,
+                Err(e) if req.method != Initialize::METHOD => return Err(e),
+                Err(_) => None,
+            }
+        } else {
+            None
+        };
+        if era.is_none() && !config.legacy {
+            return Err(if req.method == Initialize::METHOD {
+                ErrorObject::method_not_found(&echo(&req.method))
+            } else {
+                modern::unsupported_version_error(
+                    "",
+                    Some(&[ProtocolVersion::V2026_07_28.as_str()]),
+                )
+            });
+        }
+        Ok(era)
+    }
+
+    /// How `requestState` is signed and checked for this session's client.
+    fn binding(&self) -> Binding<'_> {
+        Binding {
+            key: &self.server.config.request_state_key,
+            principal: self.principal.as_deref(),
+            ttl: self.server.config.request_state_ttl,
+        }
+    }
+
+    /// One round of a 2026-07-28 request: the answers to earlier input requests (from a
+    /// verified `requestState`) are handed to the handler; if it asks for more, the answer
+    /// is an `input_required` result with a new signed `requestState`.
+    fn modern_round(
+        self: &Arc<Self>,
+        req: Request,
+        rc: RequestContext,
+        meta: Arc<ModernMeta>,
+    ) -> BoxFuture<'static, HandlerResult> {
+        let method = req.method.clone();
+        match crate::mrtr::answers_of(&self.binding(), &method, req.params.as_deref()) {
+            Ok(a) => *meta.mrtr.answers.lock() = a,
+            Err(e) => return fail(e),
+        }
+        let subject = req
+            .params
+            .as_deref()
+            .and_then(|p| serde_json::from_str::<serde_json::Value>(p.get()).ok())
+            .map(|v| crate::mrtr::subject(&v))
+            .unwrap_or_default();
+        let session = self.clone();
+        let fut = self.route(req, rc, Some(meta.clone()));
+        Box::pin(async move {
+            let result = fut.await;
+            if let Some(e) = meta.mrtr.take_fatal() {
+                return Err(e);
+            }
+            let server = &session.server;
+            let pending = meta.mrtr.take_pending();
+            let rounds = matches!(
+                method.as_str(),
+                CallTool::METHOD | GetPrompt::METHOD | ReadResource::METHOD
+            );
+            if !pending.is_empty() && rounds {
+                let state = session
+                    .binding()
+                    .sign(&method, &subject, &meta.mrtr.answers());
+                let interim = oxmcp_types::InputRequiredResult {
+                    result_type: Some(oxmcp_types::ResultType::InputRequired),
+                    input_requests: Some(pending),
+                    request_state: Some(state),
+                    ..Default::default()
+                };
+                return modern::finish(&encode(&interim)?, server, &method);
+            }
+            modern::finish(&result?, server, &method)
+        })
+    }
+}

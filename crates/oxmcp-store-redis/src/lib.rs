@@ -1,0 +1,603 @@
+//! [`RedisStore`]: the [`oxmcp_store::Store`] of a scaled-out MCP server, in Redis 7
+//! (standalone or Cluster).
+//!
+//! Keys (`ns` is [`oxmcp_store::StoreConfig::namespace`]; a session's keys share the hash tag
+//! `{sid}`, so a Cluster keeps them in one slot and a pipeline over them is one round trip):
+//!
+//! | key | type | holds | expiry |
+//! |---|---|---|---|
+//! | `ns:{sid}:sess` | hash | version, owner, the client's `initialize`, log level, created | session TTL, renewed on use |
+//! | `ns:{sid}:subs` | set | subscribed resource URIs | session TTL |
+//! | `ns:{sid}:pend` | hash | request id to the client -> instance waiting for the answer | session TTL |
+//! | `ns:{sid}:seq` | string | request-id blocks handed out | session TTL |
+//! | `ns:{sid}:streams` | hash | stream -> writer and request ids | session TTL |
+//! | `ns:{sid}:ev:{stream}` | stream | entries `0-{seq}`: `d` (message), `l` (last) | stream TTL after its last event |
+//! | `ns:node:{instance}` | string | heartbeat | three heartbeats |
+//! | `ns:task:{id}` | string | a task's record (the server's JSON) | the task's TTL |
+//! | `ns:tasks:{owner}` | sorted set | task ids by creation (owner hex-encoded, `-` for none) | its longest task's TTL |
+//! | `ns:bus` | stream | bus events (`e`: JSON), about the last 10,000 | none (capped) |
+//!
+//! Streams are the source of truth; nothing uses pub/sub, so nothing is lost when a
+//! subscriber reconnects: the bus reader continues from the last entry it saw. Access tokens
+//! are never stored: a session keeps its owner's subject only.
+
+mod bus;
+mod conn;
+mod tasks;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use oxmcp_store::{
+    AppendEvent, BusEvent, SessionRecord, StateChange, Store, StoreConfig, StoreError, StoreResult,
+    StoredEvent, StreamInfo,
+};
+use redis::streams::StreamRangeReply;
+use tokio::sync::broadcast;
+
+use conn::{Conn, Target};
+
+/// Entries the bus keeps (approximately): a reader away for longer misses older ones.
+const BUS_MAXLEN: usize = 10_000;
+
+/// Why [`RedisStore::connect`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// The URL is not a Redis URL.
+    #[error("{0}")]
+    Url(String),
+    /// Redis did not answer (refused, timed out, TLS or authentication failed).
+    #[error("cannot reach Redis at {url}: {error}")]
+    Unreachable {
+        /// The URL, without its password.
+        url: String,
+        /// What went wrong.
+        error: String,
+    },
+}
+
+/// A [`Store`] in Redis. Cheap to clone.
+#[derive(Clone)]
+pub struct RedisStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    conn: Conn,
+    config: StoreConfig,
+    instance: String,
+    bus: broadcast::Sender<BusEvent>,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("instance", &self.inner.instance)
+            .field("namespace", &self.inner.config.namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `url` with any password replaced by `***`.
+pub fn redacted(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let userinfo = &url[s + 3..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{}{user}:***{}", &url[..s + 3], &url[at..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+fn unavailable(e: redis::RedisError) -> StoreError {
+    StoreError::Unavailable(e.to_string())
+}
+
+impl RedisStore {
+    /// Connects to the Redis at `url` (see [`conn`'s URL forms](RedisStore)) as instance
+    /// `instance`, checks that it answers, and starts reading the bus.
+    ///
+    /// URLs: `redis://[user:password@]host:port[/db]`, `rediss://...` for TLS, and
+    /// `redis+cluster://[user:password@]host:port,host:port` (or `rediss+cluster://`) for a
+    /// Cluster given by some of its nodes.
+    ///
+    /// # Errors
+    /// A malformed URL, or a Redis that does not answer a PING within the operation timeout.
+    pub async fn connect(
+        url: &str,
+        instance: impl Into<String>,
+        config: StoreConfig,
+    ) -> Result<RedisStore, ConnectError> {
+        Self::connect_with_ca(url, instance, config, None).await
+    }
+
+    /// [`RedisStore::connect`] to a Redis whose TLS certificate (`rediss://`) is signed by
+    /// the CA in `ca_pem` (PEM) rather than by a public one.
+    ///
+    /// # Errors
+    /// As [`RedisStore::connect`].
+    pub async fn connect_with_ca(
+        url: &str,
+        instance: impl Into<String>,
+        config: StoreConfig,
+        ca_pem: Option<Vec<u8>>,
+    ) -> Result<RedisStore, ConnectError> {
+        let target = Target::parse(url, ca_pem).map_err(ConnectError::Url)?;
+        let unreachable = |e: String| ConnectError::Unreachable {
+            url: redacted(url),
+            error: e,
+        };
+        let timeout = config.op_timeout;
+        let open = Conn::open(&target, timeout, Some(timeout));
+        let conn = match tokio::time::timeout(timeout * 2, open).await {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => return Err(unreachable(e.to_string())),
+            Err(_) => return Err(unreachable(format!("no answer within {:?}", timeout * 2))),
+        };
+        let ping = tokio::time::timeout(timeout, conn.cmd::<String>(&redis::cmd("PING"))).await;
+        match ping {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(unreachable(e.to_string())),
+            Err(_) => return Err(unreachable(format!("no answer within {timeout:?}"))),
+        }
+        let (bus, _) = broadcast::channel(config.bus_buffer.max(16));
+        let inner = Arc::new(Inner {
+            conn,
+            config,
+            instance: instance.into(),
+            bus,
+        });
+        bus::start(&inner, target).await;
+        Ok(RedisStore { inner })
+    }
+
+    fn key(&self, sid: &str, what: &str) -> String {
+        format!("{}:{{{sid}}}:{what}", self.inner.config.namespace)
+    }
+
+    fn ttl(&self) -> u64 {
+        self.inner.config.session_ttl.as_secs().max(1)
+    }
+
+    /// The session's own keys (not its event logs).
+    fn session_keys(&self, sid: &str) -> [String; 5] {
+        ["sess", "subs", "pend", "seq", "streams"].map(|k| self.key(sid, k))
+    }
+
+    async fn create(&self, id: &str, r: &SessionRecord) -> StoreResult<()> {
+        let [sess, subs, ..] = self.session_keys(id);
+        let mut p = redis::pipe();
+        p.atomic().del(&sess).ignore().del(&subs).ignore();
+        p.hset_multiple(
+            &sess,
+            &[
+                ("version", r.version.as_str()),
+                ("init", r.init.as_str()),
+                ("created", &r.created_ms.to_string()),
+            ],
+        )
+        .ignore();
+        if let Some(owner) = &r.owner {
+            p.hset(&sess, "owner", owner).ignore();
+        }
+        if let Some(level) = &r.log_level {
+            p.hset(&sess, "level", level).ignore();
+        }
+        if !r.subscriptions.is_empty() {
+            p.sadd(&subs, &r.subscriptions).ignore();
+            p.expire(&subs, self.ttl() as i64).ignore();
+        }
+        p.expire(&sess, self.ttl() as i64).ignore();
+        self.inner.conn.pipe::<()>(&p).await.map_err(unavailable)
+    }
+
+    async fn load(&self, id: &str) -> StoreResult<Option<SessionRecord>> {
+        let [sess, subs, ..] = self.session_keys(id);
+        let mut p = redis::pipe();
+        p.hgetall(&sess).smembers(&subs);
+        let (mut h, subscriptions): (HashMap<String, String>, Vec<String>) =
+            self.inner.conn.pipe(&p).await.map_err(unavailable)?;
+        let (Some(version), Some(init)) = (h.remove("version"), h.remove("init")) else {
+            return Ok(None);
+        };
+        Ok(Some(SessionRecord {
+            version,
+            owner: h.remove("owner"),
+            init,
+            log_level: h.remove("level"),
+            subscriptions,
+            created_ms: h.get("created").and_then(|c| c.parse().ok()).unwrap_or(0),
+        }))
+    }
+
+    async fn touch(&self, id: &str) -> StoreResult<bool> {
+        let ttl = self.ttl() as i64;
+        let mut p = redis::pipe();
+        for k in self.session_keys(id) {
+            p.expire(k, ttl);
+        }
+        let r: Vec<i64> = self.inner.conn.pipe(&p).await.map_err(unavailable)?;
+        Ok(r.first().copied() == Some(1))
+    }
+
+    async fn update(&self, id: &str, change: &StateChange) -> StoreResult<()> {
+        let [sess, subs, ..] = self.session_keys(id);
+        let ttl = self.ttl() as i64;
+        let mut p = redis::pipe();
+        match change {
+            StateChange::LogLevel(l) => p.hset(&sess, "level", l).ignore(),
+            StateChange::Subscribe(u) => p.sadd(&subs, u).ignore(),
+            StateChange::Unsubscribe(u) => p.srem(&subs, u).ignore(),
+        };
+        p.expire(&sess, ttl).ignore().expire(&subs, ttl).ignore();
+        self.inner.conn.pipe::<()>(&p).await.map_err(unavailable)
+    }
+
+    async fn delete(&self, id: &str) -> StoreResult<()> {
+        let keys = self.session_keys(id);
+        let streams: Vec<String> = self
+            .inner
+            .conn
+            .cmd(redis::cmd("HKEYS").arg(&keys[4]))
+            .await
+            .map_err(unavailable)?;
+        let mut all: Vec<String> = keys.to_vec();
+        all.extend(streams.iter().map(|s| self.key(id, &format!("ev:{s}"))));
+        let mut p = redis::pipe();
+        for k in all {
+            // One DEL per key: keys of one slot, but a Cluster pipeline routes each alone.
+            p.del(k).ignore();
+        }
+        self.inner.conn.pipe::<()>(&p).await.map_err(unavailable)
+    }
+
+    async fn block(&self, id: &str) -> StoreResult<u64> {
+        let seq = self.key(id, "seq");
+        let mut p = redis::pipe();
+        p.incr(&seq, 1).expire(&seq, self.ttl() as i64).ignore();
+        let (n,): (u64,) = self.inner.conn.pipe(&p).await.map_err(unavailable)?;
+        Ok(n)
+    }
+
+    async fn pending_put(&self, id: &str, rid: &str) -> StoreResult<()> {
+        let pend = self.key(id, "pend");
+        let mut p = redis::pipe();
+        p.hset(&pend, rid, &self.inner.instance)
+            .ignore()
+            .expire(&pend, self.ttl() as i64)
+            .ignore();
+        self.inner.conn.pipe::<()>(&p).await.map_err(unavailable)
+    }
+
+    async fn pending_take(&self, id: &str, rid: &str) -> StoreResult<Option<String>> {
+        let pend = self.key(id, "pend");
+        let mut p = redis::pipe();
+        p.atomic().hget(&pend, rid).hdel(&pend, rid).ignore();
+        let (owner,): (Option<String>,) = self.inner.conn.pipe(&p).await.map_err(unavailable)?;
+        Ok(owner)
+    }
+
+    async fn add(&self, e: AppendEvent<'_>) -> StoreResult<()> {
+        let ev = self.key(e.session, &format!("ev:{}", e.stream));
+        let max = self.inner.config.max_events_per_stream.max(1);
+        let mut p = redis::pipe();
+        p.cmd("XADD")
+            .arg(&ev)
+            .arg("MAXLEN")
+            .arg("~")
+            .arg(max)
+            .arg(format!("0-{}", e.seq))
+            .arg("d")
+            .arg(e.data)
+            .arg("l")
+            .arg(u8::from(e.last))
+            .ignore();
+        p.expire(&ev, self.inner.config.stream_ttl.as_secs().max(1) as i64)
+            .ignore();
+        if let Some(info) = e.info {
+            let streams = self.key(e.session, "streams");
+            let json =
+                serde_json::to_string(info).map_err(|x| StoreError::Protocol(x.to_string()))?;
+            p.hset(&streams, e.stream, json)
+                .ignore()
+                .expire(&streams, self.ttl() as i64)
+                .ignore();
+        }
+        match self.inner.conn.pipe::<()>(&p).await {
+            Ok(()) => Ok(()),
+            // The same event twice (a failure written by two resuming instances): kept once.
+            Err(x) if x.to_string().contains("equal or smaller") => Ok(()),
+            Err(x) => Err(unavailable(x)),
+        }
+    }
+
+    async fn open(&self, id: &str, stream: &str, info: &StreamInfo) -> StoreResult<()> {
+        let streams = self.key(id, "streams");
+        let json = serde_json::to_string(info).map_err(|x| StoreError::Protocol(x.to_string()))?;
+        let mut p = redis::pipe();
+        p.hset(&streams, stream, json)
+            .ignore()
+            .expire(&streams, self.ttl() as i64)
+            .ignore();
+        self.inner.conn.pipe::<()>(&p).await.map_err(unavailable)
+    }
+
+    async fn range(&self, id: &str, stream: &str, after: u64) -> StoreResult<Vec<StoredEvent>> {
+        let ev = self.key(id, &format!("ev:{stream}"));
+        let reply: StreamRangeReply = self
+            .inner
+            .conn
+            .cmd(
+                redis::cmd("XRANGE")
+                    .arg(&ev)
+                    .arg(format!("(0-{after}"))
+                    .arg("+"),
+            )
+            .await
+            .map_err(unavailable)?;
+        Ok(reply
+            .ids
+            .iter()
+            .filter_map(|entry| {
+                let seq = entry.id.strip_prefix("0-")?.parse().ok()?;
+                Some(StoredEvent {
+                    seq,
+                    data: entry.get::<String>("d").unwrap_or_default(),
+                    last: entry.get::<u8>("l") == Some(1),
+                })
+            })
+            .collect())
+    }
+
+    async fn info(&self, id: &str, stream: &str) -> StoreResult<Option<StreamInfo>> {
+        let streams = self.key(id, "streams");
+        let json: Option<String> = self
+            .inner
+            .conn
+            .cmd(redis::cmd("HGET").arg(&streams).arg(stream))
+            .await
+            .map_err(unavailable)?;
+        Ok(json.and_then(|j| serde_json::from_str(&j).ok()))
+    }
+
+    async fn drop_stream(&self, id: &str, stream: &str) -> StoreResult<()> {
+        let mut p = redis::pipe();
+        p.del(self.key(id, &format!("ev:{stream}")))
+            .ignore()
+            .hdel(self.key(id, "streams"), stream)
+            .ignore();
+        self.inner.conn.pipe::<()>(&p).await.map_err(unavailable)
+    }
+
+    fn node_key(&self, instance: &str) -> String {
+        format!("{}:node:{instance}", self.inner.config.namespace)
+    }
+
+    async fn beat(&self) -> StoreResult<()> {
+        let window = (self.inner.config.heartbeat * 3).as_millis().max(1) as u64;
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(self.node_key(&self.inner.instance))
+            .arg(oxmcp_store::now_ms())
+            .arg("PX")
+            .arg(window);
+        self.inner.conn.cmd::<()>(&cmd).await.map_err(unavailable)
+    }
+
+    async fn alive(&self, instance: &str) -> StoreResult<bool> {
+        let n: i64 = self
+            .inner
+            .conn
+            .cmd(redis::cmd("EXISTS").arg(self.node_key(instance)))
+            .await
+            .map_err(unavailable)?;
+        Ok(n == 1)
+    }
+
+    async fn secret(&self, name: &str) -> StoreResult<[u8; 32]> {
+        let key = format!("{}:secret:{name}", self.inner.config.namespace);
+        let mine: String = oxmcp_store::random_secret()?
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let mut p = redis::pipe();
+        p.cmd("SET")
+            .arg(&key)
+            .arg(&mine)
+            .arg("NX")
+            .ignore()
+            .get(&key);
+        let (hex,): (String,) = self.inner.conn.pipe(&p).await.map_err(unavailable)?;
+        let bytes: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .filter_map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+            .collect();
+        bytes
+            .try_into()
+            .map_err(|_| StoreError::Protocol(format!("{key} does not hold 32 hex bytes")))
+    }
+
+    async fn put_on_bus(&self, event: &BusEvent) -> StoreResult<()> {
+        let json = serde_json::to_string(event).map_err(|e| StoreError::Protocol(e.to_string()))?;
+        let mut cmd = redis::cmd("XADD");
+        cmd.arg(bus::key(&self.inner.config.namespace))
+            .arg("MAXLEN")
+            .arg("~")
+            .arg(BUS_MAXLEN)
+            .arg("*")
+            .arg("e")
+            .arg(json);
+        self.inner.conn.cmd::<()>(&cmd).await.map_err(unavailable)
+    }
+
+    /// Bytes Redis uses for a session's keys (`MEMORY USAGE` of each), for measurements.
+    ///
+    /// # Errors
+    /// When Redis cannot be asked.
+    pub async fn session_memory(&self, id: &str) -> StoreResult<u64> {
+        let mut total = 0;
+        for k in self.session_keys(id) {
+            let n: Option<u64> = self
+                .inner
+                .conn
+                .cmd(
+                    redis::cmd("MEMORY")
+                        .arg("USAGE")
+                        .arg(&k)
+                        .arg("SAMPLES")
+                        .arg(0),
+                )
+                .await
+                .map_err(unavailable)?;
+            total += n.unwrap_or(0);
+        }
+        Ok(total)
+    }
+}
+
+impl Store for RedisStore {
+    fn instance(&self) -> &str {
+        &self.inner.instance
+    }
+    fn config(&self) -> &StoreConfig {
+        &self.inner.config
+    }
+    fn create_session<'a>(
+        &'a self,
+        id: &'a str,
+        record: &'a SessionRecord,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(self.create(id, record))
+    }
+    fn load_session<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<SessionRecord>>> {
+        Box::pin(self.load(id))
+    }
+    fn touch_session<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(self.touch(id))
+    }
+    fn update_session<'a>(
+        &'a self,
+        id: &'a str,
+        change: &'a StateChange,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(self.update(id, change))
+    }
+    fn delete_session<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(self.delete(id))
+    }
+    fn next_block<'a>(&'a self, session: &'a str) -> BoxFuture<'a, StoreResult<u64>> {
+        Box::pin(self.block(session))
+    }
+    fn put_pending<'a>(&'a self, session: &'a str, id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(self.pending_put(session, id))
+    }
+    fn take_pending<'a>(
+        &'a self,
+        session: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<String>>> {
+        Box::pin(self.pending_take(session, id))
+    }
+    fn open_stream<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+        info: &'a StreamInfo,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(self.open(session, stream, info))
+    }
+    fn append<'a>(&'a self, event: AppendEvent<'a>) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(self.add(event))
+    }
+    fn replay<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+        after: u64,
+    ) -> BoxFuture<'a, StoreResult<Vec<StoredEvent>>> {
+        Box::pin(self.range(session, stream, after))
+    }
+    fn stream_info<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<StreamInfo>>> {
+        Box::pin(self.info(session, stream))
+    }
+    fn forget_stream<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(self.drop_stream(session, stream))
+    }
+    fn heartbeat(&self) -> BoxFuture<'_, StoreResult<()>> {
+        Box::pin(self.beat())
+    }
+    fn is_alive<'a>(&'a self, instance: &'a str) -> BoxFuture<'a, StoreResult<bool>> {
+        Box::pin(self.alive(instance))
+    }
+    fn shared_secret<'a>(&'a self, name: &'a str) -> BoxFuture<'a, StoreResult<[u8; 32]>> {
+        Box::pin(self.secret(name))
+    }
+    fn put_task<'a>(&'a self, task: &'a oxmcp_store::StoredTask) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(self.task_put(task))
+    }
+
+    fn get_task<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<String>>> {
+        Box::pin(self.task_get(id))
+    }
+
+    fn list_tasks<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, StoreResult<Vec<String>>> {
+        Box::pin(self.task_list(owner, limit))
+    }
+
+    fn delete_task<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(self.task_delete(id))
+    }
+
+    fn publish<'a>(&'a self, event: &'a BusEvent) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(self.put_on_bus(event))
+    }
+    fn bus(&self) -> broadcast::Receiver<BusEvent> {
+        self.inner.bus.subscribe()
+    }
+    fn stats(&self) -> oxmcp_store::StoreStats {
+        oxmcp_store::StoreStats {
+            round_trips: conn::ROUND_TRIPS.load(std::sync::atomic::Ordering::Relaxed),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_not_shown() {
+        assert_eq!(redacted("redis://u:secret@h:1/0"), "redis://u:***@h:1/0");
+        assert_eq!(redacted("redis://:secret@h:1"), "redis://:***@h:1");
+        assert_eq!(redacted("redis://h:1"), "redis://h:1");
+    }
+
+    #[test]
+    fn urls() {
+        let nodes = |u: &str| Target::parse(u, None).map(|t| t.nodes);
+        assert!(matches!(nodes("redis://h:1/2"), Ok(conn::Nodes::Single(_))));
+        match nodes("rediss+cluster://u:p@a:1,b:2") {
+            Ok(conn::Nodes::Cluster(n)) => {
+                assert_eq!(n, ["rediss://u:p@a:1", "rediss://u:p@b:2"]);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(nodes("http://h").is_err());
+    }
+}

@@ -1,0 +1,173 @@
+//! Shared state for an MCP server that runs as several instances behind a load balancer.
+//!
+//! A [`Store`] holds what must outlive one instance or cross between instances:
+//! - session records (the client's `initialize`, the negotiated version, the owner, the
+//!   log level and resource subscriptions), so that any instance can serve any session;
+//! - the event log of every SSE stream, so that a client resumes on any instance;
+//! - which instance waits for the answer to a server-to-client request;
+//! - a bus of [`BusEvent`]s that every instance reads in one order: session ends, client
+//!   messages to hand to another instance, state changes, resource changes, and doorbells
+//!   for streams that another instance is tailing;
+//! - instance heartbeats, so that the work of a dead instance is reported as failed;
+//! - task records, readable by every instance until they expire.
+//!
+//! [`MemoryStore`] keeps all of it in one process (several endpoints in one process can
+//! share it, which is how the cross-instance logic is tested without a network);
+//! `oxmcp-store-redis` keeps it in Redis.
+
+mod memory;
+mod types;
+
+pub use memory::MemoryStore;
+pub use types::*;
+
+use futures::future::BoxFuture;
+use tokio::sync::broadcast;
+
+/// Counters of a store, for measurements.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Requests sent to the store and answered (a pipeline counts once), the bus reader's
+    /// blocking reads and the heartbeats included.
+    pub round_trips: u64,
+}
+
+/// What a store operation returns.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// Why a store operation failed. Every variant is transient from the caller's point of view:
+/// the request that needed it is refused with a "busy, retry" answer.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StoreError {
+    /// The store cannot be reached (connection refused, reset, authentication failed).
+    #[error("session store unavailable: {0}")]
+    Unavailable(String),
+    /// The store did not answer in time.
+    #[error("session store timed out after {0:?}")]
+    Timeout(std::time::Duration),
+    /// Too many store operations are waiting already (back-pressure).
+    #[error("session store busy: {0} operations waiting")]
+    Busy(usize),
+    /// The store answered with something this code cannot read.
+    #[error("session store answered unexpectedly: {0}")]
+    Protocol(String),
+}
+
+/// Shared state of a scaled-out MCP server. All methods are cheap to call concurrently.
+///
+/// Sessions, their streams and their pending requests expire by themselves after
+/// [`StoreConfig::session_ttl`] without use, so an abandoned session leaves nothing behind.
+pub trait Store: Send + Sync + 'static {
+    /// This instance's id (shown in logs, and where answers for it are routed).
+    fn instance(&self) -> &str;
+    /// The store's settings.
+    fn config(&self) -> &StoreConfig;
+
+    /// Saves a new session.
+    fn create_session<'a>(
+        &'a self,
+        id: &'a str,
+        record: &'a SessionRecord,
+    ) -> BoxFuture<'a, StoreResult<()>>;
+    /// A session's record, if it exists.
+    fn load_session<'a>(&'a self, id: &'a str)
+    -> BoxFuture<'a, StoreResult<Option<SessionRecord>>>;
+    /// Marks a session used (its expiry starts again). `false`: it does not exist (any more).
+    fn touch_session<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<bool>>;
+    /// Records a change to a session's state (log level, subscriptions), for the instances
+    /// that restore it later.
+    fn update_session<'a>(
+        &'a self,
+        id: &'a str,
+        change: &'a StateChange,
+    ) -> BoxFuture<'a, StoreResult<()>>;
+    /// Deletes a session with its streams and pending requests.
+    fn delete_session<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<()>>;
+    /// A number never returned before for this session (1, 2, ...): each instance serving the
+    /// session numbers its own requests to the client from a block of its own.
+    fn next_block<'a>(&'a self, session: &'a str) -> BoxFuture<'a, StoreResult<u64>>;
+
+    /// Records that this instance waits for the client's answer to request `id`.
+    fn put_pending<'a>(&'a self, session: &'a str, id: &'a str) -> BoxFuture<'a, StoreResult<()>>;
+    /// Which instance waits for the answer to request `id` (and forgets it).
+    fn take_pending<'a>(
+        &'a self,
+        session: &'a str,
+        id: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<String>>>;
+
+    /// Records a stream before its first event (an SSE response primed at once), so that a
+    /// client can resume it on another instance, and learn that it failed if its writer dies.
+    fn open_stream<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+        info: &'a StreamInfo,
+    ) -> BoxFuture<'a, StoreResult<()>>;
+    /// Appends one event to a stream's log (`seq` increases by one per event from 1). `info`
+    /// is given with a stream's first stored event.
+    fn append<'a>(&'a self, event: AppendEvent<'a>) -> BoxFuture<'a, StoreResult<()>>;
+    /// The stream's events with `seq > after`, oldest first.
+    fn replay<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+        after: u64,
+    ) -> BoxFuture<'a, StoreResult<Vec<StoredEvent>>>;
+    /// Who writes a stream and what it answers, if the stream is known.
+    fn stream_info<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<StreamInfo>>>;
+    /// Drops a stream's log.
+    fn forget_stream<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+    ) -> BoxFuture<'a, StoreResult<()>>;
+
+    /// Says this instance is alive (called every [`StoreConfig::heartbeat`]).
+    fn heartbeat(&self) -> BoxFuture<'_, StoreResult<()>>;
+    /// Whether `instance` has said it is alive within the last few heartbeats.
+    fn is_alive<'a>(&'a self, instance: &'a str) -> BoxFuture<'a, StoreResult<bool>>;
+
+    /// A random secret of 32 bytes shared by every instance under `name` (made by the first
+    /// instance that asks), e.g. the key that signs 2026-07-28 `requestState`.
+    fn shared_secret<'a>(&'a self, name: &'a str) -> BoxFuture<'a, StoreResult<[u8; 32]>>;
+
+    /// Saves a task record (new or changed) until its `expires_ms`.
+    fn put_task<'a>(&'a self, task: &'a StoredTask) -> BoxFuture<'a, StoreResult<()>>;
+    /// A task record, unless unknown or expired.
+    fn get_task<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<Option<String>>>;
+    /// The live task records of `owner`, oldest first, at most `limit`.
+    fn list_tasks<'a>(
+        &'a self,
+        owner: Option<&'a str>,
+        limit: usize,
+    ) -> BoxFuture<'a, StoreResult<Vec<String>>>;
+    /// Deletes a task record.
+    fn delete_task<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<()>>;
+
+    /// Puts an event on the bus (every instance, this one included, reads it).
+    fn publish<'a>(&'a self, event: &'a BusEvent) -> BoxFuture<'a, StoreResult<()>>;
+    /// What the store counted so far (zeros for a store that counts nothing).
+    fn stats(&self) -> StoreStats {
+        StoreStats::default()
+    }
+
+    /// The bus, from now on, in order. A receiver that falls behind by more than its buffer
+    /// is told how much it missed (`Lagged`).
+    fn bus(&self) -> broadcast::Receiver<BusEvent>;
+}
+
+/// 32 bytes from the OS CSPRNG.
+///
+/// # Errors
+/// When the OS has no randomness to give (nothing guessable is made instead).
+pub fn random_secret() -> StoreResult<[u8; 32]> {
+    let mut key = [0u8; 32];
+    getrandom::fill(&mut key)
+        .map_err(|e| StoreError::Unavailable(format!("no randomness from the OS: {e}")))?;
+    Ok(key)
+}

@@ -1,0 +1,25 @@
+//! The MCP stdio transport, child processes (feature `child`), an in-memory one ([`duplex`])
+//! and the [`Link`] a connection closes. Imports oxmcp-jsonrpc only; knows nothing of MCP.
+//!
+//! Messages are newline-delimited JSON. Lines are limited in size (4 MiB by default); an
+//! oversized line is skipped and logged, and reading goes on with the next one. A child
+//! server runs in its own process group so that shutting it down reaches its children too,
+//! and starts with a small safe environment (see [`mod@env`]) unless told otherwise.
+
+#[cfg(feature = "child")]
+pub mod child;
+#[cfg(feature = "child")]
+pub mod env;
+pub mod link;
+pub mod memory;
+pub mod ndjson;
+pub mod stdio;
+
+#[cfg(feature = "child")]
+pub use child::{ChildConfig, ChildError, ChildProcess};
+#[cfg(feature = "child")]
+pub use env::{ChildEnv, Inherit};
+pub use link::{Exit, Link};
+pub use memory::duplex;
+pub use ndjson::DEFAULT_MAX_LINE;
+pub use stdio::{Channels, from_io, from_io_until, stdio, stdio_until};

@@ -1,0 +1,88 @@
+//! The server side of stdio: frames from stdin, lines to stdout.
+
+use oxmcp_jsonrpc::{Inbound, Outbound};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::ndjson::{read_frames, write_frames};
+
+/// The two channels a transport gives the engine.
+#[derive(Debug)]
+pub struct Channels {
+    /// Incoming frames, one JSON text each.
+    pub incoming: mpsc::Receiver<Inbound>,
+    /// Outgoing encoded messages.
+    pub outgoing: mpsc::Sender<Outbound>,
+}
+
+/// Queue depth between the transport tasks and the engine.
+pub const QUEUE_DEPTH: usize = 1024;
+
+/// Serves frames over any reader and writer; returns the channels and the writer task (which
+/// ends, flushing, once every sender of `outgoing` is dropped).
+pub fn from_io<R, W>(reader: R, writer: W, max_line: usize) -> (Channels, JoinHandle<()>)
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    from_io_until(reader, writer, max_line, std::future::pending())
+}
+
+/// [`from_io`] that stops reading when `stop` completes (a graceful shutdown: the engine's
+/// input ends, so it answers what it accepted and reads nothing more).
+pub fn from_io_until<R, W>(
+    reader: R,
+    writer: W,
+    max_line: usize,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> (Channels, JoinHandle<()>)
+where
+    R: tokio::io::AsyncRead + Unpin + Send + 'static,
+    W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (in_tx, in_rx) = mpsc::channel(QUEUE_DEPTH);
+    let (out_tx, out_rx) = mpsc::channel(QUEUE_DEPTH);
+    tokio::spawn(read_frames(
+        tokio::io::BufReader::with_capacity(64 * 1024, reader),
+        max_line,
+        in_tx,
+        stop,
+    ));
+    let writer = tokio::spawn(write_frames(writer, out_rx));
+    (
+        Channels {
+            incoming: in_rx,
+            outgoing: out_tx,
+        },
+        writer,
+    )
+}
+
+/// This process's stdin and stdout as a transport.
+///
+/// When they are pipes (the usual case for a server spawned by a client) they are read and
+/// written non-blocking on the runtime itself; otherwise (a terminal, a file) through tokio's
+/// blocking-thread stdio.
+pub fn stdio(max_line: usize) -> (Channels, JoinHandle<()>) {
+    stdio_until(max_line, std::future::pending())
+}
+
+/// [`stdio`] that stops reading stdin when `stop` completes (see [`from_io_until`]).
+pub fn stdio_until(
+    max_line: usize,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> (Channels, JoinHandle<()>) {
+    use std::os::fd::AsFd;
+    use tokio::net::unix::pipe;
+    let pipes = (|| {
+        let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned().ok()?);
+        let stdout = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned().ok()?);
+        let rx = pipe::Receiver::from_file(stdin).ok()?;
+        let tx = pipe::Sender::from_file(stdout).ok()?;
+        Some((rx, tx))
+    })();
+    match pipes {
+        Some((rx, tx)) => from_io_until(rx, tx, max_line, stop),
+        None => from_io_until(tokio::io::stdin(), tokio::io::stdout(), max_line, stop),
+    }
+}

@@ -1,0 +1,75 @@
+//! Model Context Protocol for Rust: the one import for servers, clients and transports.
+//! Re-exports every crate of the stack; may import all of them, and nothing imports it.
+//!
+//! - [`types`]: the protocol model for every revision, with a per-version feature table.
+//! - [`jsonrpc`]: strict JSON-RPC 2.0 messages and the transport boundary types.
+//! - [`engine`]: the peer loop (ids, cancellation, progress, timeouts) and the
+//!   [`engine::Serve`] trait every transport hosts.
+//! - [`transport`]: stdio, child processes, in-memory connections.
+//! - [`http`]: Streamable HTTP and the legacy HTTP+SSE transport, server and client.
+//! - [`server`] and [`client`].
+//! - [`serde`], [`serde_json`] and [`schemars`], the versions the stack uses, for tool
+//!   arguments and results.
+//!
+//! [`StoreTasks`] keeps a server's tasks in a shared [`oxmcp_store::Store`] (Redis).
+//!
+//! [`serve_stdio`] and [`serve_http`] run a server until its input ends or a signal comes;
+//! [`remote::connect`] and [`remote::supervise`] make a client of a URL on any transport.
+
+pub mod remote;
+mod store_tasks;
+
+pub use store_tasks::StoreTasks;
+
+pub use oxmcp_client as client;
+pub use oxmcp_engine as engine;
+pub use oxmcp_http as http;
+pub use oxmcp_jsonrpc as jsonrpc;
+pub use oxmcp_server as server;
+pub use oxmcp_transport as transport;
+pub use oxmcp_types as types;
+pub use schemars;
+pub use serde;
+pub use serde_json;
+
+/// Serves `server` on stdin and stdout until stdin ends, then waits until every answer has
+/// been written out (the last one included).
+///
+/// # Errors
+/// An I/O error if the writer could not finish.
+pub async fn serve_stdio(server: &oxmcp_server::Server) -> std::io::Result<()> {
+    let (io, writer) = oxmcp_transport::stdio(oxmcp_transport::DEFAULT_MAX_LINE);
+    server.serve(io.incoming, io.outgoing).await;
+    writer.await.map_err(std::io::Error::other)
+}
+
+/// Serves `server` over Streamable HTTP at `http://ADDR/mcp` (with the legacy HTTP+SSE
+/// transport at `/sse` and `/message`) until SIGTERM or Ctrl-C, with the default settings
+/// and limits of [`http::HttpConfig`]; requests in flight are answered before it returns.
+/// 2026-07-28 `Mcp-Param-*` headers are checked against the server's tools.
+///
+/// # Errors
+/// An I/O error if `addr` cannot be bound or serving fails.
+pub async fn serve_http(
+    server: oxmcp_server::Server,
+    addr: impl tokio::net::ToSocketAddrs,
+) -> std::io::Result<()> {
+    let shutdown = oxmcp_http::shutdown_on_signal();
+    let config = oxmcp_http::HttpConfig {
+        shutdown: shutdown.clone(),
+        ..oxmcp_http::HttpConfig::default()
+    };
+    let legacy = oxmcp_http::LegacySse::new(server.clone(), config.clone());
+    let tools = server.clone();
+    let streamable =
+        oxmcp_http::StreamableHttp::new(server, config).with_param_headers(move |name| {
+            tools
+                .tool(name)
+                .map(|t| t.header_params())
+                .unwrap_or_default()
+        });
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let app = streamable.router().merge(legacy.router());
+    let options = oxmcp_http::ServeOptions::default();
+    oxmcp_http::serve_router_with(listener, app, options, shutdown.cancelled_owned()).await
+}
