@@ -30,12 +30,10 @@ fn obj(v: Value) -> JsonObject {
 }
 
 fn tool(name: &str, description: &str, schema: Value) -> Tool {
-    Tool {
-        name: name.to_owned(),
-        description: Some(description.to_owned()),
-        input_schema: obj(schema),
-        ..Tool::default()
-    }
+    Tool::default()
+        .with_name(name.to_owned())
+        .with_description(Some(description.to_owned()))
+        .with_input_schema(obj(schema))
 }
 
 fn no_args() -> Value {
@@ -51,11 +49,11 @@ where
 }
 
 fn image() -> Content {
-    Content::Image(MediaContent {
-        data: PNG.into(),
-        mime_type: "image/png".into(),
-        ..Default::default()
-    })
+    Content::Image(
+        MediaContent::default()
+            .with_data(PNG.into())
+            .with_mime_type("image/png".into()),
+    )
 }
 
 fn embedded(uri: &str, mime: &str, text: &str) -> Content {
@@ -75,11 +73,9 @@ fn arg(args: &JsonObject, name: &str) -> String {
 }
 
 async fn elicit(ctx: &Ctx, message: &str, schema: Value) -> Result<CallToolResult, ErrorObject> {
-    let params = ElicitParams {
-        message: message.to_owned(),
-        requested_schema: Some(obj(schema)),
-        ..Default::default()
-    };
+    let params = ElicitParams::default()
+        .with_message(message.to_owned())
+        .with_requested_schema(Some(obj(schema)));
     Ok(match ctx.elicit(&params).await {
         Ok(r) => CallToolResult::text(format!(
             "User response: action={}, content={}",
@@ -105,7 +101,7 @@ fn tools(b: oxmcp_server::ServerBuilder) -> oxmcp_server::ServerBuilder {
     .raw_tool(
         tool("test_audio_content", "Returns audio content", no_args()),
         handler(|_, _| async {
-            let audio = MediaContent { data: WAV.into(), mime_type: "audio/wav".into(), ..Default::default() };
+            let audio = MediaContent::default().with_data(WAV.into()).with_mime_type("audio/wav".into());
             Ok(CallToolResult::success(vec![Content::Audio(audio)]))
         }),
     )
@@ -485,20 +481,15 @@ fn modern_tools(b: oxmcp_server::ServerBuilder) -> oxmcp_server::ServerBuilder {
 }
 
 fn text_contents(uri: String, mime: &str, text: String) -> ReadResourceResult {
-    ReadResourceResult {
-        contents: vec![ResourceContents::text(uri, Some(mime), text)],
-        ..Default::default()
-    }
+    ReadResourceResult::default().with_contents(vec![ResourceContents::text(uri, Some(mime), text)])
 }
 
 fn resource(uri: &str, name: &str, description: &str, mime: &str) -> Resource {
-    Resource {
-        uri: uri.into(),
-        name: name.into(),
-        description: Some(description.into()),
-        mime_type: Some(mime.into()),
-        ..Default::default()
-    }
+    Resource::default()
+        .with_uri(uri.into())
+        .with_name(name.into())
+        .with_description(Some(description.into()))
+        .with_mime_type(Some(mime.into()))
 }
 
 fn resources(b: oxmcp_server::ServerBuilder) -> oxmcp_server::ServerBuilder {
@@ -525,15 +516,12 @@ fn resources(b: oxmcp_server::ServerBuilder) -> oxmcp_server::ServerBuilder {
             "image/png",
         ),
         |_, uri| async move {
-            Ok(ReadResourceResult {
-                contents: vec![ResourceContents {
-                    uri,
-                    mime_type: Some("image/png".into()),
-                    blob: Some(PNG.into()),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            })
+            Ok(ReadResourceResult::default().with_contents(vec![
+                ResourceContents::default()
+                    .with_uri(uri)
+                    .with_mime_type(Some("image/png".into()))
+                    .with_blob(Some(PNG.into())),
+            ]))
         },
     )
     .resource(
@@ -552,13 +540,11 @@ fn resources(b: oxmcp_server::ServerBuilder) -> oxmcp_server::ServerBuilder {
         },
     )
     .resource_template(
-        ResourceTemplate {
-            uri_template: "test://template/{id}/data".into(),
-            name: "Resource Template".into(),
-            description: Some("A resource template with a parameter".into()),
-            mime_type: Some("application/json".into()),
-            ..Default::default()
-        },
+        ResourceTemplate::default()
+            .with_uri_template("test://template/{id}/data".into())
+            .with_name("Resource Template".into())
+            .with_description(Some("A resource template with a parameter".into()))
+            .with_mime_type(Some("application/json".into())),
         |_, uri, vars: BTreeMap<String, String>| async move {
             let id = vars.get("id").cloned().unwrap_or_default();
             let body =
@@ -569,28 +555,23 @@ fn resources(b: oxmcp_server::ServerBuilder) -> oxmcp_server::ServerBuilder {
 }
 
 fn prompt(name: &str, description: &str, args: &[&str]) -> Prompt {
-    Prompt {
-        name: name.into(),
-        description: Some(description.into()),
-        arguments: (!args.is_empty()).then(|| {
+    Prompt::default()
+        .with_name(name.into())
+        .with_description(Some(description.into()))
+        .with_arguments((!args.is_empty()).then(|| {
             args.iter()
-                .map(|a| PromptArgument {
-                    name: (*a).into(),
-                    description: Some(format!("Argument {a}")),
-                    required: Some(true),
-                    ..Default::default()
+                .map(|a| {
+                    PromptArgument::default()
+                        .with_name((*a).into())
+                        .with_description(Some(format!("Argument {a}")))
+                        .with_required(Some(true))
                 })
                 .collect()
-        }),
-        ..Default::default()
-    }
+        }))
 }
 
 fn messages(messages: Vec<PromptMessage>) -> GetPromptResult {
-    GetPromptResult {
-        messages,
-        ..Default::default()
-    }
+    GetPromptResult::default().with_messages(messages)
 }
 
 fn prompts(b: oxmcp_server::ServerBuilder) -> oxmcp_server::ServerBuilder {
@@ -694,14 +675,14 @@ pub fn server() -> Result<Server, oxmcp_server::BuildError> {
     let b = Server::builder("mcp-conformance-test-server", "1.0.0");
     tasks::tools(skills::add(prompts(resources(modern_tools(tools(b))))))
         .completion(|_, _| async {
-            Ok::<_, ErrorObject>(CompleteResult {
-                completion: Completion {
-                    values: Vec::new(),
-                    total: Some(0),
-                    has_more: Some(false),
-                },
-                ..Default::default()
-            })
+            Ok::<_, ErrorObject>(
+                CompleteResult::default().with_completion(
+                    Completion::default()
+                        .with_values(Vec::new())
+                        .with_total(Some(0))
+                        .with_has_more(Some(false)),
+                ),
+            )
         })
         .build()
 }

@@ -80,10 +80,7 @@ async fn connect(fixture: &Fixture, transport: &str, handlers: ClientHandlers) -
             } else {
                 oxmcp_http::grpc::Form::Json
             };
-            let settings = oxmcp_http::grpc::client::GrpcClientConfig {
-                form,
-                ..Default::default()
-            };
+            let settings = oxmcp_http::grpc::client::GrpcClientConfig::default().form(form);
             let (channels, link) =
                 oxmcp_http::grpc::client::connect(&format!("grpc://{addr}"), settings)
                     .await

@@ -20,24 +20,20 @@ async fn connect(
     // stream, opened after the handshake, raced the tools/call: when it arrived after the POST,
     // the mock answered the call on it and warned that the client had neither waited `retry`
     // nor sent Last-Event-ID. Without it, the only GET is the resumption.
-    let http = oxmcp_http::HttpClientConfig {
-        standalone_stream: scenario != "sse-retry",
-        authorizer: if scenario.starts_with("auth/") {
+    let http = oxmcp_http::HttpClientConfig::default()
+        .standalone_stream(scenario != "sse-retry")
+        .authorizer(if scenario.starts_with("auth/") {
             Some(oauth(url, scenario)?)
         } else {
             None
-        },
-        ..oxmcp_http::HttpClientConfig::default()
-    };
+        });
     let t = oxmcp_http::client::connect(url, http)?;
     let info =
         oxmcp_types::Implementation::new("mcp-rs-conformance-client", env!("CARGO_PKG_VERSION"));
     // Dual-era: 2026-07-28 when the server speaks it, else the handshake.
-    let config = ClientConfig {
-        info,
-        era: oxmcp_client::EraChoice::Auto,
-        ..ClientConfig::default()
-    };
+    let config = ClientConfig::default()
+        .info(info)
+        .era(oxmcp_client::EraChoice::Auto);
     let client = Client::connect(t.incoming, t.outgoing, handlers, config).await?;
     Ok((client, t.handle))
 }

@@ -22,12 +22,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .and_then(|p| p.parse().ok())
         .unwrap_or(3000);
     let protect = std::env::var("MCP_CONFORMANCE_NO_DNS_PROTECTION").is_err();
-    let config = oxmcp_http::HttpConfig {
-        dns_rebinding_protection: protect,
-        response_mode: oxmcp_http::ResponseMode::Sse,
-        sse_retry: Duration::from_millis(500),
-        ..Default::default()
-    };
+    let config = oxmcp_http::HttpConfig::default()
+        .dns_rebinding_protection(protect)
+        .response_mode(oxmcp_http::ResponseMode::Sse)
+        .sse_retry(Duration::from_millis(500));
     let server = mcp_conformance::server()?;
     let ws = oxmcp_http::WebSocket::new(
         server.clone(),

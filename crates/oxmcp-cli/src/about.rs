@@ -153,13 +153,11 @@ pub(crate) async fn complete(args: CompleteArgs, reach: Reach) -> anyhow::Result
     }
     let params = CompleteParams {
         reference,
-        argument: CompletionArgument {
-            name: name.clone(),
-            value: value.clone(),
-        },
-        context: (!context.is_empty()).then_some(CompletionContext {
-            arguments: Some(context),
-        }),
+        argument: CompletionArgument::default()
+            .with_name(name.clone())
+            .with_value(value.clone()),
+        context: (!context.is_empty())
+            .then_some(CompletionContext::default().with_arguments(Some(context))),
         meta: None,
         extra: JsonObject::new(),
     };

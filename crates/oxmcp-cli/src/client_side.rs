@@ -44,12 +44,7 @@ impl ClientSide {
             let roots = roots(&self.roots)?;
             handlers = handlers.roots(move || {
                 let roots = roots.clone();
-                async move {
-                    Ok(ListRootsResult {
-                        roots,
-                        ..Default::default()
-                    })
-                }
+                async move { Ok(ListRootsResult::default().with_roots(roots)) }
             });
         }
         Ok(handlers)
@@ -69,11 +64,9 @@ pub(crate) fn roots(paths: &[PathBuf]) -> anyhow::Result<Vec<Root>> {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_else(|| path.display().to_string());
-            Ok(Root {
-                uri: uri.to_string(),
-                name: Some(name),
-                ..Default::default()
-            })
+            Ok(Root::default()
+                .with_uri(uri.to_string())
+                .with_name(Some(name)))
         })
         .collect()
 }

@@ -182,21 +182,22 @@ pub(crate) fn server_with(
     // Resource subscriptions held by this server's clients, all sessions together.
     let held = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let (up, down, count) = (held.clone(), held.clone(), held);
-    let add = Tool {
-        name: "add".into(),
-        title: Some("Add two numbers".into()),
-        description: Some("Adds a and b; returns {\"sum\": a+b} as structured content".into()),
-        output_schema:
+    let add = Tool::default()
+        .with_name("add".into())
+        .with_title(Some("Add two numbers".into()))
+        .with_description(Some(
+            "Adds a and b; returns {\"sum\": a+b} as structured content".into(),
+        ))
+        .with_output_schema(
             json!({"type":"object","properties":{"sum":{"type":"number"}},"required":["sum"]})
                 .as_object()
                 .cloned(),
-        annotations: Some(ToolAnnotations {
-            read_only_hint: Some(true),
-            idempotent_hint: Some(true),
-            ..Default::default()
-        }),
-        ..Tool::default()
-    };
+        )
+        .with_annotations(Some(
+            ToolAnnotations::default()
+                .with_read_only_hint(Some(true))
+                .with_idempotent_hint(Some(true)),
+        ));
     let builder = Server::builder("mcp-demo", env!("CARGO_PKG_VERSION"))
         .config(config)
         .instructions("A demo server: echo, add, slow (progress), log, fail, ask (elicitation), sample (sampling), converse (all three), touch (resource updates), subscriptions (how many are held), roots (the client's roots); resources under demo://; prompts greet and summarize.")
@@ -354,23 +355,20 @@ fn resources(builder: ServerBuilder) -> ServerBuilder {
                 "# Hello\n\nFrom the demo server.\n",
             )
             .resource_template(
-                ResourceTemplate {
-                    uri_template: "demo://greeting/{name}".into(),
-                    name: "greeting".into(),
-                    description: Some("A greeting for anyone".into()),
-                    mime_type: Some("text/plain".into()),
-                    ..Default::default()
-                },
+                ResourceTemplate::default()
+                    .with_uri_template("demo://greeting/{name}".into())
+                    .with_name("greeting".into())
+                    .with_description(Some("A greeting for anyone".into()))
+                    .with_mime_type(Some("text/plain".into())),
                 |_ctx: Ctx, uri: String, vars: BTreeMap<String, String>| async move {
                     let name = vars.get("name").cloned().unwrap_or_default();
-                    Ok(ReadResourceResult {
-                        contents: vec![ResourceContents::text(
+                    Ok(
+                        ReadResourceResult::default().with_contents(vec![ResourceContents::text(
                             uri,
                             Some("text/plain"),
                             format!("Hello, {name}!"),
-                        )],
-                        ..Default::default()
-                    })
+                        )]),
+                    )
                 },
             ),
     )
@@ -379,15 +377,13 @@ fn resources(builder: ServerBuilder) -> ServerBuilder {
 /// `demo://payload/{size}`: binary data for benchmarks of binary contents.
 fn payload(builder: ServerBuilder) -> ServerBuilder {
     builder.resource_template(
-        ResourceTemplate {
-            uri_template: "demo://payload/{size}".into(),
-            name: "payload".into(),
-            description: Some(format!(
+        ResourceTemplate::default()
+            .with_uri_template("demo://payload/{size}".into())
+            .with_name("payload".into())
+            .with_description(Some(format!(
                 "size bytes of binary data, the same on every read (at most {MAX_BYTES})"
-            )),
-            mime_type: Some("application/octet-stream".into()),
-            ..Default::default()
-        },
+            )))
+            .with_mime_type(Some("application/octet-stream".into())),
         |_ctx: Ctx, uri: String, vars: BTreeMap<String, String>| async move {
             let size = vars
                 .get("size")
@@ -398,15 +394,12 @@ fn payload(builder: ServerBuilder) -> ServerBuilder {
                         "size must be a number of bytes up to {MAX_BYTES}"
                     ))
                 })?;
-            Ok(ReadResourceResult {
-                contents: vec![ResourceContents {
-                    uri,
-                    mime_type: Some("application/octet-stream".into()),
-                    blob: Some(bytes_of(size)),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            })
+            Ok(ReadResourceResult::default().with_contents(vec![
+                ResourceContents::default()
+                    .with_uri(uri)
+                    .with_mime_type(Some("application/octet-stream".into()))
+                    .with_blob(Some(bytes_of(size))),
+            ]))
         },
     )
 }
@@ -415,57 +408,46 @@ fn payload(builder: ServerBuilder) -> ServerBuilder {
 fn prompts(builder: ServerBuilder) -> ServerBuilder {
     builder
         .prompt(
-            Prompt {
-                name: "greet".into(),
-                description: Some("Greets someone by name".into()),
-                arguments: Some(vec![PromptArgument {
-                    name: "name".into(),
-                    description: Some("Who to greet".into()),
-                    required: Some(true),
-                    ..Default::default()
-                }]),
-                ..Default::default()
-            },
+            Prompt::default()
+                .with_name("greet".into())
+                .with_description(Some("Greets someone by name".into()))
+                .with_arguments(Some(vec![
+                    PromptArgument::default()
+                        .with_name("name".into())
+                        .with_description(Some("Who to greet".into()))
+                        .with_required(Some(true)),
+                ])),
             |_ctx: Ctx, args: BTreeMap<String, String>| async move {
                 let name = args.get("name").cloned().unwrap_or_default();
-                Ok(GetPromptResult {
-                    description: Some("A greeting".into()),
-                    messages: vec![PromptMessage::text(
+                Ok(GetPromptResult::default()
+                    .with_description(Some("A greeting".into()))
+                    .with_messages(vec![PromptMessage::text(
                         Role::User,
                         format!("Please greet {name} warmly."),
-                    )],
-                    ..Default::default()
-                })
+                    )]))
             },
         )
         .prompt(
-            Prompt {
-                name: "summarize".into(),
-                description: Some("Asks for a summary of a text".into()),
-                arguments: Some(vec![
-                    PromptArgument {
-                        name: "text".into(),
-                        required: Some(true),
-                        ..Default::default()
-                    },
-                    PromptArgument {
-                        name: "style".into(),
-                        required: Some(false),
-                        ..Default::default()
-                    },
-                ]),
-                ..Default::default()
-            },
+            Prompt::default()
+                .with_name("summarize".into())
+                .with_description(Some("Asks for a summary of a text".into()))
+                .with_arguments(Some(vec![
+                    PromptArgument::default()
+                        .with_name("text".into())
+                        .with_required(Some(true)),
+                    PromptArgument::default()
+                        .with_name("style".into())
+                        .with_required(Some(false)),
+                ])),
             |_ctx: Ctx, args: BTreeMap<String, String>| async move {
                 let text = args.get("text").cloned().unwrap_or_default();
                 let style = args.get("style").cloned().unwrap_or_else(|| "brief".into());
-                Ok(GetPromptResult {
-                    messages: vec![PromptMessage::text(
+                Ok(
+                    GetPromptResult::default().with_messages(vec![PromptMessage::text(
                         Role::User,
                         format!("Summarize ({style}):\n\n{text}"),
-                    )],
-                    ..Default::default()
-                })
+                    )]),
+                )
             },
         )
 }
@@ -477,7 +459,9 @@ fn completion(builder: ServerBuilder) -> ServerBuilder {
             (CompletionReference::Prompt { name }, "name") if name == "greet" => {
                 names(&p.argument.value)
             }
-            (CompletionReference::Resource { uri }, "name") if uri == "demo://greeting/{name}" => {
+            (CompletionReference::Resource { uri }, "name")
+                if uri == "demo://greeting/{name}" =>
+            {
                 names(&p.argument.value)
             }
             (CompletionReference::Prompt { name }, "style") if name == "summarize" => {
@@ -490,14 +474,14 @@ fn completion(builder: ServerBuilder) -> ServerBuilder {
             _ => Vec::new(),
         };
         let total = u64::try_from(values.len()).ok();
-        Ok::<_, ErrorObject>(CompleteResult {
-            completion: Completion {
-                values,
-                total,
-                has_more: Some(false),
-            },
-            ..Default::default()
-        })
+        Ok::<_, ErrorObject>(
+            CompleteResult::default().with_completion(
+                Completion::default()
+                    .with_values(values)
+                    .with_total(total)
+                    .with_has_more(Some(false)),
+            ),
+        )
     })
 }
 

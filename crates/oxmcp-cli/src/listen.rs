@@ -118,13 +118,11 @@ async fn start(
         return Ok(None);
     }
     let caps = client.server_capabilities();
-    let filter = ListenFilter {
-        tools_list_changed: caps.tools.as_ref().map(|_| true),
-        prompts_list_changed: caps.prompts.as_ref().map(|_| true),
-        resources_list_changed: caps.resources.as_ref().map(|_| true),
-        resource_subscriptions: (!resources.is_empty()).then(|| resources.to_vec()),
-        ..Default::default()
-    };
+    let filter = ListenFilter::default()
+        .with_tools_list_changed(caps.tools.as_ref().map(|_| true))
+        .with_prompts_list_changed(caps.prompts.as_ref().map(|_| true))
+        .with_resources_list_changed(caps.resources.as_ref().map(|_| true))
+        .with_resource_subscriptions((!resources.is_empty()).then(|| resources.to_vec()));
     Ok(Some(client.listen(filter).map_err(call_error)?))
 }
 

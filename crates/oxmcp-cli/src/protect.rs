@@ -110,13 +110,12 @@ impl AuthArgs {
         let token_file = self.auth_token_file.clone().or(f.token_file);
         let mut all = f.scopes;
         all.extend(self.auth_scopes.iter().cloned());
-        let scopes = ScopePolicy {
-            all: all.clone(),
-            methods: f.methods,
-            tools: f.tools,
-            prompts: f.prompts,
-            resources: f.resources,
-        };
+        let scopes = ScopePolicy::default()
+            .all(all.clone())
+            .methods(f.methods)
+            .tools(f.tools)
+            .prompts(f.prompts)
+            .resources(f.resources);
         let verifier: Arc<dyn TokenVerifier> = match (&token_file, &issuer) {
             (Some(path), _) => Arc::new(StaticTokens::from_file(path, all.clone())?),
             (None, Some(issuer)) => {

@@ -302,13 +302,11 @@ async fn serve_http(
     if !hosts.is_empty() {
         hosts.extend(["localhost", "127.0.0.1", "[::1]"].map(String::from));
     }
-    let mut config = oxmcp_http::HttpConfig {
-        allowed_hosts: hosts,
-        response_mode: args.response_mode.into(),
-        shutdown: shutdown.clone(),
-        auth: auth.map(std::sync::Arc::new),
-        ..Default::default()
-    };
+    let mut config = oxmcp_http::HttpConfig::default()
+        .allowed_hosts(hosts)
+        .response_mode(args.response_mode.into())
+        .shutdown(shutdown.clone())
+        .auth(auth.map(std::sync::Arc::new));
     limits.http(&mut config);
     let legacy = oxmcp_http::LegacySse::new(server.clone(), config.clone());
     let ws = oxmcp_http::WebSocket::new(

@@ -54,10 +54,7 @@ pub(crate) async fn connect(
     if instance.is_empty() || !instance.bytes().all(|b| b.is_ascii_graphic()) {
         anyhow::bail!("--instance-id must be printable ASCII without spaces");
     }
-    let mut config = StoreConfig {
-        session_ttl,
-        ..StoreConfig::default()
-    };
+    let mut config = StoreConfig::default().session_ttl(session_ttl);
     if let Some(t) = &args.store_timeout {
         config.op_timeout = t.0.max(std::time::Duration::from_millis(1));
     }

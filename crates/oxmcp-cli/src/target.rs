@@ -68,11 +68,9 @@ pub(crate) async fn connect_as(
     auth: &crate::auth::Auth,
     handlers: ClientHandlers,
 ) -> anyhow::Result<Connection> {
-    let http = oxmcp_http::HttpClientConfig {
-        headers: auth.headers()?,
-        encoding: auth.encoding.into(),
-        ..Default::default()
-    };
+    let http = oxmcp_http::HttpClientConfig::default()
+        .headers(auth.headers()?)
+        .encoding(auth.encoding.into());
     connect_handled(target, http, auth.era, handlers).await
 }
 
@@ -92,14 +90,9 @@ async fn connect_handled(
     era: oxmcp_client::EraChoice,
     handlers: ClientHandlers,
 ) -> anyhow::Result<Connection> {
-    let config = ClientConfig {
-        era,
-        child: oxmcp_client::ChildConfig {
-            env: oxmcp_client::ChildEnv::inherit_all(),
-            ..Default::default()
-        },
-        ..ClientConfig::default()
-    };
+    let config = ClientConfig::default()
+        .era(era)
+        .child(oxmcp_client::ChildConfig::default().env(oxmcp_client::ChildEnv::inherit_all()));
     let result = match target {
         Target::Url(url) if is_stream_url(url) => {
             let (channels, link) =
@@ -160,18 +153,13 @@ pub(crate) async fn open_stream(
             oxmcp_http::BodyEncoding::Json => oxmcp_http::grpc::Form::Json,
             oxmcp_http::BodyEncoding::Protobuf => oxmcp_http::grpc::Form::Protobuf,
         };
-        let config = oxmcp_http::grpc::client::GrpcClientConfig {
-            headers,
-            form,
-            ..Default::default()
-        };
+        let config = oxmcp_http::grpc::client::GrpcClientConfig::default()
+            .headers(headers)
+            .form(form);
         let (channels, link) = oxmcp_http::grpc::client::connect(url, config).await?;
         return Ok((channels, Box::new(link)));
     }
-    let config = oxmcp_http::ws::client::WsClientConfig {
-        headers,
-        ..Default::default()
-    };
+    let config = oxmcp_http::ws::client::WsClientConfig::default().headers(headers);
     let (channels, link) = oxmcp_http::ws::client::connect(url, config).await?;
     Ok((channels, Box::new(link)))
 }

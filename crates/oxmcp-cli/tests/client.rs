@@ -93,10 +93,9 @@ async fn typed_methods_against_the_demo_server() {
             reference: CompletionReference::Resource {
                 uri: "demo://greeting/{name}".into(),
             },
-            argument: CompletionArgument {
-                name: "name".into(),
-                value: "a".into(),
-            },
+            argument: CompletionArgument::default()
+                .with_name("name".into())
+                .with_value("a".into()),
             context: None,
             meta: None,
             extra: JsonObject::new(),
@@ -232,11 +231,9 @@ fn alive(pid: i32) -> bool {
 async fn stubborn_children_are_killed_with_their_group() {
     // Ignores EOF and SIGTERM, and starts a grandchild that does the same.
     let script = "trap '' TERM; (trap '' TERM; while :; do sleep 0.05; done) & echo $!; while :; do sleep 0.05; done";
-    let config = ChildConfig {
-        stdin_grace: Duration::from_millis(200),
-        term_grace: Duration::from_millis(200),
-        ..ChildConfig::default()
-    };
+    let config = ChildConfig::default()
+        .stdin_grace(Duration::from_millis(200))
+        .term_grace(Duration::from_millis(200));
     for _ in 0..3 {
         let (mut child, mut io) =
             ChildProcess::spawn("sh", ["-c", script], config.clone()).unwrap();
@@ -291,11 +288,9 @@ async fn server_to_client_requests_and_notifications() {
                 "name":{"type":"string"},
                 "color":{"type":"string","default":"blue"},
                 "count":{"type":"integer","default":3}}});
-                let params = ElicitParams {
-                    message: "Who are you?".into(),
-                    requested_schema: schema.as_object().cloned(),
-                    ..Default::default()
-                };
+                let params = ElicitParams::default()
+                    .with_message("Who are you?".into())
+                    .with_requested_schema(schema.as_object().cloned());
                 let r = ctx.elicit(&params).await.map_err(|e| e.to_string())?;
                 Ok::<_, String>(serde_json::to_string(&r.content).unwrap())
             },
@@ -381,19 +376,10 @@ async fn server_to_client_requests_and_notifications() {
             })
         })
         .roots(|| async {
-            Ok(ListRootsResult {
-                roots: vec![
-                    Root {
-                        uri: "file:///a".into(),
-                        ..Default::default()
-                    },
-                    Root {
-                        uri: "file:///b".into(),
-                        ..Default::default()
-                    },
-                ],
-                ..Default::default()
-            })
+            Ok(ListRootsResult::default().with_roots(vec![
+                Root::default().with_uri("file:///a".into()),
+                Root::default().with_uri("file:///b".into()),
+            ]))
         })
         .on_event(move |e| sink.lock().unwrap().push(e));
     let ((s_in, s_out), (c_in, c_out)) = pipe();
@@ -468,10 +454,7 @@ async fn server_to_client_requests_and_notifications() {
 }
 
 fn auto() -> ClientConfig {
-    ClientConfig {
-        era: oxmcp_client::EraChoice::Auto,
-        ..ClientConfig::default()
-    }
+    ClientConfig::default().era(oxmcp_client::EraChoice::Auto)
 }
 
 #[tokio::test]
@@ -557,10 +540,7 @@ async fn connect_in_process(
 
 #[tokio::test]
 async fn auto_client_against_legacy_only_and_modern_only_servers() {
-    let legacy_only = oxmcp_server::ServerConfig {
-        modern: false,
-        ..Default::default()
-    };
+    let legacy_only = oxmcp_server::ServerConfig::default().modern(false);
     let c = connect_in_process(echo_server(legacy_only), auto())
         .await
         .unwrap();
@@ -575,10 +555,7 @@ async fn auto_client_against_legacy_only_and_modern_only_servers() {
         .unwrap();
     assert_eq!(r.content[0].as_text(), Some("old"));
 
-    let modern_only = oxmcp_server::ServerConfig {
-        legacy: false,
-        ..Default::default()
-    };
+    let modern_only = oxmcp_server::ServerConfig::default().legacy(false);
     let c = connect_in_process(echo_server(modern_only.clone()), auto())
         .await
         .unwrap();
@@ -595,14 +572,8 @@ async fn auto_client_against_legacy_only_and_modern_only_servers() {
             .is_err()
     );
     // And a modern-only client refuses a legacy-only server.
-    let legacy_only = oxmcp_server::ServerConfig {
-        modern: false,
-        ..Default::default()
-    };
-    let modern = ClientConfig {
-        era: oxmcp_client::EraChoice::Modern,
-        ..ClientConfig::default()
-    };
+    let legacy_only = oxmcp_server::ServerConfig::default().modern(false);
+    let modern = ClientConfig::default().era(oxmcp_client::EraChoice::Modern);
     assert!(
         connect_in_process(echo_server(legacy_only), modern)
             .await
@@ -614,11 +585,7 @@ fn mrtr_server() -> oxmcp_server::Server {
     use oxmcp_types::{ElicitParams, InputRequest, InputRequests};
     oxmcp_server::Server::builder("mrtr", "1")
         .tool("greet", "asks for a name, then a confirmation", |ctx: oxmcp_server::Ctx, _a: NoArgs| async move {
-            let params = ElicitParams {
-                message: "What is your name?".into(),
-                requested_schema: json!({"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}).as_object().cloned(),
-                ..Default::default()
-            };
+            let params = ElicitParams::default().with_message("What is your name?".into()).with_requested_schema(json!({"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}).as_object().cloned());
             let first = ctx.elicit(&params).await.map_err(|e| e.to_string())?;
             let name = first.content.and_then(|c| c.get("name").and_then(Value::as_str).map(str::to_owned)).unwrap_or_default();
             // A second round, two inputs at once.
@@ -653,13 +620,8 @@ fn mrtr_handlers() -> ClientHandlers {
             })
         })
         .roots(|| async {
-            Ok(ListRootsResult {
-                roots: vec![Root {
-                    uri: "file:///w".into(),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            })
+            Ok(ListRootsResult::default()
+                .with_roots(vec![Root::default().with_uri("file:///w".into())]))
         })
 }
 
@@ -757,11 +719,9 @@ async fn listen_streams_typed_changes_and_lists_are_cached() {
     let server = echo_server(oxmcp_server::ServerConfig::default());
     let client = connect_in_process_with(server.clone(), ClientHandlers::new(), auto()).await;
     assert!(client.is_modern());
-    let filter = oxmcp_types::ListenFilter {
-        tools_list_changed: Some(true),
-        resource_subscriptions: Some(vec!["test://watched".into()]),
-        ..Default::default()
-    };
+    let filter = oxmcp_types::ListenFilter::default()
+        .with_tools_list_changed(Some(true))
+        .with_resource_subscriptions(Some(vec!["test://watched".into()]));
     let mut sub = client.listen(filter).unwrap();
     match sub.next().await.unwrap() {
         ServerEvent::Other { method, .. } => {
@@ -771,12 +731,10 @@ async fn listen_streams_typed_changes_and_lists_are_cached() {
     }
     // Cached: the list is served again without asking while fresh.
     assert_eq!(client.list_tools().await.unwrap().len(), 1);
-    let extra = oxmcp_types::Tool {
-        name: "extra".into(),
-        description: Some("added".into()),
-        input_schema: json!({"type":"object"}).as_object().cloned().unwrap(),
-        ..Default::default()
-    };
+    let extra = oxmcp_types::Tool::default()
+        .with_name("extra".into())
+        .with_description(Some("added".into()))
+        .with_input_schema(json!({"type":"object"}).as_object().cloned().unwrap());
     let handler: oxmcp_server::ToolFn =
         Arc::new(|_, _| Box::pin(async { Ok(oxmcp_types::CallToolResult::text("x")) }));
     server.add_tool(extra, handler).await.unwrap();
@@ -823,10 +781,7 @@ async fn listen_streams_typed_changes_and_lists_are_cached() {
 /// against a server that speaks only 2026-07-28; `--era legacy` cannot.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_commands_default_to_era_auto() {
-    let modern_only = oxmcp_server::ServerConfig {
-        legacy: false,
-        ..oxmcp_server::ServerConfig::default()
-    };
+    let modern_only = oxmcp_server::ServerConfig::default().legacy(false);
     let http = oxmcp_http::StreamableHttp::new(echo_server(modern_only), Default::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());

@@ -207,10 +207,8 @@ async fn every_transport_gives_the_same_transcript() {
                     .unwrap()
             }
             "http+protobuf" => {
-                let settings = oxmcp_http::HttpClientConfig {
-                    encoding: oxmcp_http::BodyEncoding::Protobuf,
-                    ..Default::default()
-                };
+                let settings = oxmcp_http::HttpClientConfig::default()
+                    .encoding(oxmcp_http::BodyEncoding::Protobuf);
                 let (channels, session) = oxmcp_http::client::connect(&http_url, settings)
                     .unwrap()
                     .into_parts();
@@ -219,14 +217,13 @@ async fn every_transport_gives_the_same_transcript() {
                     .unwrap()
             }
             "grpc" | "grpc+protobuf" => {
-                let settings = oxmcp_http::grpc::client::GrpcClientConfig {
-                    form: if transport == "grpc" {
+                let settings = oxmcp_http::grpc::client::GrpcClientConfig::default().form(
+                    if transport == "grpc" {
                         oxmcp_http::grpc::Form::Json
                     } else {
                         oxmcp_http::grpc::Form::Protobuf
                     },
-                    ..Default::default()
-                };
+                );
                 let (channels, link) = oxmcp_http::grpc::client::connect(&grpc_url, settings)
                     .await
                     .unwrap();

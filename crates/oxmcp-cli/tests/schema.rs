@@ -153,10 +153,7 @@ async fn client_output_validates() {
         let schema = SpecSchema::load(version.as_str());
         let (to_client, client_in) = mpsc::channel::<oxmcp_jsonrpc::Inbound>(16);
         let (client_out, mut from_client) = mpsc::channel::<oxmcp_jsonrpc::Outbound>(16);
-        let config = ClientConfig {
-            protocol_version: version,
-            ..ClientConfig::default()
-        };
+        let config = ClientConfig::default().protocol_version(version);
         let handlers = ClientHandlers::new()
             .roots(|| async { Ok(Default::default()) })
             .sampling(|_| async { Err(oxmcp_jsonrpc::ErrorObject::internal("no model")) });

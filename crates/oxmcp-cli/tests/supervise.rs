@@ -24,23 +24,18 @@ use common::{first_progress, started};
 const MCP: &str = env!("CARGO_BIN_EXE_oxmcp");
 
 fn quick_child() -> ClientConfig {
-    ClientConfig {
-        child: ChildConfig {
-            stdin_grace: Duration::from_millis(100),
-            term_grace: Duration::from_millis(100),
-            inherit_stderr: false,
-            ..ChildConfig::default()
-        },
-        ..ClientConfig::default()
-    }
+    ClientConfig::default().child(
+        ChildConfig::default()
+            .stdin_grace(Duration::from_millis(100))
+            .term_grace(Duration::from_millis(100))
+            .inherit_stderr(false),
+    )
 }
 
 fn fast_backoff() -> RetryPolicy {
-    RetryPolicy {
-        base_delay: Duration::from_millis(20),
-        max_delay: Duration::from_millis(200),
-        ..RetryPolicy::default()
-    }
+    RetryPolicy::default()
+        .base_delay(Duration::from_millis(20))
+        .max_delay(Duration::from_millis(200))
 }
 
 async fn wait_for(sup: &Supervised, pred: impl Fn(&Status) -> bool) -> Status {
@@ -73,11 +68,9 @@ fn supervised_mcp(heartbeat: Option<Heartbeat>) -> Supervised {
         vec!["serve".into(), "--stdio".into()],
         ClientHandlers::new(),
         quick_child(),
-        SupervisorConfig {
-            backoff: fast_backoff(),
-            heartbeat,
-            ..SupervisorConfig::default()
-        },
+        SupervisorConfig::default()
+            .backoff(fast_backoff())
+            .heartbeat(heartbeat),
     )
 }
 
@@ -141,13 +134,11 @@ async fn a_crash_loop_is_detected_instead_of_spinning() {
     });
     let sup = Supervised::start(
         connector,
-        SupervisorConfig {
-            backoff: fast_backoff(),
-            max_restarts: 3,
-            restart_window: Duration::from_secs(30),
-            crash_loop_cooldown: Duration::from_secs(30),
-            ..SupervisorConfig::default()
-        },
+        SupervisorConfig::default()
+            .backoff(fast_backoff())
+            .max_restarts(3)
+            .restart_window(Duration::from_secs(30))
+            .crash_loop_cooldown(Duration::from_secs(30)),
     );
     let s = wait_for(&sup, |s| matches!(s, Status::CrashLoop { .. })).await;
     let Status::CrashLoop {
@@ -274,23 +265,17 @@ async fn heartbeats_keep_a_2026_http_server_up() {
                 .map_err(|e| {
                     oxmcp_client::ConnectError::Initialize(CallError::Protocol(e.to_string()))
                 })?;
-            let config = ClientConfig {
-                era: oxmcp_client::EraChoice::Modern,
-                ..ClientConfig::default()
-            };
+            let config = ClientConfig::default().era(oxmcp_client::EraChoice::Modern);
             Client::connect(t.incoming, t.outgoing, ClientHandlers::new(), config).await
         })
     });
     let sup = Supervised::start(
         connector,
-        SupervisorConfig {
-            heartbeat: Some(Heartbeat {
-                interval: Duration::from_millis(50),
-                timeout: Duration::from_millis(500),
-                misses: 2,
-            }),
-            ..SupervisorConfig::default()
-        },
+        SupervisorConfig::default().heartbeat(Some(Heartbeat {
+            interval: Duration::from_millis(50),
+            timeout: Duration::from_millis(500),
+            misses: 2,
+        })),
     );
     assert!(sup.client().await.unwrap().is_modern());
     // Ten heartbeats sent and answered after the connection was made.
@@ -351,15 +336,13 @@ async fn missed_heartbeats_restart_a_hung_server() {
         logged_mcp(&dir),
         ClientHandlers::new(),
         quick_child(),
-        SupervisorConfig {
-            backoff: fast_backoff(),
-            heartbeat: Some(Heartbeat {
+        SupervisorConfig::default()
+            .backoff(fast_backoff())
+            .heartbeat(Some(Heartbeat {
                 interval: Duration::from_millis(100),
                 timeout: Duration::from_millis(200),
                 misses: 2,
-            }),
-            ..SupervisorConfig::default()
-        },
+            })),
     );
     let client = sup.client().await.unwrap();
     let pid = i32::try_from(client.child_pid().await.unwrap()).unwrap();
@@ -477,12 +460,10 @@ async fn a_thousand_spawn_kill_cycles_leave_nothing_behind() {
         ),
     ];
     // Generous for a loaded CI machine: the polite child must exit within the stdin grace.
-    let config = ChildConfig {
-        stdin_grace: Duration::from_millis(300),
-        term_grace: Duration::from_millis(100),
-        inherit_stderr: false,
-        ..ChildConfig::default()
-    };
+    let config = ChildConfig::default()
+        .stdin_grace(Duration::from_millis(300))
+        .term_grace(Duration::from_millis(100))
+        .inherit_stderr(false);
     let start = Instant::now();
     let counts = Arc::new(std::sync::Mutex::new([0u32; 3]));
     let next = Arc::new(AtomicU32::new(0));

@@ -17,7 +17,9 @@ use oxmcp_types::Tool;
 use serde_json::Value;
 
 /// How failed calls are retried.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "", generate_private = false)]
 pub struct RetryPolicy {
     /// Attempts in all, the first one included (1 means no retry).
     pub max_attempts: u32,
@@ -142,11 +144,9 @@ mod tests {
 
     #[test]
     fn backoff_is_capped_full_jitter() {
-        let p = RetryPolicy {
-            base_delay: Duration::from_millis(100),
-            max_delay: Duration::from_secs(1),
-            ..Default::default()
-        };
+        let p = RetryPolicy::default()
+            .base_delay(Duration::from_millis(100))
+            .max_delay(Duration::from_secs(1));
         for retry in 0..40 {
             let ceiling =
                 Duration::from_millis(100 * (1u64 << retry.min(20))).min(Duration::from_secs(1));
@@ -227,15 +227,10 @@ mod tests {
     fn safe_methods_and_tools() {
         assert!(safe_method("resources/read") && safe_method("ping"));
         assert!(!safe_method("tools/call") && !safe_method("initialize"));
-        let mut t = Tool {
-            name: "t".into(),
-            ..Default::default()
-        };
+        let mut t = Tool::default().with_name("t".into());
         assert!(!safe_tool(&t));
-        t.annotations = Some(oxmcp_types::ToolAnnotations {
-            idempotent_hint: Some(true),
-            ..Default::default()
-        });
+        t.annotations =
+            Some(oxmcp_types::ToolAnnotations::default().with_idempotent_hint(Some(true)));
         assert!(safe_tool(&t));
     }
 }

@@ -50,7 +50,9 @@ impl Default for Heartbeat {
 }
 
 /// Settings of a [`Supervised`] connection.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "", generate_private = false)]
 pub struct SupervisorConfig {
     /// Delay before each reconnection (`base_delay` doubling to `max_delay`, full jitter);
     /// `max_attempts` is not used.
@@ -70,11 +72,9 @@ pub struct SupervisorConfig {
 impl Default for SupervisorConfig {
     fn default() -> Self {
         Self {
-            backoff: RetryPolicy {
-                base_delay: Duration::from_millis(200),
-                max_delay: Duration::from_secs(30),
-                ..RetryPolicy::default()
-            },
+            backoff: RetryPolicy::default()
+                .base_delay(Duration::from_millis(200))
+                .max_delay(Duration::from_secs(30)),
             max_restarts: 5,
             restart_window: Duration::from_secs(60),
             crash_loop_cooldown: Duration::from_secs(60),

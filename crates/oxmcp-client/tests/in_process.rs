@@ -41,10 +41,7 @@ async fn connect(era: EraChoice, closes: &Arc<AtomicUsize>) -> Result<Client, Co
     let (ours, theirs) = oxmcp_transport::duplex();
     let s = server();
     tokio::spawn(async move { s.serve(theirs.incoming, theirs.outgoing).await });
-    let config = ClientConfig {
-        era,
-        ..ClientConfig::default()
-    };
+    let config = ClientConfig::default().era(era);
     Client::connect_over(
         ours,
         Counting(closes.clone()),
@@ -91,19 +88,13 @@ async fn typed_calls_in_both_eras_and_the_link_closes_once() {
 async fn a_failed_handshake_closes_the_link() {
     // A modern-only client against a server that speaks only the handshake era.
     let legacy_only = Server::builder("old", "1")
-        .config(oxmcp_server::ServerConfig {
-            modern: false,
-            ..oxmcp_server::ServerConfig::default()
-        })
+        .config(oxmcp_server::ServerConfig::default().modern(false))
         .build()
         .unwrap();
     let (ours, theirs) = oxmcp_transport::duplex();
     tokio::spawn(async move { legacy_only.serve(theirs.incoming, theirs.outgoing).await });
     let closes = Arc::new(AtomicUsize::new(0));
-    let config = ClientConfig {
-        era: EraChoice::Modern,
-        ..ClientConfig::default()
-    };
+    let config = ClientConfig::default().era(EraChoice::Modern);
     let r = Client::connect_over(
         ours,
         Counting(closes.clone()),
@@ -137,10 +128,8 @@ for line in sys.stdin:
 
 #[tokio::test]
 async fn complete_works_against_a_2024_11_05_server() {
-    let config = ClientConfig {
-        protocol_version: oxmcp_types::ProtocolVersion::V2024_11_05,
-        ..ClientConfig::default()
-    };
+    let config =
+        ClientConfig::default().protocol_version(oxmcp_types::ProtocolVersion::V2024_11_05);
     let args = vec!["-c".to_owned(), OLD_SERVER.to_owned()];
     let c = Client::spawn("python3", &args, ClientHandlers::new(), config)
         .await
@@ -209,12 +198,7 @@ async fn the_server_rereads_roots_when_they_change() {
             .iter()
             .map(|u| serde_json::from_value(json!({"uri": u})).unwrap())
             .collect();
-        async move {
-            Ok(oxmcp_types::ListRootsResult {
-                roots,
-                ..Default::default()
-            })
-        }
+        async move { Ok(oxmcp_types::ListRootsResult::default().with_roots(roots)) }
     });
     let closes = Arc::new(AtomicUsize::new(0));
     let c = Client::connect_over(ours, Counting(closes), handlers, ClientConfig::default())
@@ -337,10 +321,8 @@ async fn url_elicitation_required_then_complete_then_retry() {
                     tokio::spawn(async move {
                         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                         flag.store(true, Ordering::SeqCst);
-                        let params = oxmcp_types::ElicitationCompleteParams {
-                            elicitation_id: "e1".into(),
-                            ..Default::default()
-                        };
+                        let params = oxmcp_types::ElicitationCompleteParams::default()
+                            .with_elicitation_id("e1".into());
                         let _ = peer
                             .notify::<oxmcp_types::methods::ElicitationComplete>(&params)
                             .await;
@@ -425,10 +407,7 @@ for line in sys.stdin:
 async fn structured_content_is_checked_against_the_output_schema() {
     let argv = vec!["-c".to_owned(), LYING_SERVER.to_owned()];
     let spawn = |validate_output| {
-        let config = ClientConfig {
-            validate_output,
-            ..ClientConfig::default()
-        };
+        let config = ClientConfig::default().validate_output(validate_output);
         Client::spawn("python3", &argv, ClientHandlers::new(), config)
     };
     let c = spawn(true).await.unwrap();

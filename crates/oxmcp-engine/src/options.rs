@@ -10,18 +10,24 @@ use oxmcp_types::ProgressParams;
 pub type ProgressCallback = Arc<dyn Fn(ProgressParams) + Send + Sync>;
 
 /// Settings for one outgoing request.
-#[derive(Clone)]
+#[derive(Clone, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "", generate_private = false)]
 pub struct RequestOptions {
     /// Time without a response (or progress, if `reset_on_progress`) before giving up.
+    #[setters(skip)]
     pub timeout: Duration,
     /// Hard cap on the total time, progress or not.
+    #[setters(skip)]
     pub max_total: Duration,
     /// Whether progress notifications restart the `timeout` clock.
     pub reset_on_progress: bool,
     /// Called for each progress notification; setting it adds `_meta.progressToken`.
+    #[setters(skip)]
     pub on_progress: Option<ProgressCallback>,
     /// Entries added to the request's `_meta` (a W3C `traceparent`, say); the request's own
     /// entries win.
+    #[setters(skip)]
     pub meta: Option<oxmcp_types::JsonObject>,
 }
 
@@ -83,7 +89,9 @@ impl RequestOptions {
 }
 
 /// Settings for one connection's message loop.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "", generate_private = false)]
 pub struct EngineConfig {
     /// Requests handled at the same time (each entry of a batch counts as one); more wait in
     /// a queue.

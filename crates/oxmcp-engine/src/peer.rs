@@ -461,11 +461,9 @@ impl Peer {
     }
 
     fn send_cancelled(&self, id: i64, reason: &str) {
-        let params = CancelledParams {
-            request_id: Some(Value::from(id)),
-            reason: Some(reason.to_owned()),
-            ..CancelledParams::default()
-        };
+        let params = CancelledParams::default()
+            .with_request_id(Some(Value::from(id)))
+            .with_reason(Some(reason.to_owned()));
         if let Ok(msg) = Message::notification("notifications/cancelled", &params) {
             // Best effort: if the queue is full or closed the peer learns from the timeout.
             let kind = OutKind::Notification {

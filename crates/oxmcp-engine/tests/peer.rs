@@ -229,10 +229,7 @@ async fn ids_are_unique_and_responses_correlate() {
 #[tokio::test(start_paused = true)]
 async fn in_flight_is_bounded_and_notifications_keep_order() {
     let rec: Arc<Recorder> = Arc::default();
-    let config = EngineConfig {
-        max_in_flight: 3,
-        ..EngineConfig::default()
-    };
+    let config = EngineConfig::default().max_in_flight(3);
     let (_peer, mut remote) = start(rec.clone(), config);
     for i in 0..10 {
         remote
@@ -356,10 +353,7 @@ fn entries(answer: &Value) -> Vec<(i64, Option<i64>)> {
 #[tokio::test(start_paused = true)]
 async fn batch_entries_count_against_the_in_flight_bound() {
     let rec: Arc<Recorder> = Arc::default();
-    let config = EngineConfig {
-        max_in_flight: 2,
-        ..EngineConfig::default()
-    };
+    let config = EngineConfig::default().max_in_flight(2);
     let (_peer, mut remote) = start(rec.clone(), config);
     remote
         .send(Value::Array((0..6).map(|i| sleep_req(i, 100)).collect()))
@@ -374,10 +368,7 @@ async fn batch_entries_count_against_the_in_flight_bound() {
 
 #[tokio::test(start_paused = true)]
 async fn batch_entries_over_busy_after_are_told_the_server_is_busy() {
-    let config = EngineConfig {
-        busy_after: Some(3),
-        ..EngineConfig::default()
-    };
+    let config = EngineConfig::default().busy_after(Some(3));
     let (_peer, mut remote) = start(Arc::default(), config);
     remote.send(sleep_req(100, 1000)).await;
     remote
@@ -407,10 +398,7 @@ async fn batch_entries_over_busy_after_are_told_the_server_is_busy() {
 
 #[tokio::test(start_paused = true)]
 async fn batch_entries_can_be_cancelled() {
-    let config = EngineConfig {
-        max_in_flight: 1,
-        ..EngineConfig::default()
-    };
+    let config = EngineConfig::default().max_in_flight(1);
     let (_peer, mut remote) = start(Arc::default(), config);
     // Entry 2 is still queued behind entry 1 when it is cancelled.
     remote

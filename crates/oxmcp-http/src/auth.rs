@@ -40,7 +40,9 @@ pub trait TokenVerifier: std::fmt::Debug + Send + Sync + 'static {
 
 /// Scopes required beyond a valid token: for every request, per method, and per tool, prompt
 /// or resource.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "", generate_private = false)]
 pub struct ScopePolicy {
     /// Needed for anything at all.
     pub all: Vec<String>,
@@ -381,10 +383,7 @@ mod tests {
 
     #[test]
     fn required_scopes_per_method_and_tool() {
-        let mut p = ScopePolicy {
-            all: vec!["mcp".into()],
-            ..ScopePolicy::default()
-        };
+        let mut p = ScopePolicy::default().all(vec!["mcp".into()]);
         p.methods.insert("tools/call".into(), vec!["tools".into()]);
         p.tools
             .insert("delete".into(), vec!["admin".into(), "mcp".into()]);

@@ -211,10 +211,7 @@ mod tests {
             Client::of(&c, &ext("[2001:db8:1:2:ffff::9]:1", None)),
             "one /64 is one client"
         );
-        let strict = HttpConfig {
-            limit_loopback: true,
-            ..HttpConfig::default()
-        };
+        let strict = HttpConfig::default().limit_loopback(true);
         assert_eq!(
             Client::of(&strict, &ext("127.0.0.1:1", None)),
             Client::Address("127.0.0.1".into())
@@ -224,12 +221,10 @@ mod tests {
 
     #[test]
     fn counts_and_buckets_are_per_client() {
-        let c = HttpConfig {
-            max_sessions_per_address: 3,
-            client_session_rate: 1,
-            client_session_burst: 2,
-            ..HttpConfig::default()
-        };
+        let c = HttpConfig::default()
+            .max_sessions_per_address(3)
+            .client_session_rate(1)
+            .client_session_burst(2);
         let t = ClientTable::default();
         let a = Client::Address("192.0.2.1".into());
         let b = Client::Address("192.0.2.2".into());

@@ -17,7 +17,9 @@ pub enum ResponseMode {
 }
 
 /// Settings of [`crate::StreamableHttp`].
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "", generate_private = false)]
 pub struct HttpConfig {
     /// Path of the MCP endpoint.
     pub path: String,
@@ -91,11 +93,9 @@ impl HttpConfig {
     /// The message-loop settings of one connection, from the hosted service's own under
     /// these settings: "busy" instead of backpressure, and a stall timeout.
     pub(crate) fn engine(&self, service: oxmcp_engine::EngineConfig) -> oxmcp_engine::EngineConfig {
-        oxmcp_engine::EngineConfig {
-            busy_after: Some(self.max_requests_per_session.max(1)),
-            stall_timeout: Some(self.stall_timeout),
-            ..service
-        }
+        service
+            .busy_after(Some(self.max_requests_per_session.max(1)))
+            .stall_timeout(Some(self.stall_timeout))
     }
 }
 

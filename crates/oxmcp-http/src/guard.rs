@@ -99,15 +99,9 @@ mod tests {
             .is_err()
         );
         assert!(check(&c, &headers("localhost.evil.com", None)).is_err());
-        let off = HttpConfig {
-            dns_rebinding_protection: false,
-            ..HttpConfig::default()
-        };
+        let off = HttpConfig::default().dns_rebinding_protection(false);
         assert!(check(&off, &headers("evil.example.com", None)).is_ok());
-        let custom = HttpConfig {
-            allowed_hosts: vec!["mcp.example.com".into()],
-            ..HttpConfig::default()
-        };
+        let custom = HttpConfig::default().allowed_hosts(vec!["mcp.example.com".into()]);
         assert!(
             check(
                 &custom,

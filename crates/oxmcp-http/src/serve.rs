@@ -21,7 +21,9 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 /// Settings of [`serve_router_with`].
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "", generate_private = false)]
 pub struct ServeOptions {
     /// A connection must deliver a request's complete headers within this time, also while it
     /// sits idle between requests (slowloris protection). Default 30 s.

@@ -87,10 +87,7 @@ async fn streamable_http_hosts_a_hand_written_service() {
     let shouter = Arc::new(Shouter::default());
     let http = StreamableHttp::new(
         shouter.clone(),
-        HttpConfig {
-            response_mode: oxmcp_http::ResponseMode::Json,
-            ..HttpConfig::default()
-        },
+        HttpConfig::default().response_mode(oxmcp_http::ResponseMode::Json),
     );
     let url = format!("{}/mcp", listen(http.router()).await);
     let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{

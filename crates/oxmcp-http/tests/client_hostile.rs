@@ -155,13 +155,10 @@ impl Recorder {
 }
 
 fn secrets() -> HttpClientConfig {
-    HttpClientConfig {
-        headers: vec![
-            ("Authorization".into(), "Bearer s3cret".into()),
-            ("X-Api-Key".into(), "k3y".into()),
-        ],
-        ..HttpClientConfig::default()
-    }
+    HttpClientConfig::default().headers(vec![
+        ("Authorization".into(), "Bearer s3cret".into()),
+        ("X-Api-Key".into(), "k3y".into()),
+    ])
 }
 
 /// Connects and performs the handshake with `config`; `None` if it hangs.
@@ -230,10 +227,7 @@ async fn modern_requests_follow_no_redirect_to_another_origin() {
     let other = Recorder::start().await;
     let target = other.url("/mcp");
     let (base, log) = fake(move |_| redirect_to(target.clone())).await;
-    let config = ClientConfig {
-        era: oxmcp_client::EraChoice::Modern,
-        ..ClientConfig::default()
-    };
+    let config = ClientConfig::default().era(oxmcp_client::EraChoice::Modern);
     let client = handshake_with(&format!("{base}/mcp"), secrets(), config).await;
     other.assert_untouched().await;
     let seen = log.lock().unwrap().clone();
@@ -446,10 +440,7 @@ async fn retry_zero_does_not_make_the_standalone_stream_spin() {
 #[tokio::test]
 async fn retry_zero_does_not_make_resumption_spin() {
     let (base, log) = retry_zero_server().await;
-    let http = HttpClientConfig {
-        standalone_stream: false,
-        ..HttpClientConfig::default()
-    };
+    let http = HttpClientConfig::default().standalone_stream(false);
     let client = handshake(&format!("{base}/mcp"), http)
         .await
         .unwrap()
@@ -516,10 +507,7 @@ async fn list_tools_stops_on_a_repeated_cursor() {
 async fn list_tools_stops_after_max_pages() {
     assert_eq!(ClientConfig::default().max_pages, 1000);
     let (base, log) = endless_pages(|n| format!("page-{n}")).await;
-    let config = ClientConfig {
-        max_pages: 20,
-        ..ClientConfig::default()
-    };
+    let config = ClientConfig::default().max_pages(20);
     let why = list_tools_fails(&base, config).await;
     assert!(why.contains("20 pages"), "{why}");
     assert_eq!(pages_asked(&log), 20);

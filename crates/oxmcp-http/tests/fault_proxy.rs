@@ -30,15 +30,12 @@ type Counts = Arc<Mutex<HashMap<u64, u32>>>;
 fn server(gets: Counts, bumps: Counts) -> Server {
     Server::builder("faulty-net", "1")
         .typed_tool(
-            Tool {
-                name: "get".into(),
-                description: Some("reads n (read-only, safe to repeat)".into()),
-                annotations: Some(ToolAnnotations {
-                    read_only_hint: Some(true),
-                    ..ToolAnnotations::default()
-                }),
-                ..Tool::default()
-            },
+            Tool::default()
+                .with_name("get".into())
+                .with_description(Some("reads n (read-only, safe to repeat)".into()))
+                .with_annotations(Some(
+                    ToolAnnotations::default().with_read_only_hint(Some(true)),
+                )),
             move |_c: Ctx, a: N| {
                 let gets = gets.clone();
                 async move {
@@ -211,11 +208,9 @@ async fn the_retrying_client_survives_a_faulty_network() {
     let bumps: Counts = Arc::default();
     let http = StreamableHttp::new(
         server(gets.clone(), bumps.clone()),
-        HttpConfig {
-            response_mode: ResponseMode::Sse,
-            sse_retry: Duration::from_millis(20),
-            ..HttpConfig::default()
-        },
+        HttpConfig::default()
+            .response_mode(ResponseMode::Sse)
+            .sse_retry(Duration::from_millis(20)),
     );
     let upstream = serve(http, Default::default(), ServeOptions::default()).await;
     let proxy = Arc::new(Proxy {
@@ -228,22 +223,18 @@ async fn the_retrying_client_survives_a_faulty_network() {
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     tokio::spawn(serve_proxy(proxy.clone(), listener));
 
-    let http = HttpClientConfig {
-        reuse_connections: false, // one request per connection: each can be faulted
-        standalone_stream: false,
-        default_retry: Duration::from_millis(20),
-        max_reconnect_delay: Duration::from_millis(200),
-        ..HttpClientConfig::default()
-    };
-    let config = ClientConfig {
-        retry: RetryPolicy {
-            max_attempts: 8,
-            base_delay: Duration::from_millis(10),
-            max_delay: Duration::from_millis(200),
-            attempt_timeout: Some(Duration::from_secs(5)),
-        },
-        ..ClientConfig::default()
-    };
+    let http = HttpClientConfig::default()
+        .reuse_connections(false) // one request per connection: each can be faulted
+        .standalone_stream(false)
+        .default_retry(Duration::from_millis(20))
+        .max_reconnect_delay(Duration::from_millis(200));
+    let config = ClientConfig::default().retry(
+        RetryPolicy::default()
+            .max_attempts(8)
+            .base_delay(Duration::from_millis(10))
+            .max_delay(Duration::from_millis(200))
+            .attempt_timeout(Some(Duration::from_secs(5))),
+    );
     let (client, _handle) = connect_with(&url, http, ClientHandlers::new(), config).await;
     let client = Arc::new(client.unwrap());
     // Learn which tools are safe (annotations), then turn the faults on once the handshake's

@@ -121,10 +121,7 @@ fn echo(id: u64, message: &str, modern: bool) -> Value {
 async fn our_client_in_both_forms_and_the_unary_call() {
     let url = endpoint(HttpConfig::default()).await;
     for form in [Form::Json, Form::Protobuf] {
-        let config = GrpcClientConfig {
-            form,
-            ..Default::default()
-        };
+        let config = GrpcClientConfig::default().form(form);
         let (channels, link) = grpc_connect(&url, config.clone()).await.unwrap();
         let client = client_over(channels, link).await;
         let tools = client.list_tools().await.unwrap();
@@ -251,11 +248,7 @@ async fn refusals_are_grpc_statuses() {
 
 #[tokio::test]
 async fn an_oversized_message_ends_the_stream_after_what_was_accepted() {
-    let url = endpoint(HttpConfig {
-        max_body: 1024,
-        ..HttpConfig::default()
-    })
-    .await;
+    let url = endpoint(HttpConfig::default().max_body(1024)).await;
     let mut s = raw(&url).await;
     let slow = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":200},"_meta":modern_meta()}});
     s.send_json(slow).await;
@@ -332,11 +325,7 @@ async fn calls_need_the_bearer_token() {
         metadata_url: "http://127.0.0.1/.well-known/oauth-protected-resource/mcp".into(),
         scopes: Default::default(),
     };
-    let url = endpoint(HttpConfig {
-        auth: Some(Arc::new(auth)),
-        ..HttpConfig::default()
-    })
-    .await;
+    let url = endpoint(HttpConfig::default().auth(Some(Arc::new(auth)))).await;
     let e = raw_with(&url, &[]).await.err().unwrap();
     assert_eq!(e.code(), Code::Unauthenticated);
     let challenge = e
@@ -356,10 +345,8 @@ async fn calls_need_the_bearer_token() {
         .unwrap_err();
     assert!(unary.to_string().contains("Unauthenticated"), "{unary}");
 
-    let good = GrpcClientConfig {
-        headers: vec![("Authorization".into(), "Bearer let-me-in".into())],
-        ..Default::default()
-    };
+    let good = GrpcClientConfig::default()
+        .headers(vec![("Authorization".into(), "Bearer let-me-in".into())]);
     let (channels, link) = grpc_connect(&url, good.clone()).await.unwrap();
     let client = client_over(channels, link).await;
     assert!(!client.list_tools().await.unwrap().is_empty());
@@ -374,11 +361,7 @@ async fn calls_need_the_bearer_token() {
 #[tokio::test]
 async fn shutdown_answers_what_was_accepted_then_ends() {
     let shutdown = tokio_util::sync::CancellationToken::new();
-    let url = endpoint(HttpConfig {
-        shutdown: shutdown.clone(),
-        ..HttpConfig::default()
-    })
-    .await;
+    let url = endpoint(HttpConfig::default().shutdown(shutdown.clone())).await;
     let mut s = raw(&url).await;
     s.send_json(json!({"jsonrpc":"2.0","id":"m","method":"tools/call","params":{"name":"sleep","arguments":{"ms":300},"_meta": modern_meta()}}))
         .await;
@@ -424,11 +407,7 @@ async fn per_tool_scopes_hold_on_every_message() {
         metadata_url: "http://127.0.0.1/.well-known/oauth-protected-resource/mcp".into(),
         scopes,
     };
-    let url = endpoint(HttpConfig {
-        auth: Some(Arc::new(auth)),
-        ..HttpConfig::default()
-    })
-    .await;
+    let url = endpoint(HttpConfig::default().auth(Some(Arc::new(auth)))).await;
     let mut s = raw_with(&url, &[("authorization", "Bearer t")])
         .await
         .unwrap();
@@ -442,10 +421,8 @@ async fn per_tool_scopes_hold_on_every_message() {
     let (_, r) = s.next().await.unwrap();
     assert_eq!(r["result"]["content"][0]["text"], "allowed", "{r}");
     // The unary method too.
-    let config = GrpcClientConfig {
-        headers: vec![("authorization".into(), "Bearer t".into())],
-        ..Default::default()
-    };
+    let config =
+        GrpcClientConfig::default().headers(vec![("authorization".into(), "Bearer t".into())]);
     let answer = grpc_call(&url, &sleep, &config).await.unwrap();
     assert_eq!(
         answer["error"]["data"]["error"], "insufficient_scope",
@@ -457,11 +434,7 @@ async fn per_tool_scopes_hold_on_every_message() {
 /// free again once a stream ends.
 #[tokio::test]
 async fn open_streams_are_capped() {
-    let url = endpoint(HttpConfig {
-        max_sessions: 2,
-        ..HttpConfig::default()
-    })
-    .await;
+    let url = endpoint(HttpConfig::default().max_sessions(2)).await;
     let first = raw(&url).await;
     let _second = raw(&url).await;
     let e = raw_with(&url, &[]).await.err().unwrap();

@@ -54,10 +54,7 @@ async fn a_legacy_request_mentioning_the_modern_key_stays_legacy() {
 /// `n` connections calling `sleep` at once in one session: every call gets its result.
 async fn parallel_calls_in_one_session(mode: ResponseMode, n: u64) {
     let s = start(
-        HttpConfig {
-            response_mode: mode,
-            ..HttpConfig::default()
-        },
+        HttpConfig::default().response_mode(mode),
         ServeOptions::default(),
     )
     .await;
@@ -139,10 +136,7 @@ async fn cancelled_requests_leave_nothing_behind() {
         let store = Arc::new(MemoryEventStore::new(1024));
         let endpoint = StreamableHttp::with_event_store(
             server(),
-            HttpConfig {
-                response_mode: mode,
-                ..HttpConfig::default()
-            },
+            HttpConfig::default().response_mode(mode),
             store.clone(),
         );
         let s = serve(endpoint, Default::default(), ServeOptions::default()).await;
@@ -297,11 +291,9 @@ async fn host_and_origin_are_checked_before_the_body_is_read() {
 #[tokio::test]
 async fn modern_requests_and_listen_streams_are_capped() {
     let s = start(
-        HttpConfig {
-            max_stateless_requests: 3,
-            max_listen_streams: 1,
-            ..HttpConfig::default()
-        },
+        HttpConfig::default()
+            .max_stateless_requests(3)
+            .max_listen_streams(1),
         ServeOptions::default(),
     )
     .await;
@@ -360,10 +352,7 @@ async fn modern_requests_and_listen_streams_are_capped() {
 async fn connections_are_capped() {
     let s = start(
         HttpConfig::default(),
-        ServeOptions {
-            max_connections: 2,
-            ..ServeOptions::default()
-        },
+        ServeOptions::default().max_connections(2),
     )
     .await;
     use tokio::io::AsyncReadExt;
@@ -445,10 +434,7 @@ async fn idle_http2_connections_are_closed() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let s = start(
         HttpConfig::default(),
-        ServeOptions {
-            idle_timeout: Duration::from_millis(400),
-            ..ServeOptions::default()
-        },
+        ServeOptions::default().idle_timeout(Duration::from_millis(400)),
     )
     .await;
     let mut tcp = tokio::net::TcpStream::connect(s.addr).await.unwrap();
@@ -481,10 +467,7 @@ async fn idle_http2_connections_are_closed() {
 async fn a_legacy_client_that_never_reads_blocks_nobody() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
     let server = server();
-    let config = HttpConfig {
-        stall_timeout: Duration::from_secs(1),
-        ..HttpConfig::default()
-    };
+    let config = HttpConfig::default().stall_timeout(Duration::from_secs(1));
     let legacy = oxmcp_http::LegacySse::new(server.clone(), config.clone());
     let http = StreamableHttp::new(server.clone(), config);
     let app = http.router().merge(legacy.router());

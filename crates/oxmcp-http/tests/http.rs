@@ -20,10 +20,7 @@ use common::*;
 #[tokio::test]
 async fn status_codes() {
     let srv = start(
-        HttpConfig {
-            max_body: 4096,
-            ..HttpConfig::default()
-        },
+        HttpConfig::default().max_body(4096),
         ServeOptions::default(),
     )
     .await;
@@ -187,10 +184,7 @@ async fn json_and_sse_responses_and_three_concurrent_posts() {
 #[tokio::test]
 async fn resumption_replays_the_right_stream_only() {
     let store = Arc::new(MemoryEventStore::new(1024));
-    let config = HttpConfig {
-        response_mode: ResponseMode::Sse,
-        ..HttpConfig::default()
-    };
+    let config = HttpConfig::default().response_mode(ResponseMode::Sse);
     let http = StreamableHttp::with_event_store(server(), config, store.clone());
     let srv = serve(http, Default::default(), ServeOptions::default()).await;
     let url = srv.url.clone();
@@ -237,10 +231,7 @@ async fn resumption_replays_the_right_stream_only() {
 
 #[tokio::test]
 async fn idle_sessions_expire() {
-    let config = HttpConfig {
-        session_idle_timeout: Duration::from_millis(200),
-        ..HttpConfig::default()
-    };
+    let config = HttpConfig::default().session_idle_timeout(Duration::from_millis(200));
     let srv = start(config, ServeOptions::default()).await;
     let s = Session::open(&srv.url).await;
     assert_eq!(srv.http.session_count(), 1);
@@ -364,10 +355,7 @@ async fn a_plugged_in_event_store_is_used() {
         appends: Default::default(),
         replays: Default::default(),
     });
-    let config = HttpConfig {
-        response_mode: ResponseMode::Sse,
-        ..HttpConfig::default()
-    };
+    let config = HttpConfig::default().response_mode(ResponseMode::Sse);
     let http = StreamableHttp::with_event_store(server(), config, store.clone());
     let srv = serve(http, Default::default(), ServeOptions::default()).await;
     let a = Session::open(&srv.url).await;
@@ -522,10 +510,7 @@ async fn legacy_and_modern_clients_on_one_server_at_once() {
 
 #[tokio::test]
 async fn auto_client_over_http_picks_the_era() {
-    let auto = ClientConfig {
-        era: oxmcp_client::EraChoice::Auto,
-        ..ClientConfig::default()
-    };
+    let auto = ClientConfig::default().era(oxmcp_client::EraChoice::Auto);
     // A dual-era server: the client speaks 2026-07-28, statelessly.
     let srv = start(HttpConfig::default(), ServeOptions::default()).await;
     let http = HttpClientConfig::default();
@@ -549,10 +534,7 @@ async fn auto_client_over_http_picks_the_era() {
     );
     // A legacy-only server: the probe fails, the client falls back to a session.
     let legacy_only = with_tools(
-        Server::builder("old", "1").config(oxmcp_server::ServerConfig {
-            modern: false,
-            ..Default::default()
-        }),
+        Server::builder("old", "1").config(oxmcp_server::ServerConfig::default().modern(false)),
     )
     .build()
     .unwrap();

@@ -17,10 +17,7 @@ use common::*;
 #[tokio::test]
 async fn body_size_is_limited_while_streaming() {
     let s = start(
-        HttpConfig {
-            max_body: 1024,
-            ..HttpConfig::default()
-        },
+        HttpConfig::default().max_body(1024),
         ServeOptions::default(),
     )
     .await;
@@ -57,13 +54,7 @@ async fn start_with_principals(config: HttpConfig) -> Running {
 
 async fn start_server_with_principals(server: oxmcp_server::Server, config: HttpConfig) -> Running {
     let shutdown = tokio_util::sync::CancellationToken::new();
-    let http = oxmcp_http::StreamableHttp::new(
-        server,
-        HttpConfig {
-            shutdown: shutdown.clone(),
-            ..config
-        },
-    );
+    let http = oxmcp_http::StreamableHttp::new(server, config.shutdown(shutdown.clone()));
     let router = http.router().layer(axum::middleware::from_fn(
         |mut req: axum::extract::Request, next: axum::middleware::Next| async move {
             let user = req
@@ -90,11 +81,7 @@ async fn init_as(url: &str, user: &str) -> reqwest::Response {
 
 #[tokio::test]
 async fn sessions_per_principal() {
-    let s = start_with_principals(HttpConfig {
-        max_sessions_per_principal: 2,
-        ..HttpConfig::default()
-    })
-    .await;
+    let s = start_with_principals(HttpConfig::default().max_sessions_per_principal(2)).await;
     let a1 = init_as(&s.url, "alice").await;
     assert_eq!(a1.status(), StatusCode::OK);
     let a1 = a1.headers()["mcp-session-id"].to_str().unwrap().to_owned();
@@ -135,12 +122,10 @@ async fn sessions_and_new_session_rate_per_address() {
     // Loopback is exempt by default (a local server's clients share its address); this test
     // counts it like a remote address.
     let s = start(
-        HttpConfig {
-            limit_loopback: true,
-            max_sessions_per_address: 3,
-            client_session_rate: 1000,
-            ..HttpConfig::default()
-        },
+        HttpConfig::default()
+            .limit_loopback(true)
+            .max_sessions_per_address(3)
+            .client_session_rate(1000),
         ServeOptions::default(),
     )
     .await;
@@ -156,12 +141,10 @@ async fn sessions_and_new_session_rate_per_address() {
     assert_eq!(s.http.session_count(), 3);
 
     let s = start(
-        HttpConfig {
-            limit_loopback: true,
-            client_session_rate: 2,
-            client_session_burst: 2,
-            ..HttpConfig::default()
-        },
+        HttpConfig::default()
+            .limit_loopback(true)
+            .client_session_rate(2)
+            .client_session_burst(2),
         ServeOptions::default(),
     )
     .await;
@@ -224,21 +207,16 @@ async fn a_burst_of_2000_new_sessions_is_served_by_default() {
 #[tokio::test]
 async fn a_burst_of_2000_from_one_counted_address_is_served_by_default() {
     // Loopback counted like any remote address: the defaults still admit the burst.
-    let config = HttpConfig {
-        limit_loopback: true,
-        ..HttpConfig::default()
-    };
+    let config = HttpConfig::default().limit_loopback(true);
     burst_is_served(config, 2000).await;
 }
 
 #[tokio::test]
 async fn a_session_with_a_request_in_progress_is_not_idle() {
     let s = start(
-        HttpConfig {
-            session_idle_timeout: Duration::from_millis(300),
-            response_mode: ResponseMode::Json,
-            ..HttpConfig::default()
-        },
+        HttpConfig::default()
+            .session_idle_timeout(Duration::from_millis(300))
+            .response_mode(ResponseMode::Json),
         ServeOptions::default(),
     )
     .await;
@@ -292,10 +270,7 @@ async fn a_modern_request_counts_until_its_handler_finishes() {
         )
         .build()
         .unwrap();
-    let config = HttpConfig {
-        max_stateless_requests: 1,
-        ..HttpConfig::default()
-    };
+    let config = HttpConfig::default().max_stateless_requests(1);
     let s = start_with(server, config, ServeOptions::default()).await;
     let modern = |id: u64| {
         let params = json!({"name":"watched","arguments":{"ms":1500}});
@@ -326,10 +301,7 @@ async fn a_modern_request_counts_until_its_handler_finishes() {
 #[tokio::test]
 async fn sessions_that_never_initialize_expire() {
     let s = start(
-        HttpConfig {
-            session_init_timeout: Duration::from_millis(300),
-            ..HttpConfig::default()
-        },
+        HttpConfig::default().session_init_timeout(Duration::from_millis(300)),
         ServeOptions::default(),
     )
     .await;
@@ -364,12 +336,10 @@ async fn sessions_that_never_initialize_expire() {
 #[tokio::test]
 async fn requests_and_streams_per_session() {
     let s = start(
-        HttpConfig {
-            max_requests_per_session: 2,
-            max_streams_per_session: 3,
-            response_mode: ResponseMode::Sse,
-            ..HttpConfig::default()
-        },
+        HttpConfig::default()
+            .max_requests_per_session(2)
+            .max_streams_per_session(3)
+            .response_mode(ResponseMode::Sse),
         ServeOptions::default(),
     )
     .await;
@@ -458,15 +428,10 @@ async fn a_panicking_handler_fails_only_its_request() {
 #[tokio::test]
 async fn slowloris_connections_are_closed() {
     let s = start(
-        HttpConfig {
-            body_read_timeout: Duration::from_millis(300),
-            ..HttpConfig::default()
-        },
-        ServeOptions {
-            header_read_timeout: Duration::from_millis(300),
-            idle_timeout: Duration::from_millis(400),
-            ..ServeOptions::default()
-        },
+        HttpConfig::default().body_read_timeout(Duration::from_millis(300)),
+        ServeOptions::default()
+            .header_read_timeout(Duration::from_millis(300))
+            .idle_timeout(Duration::from_millis(400)),
     )
     .await;
     let closed_within = |mut tcp: tokio::net::TcpStream| async move {
@@ -529,14 +494,8 @@ async fn slowloris_connections_are_closed() {
 #[tokio::test]
 async fn graceful_shutdown_drains_in_flight_requests() {
     let s = start(
-        HttpConfig {
-            response_mode: ResponseMode::Json,
-            ..HttpConfig::default()
-        },
-        ServeOptions {
-            drain_deadline: Duration::from_secs(5),
-            ..ServeOptions::default()
-        },
+        HttpConfig::default().response_mode(ResponseMode::Json),
+        ServeOptions::default().drain_deadline(Duration::from_secs(5)),
     )
     .await;
     let id = session(&s.url).await;

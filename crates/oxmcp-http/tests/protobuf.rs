@@ -74,10 +74,7 @@ async fn the_server_takes_and_gives_protobuf() {
 /// Records the Content-Type of every POST.
 async fn served(seen: Arc<Mutex<Vec<String>>>, json_only: bool) -> String {
     let shutdown = CancellationToken::new();
-    let config = HttpConfig {
-        shutdown: shutdown.clone(),
-        ..HttpConfig::default()
-    };
+    let config = HttpConfig::default().shutdown(shutdown.clone());
     let http = StreamableHttp::new(server(), config);
     let router = http.router().layer(axum::middleware::from_fn(
         move |req: Request, next: Next| {
@@ -107,11 +104,9 @@ use axum::response::IntoResponse;
 async fn client(url: &str) -> Client {
     let t = oxmcp_http::client::connect(
         url,
-        HttpClientConfig {
-            encoding: BodyEncoding::Protobuf,
-            standalone_stream: false,
-            ..HttpClientConfig::default()
-        },
+        HttpClientConfig::default()
+            .encoding(BodyEncoding::Protobuf)
+            .standalone_stream(false),
     )
     .unwrap();
     let (channels, link) = t.into_parts();
@@ -204,10 +199,7 @@ fn decode_event(data: &str) -> Value {
 #[tokio::test]
 async fn sse_events_in_protobuf() {
     let s = start(
-        HttpConfig {
-            response_mode: oxmcp_http::ResponseMode::Sse,
-            ..HttpConfig::default()
-        },
+        HttpConfig::default().response_mode(oxmcp_http::ResponseMode::Sse),
         ServeOptions::default(),
     )
     .await;
@@ -274,10 +266,7 @@ async fn sse_events_in_protobuf() {
 #[tokio::test]
 async fn our_client_reads_protobuf_events() {
     let s = start(
-        HttpConfig {
-            response_mode: oxmcp_http::ResponseMode::Sse,
-            ..HttpConfig::default()
-        },
+        HttpConfig::default().response_mode(oxmcp_http::ResponseMode::Sse),
         ServeOptions::default(),
     )
     .await;
@@ -290,10 +279,7 @@ async fn our_client_reads_protobuf_events() {
     });
     let t = oxmcp_http::client::connect(
         &s.url,
-        HttpClientConfig {
-            encoding: BodyEncoding::Protobuf,
-            ..HttpClientConfig::default()
-        },
+        HttpClientConfig::default().encoding(BodyEncoding::Protobuf),
     )
     .unwrap();
     let (channels, link) = t.into_parts();

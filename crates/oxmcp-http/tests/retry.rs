@@ -62,14 +62,11 @@ async fn setup() -> (Client, Arc<Faults>) {
             inject(f.clone(), req, next)
         }));
     let url = format!("{}/mcp", listen(app).await);
-    let config = ClientConfig {
-        retry: RetryPolicy {
-            max_attempts: 4,
-            base_delay: Duration::from_millis(20),
-            ..RetryPolicy::default()
-        },
-        ..ClientConfig::default()
-    };
+    let config = ClientConfig::default().retry(
+        RetryPolicy::default()
+            .max_attempts(4)
+            .base_delay(Duration::from_millis(20)),
+    );
     let (client, _handle) = connect_with(
         &url,
         HttpClientConfig::default(),

@@ -15,10 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 async fn instance(store: MemoryStore) -> Running {
     let shutdown = CancellationToken::new();
-    let config = HttpConfig {
-        shutdown: shutdown.clone(),
-        ..HttpConfig::default()
-    };
+    let config = HttpConfig::default().shutdown(shutdown.clone());
     let http = StreamableHttp::new(server(), config).with_store(Arc::new(store));
     serve(http, shutdown, ServeOptions::default()).await
 }

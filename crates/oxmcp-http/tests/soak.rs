@@ -75,12 +75,10 @@ fn soak_server() {
             .unwrap();
         let http = StreamableHttp::new(
             server,
-            HttpConfig {
-                response_mode: ResponseMode::Sse,
-                session_idle_timeout: Duration::from_secs(2),
-                keep_alive: Duration::from_secs(1),
-                ..HttpConfig::default()
-            },
+            HttpConfig::default()
+                .response_mode(ResponseMode::Sse)
+                .session_idle_timeout(Duration::from_secs(2))
+                .keep_alive(Duration::from_secs(1)),
         );
         let _ = http_cell.set(http.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

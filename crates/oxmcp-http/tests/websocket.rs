@@ -119,11 +119,7 @@ async fn raw_frames_both_eras_and_bad_ones() {
 
 #[tokio::test]
 async fn oversized_messages_wrong_subprotocol_and_origin() {
-    let url = endpoint(HttpConfig {
-        max_body: 1024,
-        ..HttpConfig::default()
-    })
-    .await;
+    let url = endpoint(HttpConfig::default().max_body(1024)).await;
     let mut s = raw(&url).await;
     send(
         &mut s,
@@ -153,25 +149,17 @@ async fn the_upgrade_needs_the_bearer_token() {
         metadata_url: "http://127.0.0.1/.well-known/oauth-protected-resource/ws".into(),
         scopes: Default::default(),
     };
-    let url = endpoint(HttpConfig {
-        auth: Some(std::sync::Arc::new(auth)),
-        ..HttpConfig::default()
-    })
-    .await;
+    let url = endpoint(HttpConfig::default().auth(Some(std::sync::Arc::new(auth)))).await;
     let e = tokio_tungstenite::connect_async(url.as_str())
         .await
         .unwrap_err();
     assert!(e.to_string().contains("401"), "{e}");
-    let bad = WsClientConfig {
-        headers: vec![("authorization".into(), "Bearer nope".into())],
-        ..Default::default()
-    };
+    let bad =
+        WsClientConfig::default().headers(vec![("authorization".into(), "Bearer nope".into())]);
     let e = ws_connect(&url, bad).await.unwrap_err();
     assert!(e.to_string().contains("401"), "{e}");
-    let good = WsClientConfig {
-        headers: vec![("authorization".into(), "Bearer let-me-in".into())],
-        ..Default::default()
-    };
+    let good = WsClientConfig::default()
+        .headers(vec![("authorization".into(), "Bearer let-me-in".into())]);
     let (channels, link) = ws_connect(&url, good).await.unwrap();
     let client = client_over(channels, link).await;
     assert!(!client.list_tools().await.unwrap().is_empty());
@@ -184,10 +172,7 @@ async fn a_silent_peer_is_dropped() {
     let ws = WebSocket::new(
         server(),
         HttpConfig::default(),
-        WsConfig {
-            ping_interval: Duration::from_millis(100),
-            ..WsConfig::default()
-        },
+        WsConfig::default().ping_interval(Duration::from_millis(100)),
     );
     let base = listen(ws.router()).await;
     let url = format!("{}/ws", base.replacen("http://", "ws://", 1));
@@ -212,11 +197,7 @@ async fn a_silent_peer_is_dropped() {
 #[tokio::test]
 async fn shutdown_answers_what_was_accepted_then_closes_1001() {
     let shutdown = tokio_util::sync::CancellationToken::new();
-    let url = endpoint(HttpConfig {
-        shutdown: shutdown.clone(),
-        ..HttpConfig::default()
-    })
-    .await;
+    let url = endpoint(HttpConfig::default().shutdown(shutdown.clone())).await;
     let mut s = raw(&url).await;
     send(&mut s, json!({"jsonrpc":"2.0","id":"m","method":"tools/call","params":{"name":"sleep","arguments":{"ms":300},"_meta": modern_meta()}})).await;
     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -237,11 +218,7 @@ async fn per_tool_scopes_hold_on_every_frame() {
         metadata_url: "http://127.0.0.1/.well-known/oauth-protected-resource/ws".into(),
         scopes,
     };
-    let url = endpoint(HttpConfig {
-        auth: Some(std::sync::Arc::new(auth)),
-        ..HttpConfig::default()
-    })
-    .await;
+    let url = endpoint(HttpConfig::default().auth(Some(std::sync::Arc::new(auth)))).await;
     let mut req = url.as_str().into_client_request().unwrap();
     req.headers_mut()
         .insert("authorization", "Bearer t".parse().unwrap());
@@ -289,11 +266,7 @@ async fn a_slow_reader_loses_nothing() {
 /// At most `max_sessions` connections at once: the next upgrade gets 503.
 #[tokio::test]
 async fn open_connections_are_capped() {
-    let url = endpoint(HttpConfig {
-        max_sessions: 1,
-        ..HttpConfig::default()
-    })
-    .await;
+    let url = endpoint(HttpConfig::default().max_sessions(1)).await;
     let first = raw(&url).await;
     let mut req = url.as_str().into_client_request().unwrap();
     req.headers_mut()

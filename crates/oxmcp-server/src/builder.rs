@@ -211,11 +211,9 @@ impl ServerBuilder {
         R: IntoCallToolResult,
         E: Display + 'static,
     {
-        let tool = Tool {
-            name: name.to_owned(),
-            description: Some(description.to_owned()),
-            ..Tool::default()
-        };
+        let tool = Tool::default()
+            .with_name(name.to_owned())
+            .with_description(Some(description.to_owned()));
         self.typed_tool(tool, f)
     }
 
@@ -262,21 +260,14 @@ impl ServerBuilder {
 
     /// Registers a resource with fixed text contents.
     pub fn text_resource(self, uri: &str, name: &str, mime: &str, text: &str) -> Self {
-        let resource = Resource {
-            uri: uri.to_owned(),
-            name: name.to_owned(),
-            mime_type: Some(mime.to_owned()),
-            ..Resource::default()
-        };
+        let resource = Resource::default()
+            .with_uri(uri.to_owned())
+            .with_name(name.to_owned())
+            .with_mime_type(Some(mime.to_owned()));
         let (mime, text) = (mime.to_owned(), text.to_owned());
         self.resource(resource, move |_, uri| {
             let contents = ResourceContents::text(uri, Some(&mime), text.clone());
-            async move {
-                Ok(ReadResourceResult {
-                    contents: vec![contents],
-                    ..Default::default()
-                })
-            }
+            async move { Ok(ReadResourceResult::default().with_contents(vec![contents])) }
         })
     }
 
@@ -384,15 +375,12 @@ impl ServerBuilder {
         R: IntoCallToolResult,
         E: Display + 'static,
     {
-        let tool = Tool {
-            name: name.to_owned(),
-            description: Some(description.to_owned()),
-            execution: Some(ToolExecution {
-                task_support: Some(support),
-                ..Default::default()
-            }),
-            ..Tool::default()
-        };
+        let tool = Tool::default()
+            .with_name(name.to_owned())
+            .with_description(Some(description.to_owned()))
+            .with_execution(Some(
+                ToolExecution::default().with_task_support(Some(support)),
+            ));
         self.typed_tool(tool, f)
     }
 

@@ -3,7 +3,9 @@
 use oxmcp_engine::EngineConfig;
 
 /// Cache hints on cacheable results (2026-07-28: lists and `resources/read`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "", generate_private = false)]
 pub struct CacheConfig {
     /// `ttlMs`: how long a client may reuse the result.
     pub ttl_ms: u64,
@@ -21,7 +23,9 @@ impl Default for CacheConfig {
 }
 
 /// Settings of a server.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "", generate_private = false)]
 pub struct ServerConfig {
     /// Serve the handshake era (2024-11-05 .. 2025-11-25).
     pub legacy: bool,
@@ -60,13 +64,11 @@ impl Default for ServerConfig {
             request_state_key: crate::mrtr::RequestStateKey::random(),
             request_state_ttl: std::time::Duration::from_secs(15 * 60),
             page_size: 100,
-            engine: EngineConfig {
-                max_in_flight: 64,
-                // JSON-RPC answers unparseable input with `"id": null`; a client never
-                // answers a response, so this cannot start an error storm.
-                answer_unidentified: true,
-                ..EngineConfig::default()
-            },
+            // JSON-RPC answers unparseable input with `"id": null`; a client never
+            // answers a response, so this cannot start an error storm.
+            engine: EngineConfig::default()
+                .max_in_flight(64)
+                .answer_unidentified(true),
             max_subscriptions: 1_000,
             max_uri_len: 8 * 1024,
             task_store: None,

@@ -479,10 +479,8 @@ impl Ctx {
     /// # Errors
     /// [`CallError`] if the connection is gone.
     pub async fn elicitation_complete(&self, id: &str) -> Result<(), CallError> {
-        let params = oxmcp_types::ElicitationCompleteParams {
-            elicitation_id: id.to_owned(),
-            ..Default::default()
-        };
+        let params =
+            oxmcp_types::ElicitationCompleteParams::default().with_elicitation_id(id.to_owned());
         self.rc
             .peer
             .notify::<oxmcp_types::methods::ElicitationComplete>(&params)

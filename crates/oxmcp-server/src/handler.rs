@@ -91,11 +91,9 @@ pub struct Structured<T>(pub T);
 impl<T: Serialize> IntoCallToolResult for Structured<T> {
     fn into_call_tool_result(self) -> CallToolResult {
         match serde_json::to_value(&self.0) {
-            Ok(v) => CallToolResult {
-                content: vec![Content::text(v.to_string())],
-                structured_content: Some(v),
-                ..CallToolResult::default()
-            },
+            Ok(v) => CallToolResult::default()
+                .with_content(vec![Content::text(v.to_string())])
+                .with_structured_content(Some(v)),
             Err(e) => CallToolResult::error(format!("could not serialize the tool output: {e}")),
         }
     }
@@ -105,7 +103,7 @@ impl<T: Serialize> IntoCallToolResult for Structured<T> {
 /// user completes these URL-mode elicitations ([`oxmcp_types::ElicitParams::url`]); the client
 /// retries it afterwards. Return it as the tool's `Err`.
 pub fn url_elicitation_required(elicitations: Vec<oxmcp_types::ElicitParams>) -> ErrorObject {
-    let data = oxmcp_types::UrlElicitationRequired { elicitations };
+    let data = oxmcp_types::UrlElicitationRequired::default().with_elicitations(elicitations);
     ErrorObject::new(
         oxmcp_jsonrpc::ErrorCode::URL_ELICITATION_REQUIRED,
         "This request requires more information.",

@@ -105,16 +105,14 @@ pub(crate) fn discover(server: &Inner) -> DiscoverResult {
     }
     // 2026-07-28 has the tasks extension instead of the 2025-11-25 `tasks` capability.
     capabilities.extra.remove("tasks");
-    DiscoverResult {
-        result_type: Some(ResultType::Complete),
-        supported_versions: supported_versions(),
-        capabilities,
-        instructions: server.instructions.clone(),
-        ttl_ms: Some(server.config.cache.ttl_ms),
-        cache_scope: Some(server.config.cache.scope),
-        meta: Some(server_meta(server)),
-        ..DiscoverResult::default()
-    }
+    DiscoverResult::default()
+        .with_result_type(Some(ResultType::Complete))
+        .with_supported_versions(supported_versions())
+        .with_capabilities(capabilities)
+        .with_instructions(server.instructions.clone())
+        .with_ttl_ms(Some(server.config.cache.ttl_ms))
+        .with_cache_scope(Some(server.config.cache.scope))
+        .with_meta(Some(server_meta(server)))
 }
 
 const CACHEABLE: &[&str] = &[

@@ -145,24 +145,19 @@ impl Inner {
     /// Capabilities, computed from what is registered.
     pub(crate) fn capabilities(&self) -> ServerCapabilities {
         let served = self.served();
-        let listed = || ListChangedCapability {
-            list_changed: Some(true),
-            ..Default::default()
-        };
-        ServerCapabilities {
-            tools: served.tools.then(listed),
-            resources: served.resources.then(|| ResourcesCapability {
-                subscribe: Some(true),
-                list_changed: Some(true),
-                ..Default::default()
-            }),
-            prompts: served.prompts.then(listed),
-            logging: self.logging.then(JsonObject::new),
-            completions: self.completion.is_some().then(JsonObject::new),
-            extensions: self.declared_extensions(),
-            extra: self.legacy_tasks_capability(),
-            ..Default::default()
-        }
+        let listed = || ListChangedCapability::default().with_list_changed(Some(true));
+        ServerCapabilities::default()
+            .with_tools(served.tools.then(listed))
+            .with_resources(served.resources.then(|| {
+                ResourcesCapability::default()
+                    .with_subscribe(Some(true))
+                    .with_list_changed(Some(true))
+            }))
+            .with_prompts(served.prompts.then(listed))
+            .with_logging(self.logging.then(JsonObject::new))
+            .with_completions(self.completion.is_some().then(JsonObject::new))
+            .with_extensions(self.declared_extensions())
+            .with_extra(self.legacy_tasks_capability())
     }
 }
 

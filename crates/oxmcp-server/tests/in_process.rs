@@ -24,10 +24,7 @@ struct Nothing {}
 
 fn server() -> Server {
     let mut b = Server::builder("in-process", "1")
-        .config(ServerConfig {
-            page_size: 2,
-            ..ServerConfig::default()
-        })
+        .config(ServerConfig::default().page_size(2))
         .tool("echo", "echo", |_c: Ctx, a: Echo| async move {
             Ok::<_, String>(a.message)
         })
@@ -38,37 +35,35 @@ fn server() -> Server {
         })
         .text_resource("test://readme", "readme", "text/plain", "read me")
         .resource_template(
-            ResourceTemplate {
-                uri_template: "test://greeting/{name}".into(),
-                name: "greeting".into(),
-                ..Default::default()
-            },
+            ResourceTemplate::default()
+                .with_uri_template("test://greeting/{name}".into())
+                .with_name("greeting".into()),
             |_c: Ctx, uri: String, vars: BTreeMap<String, String>| async move {
                 let text = format!("hello {}", vars["name"]);
-                Ok(ReadResourceResult {
-                    contents: vec![ResourceContents::text(uri, Some("text/plain"), text)],
-                    ..Default::default()
-                })
+                Ok(
+                    ReadResourceResult::default().with_contents(vec![ResourceContents::text(
+                        uri,
+                        Some("text/plain"),
+                        text,
+                    )]),
+                )
             },
         )
         .prompt(
-            Prompt {
-                name: "greet".into(),
-                arguments: Some(vec![PromptArgument {
-                    name: "who".into(),
-                    required: Some(true),
-                    ..Default::default()
-                }]),
-                ..Default::default()
-            },
+            Prompt::default()
+                .with_name("greet".into())
+                .with_arguments(Some(vec![
+                    PromptArgument::default()
+                        .with_name("who".into())
+                        .with_required(Some(true)),
+                ])),
             |_c: Ctx, args: BTreeMap<String, String>| async move {
-                Ok(GetPromptResult {
-                    messages: vec![PromptMessage::text(
+                Ok(
+                    GetPromptResult::default().with_messages(vec![PromptMessage::text(
                         Role::User,
                         format!("greet {}", args["who"]),
-                    )],
-                    ..Default::default()
-                })
+                    )]),
+                )
             },
         )
         .completion(|_c: Ctx, p| async move {
@@ -77,14 +72,14 @@ fn server() -> Server {
                 .filter(|n| n.starts_with(&p.argument.value))
                 .map(|n| (*n).to_owned())
                 .collect();
-            Ok::<_, oxmcp_jsonrpc::ErrorObject>(CompleteResult {
-                completion: Completion {
-                    values,
-                    total: None,
-                    has_more: Some(false),
-                },
-                ..Default::default()
-            })
+            Ok::<_, oxmcp_jsonrpc::ErrorObject>(
+                CompleteResult::default().with_completion(
+                    Completion::default()
+                        .with_values(values)
+                        .with_total(None)
+                        .with_has_more(Some(false)),
+                ),
+            )
         });
     for i in 0..3 {
         b = b.tool(
@@ -361,11 +356,9 @@ async fn tool_names_follow_sep_986() {
         }
     }
     let server = echo("ok").unwrap();
-    let tool = oxmcp_types::Tool {
-        name: "not ok".into(),
-        input_schema: serde_json::from_value(json!({"type": "object"})).unwrap(),
-        ..Default::default()
-    };
+    let tool = oxmcp_types::Tool::default()
+        .with_name("not ok".into())
+        .with_input_schema(serde_json::from_value(json!({"type": "object"})).unwrap());
     let handler: oxmcp_server::ToolFn = std::sync::Arc::new(|_c, _a| {
         Box::pin(async { Ok(oxmcp_types::CallToolResult::text("x")) })
     });

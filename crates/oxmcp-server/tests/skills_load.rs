@@ -104,32 +104,20 @@ fn limits_are_enforced() {
     d.skill("alpha", "alpha")
         .file("alpha/x.txt", "x")
         .file("alpha/y.txt", "y");
-    let few = SkillsConfig {
-        max_files_per_skill: 2,
-        ..SkillsConfig::default()
-    };
+    let few = SkillsConfig::default().max_files_per_skill(2);
     let e = Skills::from_dir_with(d.path(), few).unwrap_err();
     assert!(
         matches!(e, SkillsError::TooManyFiles { limit: 2, .. }),
         "{e}"
     );
-    let small = SkillsConfig {
-        max_skill_bytes: 40,
-        ..SkillsConfig::default()
-    };
+    let small = SkillsConfig::default().max_skill_bytes(40);
     let e = Skills::from_dir_with(d.path(), small).unwrap_err();
     assert!(matches!(e, SkillsError::TooLarge { limit: 40, .. }), "{e}");
-    let one = SkillsConfig {
-        max_skills: 1,
-        ..SkillsConfig::default()
-    };
+    let one = SkillsConfig::default().max_skills(1);
     d.skill("beta", "beta");
     let e = Skills::from_dir_with(d.path(), one).unwrap_err();
     assert!(matches!(e, SkillsError::TooManySkills { .. }), "{e}");
-    let total = SkillsConfig {
-        max_total_bytes: 100,
-        ..SkillsConfig::default()
-    };
+    let total = SkillsConfig::default().max_total_bytes(100);
     let e = Skills::from_dir_with(d.path(), total).unwrap_err();
     assert!(
         matches!(e, SkillsError::TotalTooLarge { limit: 100 }),

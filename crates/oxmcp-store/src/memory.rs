@@ -354,10 +354,7 @@ mod tests {
     async fn sessions_expire_and_instances_share() {
         let a = MemoryStore::new(
             "a",
-            StoreConfig {
-                session_ttl: std::time::Duration::from_millis(50),
-                ..StoreConfig::default()
-            },
+            StoreConfig::default().session_ttl(std::time::Duration::from_millis(50)),
         );
         let b = a.instance_handle("b");
         a.create_session("s", &record()).await.unwrap();

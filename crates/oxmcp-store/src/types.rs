@@ -176,7 +176,9 @@ pub struct StoredTask {
 }
 
 /// Settings shared by the store implementations.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "", generate_private = false)]
 pub struct StoreConfig {
     /// Prefix of every key (several deployments can share one Redis).
     pub namespace: String,

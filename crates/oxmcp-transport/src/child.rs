@@ -34,7 +34,9 @@ pub enum ChildError {
 }
 
 /// How a child is started and stopped.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "", generate_private = false)]
 pub struct ChildConfig {
     /// Maximum line size read from the child's stdout.
     pub max_line: usize,

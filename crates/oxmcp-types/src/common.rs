@@ -29,8 +29,10 @@ pub mod meta_keys {
 }
 
 /// Name and version of a client or server implementation.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct Implementation {
     /// Programmatic name.
     pub name: String,
@@ -49,8 +51,10 @@ pub struct Implementation {
 
 /// An icon a client may show for a tool, prompt, resource, template or implementation
 /// (2025-11-25).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct Icon {
     /// Where the image is: an `https:` URL or a `data:` URI. Clients should load icons only
     /// from their server's or another trusted domain, and treat SVG as active content.
@@ -102,8 +106,10 @@ pub enum Role {
 }
 
 /// Optional annotations on content and resources.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct Annotations {
     /// Intended audience.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -150,8 +156,10 @@ pub enum CacheScope {
 }
 
 /// An empty result (`{}`), with optional `_meta`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct EmptyResult {
     /// 2026-07-28 result kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -165,7 +173,9 @@ pub struct EmptyResult {
 }
 
 /// Params of a request that takes nothing but `_meta`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct EmptyParams {
     /// Metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -176,7 +186,9 @@ pub struct EmptyParams {
 }
 
 /// Params of a paginated list request.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct PaginatedParams {
     /// Where to continue from.
     #[serde(default, skip_serializing_if = "Option::is_none")]

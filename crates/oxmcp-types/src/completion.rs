@@ -25,7 +25,9 @@ pub enum CompletionReference {
 }
 
 /// The argument being completed.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct CompletionArgument {
     /// Argument name.
     pub name: String,
@@ -34,7 +36,9 @@ pub struct CompletionArgument {
 }
 
 /// Already-resolved arguments (2025-06-18+).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct CompletionContext {
     /// Argument values.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -61,8 +65,10 @@ pub struct CompleteParams {
 }
 
 /// Completion values.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct Completion {
     /// Suggestions (at most 100).
     pub values: Vec<String>,
@@ -75,8 +81,10 @@ pub struct Completion {
 }
 
 /// Result of `completion/complete`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct CompleteResult {
     /// 2026-07-28 result kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -29,10 +29,7 @@ pub enum Content {
 impl Content {
     /// A text block.
     pub fn text(text: impl Into<String>) -> Self {
-        Content::Text(TextContent {
-            text: text.into(),
-            ..TextContent::default()
-        })
+        Content::Text(TextContent::default().with_text(text.into()))
     }
 
     /// The text of a text block.
@@ -129,7 +126,9 @@ impl<'de> Deserialize<'de> for Content {
 }
 
 /// `{"type":"text"}` content.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct TextContent {
     /// The text.
     pub text: String,
@@ -145,8 +144,10 @@ pub struct TextContent {
 }
 
 /// Image or audio content: base64 data plus MIME type.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct MediaContent {
     /// Base64-encoded bytes.
     pub data: String,

@@ -6,8 +6,10 @@ use serde_json::Value;
 use crate::common::{JsonObject, ResultType};
 
 /// Params of `elicitation/create`: form mode (`requestedSchema`) or URL mode (`url`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct ElicitParams {
     /// `"form"` (default when absent) or `"url"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -60,8 +62,10 @@ impl ElicitParams {
 
 /// Params of `notifications/elicitation/complete` (2025-11-25): the out-of-band interaction
 /// of a URL-mode elicitation is done.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct ElicitationCompleteParams {
     /// The `elicitationId` of the URL-mode elicitation.
     pub elicitation_id: String,
@@ -75,7 +79,9 @@ pub struct ElicitationCompleteParams {
 
 /// The data of a -32042 error (URL elicitation required, 2025-11-25): the URL-mode
 /// elicitations to complete before the request is retried.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct UrlElicitationRequired {
     /// Each a URL-mode elicitation with its `elicitationId`.
     pub elicitations: Vec<ElicitParams>,

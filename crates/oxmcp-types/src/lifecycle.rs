@@ -5,8 +5,10 @@ use serde::{Deserialize, Serialize};
 use crate::common::{Implementation, JsonObject};
 
 /// A `{ "listChanged": bool }` capability.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct ListChangedCapability {
     /// Whether list-changed notifications are sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -17,8 +19,10 @@ pub struct ListChangedCapability {
 }
 
 /// The resources capability.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct ResourcesCapability {
     /// `resources/subscribe` is supported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -32,7 +36,9 @@ pub struct ResourcesCapability {
 }
 
 /// What a client supports.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct ClientCapabilities {
     /// `roots/list`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -56,7 +62,9 @@ pub struct ClientCapabilities {
 }
 
 /// What a server supports.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct ServerCapabilities {
     /// Tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -86,8 +94,10 @@ pub struct ServerCapabilities {
 }
 
 /// Params of `initialize`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct InitializeParams {
     /// The version the client wants (any string; negotiation handles unknown ones).
     pub protocol_version: String,
@@ -104,8 +114,10 @@ pub struct InitializeParams {
 }
 
 /// Result of `initialize`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct InitializeResult {
     /// The negotiated version.
     pub protocol_version: String,

@@ -9,8 +9,10 @@ use crate::common::{CacheScope, JsonObject, ResultType};
 use crate::lifecycle::ServerCapabilities;
 
 /// Result of `server/discover`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct DiscoverResult {
     /// Result kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -52,8 +54,10 @@ pub type InputRequests = BTreeMap<String, InputRequest>;
 pub type InputResponses = BTreeMap<String, Value>;
 
 /// An `input_required` result.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct InputRequiredResult {
     /// Always `input_required`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -73,8 +77,10 @@ pub struct InputRequiredResult {
 }
 
 /// Which notifications a `subscriptions/listen` stream wants.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct ListenFilter {
     /// Tool list changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -94,7 +100,9 @@ pub struct ListenFilter {
 }
 
 /// Params of `subscriptions/listen` and `notifications/subscriptions/acknowledged`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct ListenParams {
     /// The filter.
     pub notifications: ListenFilter,

@@ -6,8 +6,10 @@ use serde_json::Value;
 use crate::common::{JsonObject, ProgressToken};
 
 /// Params of `notifications/cancelled`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct CancelledParams {
     /// Id of the request to cancel (a string or a number).
     #[serde(default, skip_serializing_if = "Option::is_none")]

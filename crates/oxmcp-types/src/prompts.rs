@@ -9,7 +9,9 @@ use crate::content::Content;
 use crate::resources::list_result;
 
 /// A prompt template.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct Prompt {
     /// Programmatic name.
     pub name: String,
@@ -34,7 +36,9 @@ pub struct Prompt {
 }
 
 /// One prompt argument.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct PromptArgument {
     /// Name.
     pub name: String,
@@ -58,7 +62,9 @@ list_result!(
 );
 
 /// Params of `prompts/get`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct GetPromptParams {
     /// Prompt name.
     pub name: String,
@@ -74,8 +80,10 @@ pub struct GetPromptParams {
 }
 
 /// Result of `prompts/get`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct GetPromptResult {
     /// 2026-07-28 result kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -5,8 +5,10 @@ use serde::{Deserialize, Serialize};
 use crate::common::{Annotations, CacheScope, Cursor, JsonObject, ResultType};
 
 /// A resource the server can read.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct Resource {
     /// Its URI.
     pub uri: String,
@@ -39,8 +41,10 @@ pub struct Resource {
 }
 
 /// A parameterised resource (RFC 6570 URI template).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct ResourceTemplate {
     /// The URI template.
     pub uri_template: String,
@@ -70,8 +74,10 @@ pub struct ResourceTemplate {
 }
 
 /// The contents of a resource: text or base64 blob.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct ResourceContents {
     /// The resource URI.
     pub uri: String,
@@ -146,7 +152,9 @@ list_result!(
 
 /// Params naming one resource: `resources/read`, `resources/subscribe`,
 /// `resources/unsubscribe`, `notifications/resources/updated`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct ResourceUriParams {
     /// The resource URI.
     pub uri: String,
@@ -169,8 +177,10 @@ impl ResourceUriParams {
 }
 
 /// Result of `resources/read`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct ReadResourceResult {
     /// 2026-07-28 result kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]

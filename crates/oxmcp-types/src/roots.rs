@@ -5,7 +5,9 @@ use serde::{Deserialize, Serialize};
 use crate::common::{JsonObject, ResultType};
 
 /// One root.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct Root {
     /// `file://` URI.
     pub uri: String,
@@ -21,8 +23,10 @@ pub struct Root {
 }
 
 /// Result of `roots/list`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct ListRootsResult {
     /// 2026-07-28 result kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -32,8 +32,10 @@ pub struct SamplingMessage {
 }
 
 /// Model selection preferences.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct ModelPreferences {
     /// Model name hints.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -94,7 +96,9 @@ pub struct CreateMessageParams {
 }
 
 /// How a sampled model uses the tools it is given (2025-11-25).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct ToolChoice {
     /// `auto` (the model decides; the default), `required` (at least one tool call) or
     /// `none` (no tool calls).

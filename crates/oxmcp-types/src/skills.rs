@@ -99,7 +99,9 @@ impl SkillEntry {
 }
 
 /// Params of `skills/list`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct ListSkillsParams {
     /// Where the previous page ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -107,8 +109,10 @@ pub struct ListSkillsParams {
 }
 
 /// Result of `skills/list`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct ListSkillsResult {
     /// One page of skills; an entry is never split across pages.
     pub skills: Vec<SkillEntry>,
@@ -124,7 +128,9 @@ pub struct ListSkillsResult {
 }
 
 /// Params of `skills/get`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct GetSkillParams {
     /// The skill's `SKILL.md` URI.
     pub uri: String,
@@ -145,7 +151,9 @@ pub struct GetSkillResult {
 }
 
 /// Params of `resources/directory/read`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct DirectoryReadParams {
     /// The directory's URI (`skill://<name>` or a folder under it).
     pub uri: String,
@@ -155,8 +163,10 @@ pub struct DirectoryReadParams {
 }
 
 /// Result of `resources/directory/read`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct DirectoryReadResult {
     /// The directory's direct children; folders have the MIME type [`DIRECTORY_MIME`].
     pub resources: Vec<Resource>,

@@ -72,8 +72,10 @@ pub enum TaskSupport {
 }
 
 /// A tool's `execution` object.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct ToolExecution {
     /// Whether the tool runs as a task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -124,8 +126,10 @@ pub struct TaskInfo {
 }
 
 /// Params naming one task (`tasks/get`, `tasks/cancel`, `tasks/result`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct TaskIdParams {
     /// The task.
     pub task_id: String,
@@ -135,8 +139,10 @@ pub struct TaskIdParams {
 }
 
 /// Params of `tasks/update` (2026-07-28).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct UpdateTaskParams {
     /// The task.
     pub task_id: String,
@@ -149,7 +155,9 @@ pub struct UpdateTaskParams {
 }
 
 /// The `task` a 2025-11-25 client adds to a request's params to ask for a task.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct TaskRequest {
     /// The lifetime it asks for, in ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -157,8 +165,10 @@ pub struct TaskRequest {
 }
 
 /// Result of `tasks/list` (2025-11-25).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct ListTasksResult {
     /// The tasks.
     pub tasks: Vec<TaskInfo>,

@@ -17,8 +17,10 @@ fast_deserialize!(CallToolResult {
 } required []);
 
 /// A tool the server offers.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct Tool {
     /// Unique name.
     pub name: String,
@@ -100,8 +102,10 @@ impl Tool {
 }
 
 /// Hints about a tool's behaviour. Untrusted unless the server is.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct ToolAnnotations {
     /// Display title.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -124,8 +128,10 @@ pub struct ToolAnnotations {
 }
 
 /// Result of `tools/list`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct ListToolsResult {
     /// 2026-07-28 result kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -150,7 +156,9 @@ pub struct ListToolsResult {
 }
 
 /// Params of `tools/call`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct CallToolParams {
     /// Tool name.
     pub name: String,
@@ -177,8 +185,10 @@ impl CallToolParams {
 }
 
 /// Result of `tools/call`. A tool failure is `is_error: true`, not a JSON-RPC error.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct CallToolResult {
     /// 2026-07-28 result kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]

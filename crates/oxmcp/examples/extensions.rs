@@ -33,14 +33,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tokio::spawn(oxmcp::http::serve_router(listener, http.router()));
 
     for era in [EraChoice::Legacy, EraChoice::Modern] {
-        let remote = Remote {
-            handlers: ClientHandlers::new().extension(EXTENSION, Default::default()),
-            client: ClientConfig {
-                era,
-                ..Default::default()
-            },
-            ..Default::default()
-        };
+        let remote = Remote::default()
+            .handlers(ClientHandlers::new().extension(EXTENSION, Default::default()))
+            .client(ClientConfig::default().era(era));
         let client = connect(&url, remote).await?;
         let declared = client.server_capabilities().extensions.clone();
         println!("{era:?}: the server declares {declared:?}");

@@ -42,14 +42,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tokio::spawn(oxmcp::http::serve_router(listener, http.router()));
 
     for era in [EraChoice::Legacy, EraChoice::Modern] {
-        let remote = Remote {
-            handlers: ClientHandlers::new(),
-            client: ClientConfig {
-                era,
-                ..Default::default()
-            },
-            ..Default::default()
-        };
+        let remote = Remote::default()
+            .handlers(ClientHandlers::new())
+            .client(ClientConfig::default().era(era));
         let client = connect(&url, remote).await?;
         let mut args = oxmcp::types::JsonObject::new();
         args.insert("target".into(), "docs".into());

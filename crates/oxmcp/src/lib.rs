@@ -55,10 +55,7 @@ pub async fn serve_http(
     addr: impl tokio::net::ToSocketAddrs,
 ) -> std::io::Result<()> {
     let shutdown = oxmcp_http::shutdown_on_signal();
-    let config = oxmcp_http::HttpConfig {
-        shutdown: shutdown.clone(),
-        ..oxmcp_http::HttpConfig::default()
-    };
+    let config = oxmcp_http::HttpConfig::default().shutdown(shutdown.clone());
     let legacy = oxmcp_http::LegacySse::new(server.clone(), config.clone());
     let tools = server.clone();
     let streamable =

@@ -14,7 +14,9 @@ use oxmcp_client::{
 };
 
 /// How to reach a remote server besides its URL.
-#[derive(Clone, Default)]
+#[derive(Clone, Default, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "", generate_private = false)]
 pub struct Remote {
     /// Request headers (HTTP and the WebSocket upgrade) or call metadata (gRPC), such as
     /// `Authorization`.
@@ -46,30 +48,21 @@ pub async fn connect(url: &str, remote: Remote) -> Result<Client, ConnectError> 
     } = remote;
     let failed = |e: &dyn std::fmt::Display| ConnectError::Transport(e.to_string());
     if url.starts_with("ws://") || url.starts_with("wss://") {
-        let config = oxmcp_http::ws::client::WsClientConfig {
-            headers,
-            ..Default::default()
-        };
+        let config = oxmcp_http::ws::client::WsClientConfig::default().headers(headers);
         let (channels, link) = oxmcp_http::ws::client::connect(url, config)
             .await
             .map_err(|e| failed(&e))?;
         return Client::connect_over(channels, link, handlers, client).await;
     }
     if url.starts_with("grpc://") || url.starts_with("grpcs://") {
-        let config = oxmcp_http::grpc::client::GrpcClientConfig {
-            headers,
-            ..Default::default()
-        };
+        let config = oxmcp_http::grpc::client::GrpcClientConfig::default().headers(headers);
         let (channels, link) = oxmcp_http::grpc::client::connect(url, config)
             .await
             .map_err(|e| failed(&e))?;
         return Client::connect_over(channels, link, handlers, client).await;
     }
     if url.starts_with("http://") || url.starts_with("https://") {
-        let config = oxmcp_http::HttpClientConfig {
-            headers,
-            ..Default::default()
-        };
+        let config = oxmcp_http::HttpClientConfig::default().headers(headers);
         let (channels, session) = oxmcp_http::client::connect(url, config)
             .map_err(|e| failed(&e))?
             .into_parts();

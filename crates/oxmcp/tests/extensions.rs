@@ -62,14 +62,9 @@ fn remote(era: EraChoice, declare: bool) -> Remote {
     if declare {
         handlers = handlers.extension(EXT, Default::default());
     }
-    Remote {
-        handlers,
-        client: ClientConfig {
-            era,
-            ..Default::default()
-        },
-        ..Default::default()
-    }
+    Remote::default()
+        .handlers(handlers)
+        .client(ClientConfig::default().era(era))
 }
 
 #[tokio::test]

@@ -58,14 +58,9 @@ async fn the_server_joins_the_clients_trace_in_both_eras() {
     let url = format!("http://{addr}/mcp");
 
     for era in [EraChoice::Legacy, EraChoice::Modern] {
-        let remote = Remote {
-            handlers: ClientHandlers::new(),
-            client: ClientConfig {
-                era,
-                ..Default::default()
-            },
-            ..Default::default()
-        };
+        let remote = Remote::default()
+            .handlers(ClientHandlers::new())
+            .client(ClientConfig::default().era(era));
         let client = connect(&url, remote).await.unwrap();
         let span = tracing::info_span!("client-op");
         let (trace_id, span_id) = {

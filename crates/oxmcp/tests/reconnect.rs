@@ -88,15 +88,13 @@ impl Proxy {
 }
 
 fn quick() -> SupervisorConfig {
-    SupervisorConfig {
-        backoff: RetryPolicy {
-            base_delay: Duration::from_millis(50),
-            max_delay: Duration::from_millis(300),
-            ..RetryPolicy::default()
-        },
-        max_restarts: 50,
-        ..SupervisorConfig::default()
-    }
+    SupervisorConfig::default()
+        .backoff(
+            RetryPolicy::default()
+                .base_delay(Duration::from_millis(50))
+                .max_delay(Duration::from_millis(300)),
+        )
+        .max_restarts(50)
 }
 
 async fn generation(s: &oxmcp::client::Supervised) -> Option<u64> {

@@ -31,21 +31,12 @@ async fn serve(server: Server) -> String {
 }
 
 fn remote(era: EraChoice) -> Remote {
-    Remote {
-        client: ClientConfig {
-            era,
-            ..Default::default()
-        },
-        ..Default::default()
-    }
+    Remote::default().client(ClientConfig::default().era(era))
 }
 
 /// The fixture folder, one skill per `skills/list` page.
 async fn fixture_url() -> String {
-    let config = SkillsConfig {
-        page_size: 1,
-        ..SkillsConfig::default()
-    };
+    let config = SkillsConfig::default().page_size(1);
     let skills = Skills::from_dir_with(fixtures(), config).unwrap();
     serve(
         Server::builder("skills", "1")
@@ -259,18 +250,15 @@ fn liar(served_md: &'static str, claimed_md: &str) -> (Server, Liar) {
         ("skill://pdf/FORMS.md", FORMS),
     ] {
         let log = reads.clone();
-        let resource = Resource {
-            uri: uri.into(),
-            name: uri.into(),
-            ..Resource::default()
-        };
+        let resource = Resource::default()
+            .with_uri(uri.into())
+            .with_name(uri.into());
         b = b.resource(resource, move |_ctx, uri: String| {
             log.lock().unwrap().push(uri.clone());
             async move {
-                Ok::<_, ErrorObject>(ReadResourceResult {
-                    contents: vec![ResourceContents::text(uri, Some("text/markdown"), text)],
-                    ..Default::default()
-                })
+                Ok::<_, ErrorObject>(ReadResourceResult::default().with_contents(vec![
+                    ResourceContents::text(uri, Some("text/markdown"), text),
+                ]))
             }
         });
     }
@@ -339,10 +327,7 @@ fn skills_can_be_built_from_files() {
 
 #[tokio::test]
 async fn directory_listings_are_paginated() {
-    let config = SkillsConfig {
-        directory_page_size: 2,
-        ..SkillsConfig::default()
-    };
+    let config = SkillsConfig::default().directory_page_size(2);
     let skills = Skills::from_dir_with(fixtures(), config).unwrap();
     let url = serve(
         Server::builder("skills", "1")

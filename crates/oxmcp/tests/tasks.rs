@@ -133,14 +133,9 @@ async fn client(url: &str, era: EraChoice, tasks: bool) -> Client {
     if tasks {
         handlers = handlers.tasks();
     }
-    let remote = Remote {
-        handlers,
-        client: ClientConfig {
-            era,
-            ..Default::default()
-        },
-        ..Default::default()
-    };
+    let remote = Remote::default()
+        .handlers(handlers)
+        .client(ClientConfig::default().era(era));
     connect(url, remote).await.unwrap()
 }
 
@@ -407,10 +402,7 @@ async fn client_as(server: &Server, principal: &str, era: EraChoice) -> Client {
         s.serve_as(theirs.incoming, theirs.outgoing, engine, Some(who))
             .await;
     });
-    let config = ClientConfig {
-        era,
-        ..Default::default()
-    };
+    let config = ClientConfig::default().era(era);
     Client::connect(ours.incoming, ours.outgoing, ClientHandlers::new(), config)
         .await
         .unwrap()

@@ -334,10 +334,7 @@ pub async fn start_mcp_full(
     all: Vec<String>,
 ) -> String {
     let verifier = make(&url);
-    let mut scopes = ScopePolicy {
-        all,
-        ..ScopePolicy::default()
-    };
+    let mut scopes = ScopePolicy::default().all(all);
     scopes.tools.insert("admin".into(), vec!["admin".into()]);
     let auth = protect(
         &url,
@@ -349,10 +346,7 @@ pub async fn start_mcp_full(
     .unwrap();
     let http = StreamableHttp::new(
         oxmcp_server(),
-        HttpConfig {
-            auth: Some(Arc::new(auth)),
-            ..HttpConfig::default()
-        },
+        HttpConfig::default().auth(Some(Arc::new(auth))),
     );
     let router = http.router();
     tokio::spawn(async move { oxmcp_http::serve_router(listener, router).await });
@@ -407,11 +401,9 @@ pub async fn connect(
 ) -> Result<(oxmcp_client::Client, oxmcp_http::HttpClientHandle), oxmcp_client::ConnectError> {
     let t = oxmcp_http::client::connect(
         url,
-        oxmcp_http::HttpClientConfig {
-            authorizer: Some(authorizer),
-            standalone_stream: false,
-            ..oxmcp_http::HttpClientConfig::default()
-        },
+        oxmcp_http::HttpClientConfig::default()
+            .authorizer(Some(authorizer))
+            .standalone_stream(false),
     )
     .unwrap();
     let client = oxmcp_client::Client::connect(

@@ -150,10 +150,7 @@ pub(crate) async fn run(
     plan: &Plan,
     relay: Option<&super::relay::Relay>,
 ) -> anyhow::Result<(Vec<Phase>, Value)> {
-    let http = oxmcp_http::HttpClientConfig {
-        encoding: plan.encoding,
-        ..Default::default()
-    };
+    let http = oxmcp_http::HttpClientConfig::default().encoding(plan.encoding);
     let first = connect_with(&plan.target, http.clone(), plan.era).await?;
     let pid = match plan.server_pid {
         Some(p) => Some(p),

@@ -58,11 +58,9 @@ pub(crate) async fn run(plan: &Plan, n: usize) -> anyhow::Result<Value> {
         bail!("--idle-sessions needs --server-pid (the server's RSS is what is measured)");
     };
     // Bare sessions first: once memory has been freed, later phases reuse it and read low.
-    let bare = oxmcp_http::HttpClientConfig {
-        standalone_stream: false,
-        reuse_connections: false,
-        ..Default::default()
-    };
+    let bare = oxmcp_http::HttpClientConfig::default()
+        .standalone_stream(false)
+        .reuse_connections(false);
     let without = rss_per_session(plan, pid, n, &bare).await?;
     let with_stream =
         rss_per_session(plan, pid, n, &oxmcp_http::HttpClientConfig::default()).await?;

@@ -256,10 +256,7 @@ fn register_tools(
             _ => RetryChoice::Never,
         };
         let handler = tool_fn(pool.clone(), tool.name.clone(), retry);
-        let tool = oxmcp_types::Tool {
-            name: exposed.clone(),
-            ..tool
-        };
+        let tool = tool.with_name(exposed.clone());
         match e.add_tool(tool, handler) {
             Ok(()) => next.push(exposed),
             Err(err) => tracing::warn!("skipping upstream tool {exposed:?}: {err}"),
@@ -281,10 +278,7 @@ fn register_prompts(
     for prompt in prompts {
         let exposed = pool.link.exposed_name(&prompt.name);
         let handler = prompt_fn(pool.clone(), prompt.name.clone());
-        let prompt = oxmcp_types::Prompt {
-            name: exposed.clone(),
-            ..prompt
-        };
+        let prompt = prompt.with_name(exposed.clone());
         e.add_prompt(prompt, handler);
         next.push(exposed);
     }
@@ -305,10 +299,7 @@ fn register_resources(
     let mut next = Vec::new();
     for resource in resources {
         let exposed = link.exposed_uri(&resource.uri);
-        let resource = oxmcp_types::Resource {
-            uri: exposed.clone(),
-            ..resource
-        };
+        let resource = resource.with_uri(exposed.clone());
         e.add_resource(resource, resource_fn(pool.clone()));
         next.push(exposed);
     }
@@ -318,10 +309,7 @@ fn register_resources(
     let mut next = Vec::new();
     for template in templates {
         let exposed = link.exposed_uri(&template.uri_template);
-        let template = oxmcp_types::ResourceTemplate {
-            uri_template: exposed.clone(),
-            ..template
-        };
+        let template = template.with_uri_template(exposed.clone());
         match e.add_resource_template(template, template_fn(pool.clone())) {
             Ok(()) => next.push(exposed),
             Err(err) => tracing::warn!("skipping upstream template {exposed:?}: {err}"),

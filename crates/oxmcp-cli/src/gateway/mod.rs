@@ -123,14 +123,11 @@ pub(crate) async fn start(
         let holder = Arc::new(Holder::default());
         let sup = Supervised::start(
             connector(upstream.clone(), link.clone(), holder.clone()),
-            SupervisorConfig {
-                heartbeat: Some(Heartbeat {
-                    interval: beat,
-                    timeout: beat.min(Duration::from_secs(5)),
-                    misses: 2,
-                }),
-                ..SupervisorConfig::default()
-            },
+            SupervisorConfig::default().heartbeat(Some(Heartbeat {
+                interval: beat,
+                timeout: beat.min(Duration::from_secs(5)),
+                misses: 2,
+            })),
         );
         let pool = Pool::new(link.clone(), upstream.clone(), sup.clone(), holder);
         tokio::spawn(pass_on(server.clone(), link.clone(), events, changed_tx));

@@ -177,13 +177,13 @@ impl Subscriptions {
         }
         *current = None;
         let caps = client.server_capabilities();
-        let filter = oxmcp_types::ListenFilter {
-            tools_list_changed: caps.tools.as_ref().map(|_| true),
-            prompts_list_changed: caps.prompts.as_ref().map(|_| true),
-            resources_list_changed: caps.resources.as_ref().map(|_| true),
-            resource_subscriptions: (!held.is_empty()).then(|| held.iter().cloned().collect()),
-            ..Default::default()
-        };
+        let filter = oxmcp_types::ListenFilter::default()
+            .with_tools_list_changed(caps.tools.as_ref().map(|_| true))
+            .with_prompts_list_changed(caps.prompts.as_ref().map(|_| true))
+            .with_resources_list_changed(caps.resources.as_ref().map(|_| true))
+            .with_resource_subscriptions(
+                (!held.is_empty()).then(|| held.iter().cloned().collect()),
+            );
         let mut subscription = match client.listen(filter) {
             Ok(s) => s,
             Err(e) => {

@@ -68,14 +68,9 @@ pub(super) async fn connect(
     for (k, v) in &upstream.env {
         env = env.var(k, v);
     }
-    let config = ClientConfig {
-        child: oxmcp_client::ChildConfig {
-            env,
-            ..Default::default()
-        },
-        era: upstream.era,
-        ..ClientConfig::default()
-    };
+    let config = ClientConfig::default()
+        .child(oxmcp_client::ChildConfig::default().env(env))
+        .era(upstream.era);
     match &upstream.url {
         Some(url) if crate::target::is_stream_url(url) => {
             // A static token only: OAuth upstreams are reached over Streamable HTTP.
@@ -116,11 +111,9 @@ pub(super) async fn connect(
             })?;
             let t = oxmcp_http::client::connect(
                 url,
-                oxmcp_http::HttpClientConfig {
-                    headers: upstream.headers.clone().into_iter().collect(),
-                    authorizer,
-                    ..Default::default()
-                },
+                oxmcp_http::HttpClientConfig::default()
+                    .headers(upstream.headers.clone().into_iter().collect())
+                    .authorizer(authorizer),
             )
             .map_err(|e| {
                 oxmcp_client::ConnectError::Initialize(CallError::Protocol(e.to_string()))

@@ -42,10 +42,7 @@ async fn connect(
     era: EraChoice,
 ) -> (Client, oxmcp_http::HttpClientHandle) {
     let t = oxmcp_http::client::connect(url, HttpClientConfig::default()).unwrap();
-    let config = ClientConfig {
-        era,
-        ..ClientConfig::default()
-    };
+    let config = ClientConfig::default().era(era);
     let c = Client::connect(t.incoming, t.outgoing, handlers, config)
         .await
         .unwrap();

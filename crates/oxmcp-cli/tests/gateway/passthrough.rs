@@ -237,10 +237,9 @@ era = "modern"
                 reference: CompletionReference::Prompt {
                     name: "local__greet".into(),
                 },
-                argument: CompletionArgument {
-                    name: "name".into(),
-                    value: "A".into(),
-                },
+                argument: CompletionArgument::default()
+                    .with_name("name".into())
+                    .with_value("A".into()),
                 context: None,
                 meta: None,
                 extra: JsonObject::new(),
@@ -353,10 +352,7 @@ allow_tools = ["echo"]
             MCP,
             &["serve", "--config", config.to_str().unwrap(), "--stdio"],
             ClientHandlers::new(),
-            ClientConfig {
-                era,
-                ..ClientConfig::default()
-            },
+            ClientConfig::default().era(era),
         )
         .await
         .unwrap();

@@ -43,10 +43,7 @@ impl Client {
             return Ok(serde_json::from_value(v)?);
         }
         let result = self
-            .call::<R>(&PaginatedParams {
-                cursor: cursor.clone(),
-                ..Default::default()
-            })
+            .call::<R>(&PaginatedParams::default().with_cursor(cursor.clone()))
             .await?;
         // Cacheable results (2026-07-28) may be reused for ttlMs.
         let value = serde_json::to_value(&result)?;

@@ -309,11 +309,9 @@ impl Client {
         arguments: std::collections::BTreeMap<String, String>,
     ) -> Result<GetPromptResult, CallError> {
         self.require(self.init.capabilities.prompts.is_some(), "prompts")?;
-        let params = GetPromptParams {
-            name: name.to_owned(),
-            arguments: Some(arguments),
-            ..Default::default()
-        };
+        let params = GetPromptParams::default()
+            .with_name(name.to_owned())
+            .with_arguments(Some(arguments));
         self.call::<methods::GetPrompt>(&params).await
     }
 

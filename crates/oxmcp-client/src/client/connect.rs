@@ -81,10 +81,7 @@ pub(super) fn capabilities_of(h: &ClientHandlers) -> ClientCapabilities {
         caps.elicitation = Some(e);
     }
     if h.roots.is_some() {
-        caps.roots = Some(ListChangedCapability {
-            list_changed: Some(true),
-            ..Default::default()
-        });
+        caps.roots = Some(ListChangedCapability::default().with_list_changed(Some(true)));
     }
     if !h.extensions.is_empty() {
         caps.extensions = Some(h.extensions.clone());
@@ -243,13 +240,11 @@ async fn discover(
                 .and_then(|m| m.get(meta_keys::SERVER_INFO))
                 .and_then(|v| serde_json::from_value(v.clone()).ok())
                 .unwrap_or_default();
-            let init = InitializeResult {
-                protocol_version: ProtocolVersion::V2026_07_28.as_str().to_owned(),
-                capabilities: d.capabilities,
-                server_info,
-                instructions: d.instructions,
-                ..InitializeResult::default()
-            };
+            let init = InitializeResult::default()
+                .with_protocol_version(ProtocolVersion::V2026_07_28.as_str().to_owned())
+                .with_capabilities(d.capabilities)
+                .with_server_info(server_info)
+                .with_instructions(d.instructions);
             Ok(Some((init, meta)))
         }
         // A modern server that does not speak our version, or a modern-only client.
@@ -273,12 +268,10 @@ async fn handshake(
     capabilities: ClientCapabilities,
     config: &ClientConfig,
 ) -> Result<(InitializeResult, ProtocolVersion), ConnectError> {
-    let params = InitializeParams {
-        protocol_version: config.protocol_version.as_str().to_owned(),
-        capabilities,
-        client_info: config.info.clone(),
-        ..InitializeParams::default()
-    };
+    let params = InitializeParams::default()
+        .with_protocol_version(config.protocol_version.as_str().to_owned())
+        .with_capabilities(capabilities)
+        .with_client_info(config.info.clone());
     let init: InitializeResult = peer
         .request::<methods::Initialize>(&params, &config.request)
         .await?;

@@ -50,7 +50,9 @@ pub enum ConnectError {
 }
 
 /// Client settings.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "", generate_private = false)]
 pub struct ClientConfig {
     /// Which protocol era to speak.
     pub era: EraChoice,

@@ -48,7 +48,9 @@ pub enum HttpClientError {
 }
 
 /// Settings of the client transport.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "", generate_private = false)]
 pub struct HttpClientConfig {
     /// Extra headers on every request (e.g. `Authorization`).
     pub headers: Vec<(String, String)>,

@@ -14,7 +14,9 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 use super::{CALL_PATH, CONNECT_PATH, ENCODING_KEY, Form, codec, from_json, to_json};
 
 /// Settings of a gRPC client connection.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "", generate_private = false)]
 pub struct GrpcClientConfig {
     /// Call metadata (`authorization`, say); names are lowercased.
     pub headers: Vec<(String, String)>,

@@ -17,7 +17,9 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use super::SUBPROTOCOL;
 
 /// Settings of a WebSocket client connection.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "", generate_private = false)]
 pub struct WsClientConfig {
     /// Extra request headers of the upgrade (`Authorization`, say).
     pub headers: Vec<(String, String)>,

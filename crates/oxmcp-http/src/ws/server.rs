@@ -21,7 +21,9 @@ use crate::respond::{bad_request, header_str};
 /// WebSocket settings (the rest comes from the [`HttpConfig`]: allowed hosts, auth, the
 /// message size limit `max_body`, the idle timeout `session_idle_timeout`, the most
 /// connections open at once `max_sessions` (503 above it), shutdown).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "", generate_private = false)]
 pub struct WsConfig {
     /// Where it is served.
     pub path: String,

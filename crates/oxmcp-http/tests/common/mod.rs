@@ -206,10 +206,7 @@ pub async fn start(config: HttpConfig, options: ServeOptions) -> Running {
 /// Serves `server` with these settings on 127.0.0.1 (`config.shutdown` is `Running::shutdown`).
 pub async fn start_with(server: Server, config: HttpConfig, options: ServeOptions) -> Running {
     let shutdown = CancellationToken::new();
-    let config = HttpConfig {
-        shutdown: shutdown.clone(),
-        ..config
-    };
+    let config = config.shutdown(shutdown.clone());
     let http = StreamableHttp::new(server, config);
     serve(http, shutdown, options).await
 }

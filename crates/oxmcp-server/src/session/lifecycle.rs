@@ -44,13 +44,13 @@ impl Session {
             // Nobody to list tasks for: tasks/list is not offered (see session/tasks.rs).
             t.remove("list");
         }
-        ready(&InitializeResult {
-            protocol_version: version.as_str().to_owned(),
-            capabilities,
-            server_info: self.server.info.clone(),
-            instructions: self.server.instructions.clone(),
-            ..InitializeResult::default()
-        })
+        ready(
+            &InitializeResult::default()
+                .with_protocol_version(version.as_str().to_owned())
+                .with_capabilities(capabilities)
+                .with_server_info(self.server.info.clone())
+                .with_instructions(self.server.instructions.clone()),
+        )
     }
 
     /// A notification from the client: `initialized` completes the handshake;

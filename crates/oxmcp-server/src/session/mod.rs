@@ -217,10 +217,7 @@ mod tests {
         let (sub, unsub) = (log.clone(), log.clone());
         let server = Server::builder("t", "0")
             .declare_resources()
-            .config(ServerConfig {
-                max_subscriptions: 2,
-                ..ServerConfig::default()
-            })
+            .config(ServerConfig::default().max_subscriptions(2))
             .on_subscribe(move |uri| {
                 if uri == "x://refused" {
                     return Err(oxmcp_jsonrpc::ErrorObject::invalid_params("no"));

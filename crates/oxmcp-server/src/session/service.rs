@@ -178,12 +178,10 @@ impl Session {
                 let state = session
                     .binding()
                     .sign(&method, &subject, &meta.mrtr.answers());
-                let interim = oxmcp_types::InputRequiredResult {
-                    result_type: Some(oxmcp_types::ResultType::InputRequired),
-                    input_requests: Some(pending),
-                    request_state: Some(state),
-                    ..Default::default()
-                };
+                let interim = oxmcp_types::InputRequiredResult::default()
+                    .with_result_type(Some(oxmcp_types::ResultType::InputRequired))
+                    .with_input_requests(Some(pending))
+                    .with_request_state(Some(state));
                 return modern::finish(&encode(&interim)?, server, &method);
             }
             modern::finish(&result?, server, &method)

@@ -31,10 +31,10 @@ impl Session {
         self.list(
             params,
             |reg| reg.tools.values().map(|t| t.tool.clone()).collect(),
-            |tools, next_cursor| ListToolsResult {
-                tools,
-                next_cursor,
-                ..Default::default()
+            |tools, next_cursor| {
+                ListToolsResult::default()
+                    .with_tools(tools)
+                    .with_next_cursor(next_cursor)
             },
         )
     }

@@ -30,7 +30,9 @@ use oxmcp_types::{CacheScope, JsonObject};
 pub use load::SkillsError;
 
 /// Limits and settings of served skills.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "", generate_private = false)]
 pub struct SkillsConfig {
     /// Skills per `skills/list` page (default 50).
     pub page_size: usize,

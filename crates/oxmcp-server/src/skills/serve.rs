@@ -25,18 +25,18 @@ pub(super) fn register(builder: ServerBuilder, skills: Arc<Skills>) -> ServerBui
         .declare_resources()
         .extension(EXTENSION_ID, settings);
     for skill in skills.iter() {
-        let resource = Resource {
-            uri: skill.uri(),
-            name: skill.name.clone(),
-            description: skill
-                .frontmatter
-                .get("description")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            mime_type: Some(SKILL_MD_MIME.into()),
-            size: skill.files.get(SKILL_MD).map(|f| f.bytes.len() as u64),
-            ..Resource::default()
-        };
+        let resource = Resource::default()
+            .with_uri(skill.uri())
+            .with_name(skill.name.clone())
+            .with_description(
+                skill
+                    .frontmatter
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            )
+            .with_mime_type(Some(SKILL_MD_MIME.into()))
+            .with_size(skill.files.get(SKILL_MD).map(|f| f.bytes.len() as u64));
         let s = skills.clone();
         let name = skill.name.clone();
         b = b.resource(resource, move |ctx, uri| {
@@ -44,12 +44,10 @@ pub(super) fn register(builder: ServerBuilder, skills: Arc<Skills>) -> ServerBui
             async move { read(&ctx, uri, found) }
         });
     }
-    let template = ResourceTemplate {
-        uri_template: FILE_TEMPLATE.into(),
-        name: "skill-file".into(),
-        description: Some("A file of a skill (SEP-2640)".into()),
-        ..ResourceTemplate::default()
-    };
+    let template = ResourceTemplate::default()
+        .with_uri_template(FILE_TEMPLATE.into())
+        .with_name("skill-file".into())
+        .with_description(Some("A file of a skill (SEP-2640)".into()));
     let s = skills.clone();
     b = b.resource_template(template, move |ctx, uri, vars| {
         let found = vars
@@ -108,17 +106,14 @@ fn read(
     };
     let contents = match textual(&file) {
         Some(text) => ResourceContents::text(uri, Some(&file.mime_type), text),
-        None => ResourceContents {
-            uri,
-            mime_type: Some(file.mime_type.clone()),
-            blob: Some(base64::engine::general_purpose::STANDARD.encode(&file.bytes)),
-            ..ResourceContents::default()
-        },
+        None => ResourceContents::default()
+            .with_uri(uri)
+            .with_mime_type(Some(file.mime_type.clone()))
+            .with_blob(Some(
+                base64::engine::general_purpose::STANDARD.encode(&file.bytes),
+            )),
     };
-    Ok(ReadResourceResult {
-        contents: vec![contents],
-        ..Default::default()
-    })
+    Ok(ReadResourceResult::default().with_contents(vec![contents]))
 }
 
 /// An offset cursor: the index of the first item of the page.
@@ -143,17 +138,18 @@ fn list(skills: &Skills, p: ListSkillsParams) -> Result<ListSkillsResult, ErrorO
     let end = start
         .saturating_add(skills.config.page_size.max(1))
         .min(len);
-    Ok(ListSkillsResult {
-        skills: skills
-            .iter()
-            .skip(start)
-            .take(end - start)
-            .map(Skill::entry)
-            .collect(),
-        next_cursor: next_cursor(end, len),
-        ttl_ms: Some(skills.config.ttl_ms),
-        cache_scope: Some(skills.config.cache_scope),
-    })
+    Ok(ListSkillsResult::default()
+        .with_skills(
+            skills
+                .iter()
+                .skip(start)
+                .take(end - start)
+                .map(Skill::entry)
+                .collect(),
+        )
+        .with_next_cursor(next_cursor(end, len))
+        .with_ttl_ms(Some(skills.config.ttl_ms))
+        .with_cache_scope(Some(skills.config.cache_scope)))
 }
 
 fn get(skills: &Skills, p: GetSkillParams) -> Result<GetSkillResult, ErrorObject> {
@@ -208,25 +204,25 @@ fn directory(skills: &Skills, p: DirectoryReadParams) -> Result<DirectoryReadRes
         match rest.split_once('/') {
             Some((dir, _)) => {
                 if dirs.insert(dir.to_owned()) {
-                    children.push(Resource {
-                        uri: skill.file_uri(&format!("{prefix}{dir}")),
-                        name: dir.to_owned(),
-                        mime_type: Some(DIRECTORY_MIME.into()),
-                        ..Resource::default()
-                    });
+                    children.push(
+                        Resource::default()
+                            .with_uri(skill.file_uri(&format!("{prefix}{dir}")))
+                            .with_name(dir.to_owned())
+                            .with_mime_type(Some(DIRECTORY_MIME.into())),
+                    );
                 }
             }
-            None => children.push(Resource {
-                uri: if path == SKILL_MD {
-                    skill.uri()
-                } else {
-                    skill.file_uri(path)
-                },
-                name: rest.to_owned(),
-                mime_type: Some(file.mime_type.clone()),
-                size: Some(file.bytes.len() as u64),
-                ..Resource::default()
-            }),
+            None => children.push(
+                Resource::default()
+                    .with_uri(if path == SKILL_MD {
+                        skill.uri()
+                    } else {
+                        skill.file_uri(path)
+                    })
+                    .with_name(rest.to_owned())
+                    .with_mime_type(Some(file.mime_type.clone()))
+                    .with_size(Some(file.bytes.len() as u64)),
+            ),
         }
     }
     let len = children.len();
@@ -234,8 +230,7 @@ fn directory(skills: &Skills, p: DirectoryReadParams) -> Result<DirectoryReadRes
     let end = start
         .saturating_add(skills.config.directory_page_size.max(1))
         .min(len);
-    Ok(DirectoryReadResult {
-        resources: children.drain(start..end).collect(),
-        next_cursor: next_cursor(end, len),
-    })
+    Ok(DirectoryReadResult::default()
+        .with_resources(children.drain(start..end).collect())
+        .with_next_cursor(next_cursor(end, len)))
 }
