@@ -89,7 +89,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 ..Default::default()
             };
             let mut sub = client.listen(filter)?;
-            sub.next().await; // the server's acknowledgement
+            // The server acknowledges first; updates follow.
+            let ack = tokio::time::timeout(Duration::from_secs(5), sub.next()).await?;
+            let acked = matches!(&ack, Some(ServerEvent::Other { method, .. })
+                if method == "notifications/subscriptions/acknowledged");
+            check(acked, "listen")?;
             stream = Some(sub);
         } else {
             client.subscribe(README).await?;
