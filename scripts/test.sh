@@ -40,10 +40,26 @@ cargo test --workspace --doc
 # The API docs build without a warning (broken links, private items named in public docs).
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 # The quick examples run too (each serves and calls in one process, and fails on error).
-for example in tasks extensions; do
+for example in tasks extensions resources prompts completion logging progress cancellation \
+  sampling elicitation roots stdio streamable_http legacy_sse websocket grpc auth; do
   echo "== example $example"
   cargo run -q -p oxmcp --example "$example" >/dev/null
 done
+# The redis example gets a Redis of its own on a free loopback port (it would skip without).
+echo "== example redis"
+redis_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no >/dev/null &
+redis_pid=$!
+for _ in $(seq 50); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+redis_ok=0
+REDIS_URL="redis://127.0.0.1:$redis_port" cargo run -q -p oxmcp --example redis \
+  | grep "answered by instance B" >/dev/null || redis_ok=$?
+kill "$redis_pid"
+wait "$redis_pid" 2>/dev/null || true
+if [ "$redis_ok" != 0 ]; then
+  echo "the redis example failed" >&2
+  exit 1
+fi
 (cd fuzz && cargo test --quiet)
 ./scripts/fuzz.sh
 ./scripts/conformance.sh

@@ -1,0 +1,136 @@
+//! Run with: cargo run -p oxmcp --example completion
+//!
+//! `completion/complete`: the server suggests values for a prompt argument and for a
+//! resource template variable (using the other arguments already filled in as context),
+//! and the client asks for both, in each protocol era, over Streamable HTTP.
+
+use std::collections::BTreeMap;
+
+use oxmcp::client::{ClientConfig, EraChoice};
+use oxmcp::jsonrpc::ErrorObject;
+use oxmcp::remote::{Remote, connect};
+use oxmcp::server::{Ctx, Server};
+use oxmcp::types::{
+    CompleteParams, CompleteResult, Completion, CompletionArgument, CompletionContext,
+    CompletionReference as Ref, GetPromptResult, Prompt, PromptArgument, ReadResourceResult,
+    ResourceTemplate,
+};
+
+const LANGUAGES: &[&str] = &["python", "perl", "php", "rust", "ruby"];
+const TEMPLATE: &str = "repo://{owner}/{name}";
+
+async fn complete(_: Ctx, p: CompleteParams) -> Result<CompleteResult, ErrorObject> {
+    let prefix = p.argument.value.as_str();
+    let values: Vec<String> = match (&p.reference, p.argument.name.as_str()) {
+        (Ref::Prompt { name }, "language") if name == "explain" => LANGUAGES
+            .iter()
+            .filter(|l| l.starts_with(prefix))
+            .map(|l| (*l).to_owned())
+            .collect(),
+        (Ref::Resource { uri }, "name") if uri == TEMPLATE => {
+            // The variables already chosen come as context.
+            let context = p.context.and_then(|c| c.arguments).unwrap_or_default();
+            let owner = context.get("owner").map_or("anyone", String::as_str);
+            ["tools", "toolbox", "web"]
+                .iter()
+                .filter(|n| n.starts_with(prefix))
+                .map(|n| format!("{owner}-{n}"))
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+    let completion = Completion {
+        total: Some(values.len() as u64),
+        values,
+        has_more: Some(false),
+    };
+    Ok(CompleteResult {
+        completion,
+        ..Default::default()
+    })
+}
+
+fn ask(reference: Ref, name: &str, value: &str, context: &[(&str, &str)]) -> CompleteParams {
+    let arguments: BTreeMap<_, _> = context
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    CompleteParams {
+        reference,
+        argument: CompletionArgument {
+            name: name.into(),
+            value: value.into(),
+        },
+        context: Some(CompletionContext {
+            arguments: Some(arguments),
+        }),
+        meta: None,
+        extra: Default::default(),
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let prompt = Prompt {
+        name: "explain".into(),
+        arguments: Some(vec![PromptArgument {
+            name: "language".into(),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    };
+    let template = ResourceTemplate {
+        uri_template: TEMPLATE.into(),
+        name: "repo".into(),
+        ..Default::default()
+    };
+    let server = Server::builder("completion-example", "1.0.0")
+        .prompt(prompt, |_, _| async { Ok(GetPromptResult::default()) })
+        .resource_template(template, |_, _, _| async {
+            Ok(ReadResourceResult::default())
+        })
+        .completion(complete)
+        .build()?;
+    let http = oxmcp::http::StreamableHttp::new(server, Default::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/mcp", listener.local_addr()?);
+    tokio::spawn(oxmcp::http::serve_router(listener, http.router()));
+
+    for era in [EraChoice::Legacy, EraChoice::Modern] {
+        let client = ClientConfig {
+            era,
+            ..Default::default()
+        };
+        let client = connect(
+            &url,
+            Remote {
+                client,
+                ..Default::default()
+            },
+        )
+        .await?;
+        let prompt = Ref::Prompt {
+            name: "explain".into(),
+        };
+        let got = client
+            .complete(&ask(prompt, "language", "p", &[]))
+            .await?
+            .completion;
+        println!("{era:?}: language \"p...\" -> {:?}", got.values);
+        let repo = Ref::Resource {
+            uri: TEMPLATE.into(),
+        };
+        let params = ask(repo, "name", "tool", &[("owner", "octo")]);
+        let names = client.complete(&params).await?.completion;
+        println!(
+            "{era:?}: repo name \"tool...\" (owner octo) -> {:?}",
+            names.values
+        );
+        if got.values != ["python", "perl", "php"] || names.values != ["octo-tools", "octo-toolbox"]
+        {
+            return Err("unexpected completions".into());
+        }
+        client.close().await;
+    }
+    Ok(())
+}
