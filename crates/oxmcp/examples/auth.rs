@@ -47,10 +47,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ScopePolicy::default(),
         None,
     )?;
-    let config = HttpConfig {
-        auth: Some(Arc::new(auth)),
-        ..HttpConfig::default()
-    };
+    let config = HttpConfig::default().auth(Some(Arc::new(auth)));
     let http = StreamableHttp::new(server, config);
     tokio::spawn(oxmcp::http::serve_router(listener, http.router()));
 
@@ -88,10 +85,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // A wrong token: refused at connect.
     let bearer = |t: &str| vec![("Authorization".to_owned(), format!("Bearer {t}"))];
-    let wrong = Remote {
-        headers: bearer("not-the-token"),
-        ..Default::default()
-    };
+    let wrong = Remote::default().headers(bearer("not-the-token"));
     match connect(&url, wrong).await {
         Ok(_) => return Err("a wrong token was accepted".into()),
         Err(e) => {
@@ -103,15 +97,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // The right token, in each era: the tool sees who called.
     for era in [EraChoice::Legacy, EraChoice::Modern] {
-        let client = ClientConfig {
-            era,
-            ..Default::default()
-        };
-        let remote = Remote {
-            headers: bearer(&token),
-            client,
-            ..Default::default()
-        };
+        let client = ClientConfig::default().era(era);
+        let remote = Remote::default().headers(bearer(&token)).client(client);
         let client = connect(&url, remote).await?;
         let result = client.call_tool("whoami", JsonObject::new()).await?;
         let text = result

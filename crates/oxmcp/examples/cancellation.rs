@@ -63,16 +63,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         (EraChoice::Modern, format!("ws://{addr}/ws")),
     ];
     for (era, url) in runs {
-        let client = ClientConfig {
-            era,
-            ..Default::default()
-        };
+        let client = ClientConfig::default().era(era);
         let client = connect(
             &url,
-            Remote {
-                client,
-                ..Default::default()
-            },
+            Remote::default().client(client),
         )
         .await?;
 

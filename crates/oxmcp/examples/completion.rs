@@ -39,15 +39,8 @@ async fn complete(_: Ctx, p: CompleteParams) -> Result<CompleteResult, ErrorObje
         }
         _ => Vec::new(),
     };
-    let completion = Completion {
-        total: Some(values.len() as u64),
-        values,
-        has_more: Some(false),
-    };
-    Ok(CompleteResult {
-        completion,
-        ..Default::default()
-    })
+    let completion = Completion::default().with_total(Some(values.len() as u64)).with_values(values).with_has_more(Some(false));
+    Ok(CompleteResult::default().with_completion(completion))
 }
 
 fn ask(reference: Ref, name: &str, value: &str, context: &[(&str, &str)]) -> CompleteParams {
@@ -57,13 +50,8 @@ fn ask(reference: Ref, name: &str, value: &str, context: &[(&str, &str)]) -> Com
         .collect();
     CompleteParams {
         reference,
-        argument: CompletionArgument {
-            name: name.into(),
-            value: value.into(),
-        },
-        context: Some(CompletionContext {
-            arguments: Some(arguments),
-        }),
+        argument: CompletionArgument::default().with_name(name.into()).with_value(value.into()),
+        context: Some(CompletionContext::default().with_arguments(Some(arguments))),
         meta: None,
         extra: Default::default(),
     }
@@ -71,19 +59,8 @@ fn ask(reference: Ref, name: &str, value: &str, context: &[(&str, &str)]) -> Com
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let prompt = Prompt {
-        name: "explain".into(),
-        arguments: Some(vec![PromptArgument {
-            name: "language".into(),
-            ..Default::default()
-        }]),
-        ..Default::default()
-    };
-    let template = ResourceTemplate {
-        uri_template: TEMPLATE.into(),
-        name: "repo".into(),
-        ..Default::default()
-    };
+    let prompt = Prompt::default().with_name("explain".into()).with_arguments(Some(vec![PromptArgument::default().with_name("language".into())]));
+    let template = ResourceTemplate::default().with_uri_template(TEMPLATE.into()).with_name("repo".into());
     let server = Server::builder("completion-example", "1.0.0")
         .prompt(prompt, |_, _| async { Ok(GetPromptResult::default()) })
         .resource_template(template, |_, _, _| async {
@@ -97,16 +74,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tokio::spawn(oxmcp::http::serve_router(listener, http.router()));
 
     for era in [EraChoice::Legacy, EraChoice::Modern] {
-        let client = ClientConfig {
-            era,
-            ..Default::default()
-        };
+        let client = ClientConfig::default().era(era);
         let client = connect(
             &url,
-            Remote {
-                client,
-                ..Default::default()
-            },
+            Remote::default().client(client),
         )
         .await?;
         let prompt = Ref::Prompt {

@@ -74,17 +74,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     for era in [EraChoice::Legacy, EraChoice::Modern] {
         let handlers = ClientHandlers::new().elicitation(user(Arc::default()));
-        let client = ClientConfig {
-            era,
-            ..Default::default()
-        };
+        let client = ClientConfig::default().era(era);
         let client = connect(
             &url,
-            Remote {
-                handlers,
-                client,
-                ..Default::default()
-            },
+            Remote::default().handlers(handlers).client(client),
         )
         .await?;
         let mut answers = Vec::new();

@@ -47,16 +47,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     ));
 
     for era in [EraChoice::Legacy, EraChoice::Modern] {
-        let client = ClientConfig {
-            era,
-            ..Default::default()
-        };
+        let client = ClientConfig::default().era(era);
         let client = connect(
             &url,
-            Remote {
-                client,
-                ..Default::default()
-            },
+            Remote::default().client(client),
         )
         .await?;
         let tools: Vec<_> = client

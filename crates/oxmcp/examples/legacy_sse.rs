@@ -43,16 +43,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     drop(stream); // closing the stream ends that session
 
-    let client = ClientConfig {
-        protocol_version: ProtocolVersion::V2024_11_05,
-        ..Default::default()
-    };
+    let client = ClientConfig::default().protocol_version(ProtocolVersion::V2024_11_05);
     let client = connect(
         &url,
-        Remote {
-            client,
-            ..Default::default()
-        },
+        Remote::default().client(client),
     )
     .await?;
     println!(

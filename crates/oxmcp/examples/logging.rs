@@ -66,17 +66,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
         });
-        let client = ClientConfig {
-            era,
-            ..Default::default()
-        };
+        let client = ClientConfig::default().era(era);
         let client = connect(
             &url,
-            Remote {
-                handlers,
-                client,
-                ..Default::default()
-            },
+            Remote::default().handlers(handlers).client(client),
         )
         .await?;
         client.set_log_level(LoggingLevel::Warning).await?;

@@ -41,16 +41,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tokio::spawn(oxmcp::http::serve_router(listener, http.router()));
 
     for era in [EraChoice::Legacy, EraChoice::Modern] {
-        let client = ClientConfig {
-            era,
-            ..Default::default()
-        };
+        let client = ClientConfig::default().era(era);
         let client = connect(
             &url,
-            Remote {
-                client,
-                ..Default::default()
-            },
+            Remote::default().client(client),
         )
         .await?;
         let seen = Arc::new(Mutex::new(Vec::new()));

@@ -13,34 +13,21 @@ use oxmcp::server::{Ctx, Server};
 use oxmcp::types::{GetPromptResult, Prompt, PromptArgument, PromptMessage, Role};
 
 fn argument(name: &str, required: bool) -> PromptArgument {
-    PromptArgument {
-        name: name.into(),
-        required: Some(required),
-        ..Default::default()
-    }
+    PromptArgument::default().with_name(name.into()).with_required(Some(required))
 }
 
 async fn review(_: Ctx, args: BTreeMap<String, String>) -> Result<GetPromptResult, ErrorObject> {
     let code = args.get("code").map_or("", String::as_str);
     let style = args.get("style").map_or("friendly", String::as_str);
-    Ok(GetPromptResult {
-        description: Some("A code review request".into()),
-        messages: vec![PromptMessage::text(
+    Ok(GetPromptResult::default().with_description(Some("A code review request".into())).with_messages(vec![PromptMessage::text(
             Role::User,
             format!("Review this code in a {style} tone:\n{code}"),
-        )],
-        ..Default::default()
-    })
+        )]))
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let prompt = Prompt {
-        name: "code_review".into(),
-        description: Some("Asks for a review of some code".into()),
-        arguments: Some(vec![argument("code", true), argument("style", false)]),
-        ..Default::default()
-    };
+    let prompt = Prompt::default().with_name("code_review".into()).with_description(Some("Asks for a review of some code".into())).with_arguments(Some(vec![argument("code", true), argument("style", false)]));
     let server = Server::builder("prompts-example", "1.0.0")
         .prompt(prompt, review)
         .build()?;
@@ -50,16 +37,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tokio::spawn(oxmcp::http::serve_router(listener, http.router()));
 
     for era in [EraChoice::Legacy, EraChoice::Modern] {
-        let client = ClientConfig {
-            era,
-            ..Default::default()
-        };
+        let client = ClientConfig::default().era(era);
         let client = connect(
             &url,
-            Remote {
-                client,
-                ..Default::default()
-            },
+            Remote::default().client(client),
         )
         .await?;
         for p in client.list_prompts(None).await?.prompts {

@@ -23,10 +23,7 @@ async fn instance(
     redis: &str,
     namespace: &str,
 ) -> Result<String, Box<dyn std::error::Error>> {
-    let config = oxmcp_store::StoreConfig {
-        namespace: namespace.into(),
-        ..Default::default()
-    };
+    let config = oxmcp_store::StoreConfig::default().namespace(namespace.into());
     let store = RedisStore::connect(redis, name, config).await?;
     let server = Server::builder("redis-example", "1.0.0")
         .tool(
@@ -37,10 +34,7 @@ async fn instance(
             },
         )
         .build()?;
-    let config = HttpConfig {
-        response_mode: ResponseMode::Json,
-        ..HttpConfig::default()
-    };
+    let config = HttpConfig::default().response_mode(ResponseMode::Json);
     let http = StreamableHttp::new(server, config).with_store(Arc::new(store));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}/mcp", listener.local_addr()?);

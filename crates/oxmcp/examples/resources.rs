@@ -26,10 +26,7 @@ async fn read_user(
         "user {id}, profile {}",
         vars.get("tab").map_or("-", String::as_str)
     );
-    Ok(ReadResourceResult {
-        contents: vec![ResourceContents::text(uri, Some("text/plain"), text)],
-        ..Default::default()
-    })
+    Ok(ReadResourceResult::default().with_contents(vec![ResourceContents::text(uri, Some("text/plain"), text)]))
 }
 
 fn text(result: &ReadResourceResult) -> String {
@@ -39,11 +36,7 @@ fn text(result: &ReadResourceResult) -> String {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let template = ResourceTemplate {
-        uri_template: "users://{id}/profile{?tab}".into(),
-        name: "user-profile".into(),
-        ..Default::default()
-    };
+    let template = ResourceTemplate::default().with_uri_template("users://{id}/profile{?tab}".into()).with_name("user-profile".into());
     let server = Server::builder("resources-example", "1.0.0")
         .text_resource(
             README,
@@ -84,10 +77,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
         let mut stream = None;
         if client.is_modern() {
-            let filter = ListenFilter {
-                resource_subscriptions: Some(vec![README.into()]),
-                ..Default::default()
-            };
+            let filter = ListenFilter::default().with_resource_subscriptions(Some(vec![README.into()]));
             let mut sub = client.listen(filter)?;
             // The server acknowledges first; updates follow.
             let ack = tokio::time::timeout(Duration::from_secs(5), sub.next()).await?;
@@ -115,15 +105,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn remote(era: EraChoice, handlers: ClientHandlers) -> Remote {
-    let client = ClientConfig {
-        era,
-        ..Default::default()
-    };
-    Remote {
-        handlers,
-        client,
-        ..Default::default()
-    }
+    let client = ClientConfig::default().era(era);
+    Remote::default().handlers(handlers).client(client)
 }
 
 fn check(ok: bool, what: &str) -> Result<(), Box<dyn std::error::Error>> {

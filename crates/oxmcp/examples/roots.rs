@@ -18,10 +18,7 @@ use tokio::sync::mpsc;
 struct Nothing {}
 
 fn root(uri: &str) -> Root {
-    Root {
-        uri: uri.into(),
-        ..Default::default()
-    }
+    Root::default().with_uri(uri.into())
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -58,23 +55,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let handlers = ClientHandlers::new().roots(move || {
             let roots = current.lock().map(|r| r.clone()).unwrap_or_default();
             async move {
-                Ok(ListRootsResult {
-                    roots,
-                    ..Default::default()
-                })
+                Ok(ListRootsResult::default().with_roots(roots))
             }
         });
-        let client = ClientConfig {
-            era,
-            ..Default::default()
-        };
+        let client = ClientConfig::default().era(era);
         let client = connect(
             &url,
-            Remote {
-                handlers,
-                client,
-                ..Default::default()
-            },
+            Remote::default().handlers(handlers).client(client),
         )
         .await?;
         let call = || client.call_tool("workspace", JsonObject::new());

@@ -99,17 +99,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     for era in [EraChoice::Legacy, EraChoice::Modern] {
         let handlers = ClientHandlers::new().sampling(model);
-        let client = ClientConfig {
-            era,
-            ..Default::default()
-        };
+        let client = ClientConfig::default().era(era);
         let client = connect(
             &url,
-            Remote {
-                handlers,
-                client,
-                ..Default::default()
-            },
+            Remote::default().handlers(handlers).client(client),
         )
         .await?;
         let mut args = JsonObject::new();

@@ -35,10 +35,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let exe = std::env::current_exe()?;
     let exe = exe.to_str().ok_or("the executable's path is not UTF-8")?;
     for era in [EraChoice::Legacy, EraChoice::Modern] {
-        let config = ClientConfig {
-            era,
-            ..Default::default()
-        };
+        let config = ClientConfig::default().era(era);
         let client = Client::spawn(exe, &["--serve"], ClientHandlers::new(), config).await?;
         let pid = client.child_pid().await;
         println!(

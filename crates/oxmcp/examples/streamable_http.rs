@@ -42,10 +42,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build()?;
     let raw = reqwest::Client::new();
     for mode in [ResponseMode::Json, ResponseMode::Sse] {
-        let config = HttpConfig {
-            response_mode: mode,
-            ..HttpConfig::default()
-        };
+        let config = HttpConfig::default().response_mode(mode);
         let http = StreamableHttp::new(server.clone(), config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}/mcp", listener.local_addr()?);
@@ -79,16 +76,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
 
         for era in [EraChoice::Legacy, EraChoice::Modern] {
-            let client = ClientConfig {
-                era,
-                ..Default::default()
-            };
+            let client = ClientConfig::default().era(era);
             let client = connect(
                 &url,
-                Remote {
-                    client,
-                    ..Default::default()
-                },
+                Remote::default().client(client),
             )
             .await?;
             let seen = Arc::new(AtomicU32::new(0));

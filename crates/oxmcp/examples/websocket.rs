@@ -33,26 +33,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     for era in [EraChoice::Legacy, EraChoice::Modern] {
         let handlers = ClientHandlers::new().roots(|| async {
-            let root = Root {
-                uri: "file:///src/app".into(),
-                ..Default::default()
-            };
-            Ok(ListRootsResult {
-                roots: vec![root],
-                ..Default::default()
-            })
+            let root = Root::default().with_uri("file:///src/app".into());
+            Ok(ListRootsResult::default().with_roots(vec![root]))
         });
-        let client = ClientConfig {
-            era,
-            ..Default::default()
-        };
+        let client = ClientConfig::default().era(era);
         let client = connect(
             &url,
-            Remote {
-                handlers,
-                client,
-                ..Default::default()
-            },
+            Remote::default().handlers(handlers).client(client),
         )
         .await?;
         println!(
