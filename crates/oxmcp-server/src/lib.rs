@@ -24,6 +24,7 @@
 mod builder;
 mod config;
 mod context;
+pub mod dynamic;
 mod echo;
 mod extensions;
 mod handler;
@@ -43,6 +44,7 @@ pub mod uri_template;
 pub use builder::{BuildError, ServerBuilder};
 pub use config::{CacheConfig, ServerConfig};
 pub use context::{Ctx, InputError};
+pub use dynamic::{HandlerCapabilities, ServerHandler};
 pub use extensions::{MethodFn, RESERVED_METHODS};
 pub use handler::{
     CompletionFn, IntoCallToolResult, PromptFn, ResourceFn, Structured, TemplateFn, ToolFn,
