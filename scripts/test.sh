@@ -40,7 +40,7 @@ cargo test --workspace --doc
 # The API docs build without a warning (broken links, private items named in public docs).
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 # The quick examples run too (each serves and calls in one process, and fails on error).
-for example in tasks extensions; do
+for example in tasks extensions dynamic_server; do
   echo "== example $example"
   cargo run -q -p oxmcp --example "$example" >/dev/null
 done
