@@ -6,6 +6,10 @@
 //! and completion on a [`ServerBuilder`]; capabilities follow from what is registered. Serve
 //! the [`Server`] on any transport's channels.
 //!
+//! A server whose lists depend on the request (per caller, per tenant, from a database)
+//! implements [`ServerHandler`] instead and is built with [`ServerBuilder::handler`]; see
+//! [`dynamic`].
+//!
 //! ```no_run
 //! use oxmcp_server::Server;
 //! #[derive(serde::Deserialize, schemars::JsonSchema)]

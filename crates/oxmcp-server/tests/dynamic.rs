@@ -456,7 +456,10 @@ impl ServerHandler for Slow {
         _params: CallToolParams,
     ) -> Result<CallToolResult, ErrorObject> {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        Ok(CallToolResult::text(format!("task {}", ctx.task_id().is_some())))
+        Ok(CallToolResult::text(format!(
+            "task {}",
+            ctx.task_id().is_some()
+        )))
     }
 }
 

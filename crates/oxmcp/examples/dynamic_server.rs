@@ -94,7 +94,10 @@ async fn connect(server: &Server, tenant: &str, era: EraChoice) -> Result<Client
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tenants = Tenants(BTreeMap::from([
-        ("acme", vec![("invoice", "invoice sent"), ("ship", "shipped")]),
+        (
+            "acme",
+            vec![("invoice", "invoice sent"), ("ship", "shipped")],
+        ),
         ("globex", vec![("forecast", "sunny")]),
     ]));
     let server = Server::builder("dynamic-example", "1.0.0")

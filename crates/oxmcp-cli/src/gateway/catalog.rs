@@ -36,13 +36,16 @@ pub(super) struct PromptRoute {
     pub(super) original: String,
 }
 
+/// A resource template as exposed, parsed.
+type Template = (ResourceTemplate, Arc<UriTemplate>);
+
 /// One upstream's items, as exposed.
 #[derive(Default, Clone)]
 struct Items {
     tools: Vec<ToolRoute>,
     prompts: Vec<PromptRoute>,
     resources: Vec<Resource>,
-    templates: Vec<(ResourceTemplate, Arc<UriTemplate>)>,
+    templates: Vec<Template>,
 }
 
 /// Every upstream's items merged, as the gateway lists them: tools, prompts and resources
@@ -261,7 +264,7 @@ where
 struct Lists {
     tools: Option<Vec<ToolRoute>>,
     prompts: Option<Vec<PromptRoute>>,
-    resources: Option<(Vec<Resource>, Vec<(ResourceTemplate, Arc<UriTemplate>)>)>,
+    resources: Option<(Vec<Resource>, Vec<Template>)>,
 }
 
 /// The lists `kind` covers, every page of each, under their exposed names.
@@ -408,7 +411,7 @@ fn expose_resources(
     link: &Link,
     resources: Vec<Resource>,
     templates: Vec<ResourceTemplate>,
-) -> (Vec<Resource>, Vec<(ResourceTemplate, Arc<UriTemplate>)>) {
+) -> (Vec<Resource>, Vec<Template>) {
     let resources = resources
         .into_iter()
         .map(|r| Resource {

@@ -29,7 +29,7 @@ pub(crate) enum Target {
     Registered(Arc<ToolEntry>),
     /// A tool the handler lists: its schemas, compiled (cached by their text).
     Listed {
-        tool: Tool,
+        tool: Box<Tool>,
         input: Arc<CompiledSchema>,
         output: Option<Arc<CompiledSchema>>,
     },
@@ -94,7 +94,7 @@ impl Server {
             None => None,
         };
         Ok(Target::Listed {
-            tool,
+            tool: Box::new(tool),
             input,
             output,
         })
@@ -117,7 +117,7 @@ impl Server {
                     output,
                 },
                 Some(_),
-            ) => (tool, &**input, output.as_deref()),
+            ) => (&**tool, &**input, output.as_deref()),
             (_, Some(h)) => return h.call_tool(ctx, params).await,
             (_, None) => return Err(unknown_tool(&params.name)),
         };
