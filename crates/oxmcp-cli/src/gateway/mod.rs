@@ -84,26 +84,7 @@ pub(crate) async fn start(
     }
     let links = Arc::new(links);
     let (hold_links, release_links) = (links.clone(), links.clone());
-    let mut supervised = Vec::new();
-    let mut pools = BTreeMap::new();
-    let beat = Duration::from_millis(config.heartbeat_ms.max(10));
-    for (upstream, (link, _)) in config.upstream.iter().zip(&queues) {
-        let holder = Arc::new(Holder::default());
-        let sup = Supervised::start(
-            connector(upstream.clone(), link.clone(), holder.clone()),
-            SupervisorConfig {
-                heartbeat: Some(Heartbeat {
-                    interval: beat,
-                    timeout: beat.min(Duration::from_secs(5)),
-                    misses: 2,
-                }),
-                ..SupervisorConfig::default()
-            },
-        );
-        let pool = Pool::new(link.clone(), upstream.clone(), sup.clone(), holder);
-        pools.insert(upstream.name.clone(), pool);
-        supervised.push(sup);
-    }
+    let (pools, supervised) = supervise(&config, &queues);
     let catalog = Arc::new(Catalog::default());
     let gateway = Gateway {
         catalog: catalog.clone(),
@@ -160,4 +141,32 @@ pub(crate) async fn start(
         tracing::warn!("some upstreams are still connecting; serving without them for now");
     }
     Ok((server, supervised))
+}
+
+/// Starts the supervised connection to each upstream, and its pool of connections.
+fn supervise(
+    config: &Config,
+    queues: &[(Arc<Link>, mpsc::Receiver<Event>)],
+) -> (BTreeMap<String, Arc<Pool>>, Vec<Supervised>) {
+    let mut supervised = Vec::new();
+    let mut pools = BTreeMap::new();
+    let beat = Duration::from_millis(config.heartbeat_ms.max(10));
+    for (upstream, (link, _)) in config.upstream.iter().zip(queues) {
+        let holder = Arc::new(Holder::default());
+        let sup = Supervised::start(
+            connector(upstream.clone(), link.clone(), holder.clone()),
+            SupervisorConfig {
+                heartbeat: Some(Heartbeat {
+                    interval: beat,
+                    timeout: beat.min(Duration::from_secs(5)),
+                    misses: 2,
+                }),
+                ..SupervisorConfig::default()
+            },
+        );
+        let pool = Pool::new(link.clone(), upstream.clone(), sup.clone(), holder);
+        pools.insert(upstream.name.clone(), pool);
+        supervised.push(sup);
+    }
+    (pools, supervised)
 }
