@@ -205,6 +205,10 @@ async fn each_caller_lists_and_calls_its_own_tools_in_both_eras() {
         let first = alice.list_tools_page(None).await.unwrap();
         assert_eq!(names(&first.tools), ["alpha", "add"], "{era:?}");
         assert!(first.next_cursor.is_some());
+        // Computed per caller: not to be shared between callers by a cache.
+        if matches!(era, EraChoice::Modern) {
+            assert_eq!(first.cache_scope, Some(oxmcp_types::CacheScope::Private));
+        }
         assert_eq!(
             names(&alice.list_tools().await.unwrap()),
             ["alpha", "add", "shaped"]

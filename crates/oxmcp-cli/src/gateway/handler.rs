@@ -11,7 +11,7 @@ use oxmcp_server::dynamic::{
 };
 use oxmcp_server::{Ctx, HandlerCapabilities, ServerHandler};
 use oxmcp_types::{
-    CallToolParams, CallToolResult, CompleteParams, CompleteResult, GetPromptParams,
+    CacheScope, CallToolParams, CallToolResult, CompleteParams, CompleteResult, GetPromptParams,
     GetPromptResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, ReadResourceResult, ResourceUriParams, Tool,
 };
@@ -42,6 +42,13 @@ fn page<T: Clone>(
     paginate(items, cursor.as_deref(), ctx.server().config().page_size)
 }
 
+/// The cache scope of the gateway's 2026-07-28 results: what the server's settings say,
+/// since every caller sees the same lists (a handler's results are private otherwise).
+fn scope(ctx: &Ctx) -> Option<CacheScope> {
+    let modern = !ctx.protocol_version().is_legacy();
+    modern.then(|| ctx.server().config().cache.scope)
+}
+
 impl ServerHandler for Gateway {
     fn capabilities(&self) -> HandlerCapabilities {
         HandlerCapabilities::none()
@@ -62,6 +69,7 @@ impl ServerHandler for Gateway {
         Ok(ListToolsResult {
             tools,
             next_cursor,
+            cache_scope: scope(ctx),
             ..Default::default()
         })
     }
@@ -97,6 +105,7 @@ impl ServerHandler for Gateway {
         Ok(ListPromptsResult {
             prompts,
             next_cursor,
+            cache_scope: scope(ctx),
             ..Default::default()
         })
     }
@@ -124,6 +133,7 @@ impl ServerHandler for Gateway {
         Ok(ListResourcesResult {
             resources,
             next_cursor,
+            cache_scope: scope(ctx),
             ..Default::default()
         })
     }
@@ -138,6 +148,7 @@ impl ServerHandler for Gateway {
         Ok(ListResourceTemplatesResult {
             resource_templates,
             next_cursor,
+            cache_scope: scope(ctx),
             ..Default::default()
         })
     }
@@ -162,7 +173,10 @@ impl ServerHandler for Gateway {
         let Some(upstream) = upstream else {
             return Err(resource_not_found(ctx.protocol_version(), &uri));
         };
-        forward::read(self.pool(&upstream)?, ctx, uri).await
+        let scope = scope(&ctx);
+        let mut result = forward::read(self.pool(&upstream)?, ctx, uri).await?;
+        result.cache_scope = result.cache_scope.or(scope);
+        Ok(result)
     }
 
     async fn complete(

@@ -142,6 +142,11 @@ impl HandlerCapabilities {
 ///
 /// Lists are paginated by the handler: it gets the client's `cursor` and returns
 /// `next_cursor`. [`paginate`] cuts a page out of a list held in memory.
+///
+/// 2026-07-28 results are cacheable: the server adds `ttlMs` (`ServerConfig::cache`) and
+/// `cacheScope: private`, since a handler may answer each caller differently, unless the
+/// handler's result sets `ttl_ms` or `cache_scope` itself (say `Public` for lists that are
+/// the same for everyone).
 pub trait ServerHandler: Send + Sync + 'static {
     /// What this handler serves (tools with `listChanged` by default). Read when the server
     /// declares its capabilities and routes each request: keep it cheap and constant.
