@@ -186,7 +186,16 @@ impl Server {
 
     /// Changes what is registered in one step, then tells every client once per kind that
     /// changed (`notifications/*/list_changed`), however many items `f` added or removed.
+    ///
+    /// A server built with a [`crate::ServerHandler`] answers from the handler, not from a
+    /// registry: what is added here is never listed (a warning is logged). Its handler
+    /// changes its own lists and calls [`Server::notify_tool_list_changed`] and its siblings.
     pub async fn edit<R>(&self, f: impl FnOnce(&mut Edit<'_>) -> R) -> R {
+        if self.inner.dynamic.handler.is_some() {
+            tracing::warn!(
+                "Server::edit on a server built with a handler: its lists are the handler's, the edit is not seen"
+            );
+        }
         let (out, changed) = {
             let mut reg = self.inner.write();
             let mut edit = Edit {

@@ -435,3 +435,57 @@ fn expose_resources(
     }
     (resources, parsed)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn route(upstream: &str, name: &str) -> ToolRoute {
+        ToolRoute {
+            tool: Tool {
+                name: format!("{upstream}__{name}"),
+                ..Tool::default()
+            },
+            upstream: upstream.to_owned(),
+            original: name.to_owned(),
+            retry: RetryChoice::Never,
+        }
+    }
+
+    fn tools(list: Vec<ToolRoute>) -> Lists {
+        Lists {
+            tools: Some(list),
+            prompts: None,
+            resources: None,
+        }
+    }
+
+    #[test]
+    fn lists_merge_in_name_order_and_changes_are_told_unless_empty_stays_empty() {
+        let c = Catalog::default();
+        let changed = c.update("b", tools(vec![route("b", "x")]));
+        assert!(changed.tools && !changed.prompts && !changed.resources);
+        c.update("a-b", tools(vec![route("a-b", "y")]));
+        c.update("a", tools(vec![route("a", "z")]));
+        let names: Vec<String> = c
+            .snapshot()
+            .tool_list
+            .iter()
+            .map(|t| t.name.clone())
+            .collect();
+        assert_eq!(
+            names,
+            ["a-b__y", "a__z", "b__x"],
+            "as a registry orders them"
+        );
+        assert_eq!(c.snapshot().tools["b__x"].original, "x");
+        // Down: its items go (a change); down again: nothing more to tell.
+        let gone = c.clear("b");
+        assert!(gone.tools && !gone.prompts && !gone.resources);
+        assert!(!c.clear("b").tools);
+        assert!(!c.snapshot().tools.contains_key("b__x"));
+        assert_eq!(c.counts("a"), [1, 0, 0, 0]);
+    }
+}
