@@ -40,7 +40,7 @@ cargo test --workspace --doc
 # The API docs build without a warning (broken links, private items named in public docs).
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 # The quick examples run too (each serves and calls in one process, and fails on error).
-for example in tasks extensions resources prompts completion logging progress cancellation \
+for example in tasks extensions dynamic_server resources prompts completion logging progress cancellation \
   sampling elicitation roots stdio streamable_http legacy_sse websocket grpc auth; do
   echo "== example $example"
   cargo run -q -p oxmcp --example "$example" >/dev/null

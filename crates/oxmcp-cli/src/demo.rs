@@ -459,9 +459,7 @@ fn completion(builder: ServerBuilder) -> ServerBuilder {
             (CompletionReference::Prompt { name }, "name") if name == "greet" => {
                 names(&p.argument.value)
             }
-            (CompletionReference::Resource { uri }, "name")
-                if uri == "demo://greeting/{name}" =>
-            {
+            (CompletionReference::Resource { uri }, "name") if uri == "demo://greeting/{name}" => {
                 names(&p.argument.value)
             }
             (CompletionReference::Prompt { name }, "style") if name == "summarize" => {

@@ -31,6 +31,8 @@ use crate::server::Server;
 use crate::tasks::{MemoryTaskStore, TaskConfig, TaskStart, TaskStore, Tasks};
 use crate::uri_template::{TemplateError, UriTemplate};
 
+mod dynamic;
+
 /// Why a server could not be built.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -74,6 +76,16 @@ pub enum BuildError {
     /// Skills could not be loaded ([`ServerBuilder::skills_dir`]).
     #[error(transparent)]
     Skills(#[from] crate::skills::SkillsError),
+    /// A handler ([`ServerBuilder::handler`]) and registered items (or a completion
+    /// provider) on one builder: the handler answers every list, so they would never be seen.
+    #[error(
+        "a server built with a handler answers from it alone: register no {kind} on the builder (answer it from the handler, which may delegate to a registry-built Server)"
+    )]
+    HandlerAndRegistry {
+        /// What was registered besides the handler: tool, prompt, resource, template or
+        /// completion.
+        kind: &'static str,
+    },
     /// Two items share a name.
     #[error("duplicate {kind} {name:?}")]
     Duplicate {
@@ -105,6 +117,7 @@ pub struct ServerBuilder {
         crate::tasks::TaskConfig,
         Option<Arc<dyn crate::tasks::TaskStore>>,
     )>,
+    handler: Option<Arc<dyn crate::dynamic::DynHandler>>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -132,6 +145,7 @@ impl ServerBuilder {
             on_roots_changed: None,
             extensions: Extensions::default(),
             tasks: None,
+            handler: None,
         }
     }
 
@@ -429,6 +443,7 @@ impl ServerBuilder {
         if !self.errors.is_empty() {
             return Err(self.errors.remove(0));
         }
+        let dynamic = self.take_dynamic()?;
         let wanted = self
             .registry
             .tools
@@ -462,6 +477,7 @@ impl ServerBuilder {
                 on_roots_changed: self.on_roots_changed,
                 extensions: self.extensions,
                 tasks,
+                dynamic,
             }),
         })
     }

@@ -6,6 +6,10 @@
 //! and completion on a [`ServerBuilder`]; capabilities follow from what is registered. Serve
 //! the [`Server`] on any transport's channels.
 //!
+//! A server whose lists depend on the request (per caller, per tenant, from a database)
+//! implements [`ServerHandler`] instead and is built with [`ServerBuilder::handler`]; see
+//! [`dynamic`].
+//!
 //! ```no_run
 //! use oxmcp_server::Server;
 //! #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -24,6 +28,7 @@
 mod builder;
 mod config;
 mod context;
+pub mod dynamic;
 mod echo;
 mod extensions;
 mod handler;
@@ -43,6 +48,7 @@ pub mod uri_template;
 pub use builder::{BuildError, ServerBuilder};
 pub use config::{CacheConfig, ServerConfig};
 pub use context::{Ctx, InputError};
+pub use dynamic::{HandlerCapabilities, ServerHandler};
 pub use extensions::{MethodFn, RESERVED_METHODS};
 pub use handler::{
     CompletionFn, IntoCallToolResult, PromptFn, ResourceFn, Structured, TemplateFn, ToolFn,

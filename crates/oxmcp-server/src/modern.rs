@@ -124,7 +124,8 @@ const CACHEABLE: &[&str] = &[
 ];
 
 /// Adds what every modern result carries: `resultType` (unless the handler set one),
-/// the server's identity in `_meta`, and cache hints on cacheable results.
+/// the server's identity in `_meta`, and cache hints on cacheable results (`cacheScope`
+/// private by default on a server built with a [`crate::ServerHandler`]).
 pub(crate) fn finish(raw: &RawJson, server: &Inner, method: &str) -> Result<RawJson, ErrorObject> {
     let mut result: JsonObject = serde_json::from_str(raw.get())
         .map_err(|e| ErrorObject::internal(format!("result is not an object: {e}")))?;
@@ -145,7 +146,14 @@ pub(crate) fn finish(raw: &RawJson, server: &Inner, method: &str) -> Result<RawJ
         result
             .entry("ttlMs")
             .or_insert_with(|| Value::from(cache.ttl_ms));
-        let scope = match cache.scope {
+        // A handler computes its results per request, perhaps per caller: private unless
+        // the handler's result says otherwise.
+        let scope = match server
+            .dynamic
+            .handler
+            .as_ref()
+            .map_or(cache.scope, |_| CacheScope::Private)
+        {
             CacheScope::Public => "public",
             CacheScope::Private => "private",
         };

@@ -14,6 +14,7 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::builder::BuildError;
 use crate::config::ServerConfig;
+use crate::dynamic::HandlerCapabilities;
 use crate::handler::{CompletionFn, PromptFn, ResourceFn, TemplateFn, ToolFn};
 use crate::schema::CompiledSchema;
 use crate::session::Session;
@@ -76,6 +77,8 @@ pub(crate) struct Inner {
     pub(crate) extensions: crate::extensions::Extensions,
     /// Tasks, when any tool may run as one (or they were configured).
     pub(crate) tasks: Option<Arc<crate::tasks::Tasks>>,
+    /// The user's handler, when the server answers from one instead of the registry.
+    pub(crate) dynamic: crate::dynamic::Dynamic,
 }
 
 /// Called with a legacy session's new roots after the client said they changed
@@ -130,32 +133,44 @@ impl Inner {
         self.registry.write()
     }
 
-    /// Which method families are served now: declared, or something registered.
-    pub(crate) fn served(&self) -> Declared {
-        let reg = self.read();
-        Declared {
-            tools: self.declare.tools || !reg.tools.is_empty(),
-            resources: self.declare.resources
-                || !reg.resources.is_empty()
-                || !reg.templates.is_empty(),
-            prompts: self.declare.prompts || !reg.prompts.is_empty(),
-        }
+    /// Which method families are served now: the handler's (when there is one) or those
+    /// with something registered, and those declared up front either way.
+    pub(crate) fn served(&self) -> HandlerCapabilities {
+        let mut served = match &self.dynamic.handler {
+            Some(h) => h.capabilities(),
+            None => {
+                let reg = self.read();
+                HandlerCapabilities {
+                    tools: !reg.tools.is_empty(),
+                    resources: !reg.resources.is_empty() || !reg.templates.is_empty(),
+                    prompts: !reg.prompts.is_empty(),
+                    completions: self.completion.is_some(),
+                    list_changed: true,
+                    subscribe: true,
+                }
+            }
+        };
+        served.tools |= self.declare.tools;
+        served.resources |= self.declare.resources;
+        served.prompts |= self.declare.prompts;
+        served
     }
 
-    /// Capabilities, computed from what is registered.
+    /// Capabilities, computed from what is served.
     pub(crate) fn capabilities(&self) -> ServerCapabilities {
         let served = self.served();
-        let listed = || ListChangedCapability::default().with_list_changed(Some(true));
+        let changes = served.list_changed.then_some(true);
+        let listed = || ListChangedCapability::default().with_list_changed(changes);
         ServerCapabilities::default()
             .with_tools(served.tools.then(listed))
             .with_resources(served.resources.then(|| {
                 ResourcesCapability::default()
-                    .with_subscribe(Some(true))
-                    .with_list_changed(Some(true))
+                    .with_subscribe(served.subscribe.then_some(true))
+                    .with_list_changed(changes)
             }))
             .with_prompts(served.prompts.then(listed))
             .with_logging(self.logging.then(JsonObject::new))
-            .with_completions(self.completion.is_some().then(JsonObject::new))
+            .with_completions(served.completions.then(JsonObject::new))
             .with_extensions(self.declared_extensions())
             .with_extra(self.legacy_tasks_capability())
     }

@@ -186,7 +186,16 @@ impl Server {
 
     /// Changes what is registered in one step, then tells every client once per kind that
     /// changed (`notifications/*/list_changed`), however many items `f` added or removed.
+    ///
+    /// A server built with a [`crate::ServerHandler`] answers from the handler, not from a
+    /// registry: what is added here is never listed (a warning is logged). Its handler
+    /// changes its own lists and calls [`Server::notify_tool_list_changed`] and its siblings.
     pub async fn edit<R>(&self, f: impl FnOnce(&mut Edit<'_>) -> R) -> R {
+        if self.inner.dynamic.handler.is_some() {
+            tracing::warn!(
+                "Server::edit on a server built with a handler: its lists are the handler's, the edit is not seen"
+            );
+        }
         let (out, changed) = {
             let mut reg = self.inner.write();
             let mut edit = Edit {
@@ -231,6 +240,18 @@ impl Server {
         self.edit(|e| e.remove_prompt(name)).await
     }
 
+    /// Tells every client that the tool list changed (`notifications/tools/list_changed`,
+    /// and 2026-07-28 `subscriptions/listen` streams): what a server built with a
+    /// [`crate::ServerHandler`] calls when the tools it computes change.
+    pub async fn notify_tool_list_changed(&self) {
+        self.broadcast(ToolListChanged::METHOD).await;
+    }
+
+    /// Tells every client that the prompt list changed.
+    pub async fn notify_prompt_list_changed(&self) {
+        self.broadcast(PromptListChanged::METHOD).await;
+    }
+
     /// Tells every client that the resource list changed.
     pub async fn notify_resource_list_changed(&self) {
         self.broadcast(ResourceListChanged::METHOD).await;
@@ -258,12 +279,15 @@ impl Server {
         self.announce(Change::ResourceUpdated(uri.to_owned()));
     }
 
-    /// The definition of the registered tool `name`.
+    /// The definition of the registered tool `name`; for a server built with a handler, what
+    /// its [`crate::ServerHandler::peek_tool`] says (transports read it, without a request,
+    /// to check a 2026-07-28 call's `Mcp-Param-*` headers).
     pub fn tool(&self, name: &str) -> Option<Tool> {
-        self.inner.read().tools.get(name).map(|e| e.tool.clone())
+        crate::ServerHandler::peek_tool(self, name)
     }
 
-    /// Registered tool names, in `tools/list` order.
+    /// Registered tool names, in `tools/list` order (none for a server built with a
+    /// handler: its lists depend on the request).
     pub fn tool_names(&self) -> Vec<String> {
         self.inner.read().tools.keys().cloned().collect()
     }

@@ -64,11 +64,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     ];
     for (era, url) in runs {
         let client = ClientConfig::default().era(era);
-        let client = connect(
-            &url,
-            Remote::default().client(client),
-        )
-        .await?;
+        let client = connect(&url, Remote::default().client(client)).await?;
 
         // 1. Drop the call after 300 ms.
         let call = client.call_tool("slow", JsonObject::new());

@@ -39,7 +39,10 @@ async fn complete(_: Ctx, p: CompleteParams) -> Result<CompleteResult, ErrorObje
         }
         _ => Vec::new(),
     };
-    let completion = Completion::default().with_total(Some(values.len() as u64)).with_values(values).with_has_more(Some(false));
+    let completion = Completion::default()
+        .with_total(Some(values.len() as u64))
+        .with_values(values)
+        .with_has_more(Some(false));
     Ok(CompleteResult::default().with_completion(completion))
 }
 
@@ -50,7 +53,9 @@ fn ask(reference: Ref, name: &str, value: &str, context: &[(&str, &str)]) -> Com
         .collect();
     CompleteParams {
         reference,
-        argument: CompletionArgument::default().with_name(name.into()).with_value(value.into()),
+        argument: CompletionArgument::default()
+            .with_name(name.into())
+            .with_value(value.into()),
         context: Some(CompletionContext::default().with_arguments(Some(arguments))),
         meta: None,
         extra: Default::default(),
@@ -59,8 +64,14 @@ fn ask(reference: Ref, name: &str, value: &str, context: &[(&str, &str)]) -> Com
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let prompt = Prompt::default().with_name("explain".into()).with_arguments(Some(vec![PromptArgument::default().with_name("language".into())]));
-    let template = ResourceTemplate::default().with_uri_template(TEMPLATE.into()).with_name("repo".into());
+    let prompt = Prompt::default()
+        .with_name("explain".into())
+        .with_arguments(Some(vec![
+            PromptArgument::default().with_name("language".into()),
+        ]));
+    let template = ResourceTemplate::default()
+        .with_uri_template(TEMPLATE.into())
+        .with_name("repo".into());
     let server = Server::builder("completion-example", "1.0.0")
         .prompt(prompt, |_, _| async { Ok(GetPromptResult::default()) })
         .resource_template(template, |_, _, _| async {
@@ -75,11 +86,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     for era in [EraChoice::Legacy, EraChoice::Modern] {
         let client = ClientConfig::default().era(era);
-        let client = connect(
-            &url,
-            Remote::default().client(client),
-        )
-        .await?;
+        let client = connect(&url, Remote::default().client(client)).await?;
         let prompt = Ref::Prompt {
             name: "explain".into(),
         };

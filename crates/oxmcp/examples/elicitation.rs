@@ -75,11 +75,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for era in [EraChoice::Legacy, EraChoice::Modern] {
         let handlers = ClientHandlers::new().elicitation(user(Arc::default()));
         let client = ClientConfig::default().era(era);
-        let client = connect(
-            &url,
-            Remote::default().handlers(handlers).client(client),
-        )
-        .await?;
+        let client = connect(&url, Remote::default().handlers(handlers).client(client)).await?;
         let mut answers = Vec::new();
         for _ in 0..2 {
             let mut args = JsonObject::new();

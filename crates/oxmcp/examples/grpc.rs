@@ -48,11 +48,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     for era in [EraChoice::Legacy, EraChoice::Modern] {
         let client = ClientConfig::default().era(era);
-        let client = connect(
-            &url,
-            Remote::default().client(client),
-        )
-        .await?;
+        let client = connect(&url, Remote::default().client(client)).await?;
         let tools: Vec<_> = client
             .list_tools()
             .await?

@@ -44,11 +44,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     drop(stream); // closing the stream ends that session
 
     let client = ClientConfig::default().protocol_version(ProtocolVersion::V2024_11_05);
-    let client = connect(
-        &url,
-        Remote::default().client(client),
-    )
-    .await?;
+    let client = connect(&url, Remote::default().client(client)).await?;
     println!(
         "client: connected, protocol {:?}",
         client.protocol_version()

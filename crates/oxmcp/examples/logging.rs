@@ -67,11 +67,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         });
         let client = ClientConfig::default().era(era);
-        let client = connect(
-            &url,
-            Remote::default().handlers(handlers).client(client),
-        )
-        .await?;
+        let client = connect(&url, Remote::default().handlers(handlers).client(client)).await?;
         client.set_log_level(LoggingLevel::Warning).await?;
         let mut args = JsonObject::new();
         args.insert("name".into(), "report".into());

@@ -42,11 +42,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     for era in [EraChoice::Legacy, EraChoice::Modern] {
         let client = ClientConfig::default().era(era);
-        let client = connect(
-            &url,
-            Remote::default().client(client),
-        )
-        .await?;
+        let client = connect(&url, Remote::default().client(client)).await?;
         let seen = Arc::new(Mutex::new(Vec::new()));
         let sink = seen.clone();
         let options = RequestOptions::default().on_progress(move |p| {

@@ -13,13 +13,17 @@ use oxmcp::server::{Ctx, Server};
 use oxmcp::types::{GetPromptResult, Prompt, PromptArgument, PromptMessage, Role};
 
 fn argument(name: &str, required: bool) -> PromptArgument {
-    PromptArgument::default().with_name(name.into()).with_required(Some(required))
+    PromptArgument::default()
+        .with_name(name.into())
+        .with_required(Some(required))
 }
 
 async fn review(_: Ctx, args: BTreeMap<String, String>) -> Result<GetPromptResult, ErrorObject> {
     let code = args.get("code").map_or("", String::as_str);
     let style = args.get("style").map_or("friendly", String::as_str);
-    Ok(GetPromptResult::default().with_description(Some("A code review request".into())).with_messages(vec![PromptMessage::text(
+    Ok(GetPromptResult::default()
+        .with_description(Some("A code review request".into()))
+        .with_messages(vec![PromptMessage::text(
             Role::User,
             format!("Review this code in a {style} tone:\n{code}"),
         )]))
@@ -27,7 +31,10 @@ async fn review(_: Ctx, args: BTreeMap<String, String>) -> Result<GetPromptResul
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let prompt = Prompt::default().with_name("code_review".into()).with_description(Some("Asks for a review of some code".into())).with_arguments(Some(vec![argument("code", true), argument("style", false)]));
+    let prompt = Prompt::default()
+        .with_name("code_review".into())
+        .with_description(Some("Asks for a review of some code".into()))
+        .with_arguments(Some(vec![argument("code", true), argument("style", false)]));
     let server = Server::builder("prompts-example", "1.0.0")
         .prompt(prompt, review)
         .build()?;
@@ -38,11 +45,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     for era in [EraChoice::Legacy, EraChoice::Modern] {
         let client = ClientConfig::default().era(era);
-        let client = connect(
-            &url,
-            Remote::default().client(client),
-        )
-        .await?;
+        let client = connect(&url, Remote::default().client(client)).await?;
         for p in client.list_prompts(None).await?.prompts {
             let args = p.arguments.unwrap_or_default().into_iter();
             let args: Vec<_> = args.map(|a| (a.name, a.required == Some(true))).collect();

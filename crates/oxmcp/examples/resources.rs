@@ -26,7 +26,13 @@ async fn read_user(
         "user {id}, profile {}",
         vars.get("tab").map_or("-", String::as_str)
     );
-    Ok(ReadResourceResult::default().with_contents(vec![ResourceContents::text(uri, Some("text/plain"), text)]))
+    Ok(
+        ReadResourceResult::default().with_contents(vec![ResourceContents::text(
+            uri,
+            Some("text/plain"),
+            text,
+        )]),
+    )
 }
 
 fn text(result: &ReadResourceResult) -> String {
@@ -36,7 +42,9 @@ fn text(result: &ReadResourceResult) -> String {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let template = ResourceTemplate::default().with_uri_template("users://{id}/profile{?tab}".into()).with_name("user-profile".into());
+    let template = ResourceTemplate::default()
+        .with_uri_template("users://{id}/profile{?tab}".into())
+        .with_name("user-profile".into());
     let server = Server::builder("resources-example", "1.0.0")
         .text_resource(
             README,
@@ -77,7 +85,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
         let mut stream = None;
         if client.is_modern() {
-            let filter = ListenFilter::default().with_resource_subscriptions(Some(vec![README.into()]));
+            let filter =
+                ListenFilter::default().with_resource_subscriptions(Some(vec![README.into()]));
             let mut sub = client.listen(filter)?;
             // The server acknowledges first; updates follow.
             let ack = tokio::time::timeout(Duration::from_secs(5), sub.next()).await?;

@@ -54,16 +54,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let current = roots.clone();
         let handlers = ClientHandlers::new().roots(move || {
             let roots = current.lock().map(|r| r.clone()).unwrap_or_default();
-            async move {
-                Ok(ListRootsResult::default().with_roots(roots))
-            }
+            async move { Ok(ListRootsResult::default().with_roots(roots)) }
         });
         let client = ClientConfig::default().era(era);
-        let client = connect(
-            &url,
-            Remote::default().handlers(handlers).client(client),
-        )
-        .await?;
+        let client = connect(&url, Remote::default().handlers(handlers).client(client)).await?;
         let call = || client.call_tool("workspace", JsonObject::new());
         let text = |r: oxmcp::types::CallToolResult| {
             r.content

@@ -100,11 +100,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for era in [EraChoice::Legacy, EraChoice::Modern] {
         let handlers = ClientHandlers::new().sampling(model);
         let client = ClientConfig::default().era(era);
-        let client = connect(
-            &url,
-            Remote::default().handlers(handlers).client(client),
-        )
-        .await?;
+        let client = connect(&url, Remote::default().handlers(handlers).client(client)).await?;
         let mut args = JsonObject::new();
         args.insert("text".into(), "the meeting moved to friday".into());
         let result = client.call_tool("summarize", args).await?;

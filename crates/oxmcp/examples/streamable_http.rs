@@ -77,11 +77,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
         for era in [EraChoice::Legacy, EraChoice::Modern] {
             let client = ClientConfig::default().era(era);
-            let client = connect(
-                &url,
-                Remote::default().client(client),
-            )
-            .await?;
+            let client = connect(&url, Remote::default().client(client)).await?;
             let seen = Arc::new(AtomicU32::new(0));
             let count = seen.clone();
             let options = RequestOptions::default().on_progress(move |_| {

@@ -37,11 +37,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             Ok(ListRootsResult::default().with_roots(vec![root]))
         });
         let client = ClientConfig::default().era(era);
-        let client = connect(
-            &url,
-            Remote::default().handlers(handlers).client(client),
-        )
-        .await?;
+        let client = connect(&url, Remote::default().handlers(handlers).client(client)).await?;
         println!(
             "{era:?}: connected to {url}, protocol {:?}",
             client.protocol_version()

@@ -5,51 +5,53 @@ use std::sync::Arc;
 
 use oxmcp_client::{RequestOptions, RetryChoice};
 use oxmcp_jsonrpc::ErrorObject;
-use oxmcp_server::{Ctx, PromptFn, ResourceFn, TemplateFn, ToolFn};
+use oxmcp_server::Ctx;
 use oxmcp_types::{
-    CompleteParams, CompleteResult, CompletionReference, JsonObject, ReadResourceResult,
+    CallToolResult, CompleteParams, CompleteResult, CompletionReference, GetPromptResult,
+    JsonObject, ReadResourceResult,
 };
 
 use super::*;
 
-/// A gateway tool: calls `tool` on the upstream, passing progress back. `retry` says whether a
-/// failed call may be repeated (from the tool's annotations, as the gateway listed them).
-pub(super) fn tool_fn(pool: Arc<Pool>, tool: String, retry: RetryChoice) -> ToolFn {
-    Arc::new(move |ctx: Ctx, args: JsonObject| {
-        let (pool, tool) = (pool.clone(), tool.clone());
-        Box::pin(async move {
-            let (progress_link, progress_ctx) = (pool.link.clone(), ctx.clone());
-            let mut options = RequestOptions::default().on_progress(move |p| {
-                progress_link.send(Event::Progress(progress_ctx.clone(), p));
-            });
-            // The caller's trace goes on to the upstream (W3C trace context in `_meta`).
-            if let Some(trace) = ctx.trace_context() {
-                options = options.trace(&trace);
-            }
-            relay(&pool, &ctx, |client| async move {
-                client.call_tool_retry(&tool, args, &options, retry).await
-            })
-            .await
-        })
+/// Calls `tool` on the upstream, passing progress back. `retry` says whether a failed call
+/// may be repeated (from the tool's annotations, as the gateway lists them).
+pub(super) async fn call(
+    pool: &Arc<Pool>,
+    ctx: Ctx,
+    tool: &str,
+    args: JsonObject,
+    retry: RetryChoice,
+) -> Result<CallToolResult, ErrorObject> {
+    let (progress_link, progress_ctx) = (pool.link.clone(), ctx.clone());
+    let mut options = RequestOptions::default().on_progress(move |p| {
+        progress_link.send(Event::Progress(progress_ctx.clone(), p));
+    });
+    // The caller's trace goes on to the upstream (W3C trace context in `_meta`).
+    if let Some(trace) = ctx.trace_context() {
+        options = options.trace(&trace);
+    }
+    relay(pool, &ctx, |client| async move {
+        client.call_tool_retry(tool, args, &options, retry).await
     })
+    .await
 }
 
-/// A gateway prompt: gets `prompt` from the upstream.
-pub(super) fn prompt_fn(pool: Arc<Pool>, prompt: String) -> PromptFn {
-    Arc::new(move |ctx: Ctx, args: BTreeMap<String, String>| {
-        let (pool, prompt) = (pool.clone(), prompt.clone());
-        Box::pin(async move {
-            relay(&pool, &ctx, |client| async move {
-                client.get_prompt(&prompt, args).await
-            })
-            .await
-        })
+/// Gets `prompt` from the upstream.
+pub(super) async fn get_prompt(
+    pool: &Arc<Pool>,
+    ctx: Ctx,
+    prompt: &str,
+    args: BTreeMap<String, String>,
+) -> Result<GetPromptResult, ErrorObject> {
+    relay(pool, &ctx, |client| async move {
+        client.get_prompt(prompt, args).await
     })
+    .await
 }
 
 /// Reads an exposed URI from its upstream; the contents carry exposed URIs too.
 pub(super) async fn read(
-    pool: Arc<Pool>,
+    pool: &Arc<Pool>,
     ctx: Ctx,
     uri: String,
 ) -> Result<ReadResourceResult, ErrorObject> {
@@ -60,7 +62,7 @@ pub(super) async fn read(
             "not a {prefix} URI: {uri}"
         )));
     };
-    let mut result = relay(&pool, &ctx, |client| async move {
+    let mut result = relay(pool, &ctx, |client| async move {
         client.read_resource(&original).await
     })
     .await?;
@@ -70,18 +72,10 @@ pub(super) async fn read(
     Ok(result)
 }
 
-pub(super) fn resource_fn(pool: Arc<Pool>) -> ResourceFn {
-    Arc::new(move |ctx, uri| Box::pin(read(pool.clone(), ctx, uri)))
-}
-
-pub(super) fn template_fn(pool: Arc<Pool>) -> TemplateFn {
-    Arc::new(move |ctx, uri, _vars| Box::pin(read(pool.clone(), ctx, uri)))
-}
-
 /// `completion/complete` for a gateway prompt or template: asked of its upstream.
 pub(super) async fn complete(
     links: &BTreeMap<String, Arc<Link>>,
-    pools: Option<&BTreeMap<String, Arc<Pool>>>,
+    pools: &BTreeMap<String, Arc<Pool>>,
     ctx: &Ctx,
     mut params: CompleteParams,
 ) -> Result<CompleteResult, ErrorObject> {
@@ -96,7 +90,7 @@ pub(super) async fn complete(
             (link, original.to_owned())
         }
     };
-    let pool = pools.and_then(|p| p.get(&link.name)).ok_or_else(unknown)?;
+    let pool = pools.get(&link.name).ok_or_else(unknown)?;
     match &mut params.reference {
         CompletionReference::Prompt { name } => *name = original,
         CompletionReference::Resource { uri } => *uri = original,

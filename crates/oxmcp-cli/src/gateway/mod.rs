@@ -26,19 +26,20 @@
 //! at least one client holds it and unsubscribed when the last one unsubscribes or its session
 //! ends (see [`subscriptions`]), so the upstream set shrinks again.
 
+mod catalog;
 mod config;
 mod forward;
+mod handler;
 mod link;
-mod mirror;
 mod pool;
 mod subscriptions;
 mod upstream;
 
+use catalog::*;
 pub(crate) use config::{Config, load};
 pub(crate) use config::{Upstream, UpstreamAuth, bridge};
-use forward::*;
+use handler::Gateway;
 use link::*;
-use mirror::*;
 use pool::*;
 use subscriptions::*;
 use upstream::*;
@@ -82,10 +83,14 @@ pub(crate) async fn start(
         queues.push((link, rx));
     }
     let links = Arc::new(links);
-    let (hold_links, release_links, completion_links) =
-        (links.clone(), links.clone(), links.clone());
-    let pools: Arc<std::sync::OnceLock<BTreeMap<String, Arc<Pool>>>> = Arc::default();
-    let complete_pools = pools.clone();
+    let (hold_links, release_links) = (links.clone(), links.clone());
+    let (pools, supervised) = supervise(&config, &queues);
+    let catalog = Arc::new(Catalog::default());
+    let gateway = Gateway {
+        catalog: catalog.clone(),
+        links: links.clone(),
+        pools: pools.clone(),
+    };
     let server = Server::builder("mcp-gateway", env!("CARGO_PKG_VERSION"))
         .instructions(match &config.bridge {
             Some(what) => format!("A bridge to {what}: its tools, prompts and resources as they are."),
@@ -94,9 +99,7 @@ pub(crate) async fn start(
                  its resources as {URI_PREFIX}UPSTREAM/URI."
             ),
         })
-        .declare_tools()
-        .declare_prompts()
-        .declare_resources()
+        .handler(gateway)
         .config(server_config)
         // Each upstream URI is held upstream while some client holds it (counted per holder).
         .on_subscribe(move |uri| match route_uri(&hold_links, uri) {
@@ -108,43 +111,26 @@ pub(crate) async fn start(
                 link.subscriptions.release(original);
             }
         })
-        .completion(move |ctx, params| {
-            let links = completion_links.clone();
-            let pools = complete_pools.clone();
-            async move { complete(&links, pools.get(), &ctx, params).await }
-        })
         .build()?;
-    let mut supervised = Vec::new();
-    let mut by_name = BTreeMap::new();
     let mut ready = Vec::new();
-    let beat = Duration::from_millis(config.heartbeat_ms.max(10));
     for (upstream, (link, events)) in config.upstream.into_iter().zip(queues) {
         let (changed_tx, changed_rx) = mpsc::channel::<Kind>(16);
-        let holder = Arc::new(Holder::default());
-        let sup = Supervised::start(
-            connector(upstream.clone(), link.clone(), holder.clone()),
-            SupervisorConfig::default().heartbeat(Some(Heartbeat {
-                interval: beat,
-                timeout: beat.min(Duration::from_secs(5)),
-                misses: 2,
-            })),
-        );
-        let pool = Pool::new(link.clone(), upstream.clone(), sup.clone(), holder);
+        let Some(pool) = pools.get(&upstream.name).cloned() else {
+            continue;
+        };
         tokio::spawn(pass_on(server.clone(), link.clone(), events, changed_tx));
-        tokio::spawn(keep_subscribed(link, sup.clone()));
+        tokio::spawn(keep_subscribed(link, pool.primary.clone()));
         let (ready_tx, ready_rx) = oneshot::channel();
         ready.push(ready_rx);
-        tokio::spawn(mirror(
+        tokio::spawn(track(
             server.clone(),
-            upstream.clone(),
-            pool.clone(),
+            catalog.clone(),
+            upstream,
+            pool,
             changed_rx,
             ready_tx,
         ));
-        by_name.insert(upstream.name, pool);
-        supervised.push(sup);
     }
-    let _ = pools.set(by_name);
     // Serve once every upstream has connected (or failed) once, so the first lists are
     // complete; a slow upstream delays the start by at most 10 s.
     let all = futures::future::join_all(ready);
@@ -155,4 +141,29 @@ pub(crate) async fn start(
         tracing::warn!("some upstreams are still connecting; serving without them for now");
     }
     Ok((server, supervised))
+}
+
+/// Starts the supervised connection to each upstream, and its pool of connections.
+fn supervise(
+    config: &Config,
+    queues: &[(Arc<Link>, mpsc::Receiver<Event>)],
+) -> (BTreeMap<String, Arc<Pool>>, Vec<Supervised>) {
+    let mut supervised = Vec::new();
+    let mut pools = BTreeMap::new();
+    let beat = Duration::from_millis(config.heartbeat_ms.max(10));
+    for (upstream, (link, _)) in config.upstream.iter().zip(queues) {
+        let holder = Arc::new(Holder::default());
+        let sup = Supervised::start(
+            connector(upstream.clone(), link.clone(), holder.clone()),
+            SupervisorConfig::default().heartbeat(Some(Heartbeat {
+                interval: beat,
+                timeout: beat.min(Duration::from_secs(5)),
+                misses: 2,
+            })),
+        );
+        let pool = Pool::new(link.clone(), upstream.clone(), sup.clone(), holder);
+        pools.insert(upstream.name.clone(), pool);
+        supervised.push(sup);
+    }
+    (pools, supervised)
 }

@@ -11,13 +11,13 @@ use oxmcp_types::methods::{
     Listen, ReadResource, Request as _, SetLevel, Subscribe, Unsubscribe,
 };
 use oxmcp_types::{
-    CompleteParams, EmptyResult, JsonObject, ListenParams, ProtocolVersion, SetLevelParams,
-    progress_token,
+    CompleteParams, EmptyResult, JsonObject, ListenParams, SetLevelParams, progress_token,
 };
 
 use super::Session;
 use super::reply::{encode, fail, ready};
 use crate::context::Ctx;
+use crate::dynamic::ServerHandler as _;
 use crate::echo::echo;
 use crate::modern::ModernMeta;
 
@@ -41,14 +41,6 @@ impl Call {
             task: None,
         }
     }
-
-    /// The protocol version the request is answered under.
-    pub(super) fn version(&self) -> ProtocolVersion {
-        match &self.modern {
-            Some(_) => ProtocolVersion::V2026_07_28,
-            None => self.session.version(),
-        }
-    }
 }
 
 impl Session {
@@ -67,18 +59,19 @@ impl Session {
             modern: request_meta,
         };
         let served = self.server.served();
+        let subscribe = served.resources && served.subscribe;
         let params = req.params.as_deref();
         match req.method.as_str() {
-            ListTools::METHOD if served.tools => self.list_tools(params),
+            ListTools::METHOD if served.tools => self.list_tools(params, call),
             CallTool::METHOD if served.tools => self.call_tool(params, call),
-            ListResources::METHOD if served.resources => self.list_resources(params),
-            ListResourceTemplates::METHOD if served.resources => self.list_templates(params),
+            ListResources::METHOD if served.resources => self.list_resources(params, call),
+            ListResourceTemplates::METHOD if served.resources => self.list_templates(params, call),
             ReadResource::METHOD if served.resources => self.read_resource(params, call),
-            Subscribe::METHOD if served.resources && !modern => self.subscribe_to(params),
-            Unsubscribe::METHOD if served.resources && !modern => self.unsubscribe_from(params),
-            ListPrompts::METHOD if served.prompts => self.list_prompts(params),
+            Subscribe::METHOD if subscribe && !modern => self.subscribe_to(params),
+            Unsubscribe::METHOD if subscribe && !modern => self.unsubscribe_from(params),
+            ListPrompts::METHOD if served.prompts => self.list_prompts(params, call),
             GetPrompt::METHOD if served.prompts => self.get_prompt(params, call),
-            Complete::METHOD if self.server.completion.is_some() => self.complete(params, call),
+            Complete::METHOD if served.completions => self.complete(params, call),
             Listen::METHOD if modern => {
                 let p: ListenParams = match parse_params(params) {
                     Ok(p) => p,
@@ -107,12 +100,10 @@ impl Session {
             Ok(p) => p,
             Err(e) => return fail(e),
         };
-        let Some(h) = self.server.completion.clone() else {
-            return fail(ErrorObject::method_not_found(Complete::METHOD));
-        };
+        let server = self.handler();
         let ctx = call.ctx(p.meta.clone());
         Box::pin(async move {
-            let mut r = h(ctx, p).await?;
+            let mut r = server.complete(ctx, p).await?;
             r.completion.values.truncate(100);
             encode(&r)
         })

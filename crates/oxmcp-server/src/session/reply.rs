@@ -6,8 +6,6 @@ use oxmcp_jsonrpc::{ErrorObject, parse_params, to_raw};
 use oxmcp_types::PaginatedParams;
 use serde::Serialize;
 
-use crate::echo::echo;
-
 pub(super) fn encode<T: Serialize>(value: &T) -> HandlerResult {
     to_raw(value).map_err(|e| ErrorObject::internal(format!("could not encode the result: {e}")))
 }
@@ -21,54 +19,32 @@ pub(super) fn fail(e: ErrorObject) -> BoxFuture<'static, HandlerResult> {
     Box::pin(async move { Err(e) })
 }
 
-const CURSOR_PREFIX: &str = "mcp-offset:";
-
-fn paginate<T: Clone>(
-    items: &[T],
-    cursor: Option<&str>,
-    page: usize,
-) -> Result<(Vec<T>, Option<String>), ErrorObject> {
-    let start = match cursor {
-        None => 0,
-        Some(c) => c
-            .strip_prefix(CURSOR_PREFIX)
-            .and_then(|n| n.parse::<usize>().ok())
-            .filter(|n| *n <= items.len())
-            .ok_or_else(|| ErrorObject::invalid_params(format!("Invalid cursor: {:?}", echo(c))))?,
-    };
-    let page = page.max(1);
-    let end = (start + page).min(items.len());
-    let next = (end < items.len()).then(|| format!("{CURSOR_PREFIX}{end}"));
-    Ok((items[start..end].to_vec(), next))
+impl super::Session {
+    /// The server as a [`crate::ServerHandler`]: what lists, calls, reads and completions
+    /// are answered by (its registry, or the user's handler).
+    pub(super) fn handler(&self) -> crate::Server {
+        crate::Server {
+            inner: self.server.clone(),
+        }
+    }
 }
 
-/// Answers a paginated list request: read the cursor, cut the page, build the result.
-pub(super) fn list_page<T: Clone, R: Serialize>(
+/// Answers a paginated list request: the params parsed, the handler asked for the page.
+pub(super) fn list_with<R, F, Fut>(
     params: Option<&oxmcp_jsonrpc::RawValue>,
-    items: &[T],
-    page: usize,
-    build: impl FnOnce(Vec<T>, Option<String>) -> R,
-) -> BoxFuture<'static, HandlerResult> {
+    call: super::dispatch::Call,
+    list: F,
+) -> BoxFuture<'static, HandlerResult>
+where
+    R: Serialize,
+    F: FnOnce(crate::Server, crate::Ctx, Option<String>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = Result<R, ErrorObject>> + Send + 'static,
+{
     let p: PaginatedParams = match parse_params(params) {
         Ok(p) => p,
         Err(e) => return fail(e),
     };
-    match paginate(items, p.cursor.as_deref(), page) {
-        Ok((items, next)) => ready(&build(items, next)),
-        Err(e) => fail(e),
-    }
-}
-
-impl super::Session {
-    /// A page of one of the registry's lists: `pick` reads the items, `build` makes the
-    /// result from a page and the next cursor.
-    pub(super) fn list<T: Clone, R: Serialize>(
-        &self,
-        params: Option<&oxmcp_jsonrpc::RawValue>,
-        pick: impl FnOnce(&crate::registry::Registry) -> Vec<T>,
-        build: impl FnOnce(Vec<T>, Option<String>) -> R,
-    ) -> BoxFuture<'static, HandlerResult> {
-        let items = pick(&self.server.read());
-        list_page(params, &items, self.server.config.page_size, build)
-    }
+    let server = call.session.handler();
+    let ctx = call.ctx(p.meta);
+    Box::pin(async move { encode(&list(server, ctx, p.cursor).await?) })
 }

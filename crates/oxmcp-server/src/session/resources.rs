@@ -3,14 +3,13 @@
 
 use futures::future::BoxFuture;
 use oxmcp_engine::HandlerResult;
-use oxmcp_jsonrpc::{ErrorCode, ErrorObject, RawValue, parse_params};
-use oxmcp_types::{
-    EmptyResult, ListResourceTemplatesResult, ListResourcesResult, ResourceUriParams,
-};
+use oxmcp_jsonrpc::{ErrorObject, RawValue, parse_params};
+use oxmcp_types::{EmptyResult, ResourceUriParams};
 
 use super::Session;
 use super::dispatch::Call;
-use super::reply::{encode, fail, ready};
+use super::reply::{encode, fail, list_with, ready};
+use crate::dynamic::ServerHandler as _;
 use crate::echo::echo;
 
 impl Session {
@@ -33,33 +32,24 @@ impl Session {
     pub(super) fn list_resources(
         &self,
         params: Option<&RawValue>,
+        call: Call,
     ) -> BoxFuture<'static, HandlerResult> {
-        self.list(
-            params,
-            |reg| reg.resources.values().map(|r| r.resource.clone()).collect(),
-            |resources, next_cursor| ListResourcesResult {
-                resources,
-                next_cursor,
-                ..Default::default()
-            },
-        )
+        list_with(params, call, |server, ctx, cursor| async move {
+            server.list_resources(&ctx, cursor).await
+        })
     }
 
     pub(super) fn list_templates(
         &self,
         params: Option<&RawValue>,
+        call: Call,
     ) -> BoxFuture<'static, HandlerResult> {
-        self.list(
-            params,
-            |reg| reg.templates.iter().map(|t| t.template.clone()).collect(),
-            |resource_templates, next_cursor| ListResourceTemplatesResult {
-                resource_templates,
-                next_cursor,
-                ..Default::default()
-            },
-        )
+        list_with(params, call, |server, ctx, cursor| async move {
+            server.list_resource_templates(&ctx, cursor).await
+        })
     }
 
+    /// `resources/read`: a registry reads a resource, else the first matching template.
     pub(super) fn read_resource(
         &self,
         params: Option<&RawValue>,
@@ -69,35 +59,9 @@ impl Session {
             Ok(p) => p,
             Err(e) => return fail(e),
         };
-        let (direct, template) = {
-            let reg = self.server.read();
-            let direct = reg.resources.get(&p.uri).map(|r| r.handler.clone());
-            let template = if direct.is_none() {
-                reg.templates.iter().find_map(|t| {
-                    t.parsed
-                        .matches(&p.uri)
-                        .map(|vars| (t.handler.clone(), vars))
-                })
-            } else {
-                None
-            };
-            (direct, template)
-        };
-        let version = call.version();
-        let uri = p.uri.clone();
-        let ctx = call.ctx(p.meta);
-        match (direct, template) {
-            (Some(h), _) => Box::pin(async move { encode(&h(ctx, uri).await?) }),
-            (None, Some((h, vars))) => Box::pin(async move { encode(&h(ctx, uri, vars).await?) }),
-            (None, None) => {
-                let code = ErrorCode(version.resource_not_found_code());
-                let uri = echo(&p.uri);
-                fail(
-                    ErrorObject::new(code, format!("Resource not found: {uri}"))
-                        .with_data(serde_json::json!({ "uri": uri })),
-                )
-            }
-        }
+        let server = self.handler();
+        let ctx = call.ctx(p.meta.clone());
+        Box::pin(async move { encode(&server.read_resource(ctx, p).await?) })
     }
 
     /// `resources/subscribe`.

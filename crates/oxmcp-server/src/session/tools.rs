@@ -1,5 +1,6 @@
-//! `tools/list` and `tools/call`: arguments validated against the input schema, structured
-//! results against the output schema; task-eligible calls run as tasks (see `crate::tasks`).
+//! `tools/list` and `tools/call`, answered by the server's handler: arguments validated
+//! against the input schema, structured results against the output schema (when the tool's
+//! definition is known); task-eligible calls run as tasks (see `crate::tasks`).
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -8,37 +9,30 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use oxmcp_engine::HandlerResult;
 use oxmcp_jsonrpc::{ErrorObject, RawValue, parse_params};
-use oxmcp_types::{
-    CallToolParams, CallToolResult, Feature, JsonObject, ListToolsResult, TASKS_EXTENSION,
-    declares_extension,
-};
+use oxmcp_types::{CallToolParams, Feature, TASKS_EXTENSION, declares_extension};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::Session;
 use super::dispatch::Call;
-use super::reply::{encode, fail};
+use super::reply::{encode, fail, list_with};
 use crate::context::Ctx;
-use crate::echo::echo;
-use crate::registry::ToolEntry;
+use crate::dynamic::{ServerHandler as _, Target};
 use crate::tasks::{Plan, TaskEra, TaskSlot, TaskStart, Tasks, decide, wire};
 
 impl Session {
     pub(super) fn list_tools(
         &self,
         params: Option<&RawValue>,
+        call: Call,
     ) -> BoxFuture<'static, HandlerResult> {
-        self.list(
-            params,
-            |reg| reg.tools.values().map(|t| t.tool.clone()).collect(),
-            |tools, next_cursor| {
-                ListToolsResult::default()
-                    .with_tools(tools)
-                    .with_next_cursor(next_cursor)
-            },
-        )
+        list_with(params, call, |server, ctx, cursor| async move {
+            server.list_tools(&ctx, cursor).await
+        })
     }
 
+    /// `tools/call`: the tool is found (a registry's, or the handler's definition), then run
+    /// plainly or as a task.
     pub(super) fn call_tool(
         &self,
         params: Option<&RawValue>,
@@ -48,76 +42,54 @@ impl Session {
             Ok(p) => p,
             Err(e) => return fail(e),
         };
-        let Some(entry) = self.server.read().tools.get(&p.name).cloned() else {
-            let name = echo(&p.name);
-            return fail(
-                ErrorObject::invalid_params(format!("Unknown tool: {name}"))
-                    .with_data(serde_json::json!({ "tool": name })),
-            );
-        };
-        let plan = match &self.server.tasks {
-            None => Plan::Plain,
-            Some(_) => {
-                let declared = call.modern.as_ref().map(|m| {
-                    declares_extension(m.client_caps.extensions.as_ref(), TASKS_EXTENSION)
-                });
-                // 2025-11-25: `task: {ttl}` asks for a task (2026-07-28 ignores it).
-                let asked = p
-                    .extra
-                    .get("task")
-                    .map(|t| t.get("ttl").and_then(Value::as_u64));
-                let spoken = self.version().has(Feature::LegacyTasks);
-                match decide(&p.name, entry.tool.task_support(), declared, asked, spoken) {
-                    Ok(plan) => plan,
-                    Err(e) => return fail(e),
+        let server = self.handler();
+        let declared = call
+            .modern
+            .as_ref()
+            .map(|m| declares_extension(m.client_caps.extensions.as_ref(), TASKS_EXTENSION));
+        let spoken = self.version().has(Feature::LegacyTasks);
+        let tasks = self.server.tasks.clone();
+        let ctx = call.ctx(p.meta.clone());
+        Box::pin(async move {
+            let target = Arc::new(server.target(&ctx, &p.name).await?);
+            let plan = match (&tasks, target.tool()) {
+                (Some(_), Some(tool)) => {
+                    // 2025-11-25: `task: {ttl}` asks for a task (2026-07-28 ignores it).
+                    let asked = p
+                        .extra
+                        .get("task")
+                        .map(|t| t.get("ttl").and_then(Value::as_u64));
+                    decide(&p.name, tool.task_support(), declared, asked, spoken)?
                 }
+                _ => Plan::Plain,
+            };
+            match (plan, tasks) {
+                (Plan::Task { era, ttl }, Some(tasks)) => {
+                    let work = Work {
+                        server,
+                        target,
+                        params: p,
+                    };
+                    as_task(tasks, work, ctx, era, ttl).await
+                }
+                _ => encode(&server.run_tool(&target, ctx, p).await?),
             }
-        };
-        let ctx = call.ctx(p.meta);
-        let args = p.arguments.unwrap_or_default();
-        match (plan, self.server.tasks.clone()) {
-            (Plan::Task { era, ttl }, Some(tasks)) => as_task(tasks, entry, ctx, args, era, ttl),
-            _ => Box::pin(async move { encode(&execute(&entry, ctx, args).await?) }),
-        }
+        })
     }
 }
 
-/// Runs a tool: arguments checked against its input schema, `structuredContent` against its
-/// output schema.
-async fn execute(
-    entry: &ToolEntry,
-    ctx: Ctx,
-    args: JsonObject,
-) -> Result<CallToolResult, ErrorObject> {
-    let args_value = Value::Object(args);
-    if let Err(errors) = entry.input.validate(&args_value) {
-        return Ok(CallToolResult::error(format!(
-            "Invalid arguments for tool {}: {}",
-            entry.tool.name,
-            errors.join("; ")
-        )));
-    }
-    let Value::Object(args) = args_value else {
-        return Err(ErrorObject::internal("arguments are not an object"));
-    };
-    let result = (entry.handler)(ctx, args).await?;
-    if let (Some(schema), false) = (&entry.output, result.failed()) {
-        let structured = result.structured_content.clone().unwrap_or(Value::Null);
-        if let Err(errors) = schema.validate(&structured) {
-            return Err(ErrorObject::internal(format!(
-                "tool {} returned structuredContent that does not match its outputSchema",
-                entry.tool.name
-            ))
-            .with_data(serde_json::json!({ "errors": errors })));
-        }
-    }
-    Ok(result)
+/// A call to run: the tool as found, and the request's params.
+struct Work {
+    server: crate::Server,
+    target: Arc<Target>,
+    params: CallToolParams,
 }
 
 /// The tool's work, ending in an outcome whatever happens (a panic is a -32603 error).
-async fn work(entry: Arc<ToolEntry>, ctx: Ctx, args: JsonObject) -> crate::tasks::Outcome {
+async fn work(w: Work, ctx: Ctx) -> crate::tasks::Outcome {
     use crate::tasks::Outcome;
-    match AssertUnwindSafe(execute(&entry, ctx, args))
+    let name = w.params.name.clone();
+    match AssertUnwindSafe(w.server.run_tool(&w.target, ctx, w.params))
         .catch_unwind()
         .await
     {
@@ -129,8 +101,7 @@ async fn work(entry: Arc<ToolEntry>, ctx: Ctx, args: JsonObject) -> crate::tasks
         },
         Ok(Err(e)) => Outcome::Error(e),
         Err(_) => Outcome::Error(ErrorObject::internal(format!(
-            "tool {} failed unexpectedly",
-            entry.tool.name
+            "tool {name} failed unexpectedly"
         ))),
     }
 }
@@ -139,9 +110,8 @@ async fn work(entry: Arc<ToolEntry>, ctx: Ctx, args: JsonObject) -> crate::tasks
 /// [`Ctx::begin_task`]) and answered with; the work goes on in the background.
 fn as_task(
     tasks: Arc<Tasks>,
-    entry: Arc<ToolEntry>,
+    w: Work,
     mut ctx: Ctx,
-    args: JsonObject,
     era: TaskEra,
     ttl: Option<u64>,
 ) -> BoxFuture<'static, HandlerResult> {
@@ -156,7 +126,7 @@ fn as_task(
             TaskEra::Modern => encode(&wire::modern_created(rec)),
             TaskEra::Legacy => encode(&wire::legacy_created(rec)),
         };
-        if entry.task_start == TaskStart::Immediately {
+        if w.target.task_start() == TaskStart::Immediately {
             let (run, rec) = tasks
                 .create(era, owner, "tools/call", ttl, legacy_peer, token)
                 .await?;
@@ -167,7 +137,7 @@ fn as_task(
                 // Cancelled (tasks/cancel, expiry): the work is dropped, as a cancelled
                 // request's handler is.
                 tokio::select! {
-                    outcome = work(entry, ctx, args) => run.finish(outcome).await,
+                    outcome = work(w, ctx) => run.finish(outcome).await,
                     () = token.cancelled() => {}
                 }
             });
@@ -177,7 +147,7 @@ fn as_task(
         // work is the request's, dropped or cancelled with it.
         let (begin_tx, begin_rx) = tokio::sync::oneshot::channel();
         *slot.begin.lock() = Some(begin_tx);
-        let mut handle = tokio::spawn(work(entry, ctx, args));
+        let mut handle = tokio::spawn(work(w, ctx));
         let guard = AbortGuard(Some(handle.abort_handle()));
         let ack = tokio::select! {
             joined = &mut handle => return plain_answer(joined),
