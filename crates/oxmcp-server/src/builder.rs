@@ -93,6 +93,7 @@ pub struct ServerBuilder {
     instructions: Option<String>,
     registry: Registry,
     completion: Option<CompletionFn>,
+    pub(crate) completers: crate::register::Completers,
     logging: bool,
     declare: Declared,
     config: ServerConfig,
@@ -123,6 +124,7 @@ impl ServerBuilder {
             instructions: None,
             registry: Registry::default(),
             completion: None,
+            completers: Default::default(),
             logging: true,
             declare: Declared::default(),
             config: ServerConfig::default(),
@@ -230,6 +232,9 @@ impl ServerBuilder {
         E: Display + 'static,
     {
         tool.input_schema = schema_object::<A>();
+        if tool.output_schema.is_none() {
+            tool.output_schema = R::output_schema();
+        }
         self.raw_tool(tool, typed_tool(f))
     }
 
@@ -441,6 +446,7 @@ impl ServerBuilder {
         if !self.errors.is_empty() {
             return Err(self.errors.remove(0));
         }
+        let completion = std::mem::take(&mut self.completers).into_provider(self.completion)?;
         let wanted = self
             .registry
             .tools
@@ -462,7 +468,7 @@ impl ServerBuilder {
                 info: self.info,
                 instructions: self.instructions,
                 registry: RwLock::new(self.registry),
-                completion: self.completion,
+                completion,
                 logging: self.logging,
                 declare: self.declare,
                 config: self.config,

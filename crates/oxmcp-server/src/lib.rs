@@ -28,10 +28,12 @@ mod echo;
 mod extensions;
 mod handler;
 mod listen;
+mod macro_support;
 mod modern;
 mod mrtr;
 #[cfg(feature = "otel")]
 mod otel;
+mod register;
 mod registry;
 pub mod schema;
 mod server;
@@ -45,10 +47,23 @@ pub use config::{CacheConfig, ServerConfig};
 pub use context::{Ctx, InputError};
 pub use extensions::{MethodFn, RESERVED_METHODS};
 pub use handler::{
-    CompletionFn, IntoCallToolResult, PromptFn, ResourceFn, Structured, TemplateFn, ToolFn,
+    CompletionFn, IntoCallToolResult, Json, PromptFn, ResourceFn, Structured, TemplateFn, ToolFn,
     url_elicitation_required,
 };
 pub use mrtr::RequestStateKey;
+pub use register::{
+    ArgCompleterFn, Args, CompletionTarget, MAX_COMPLETION_VALUES, Register, RegisterShared,
+    completion_result,
+};
 pub use registry::{Change, ChangeFn, Edit, RootsChangedFn, SubscribeFn, UnsubscribeFn};
 pub use server::Server;
 pub use tasks::{MemoryTaskStore, TaskConfig, TaskStart, TaskStore};
+
+#[cfg(feature = "macros")]
+pub use oxmcp_macros::{completion, prompt, resource, server, tool};
+
+/// What the attribute macros' expansions use; not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::macro_support::*;
+}
