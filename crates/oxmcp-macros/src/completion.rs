@@ -2,7 +2,9 @@
 //! with `prompt = "..."`/`resource = "..."` and `argument = "..."`, the completer of one
 //! argument (`ServerBuilder::complete_argument`).
 
+use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
+use syn::LitStr;
 use syn::spanned::Spanned;
 
 use crate::attrs::AttrArgs;
@@ -65,6 +67,24 @@ pub(crate) fn expand(mut args: AttrArgs, sig: &Sig, site: &Site<'_>) -> syn::Res
             span,
         });
     }
+    let (target, key, argument) = target(p, span, prompt, resource, argument)?;
+    let h = handler(quote!(values_out), quote!(::std::string::String));
+    Ok(Registration {
+        tokens: quote!({ #capture __builder = __builder.complete_argument(#target, #argument, #h); }),
+        kind: ItemKind::Completer,
+        key: format!("{key} argument {:?}", argument.value()),
+        span,
+    })
+}
+
+/// The completer's target and argument, and its key for duplicate checks.
+fn target(
+    p: &TokenStream,
+    span: proc_macro2::Span,
+    prompt: Option<LitStr>,
+    resource: Option<LitStr>,
+    argument: Option<LitStr>,
+) -> syn::Result<(TokenStream, String, LitStr)> {
     let (target, key) = match (&prompt, &resource, &argument) {
         (Some(n), None, Some(_)) => (
             quote!(#p::CompletionTarget::Prompt(::std::string::String::from(#n))),
@@ -85,11 +105,5 @@ pub(crate) fn expand(mut args: AttrArgs, sig: &Sig, site: &Site<'_>) -> syn::Res
     let Some(argument) = argument else {
         return Err(syn::Error::new(span, "missing `argument = \"...\"`"));
     };
-    let h = handler(quote!(values_out), quote!(::std::string::String));
-    Ok(Registration {
-        tokens: quote!({ #capture __builder = __builder.complete_argument(#target, #argument, #h); }),
-        kind: ItemKind::Completer,
-        key: format!("{key} argument {:?}", argument.value()),
-        span,
-    })
+    Ok((target, key, argument))
 }

@@ -1,6 +1,7 @@
 //! `#[prompt]`: a prompt registered with `ServerBuilder::prompt`; each parameter but the
 //! `Ctx` is a prompt argument (`String` required, `Option<String>` optional).
 
+use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::Attribute;
 use syn::spanned::Spanned;
@@ -42,25 +43,7 @@ pub(crate) fn expand(
     })?;
 
     let p = &site.paths.private;
-    let mut arguments = Vec::new();
-    let mut bindings = Vec::new();
-    for (i, param) in sig.params.iter().enumerate() {
-        let (Kind::Named { optional, .. }, Some(wire)) = (&param.kind, param.wire_name()) else {
-            continue;
-        };
-        let wire = lit(&wire, param.ty.span());
-        let desc = opt_str(param.description.as_ref());
-        let required = !optional;
-        arguments.push(quote!((#wire, #desc, #required)));
-        let a = arg_ident(i);
-        let ty = &param.ty;
-        let getter = if *optional {
-            quote!(opt_arg)
-        } else {
-            quote!(arg)
-        };
-        bindings.push(quote_spanned!(ty.span()=> let #a: #ty = #p::#getter(&__args, #wire);));
-    }
+    let (arguments, bindings) = arguments(sig, site);
     let capture = &site.capture;
     let recapture = &site.recapture;
     let result = call_result(sig, site);
@@ -92,4 +75,29 @@ pub(crate) fn expand(
         key: name.value(),
         span,
     })
+}
+
+/// The prompt's arguments (name, description, required) and the call's bindings.
+fn arguments(sig: &Sig, site: &Site<'_>) -> (Vec<TokenStream>, Vec<TokenStream>) {
+    let p = &site.paths.private;
+    let mut arguments = Vec::new();
+    let mut bindings = Vec::new();
+    for (i, param) in sig.params.iter().enumerate() {
+        let (Kind::Named { optional, .. }, Some(wire)) = (&param.kind, param.wire_name()) else {
+            continue;
+        };
+        let wire = lit(&wire, param.ty.span());
+        let desc = opt_str(param.description.as_ref());
+        let required = !optional;
+        arguments.push(quote!((#wire, #desc, #required)));
+        let a = arg_ident(i);
+        let ty = &param.ty;
+        let getter = if *optional {
+            quote!(opt_arg)
+        } else {
+            quote!(arg)
+        };
+        bindings.push(quote_spanned!(ty.span()=> let #a: #ty = #p::#getter(&__args, #wire);));
+    }
+    (arguments, bindings)
 }

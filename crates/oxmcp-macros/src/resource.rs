@@ -1,6 +1,7 @@
 //! `#[resource("uri")]`: a static resource (`ServerBuilder::resource`), or a template
 //! (`ServerBuilder::resource_template`) when the URI has `{variables}`.
 
+use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::Attribute;
 use syn::spanned::Spanned;
@@ -58,37 +59,8 @@ pub(crate) fn expand(
 
     let vars = variables(&uri.value());
     let template = !vars.is_empty();
-    only(sig, |p| match p.wire_name() {
-        Some(n) if matches!(p.kind, Kind::Named { .. }) && (vars.contains(&n) || n == "uri") => {
-            None
-        }
-        _ if template => Some(format!(
-            "#[resource] parameters are `Ctx`, a `String` per template variable ({}) or \
-             `uri: String` (the URI read)",
-            vars.join(", ")
-        )),
-        _ => Some(
-            "a static #[resource] takes only `Ctx` and `uri: String` (a URI with \
-             `{variables}` makes a template)"
-                .to_owned(),
-        ),
-    })?;
-
+    let bindings = bindings(sig, site, &vars)?;
     let p = &site.paths.private;
-    let mut bindings = Vec::new();
-    for (i, param) in sig.params.iter().enumerate() {
-        let Some(wire) = param.wire_name() else {
-            continue;
-        };
-        let a = arg_ident(i);
-        let ty = &param.ty;
-        bindings.push(if vars.contains(&wire) {
-            let wire = lit(&wire, ty.span());
-            quote_spanned!(ty.span()=> let #a: #ty = #p::arg(&__vars, #wire);)
-        } else {
-            quote_spanned!(ty.span()=> let #a: #ty = ::std::clone::Clone::clone(&__uri);)
-        });
-    }
     let (register, vars_param) = if template {
         (
             quote!(resource_template),
@@ -130,6 +102,43 @@ pub(crate) fn expand(
         key: uri.value(),
         span,
     })
+}
+
+/// Checks the parameters and binds each to its variable or the URI.
+fn bindings(sig: &Sig, site: &Site<'_>, vars: &[String]) -> syn::Result<Vec<TokenStream>> {
+    let template = !vars.is_empty();
+    only(sig, |p| match p.wire_name() {
+        Some(n) if matches!(p.kind, Kind::Named { .. }) && (vars.contains(&n) || n == "uri") => {
+            None
+        }
+        _ if template => Some(format!(
+            "#[resource] parameters are `Ctx`, a `String` per template variable ({}) or \
+             `uri: String` (the URI read)",
+            vars.join(", ")
+        )),
+        _ => Some(
+            "a static #[resource] takes only `Ctx` and `uri: String` (a URI with \
+             `{variables}` makes a template)"
+                .to_owned(),
+        ),
+    })?;
+
+    let p = &site.paths.private;
+    let mut bindings = Vec::new();
+    for (i, param) in sig.params.iter().enumerate() {
+        let Some(wire) = param.wire_name() else {
+            continue;
+        };
+        let a = arg_ident(i);
+        let ty = &param.ty;
+        bindings.push(if vars.contains(&wire) {
+            let wire = lit(&wire, ty.span());
+            quote_spanned!(ty.span()=> let #a: #ty = #p::arg(&__vars, #wire);)
+        } else {
+            quote_spanned!(ty.span()=> let #a: #ty = ::std::clone::Clone::clone(&__uri);)
+        });
+    }
+    Ok(bindings)
 }
 
 #[cfg(test)]

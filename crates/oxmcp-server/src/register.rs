@@ -136,6 +136,8 @@ pub fn completion_result(typed: &str, values: Vec<String>) -> CompleteResult {
 impl ServerBuilder {
     /// Adds what `item` registers: a `#[server]` value, or a `#[tool]`, `#[prompt]`,
     /// `#[resource]` or `#[completion]` function.
+    // A builder method, not arithmetic: `Server::builder(..).add(echo).add(greet)`.
+    #[allow(clippy::should_implement_trait)]
     pub fn add(self, item: impl Register) -> Self {
         item.register(self)
     }

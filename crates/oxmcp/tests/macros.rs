@@ -178,7 +178,11 @@ async fn check_definitions(c: &Client, era: EraChoice) {
     assert_eq!(count["annotations"]["openWorldHint"], false);
     assert_eq!(count["inputSchema"]["type"], "object");
     assert!(count["inputSchema"]["properties"]["by"].is_object());
-    assert!(count["inputSchema"].get("required").is_none_or(|r| r == &json!([])));
+    assert!(
+        count["inputSchema"]
+            .get("required")
+            .is_none_or(|r| r == &json!([]))
+    );
     let out = &count["outputSchema"];
     assert_eq!(out["type"], "object", "{era:?}: {count}");
     assert_eq!(out["required"], json!(["count"]));
@@ -202,7 +206,10 @@ async fn check_definitions(c: &Client, era: EraChoice) {
     let props = &add["inputSchema"]["properties"];
     assert_eq!(props["a"]["description"], "The first term.");
     assert_eq!(props["b"]["description"], "The second term.");
-    assert_eq!(tool_json(&tools, "echo")["annotations"]["readOnlyHint"], true);
+    assert_eq!(
+        tool_json(&tools, "echo")["annotations"]["readOnlyHint"],
+        true
+    );
 }
 
 async fn check_calls(c: &Client, shop: &Shop, era: EraChoice) {
@@ -218,10 +225,18 @@ async fn check_calls(c: &Client, shop: &Shop, era: EraChoice) {
         .await
         .unwrap();
     assert_eq!(r.structured_content, Some(json!({"count": before + 2})));
-    assert_eq!(*seen.lock().unwrap(), [0.5], "{era:?}: progress through Ctx");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [0.5],
+        "{era:?}: progress through Ctx"
+    );
     let r = c.call_tool("count", JsonObject::new()).await.unwrap();
     assert_eq!(r.structured_content, Some(json!({"count": before + 3})));
-    assert_eq!(shop.calls(), before + 3, "the state is shared with the caller's Arc");
+    assert_eq!(
+        shop.calls(),
+        before + 3,
+        "the state is shared with the caller's Arc"
+    );
 
     let r = c
         .call_tool("place-order", obj(json!({"item": "tea", "quantity": 2})))
@@ -240,10 +255,21 @@ async fn check_calls(c: &Client, shop: &Shop, era: EraChoice) {
         .await
         .unwrap();
     assert!(r.failed(), "{era:?}: invalid arguments are refused");
-    assert!(r.content[0].as_text().unwrap().contains("Invalid arguments"));
-    let r = c.call_tool("add", obj(json!({"a": 1, "b": 2}))).await.unwrap();
+    assert!(
+        r.content[0]
+            .as_text()
+            .unwrap()
+            .contains("Invalid arguments")
+    );
+    let r = c
+        .call_tool("add", obj(json!({"a": 1, "b": 2})))
+        .await
+        .unwrap();
     assert_eq!(r.content[0].as_text(), Some("3"));
-    let r = c.call_tool("echo", obj(json!({"message": "hi"}))).await.unwrap();
+    let r = c
+        .call_tool("echo", obj(json!({"message": "hi"})))
+        .await
+        .unwrap();
     assert_eq!(r.content[0].as_text(), Some("hi"));
 }
 
@@ -266,7 +292,11 @@ async fn check_prompts_resources(c: &Client, era: EraChoice) {
     let args = BTreeMap::from([("name".to_owned(), "Ann".to_owned())]);
     let r = c.get_prompt("greet", args).await.unwrap();
     assert_eq!(r.messages[0].role, Role::User);
-    assert_eq!(r.messages[0].content.as_text(), Some("Greet Ann."), "{era:?}");
+    assert_eq!(
+        r.messages[0].content.as_text(),
+        Some("Greet Ann."),
+        "{era:?}"
+    );
     let r = c.get_prompt("hello", BTreeMap::new()).await.unwrap();
     assert_eq!(r.messages[0].content.as_text(), Some("Hello!"));
     assert!(c.get_prompt("greet", BTreeMap::new()).await.is_err());
@@ -278,7 +308,10 @@ async fn check_prompts_resources(c: &Client, era: EraChoice) {
     let r = c.read_resource("shop:///logo").await.unwrap();
     assert_eq!(r.contents[0].blob.as_deref(), Some("iVBORw=="), "{era:?}");
     let r = c.read_resource("motto://today").await.unwrap();
-    assert_eq!(r.contents[0].text.as_deref(), Some("motto://today: keep going"));
+    assert_eq!(
+        r.contents[0].text.as_deref(),
+        Some("motto://today: keep going")
+    );
 
     let params = CompleteParams {
         reference: CompletionReference::Prompt {
@@ -325,7 +358,10 @@ async fn into_server_names_it_and_free_functions_stay_callable() {
     let c = client(&url, EraChoice::Legacy).await;
     let init = c.server();
     let info = &init.server_info;
-    assert_eq!((info.name.as_str(), info.version.as_str()), ("shop", "2.0.0"));
+    assert_eq!(
+        (info.name.as_str(), info.version.as_str()),
+        ("shop", "2.0.0")
+    );
     assert_eq!(
         init.instructions.as_deref(),
         Some("A shop to test the macros."),
@@ -338,7 +374,13 @@ async fn into_server_names_it_and_free_functions_stay_callable() {
 #[tokio::test]
 async fn completion_forms_exclude_each_other() {
     let both = Shop::default().builder().add(complete_all).build();
-    assert!(both.is_err(), "a completion function and per-argument completers");
-    let plain = Server::builder("p", "1").add(complete_all).add(motto).build();
+    assert!(
+        both.is_err(),
+        "a completion function and per-argument completers"
+    );
+    let plain = Server::builder("p", "1")
+        .add(complete_all)
+        .add(motto)
+        .build();
     assert!(plain.is_ok());
 }
