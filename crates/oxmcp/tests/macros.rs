@@ -384,3 +384,25 @@ async fn completion_forms_exclude_each_other() {
         .build();
     assert!(plain.is_ok());
 }
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct NoArgs {}
+
+#[test]
+fn the_builder_takes_the_output_schema_from_json() {
+    let server = Server::builder("b", "1")
+        .tool("t", "A total.", |_ctx: Ctx, _a: NoArgs| async move {
+            Ok::<_, String>(Json(Total { count: 1 }))
+        })
+        .tool("s", "Plain text.", |_ctx: Ctx, _a: NoArgs| async move {
+            Ok::<_, String>("x".to_owned())
+        })
+        .build()
+        .unwrap();
+    let schema = server.tool("t").unwrap().output_schema.unwrap();
+    assert_eq!(
+        schema["properties"]["count"]["description"],
+        "The count after this call."
+    );
+    assert!(server.tool("s").unwrap().output_schema.is_none());
+}
