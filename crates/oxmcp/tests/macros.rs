@@ -13,9 +13,7 @@ use oxmcp::client::{Client, ClientConfig, EraChoice};
 use oxmcp::engine::RequestOptions;
 use oxmcp::remote::{Remote, connect};
 use oxmcp::server::{Args, Ctx, Json, Server, completion, prompt, resource, server, tool};
-use oxmcp::types::{
-    CompleteParams, CompletionArgument, CompletionReference, JsonObject, PromptMessage, Role,
-};
+use oxmcp::types::{CompleteParams, JsonObject, PromptMessage, Role};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
@@ -313,18 +311,11 @@ async fn check_prompts_resources(c: &Client, era: EraChoice) {
         Some("motto://today: keep going")
     );
 
-    let params = CompleteParams {
-        reference: CompletionReference::Prompt {
-            name: "greet".to_owned(),
-        },
-        argument: CompletionArgument {
-            name: "name".to_owned(),
-            value: "Al".to_owned(),
-        },
-        context: None,
-        meta: None,
-        extra: JsonObject::new(),
-    };
+    let params: CompleteParams = serde_json::from_value(json!({
+        "ref": {"type": "ref/prompt", "name": "greet"},
+        "argument": {"name": "name", "value": "Al"}
+    }))
+    .unwrap();
     let r = c.complete(&params).await.unwrap();
     assert_eq!(r.completion.values, ["alice", "albert"], "{era:?}");
     assert_eq!(r.completion.total, Some(2));

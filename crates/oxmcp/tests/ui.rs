@@ -13,4 +13,6 @@ fn ui() {
     t.compile_fail("tests/ui/missing_doc.rs");
     t.compile_fail("tests/ui/bad_pattern.rs");
     t.compile_fail("tests/ui/unknown_argument.rs");
+    t.compile_fail("tests/ui/completion_forms.rs");
+    t.compile_fail("tests/ui/method_without_server.rs");
 }
