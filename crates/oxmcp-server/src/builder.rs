@@ -105,6 +105,7 @@ pub struct ServerBuilder {
     instructions: Option<String>,
     registry: Registry,
     completion: Option<CompletionFn>,
+    pub(crate) completers: crate::register::Completers,
     logging: bool,
     declare: Declared,
     config: ServerConfig,
@@ -136,6 +137,7 @@ impl ServerBuilder {
             instructions: None,
             registry: Registry::default(),
             completion: None,
+            completers: Default::default(),
             logging: true,
             declare: Declared::default(),
             config: ServerConfig::default(),
@@ -242,6 +244,9 @@ impl ServerBuilder {
         E: Display + 'static,
     {
         tool.input_schema = schema_object::<A>();
+        if tool.output_schema.is_none() {
+            tool.output_schema = R::output_schema();
+        }
         self.raw_tool(tool, typed_tool(f))
     }
 
@@ -443,6 +448,9 @@ impl ServerBuilder {
         if !self.errors.is_empty() {
             return Err(self.errors.remove(0));
         }
+        // Per-argument completers and an explicit provider become one provider.
+        self.completion =
+            std::mem::take(&mut self.completers).into_provider(self.completion.take())?;
         let dynamic = self.take_dynamic()?;
         let wanted = self
             .registry

@@ -58,6 +58,18 @@ pub type CompletionFn = Arc<
 pub trait IntoCallToolResult {
     /// Converts into a tool result.
     fn into_call_tool_result(self) -> CallToolResult;
+
+    /// The tool's `outputSchema` implied by this type, if any: [`ServerBuilder::typed_tool`]
+    /// (and so the `#[tool]` macros) sets it when the tool has none. `None` by default;
+    /// [`Json<T>`] gives `T`'s schema.
+    ///
+    /// [`ServerBuilder::typed_tool`]: crate::ServerBuilder::typed_tool
+    fn output_schema() -> Option<JsonObject>
+    where
+        Self: Sized,
+    {
+        None
+    }
 }
 
 impl IntoCallToolResult for CallToolResult {
@@ -95,6 +107,30 @@ impl<T: Serialize> IntoCallToolResult for Structured<T> {
                 .with_content(vec![Content::text(v.to_string())])
                 .with_structured_content(Some(v)),
             Err(e) => CallToolResult::error(format!("could not serialize the tool output: {e}")),
+        }
+    }
+}
+
+/// Structured tool output with a schema: sent as `structuredContent` and, for older clients,
+/// as JSON text, like [`Structured`]; a tool returning it gets `T`'s JSON Schema as its
+/// `outputSchema` (when `T`'s schema is an object schema, as MCP requires: use a struct or
+/// a map), against which the server checks every result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Json<T>(pub T);
+
+impl<T: Serialize + schemars::JsonSchema> IntoCallToolResult for Json<T> {
+    fn into_call_tool_result(self) -> CallToolResult {
+        Structured(self.0).into_call_tool_result()
+    }
+
+    fn output_schema() -> Option<JsonObject> {
+        let schema = schemars::schema_for!(T);
+        match serde_json::to_value(&schema) {
+            Ok(Value::Object(mut m)) if m.get("type") == Some(&Value::from("object")) => {
+                m.remove("title");
+                Some(m)
+            }
+            _ => None,
         }
     }
 }

@@ -7,7 +7,9 @@
 //!   [`engine::Serve`] trait every transport hosts.
 //! - [`transport`]: stdio, child processes, in-memory connections.
 //! - [`http`]: Streamable HTTP and the legacy HTTP+SSE transport, server and client.
-//! - [`server`] and [`client`].
+//! - [`server`] and [`client`]; [`server`] also has the attribute macros
+//!   ([`server::server`], [`server::tool`], [`server::prompt`], [`server::resource`],
+//!   [`server::completion`]) that write the builder calls for you.
 //! - [`serde`], [`serde_json`] and [`schemars`], the versions the stack uses, for tool
 //!   arguments and results.
 //!
@@ -15,6 +17,25 @@
 //!
 //! [`serve_stdio`] and [`serve_http`] run a server until its input ends or a signal comes;
 //! [`remote::connect`] and [`remote::supervise`] make a client of a URL on any transport.
+//!
+//! ```no_run
+//! use oxmcp::server::server;
+//!
+//! struct Echo;
+//!
+//! #[server(name = "my-server", version = "1.0.0")]
+//! impl Echo {
+//!     /// Echoes the message.
+//!     #[tool]
+//!     async fn echo(&self, message: String) -> String {
+//!         message
+//!     }
+//! }
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! oxmcp::serve_stdio(&Echo.into_server()?).await?;
+//! # Ok(()) }
+//! ```
 
 pub mod remote;
 mod store_tasks;
