@@ -15,6 +15,50 @@
 //!
 //! [`serve_stdio`] and [`serve_http`] run a server until its input ends or a signal comes;
 //! [`remote::connect`] and [`remote::supervise`] make a client of a URL on any transport.
+//!
+//! A server and a client in one process, over an in-memory connection (over stdio the
+//! server would run with `oxmcp::serve_stdio(&server)`, over HTTP with `oxmcp::serve_http`,
+//! and the client would be `oxmcp::remote::connect(url, ..)` or `Client::spawn`):
+//!
+//! ```
+//! use oxmcp::client::{Client, ClientConfig, ClientHandlers};
+//! use oxmcp::server::{Ctx, Server};
+//!
+//! #[derive(oxmcp::serde::Deserialize, oxmcp::schemars::JsonSchema)]
+//! #[serde(crate = "oxmcp::serde")]
+//! #[schemars(crate = "oxmcp::schemars")]
+//! struct Add {
+//!     a: i64,
+//!     b: i64,
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = Server::builder("calc", "1.0.0")
+//!     .tool("add", "Adds two numbers", |_ctx: Ctx, x: Add| async move {
+//!         Ok::<_, String>((x.a + x.b).to_string())
+//!     })
+//!     .build()?;
+//! let (server_end, client_end) = oxmcp::transport::duplex();
+//! tokio::spawn(async move { server.serve(server_end.incoming, server_end.outgoing).await });
+//!
+//! let client = Client::connect(
+//!     client_end.incoming,
+//!     client_end.outgoing,
+//!     ClientHandlers::new(),
+//!     ClientConfig::default(),
+//! )
+//! .await?;
+//! assert_eq!(client.list_tools().await?[0].name, "add");
+//! let mut args = oxmcp::types::JsonObject::new();
+//! args.insert("a".into(), 2.into());
+//! args.insert("b".into(), 3.into());
+//! let result = client.call_tool("add", args).await?;
+//! assert_eq!(result.content[0].as_text(), Some("5"));
+//! client.close().await;
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod remote;
 mod store_tasks;
