@@ -39,6 +39,10 @@ cargo test --workspace --all-targets
 cargo test --workspace --doc
 # The API docs build without a warning (broken links, private items named in public docs).
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+# Every publishable crate packages and builds on its own, as crates.io would get it (about
+# 2 minutes on a warm target dir; the first run builds each crate's own feature set of its
+# dependencies, much longer).
+./scripts/package.sh --quiet
 # The quick examples run too (each serves and calls in one process, and fails on error).
 for example in tasks extensions; do
   echo "== example $example"
