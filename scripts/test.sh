@@ -39,12 +39,24 @@ cargo test --workspace --all-targets
 cargo test --workspace --doc
 # The API docs build without a warning (broken links, private items named in public docs).
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+# Every publishable crate packages as crates.io would get it: metadata, README, file list and
+# size (--no-verify: building each package on its own takes most of an hour on a cold 2-core
+# machine; run ./scripts/package.sh without it before a release).
+./scripts/package.sh --no-verify --quiet
 # The quick examples run too (each serves and calls in one process, and fails on error).
-for example in tasks extensions dynamic_server resources prompts completion logging progress cancellation \
+for example in tools structured_output stateful gateway tasks extensions dynamic_server resources prompts completion logging progress cancellation \
   sampling elicitation roots stdio streamable_http legacy_sse websocket grpc auth; do
   echo "== example $example"
   cargo run -q -p oxmcp --example "$example" >/dev/null
 done
+# The README's server answers over stdio: an initialize, then a call of its tool.
+echo "== example write_a_server"
+printf '%s\n' \
+  '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test.sh","version":"0"}}}' \
+  '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
+  '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi from test.sh"}}}' \
+  | cargo run -q -p oxmcp --example write_a_server | grep '"text":"hi from test.sh"' >/dev/null \
+  || { echo "the write_a_server example did not answer its tool call" >&2; exit 1; }
 # The redis example gets a Redis of its own on a free loopback port (it would skip without).
 echo "== example redis"
 redis_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

@@ -7,6 +7,29 @@
 //! - [`server`]: what a protected MCP server needs: token verifiers (JWT against a JWKS,
 //!   RFC 7662 introspection, static tokens) for the Streamable HTTP server's authentication.
 //! - [`challenge`] and [`metadata`]: the documents and headers both sides share.
+//!
+//! Protecting an endpoint with static tokens (for local use; [`server::JwtVerifier`] and
+//! [`server::Introspection`] check real access tokens):
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use oxmcp_auth::server::{ScopePolicy, StaticTokens, protect};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let tokens = StaticTokens::new(vec![("s3cret".into(), "alice".into())], vec!["mcp".into()])?;
+//! let auth = protect(
+//!     "https://mcp.example.com/mcp",
+//!     vec!["https://as.example.com".into()],
+//!     Arc::new(tokens),
+//!     ScopePolicy::default(),
+//!     None,
+//! )?;
+//! let config = oxmcp_http::HttpConfig { auth: Some(Arc::new(auth)), ..Default::default() };
+//! # let _ = config;
+//! # Ok(())
+//! # }
+//! ```
 
 #![forbid(unsafe_code)]
 

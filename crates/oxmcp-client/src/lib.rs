@@ -7,6 +7,54 @@
 //! capabilities declared follow from which handlers are set. Calls to a method the server
 //! did not declare fail locally with [`oxmcp_engine::CallError::Protocol`]. A spawned server
 //! starts with a small safe environment, not ours ([`ChildEnv`]).
+//!
+//! Most programs reach a server by URL through the facade crate (`oxmcp::remote::connect`,
+//! any of `http(s)://`, `ws(s)://`, `grpc(s)://`) or start one as a child process:
+//!
+//! ```no_run
+//! use oxmcp_client::{Client, ClientConfig, ClientHandlers, EraChoice};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = ClientConfig { era: EraChoice::Auto, ..Default::default() };
+//! let client = Client::spawn("oxmcp", &["serve", "--stdio"], ClientHandlers::new(), config).await?;
+//! for tool in client.list_tools().await? {
+//!     println!("{}: {}", tool.name, tool.description.unwrap_or_default());
+//! }
+//! client.close().await;
+//! # Ok(()) }
+//! ```
+//!
+//! Any transport's channels work; here an in-memory connection to a server in the same
+//! process:
+//!
+//! ```
+//! use oxmcp_client::{Client, ClientConfig, ClientHandlers};
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Echo {
+//!     message: String,
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = oxmcp_server::Server::builder("echo", "1.0.0")
+//!     .tool("echo", "Echoes the message", |_ctx, a: Echo| async move {
+//!         Ok::<_, String>(a.message)
+//!     })
+//!     .build()?;
+//! let (server_end, client_end) = oxmcp_transport::duplex();
+//! tokio::spawn(async move { server.serve(server_end.incoming, server_end.outgoing).await });
+//!
+//! let handlers = ClientHandlers::new();
+//! let client = Client::connect(client_end.incoming, client_end.outgoing, handlers, ClientConfig::default()).await?;
+//! let mut args = oxmcp_types::JsonObject::new();
+//! args.insert("message".into(), "hi".into());
+//! let result = client.call_tool("echo", args).await?;
+//! assert_eq!(result.content[0].as_text(), Some("hi"));
+//! client.close().await;
+//! # Ok(())
+//! # }
+//! ```
 
 mod client;
 mod handler;

@@ -13,6 +13,39 @@
 //!
 //! [`Peer`] is the sending half: typed requests with timeouts (reset by progress, capped in
 //! total) that send `notifications/cancelled` when they give up.
+//!
+//! A service that answers `ping`, driven over channels (a transport would own the other
+//! ends):
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use futures::future::BoxFuture;
+//! use oxmcp_engine::{EngineConfig, HandlerResult, Peer, RequestContext, Service};
+//! use oxmcp_jsonrpc::{Notification, Request, to_raw};
+//! use tokio::sync::mpsc;
+//!
+//! struct Pong;
+//!
+//! impl Service for Pong {
+//!     fn call(&self, _req: Request, _ctx: RequestContext) -> BoxFuture<'static, HandlerResult> {
+//!         Box::pin(async { Ok(to_raw(&serde_json::json!({})).expect("serializable")) })
+//!     }
+//!     fn notify(&self, _n: Notification, _peer: &Peer) {}
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let (to_engine, incoming) = mpsc::channel(16);
+//! let (outgoing, mut from_engine) = mpsc::channel(16);
+//! tokio::spawn(oxmcp_engine::run(Peer::new(outgoing), incoming, Arc::new(Pong), EngineConfig::default()));
+//!
+//! let request = br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.to_vec();
+//! to_engine.send(request.into()).await.expect("engine running");
+//! let answer = from_engine.recv().await.expect("an answer");
+//! assert_eq!(answer.line(), Some(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
+//! # }
+//! ```
 
 mod connection;
 mod error;

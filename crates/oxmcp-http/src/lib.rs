@@ -20,6 +20,39 @@
 //!
 //! [`LegacySse`] serves the 2024-11-05 HTTP+SSE transport (`GET /sse`, `POST /message`), and
 //! the client transport falls back to it by itself (the spec's backward-compatibility probe).
+//!
+//! A server on a local port and a client of it (feature `client`, on by default):
+//!
+//! ```
+//! use oxmcp_http::{HttpClientConfig, HttpConfig, StreamableHttp};
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Echo {
+//!     message: String,
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = oxmcp_server::Server::builder("echo", "1.0.0")
+//!     .tool("echo", "Echoes the message", |_ctx, a: Echo| async move {
+//!         Ok::<_, String>(a.message)
+//!     })
+//!     .build()?;
+//! let http = StreamableHttp::new(server, HttpConfig::default());
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let url = format!("http://{}/mcp", listener.local_addr()?);
+//! tokio::spawn(oxmcp_http::serve_router(listener, http.router()));
+//!
+//! let (channels, session) = oxmcp_http::client::connect(&url, HttpClientConfig::default())?.into_parts();
+//! let handlers = oxmcp_client::ClientHandlers::new();
+//! let client = oxmcp_client::Client::connect_over(channels, session, handlers, Default::default()).await?;
+//! let mut args = serde_json::Map::new();
+//! args.insert("message".into(), "hi".into());
+//! assert_eq!(client.call_tool("echo", args).await?.content[0].as_text(), Some("hi"));
+//! client.close().await;
+//! # Ok(())
+//! # }
+//! ```
 
 // Handlers return `Result<_, Response>`, the axum idiom; the Err size does not matter there.
 #![allow(clippy::result_large_err)]

@@ -13,19 +13,35 @@
 //! implements [`ServerHandler`] instead and is built with [`ServerBuilder::handler`]; see
 //! [`dynamic`].
 //!
-//! ```no_run
-//! use oxmcp_server::Server;
+//! ```
+//! use oxmcp_server::{Ctx, Server};
+//!
 //! #[derive(serde::Deserialize, schemars::JsonSchema)]
-//! struct Echo { message: String }
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! struct Echo {
+//!     /// The text to send back.
+//!     message: String,
+//! }
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let server = Server::builder("demo", "1.0.0")
-//!     .tool("echo", "Echoes the message", |_ctx, a: Echo| async move {
+//!     .tool("echo", "Echoes the message", |_ctx: Ctx, a: Echo| async move {
 //!         Ok::<_, String>(a.message)
 //!     })
+//!     .text_resource("demo://readme", "readme", "text/plain", "Hello")
 //!     .build()?;
-//! let (io, writer) = mcp_transport_stub();
-//! # Ok(()) }
-//! # fn mcp_transport_stub() -> ((), ()) { ((), ()) }
+//! assert_eq!(server.tool_names(), ["echo"]);
+//! assert!(server.capabilities().tools.is_some());
+//! assert!(server.capabilities().resources.is_some());
+//!
+//! // Served over stdio (the facade crate's `oxmcp::serve_stdio` does this):
+//! async fn serve_stdio(server: Server) {
+//!     let (io, writer) = oxmcp_transport::stdio(oxmcp_transport::DEFAULT_MAX_LINE);
+//!     server.serve(io.incoming, io.outgoing).await;
+//!     let _ = writer.await;
+//! }
+//! # let _ = serve_stdio;
+//! # Ok(())
+//! # }
 //! ```
 
 mod builder;

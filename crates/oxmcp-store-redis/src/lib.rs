@@ -20,6 +20,21 @@
 //! Streams are the source of truth; nothing uses pub/sub, so nothing is lost when a
 //! subscriber reconnects: the bus reader continues from the last entry it saw. Access tokens
 //! are never stored: a session keeps its owner's subject only.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//!
+//! use oxmcp_store::StoreConfig;
+//! use oxmcp_store_redis::RedisStore;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! // Every instance connects to the same Redis under its own name.
+//! let store = RedisStore::connect("redis://127.0.0.1:6379/0", "mcp-1", StoreConfig::default()).await?;
+//! let store: Arc<dyn oxmcp_store::Store> = Arc::new(store);
+//! // Then: oxmcp_http::StreamableHttp::new(server, config).with_store(store)
+//! # let _ = store;
+//! # Ok(()) }
+//! ```
 
 mod bus;
 mod conn;

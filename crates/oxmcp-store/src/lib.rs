@@ -14,6 +14,31 @@
 //! [`MemoryStore`] keeps all of it in one process (several endpoints in one process can
 //! share it, which is how the cross-instance logic is tested without a network);
 //! `oxmcp-store-redis` keeps it in Redis.
+//!
+//! Two instances sharing one [`MemoryStore`]: a session one of them saved, the other finds.
+//!
+//! ```
+//! use oxmcp_store::{MemoryStore, SessionRecord, Store, StoreConfig};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let one = MemoryStore::new("instance-1", StoreConfig::default());
+//! let two = one.instance_handle("instance-2");
+//! let record = SessionRecord {
+//!     version: "2025-11-25".into(),
+//!     owner: None,
+//!     init: r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#.into(),
+//!     log_level: None,
+//!     subscriptions: vec![],
+//!     created_ms: 0,
+//! };
+//! one.create_session("s1", &record).await?;
+//! assert_eq!(two.load_session("s1").await?, Some(record));
+//! two.delete_session("s1").await?;
+//! assert_eq!(one.load_session("s1").await?, None);
+//! # Ok(())
+//! # }
+//! ```
 
 mod memory;
 mod types;

@@ -5,6 +5,25 @@
 //! oversized line is skipped and logged, and reading goes on with the next one. A child
 //! server runs in its own process group so that shutting it down reaches its children too,
 //! and starts with a small safe environment (see [`mod@env`]) unless told otherwise.
+//!
+//! ```
+//! use oxmcp_jsonrpc::Inbound;
+//! use tokio::io::AsyncWriteExt;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! // Any reader and writer: here one end of an in-memory pipe, the other end playing the peer.
+//! let (mut peer, ours) = tokio::io::duplex(4096);
+//! let (read, write) = tokio::io::split(ours);
+//! let (mut channels, _writer) = oxmcp_transport::from_io(read, write, oxmcp_transport::DEFAULT_MAX_LINE);
+//!
+//! peer.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n").await.expect("written");
+//! match channels.incoming.recv().await {
+//!     Some(Inbound::Frame(frame)) => assert_eq!(frame, br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+//!     other => panic!("unexpected {other:?}"),
+//! }
+//! # }
+//! ```
 
 #[cfg(feature = "child")]
 pub mod child;

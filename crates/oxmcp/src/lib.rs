@@ -18,23 +18,48 @@
 //! [`serve_stdio`] and [`serve_http`] run a server until its input ends or a signal comes;
 //! [`remote::connect`] and [`remote::supervise`] make a client of a URL on any transport.
 //!
-//! ```no_run
+//! A server written with the macros and a client, in one process over an in-memory
+//! connection (over stdio the server would run with `oxmcp::serve_stdio(&server)`, over HTTP
+//! with `oxmcp::serve_http`, and the client would be `oxmcp::remote::connect(url, ..)` or
+//! `Client::spawn`):
+//!
+//! ```
+//! use oxmcp::client::{Client, ClientConfig, ClientHandlers};
 //! use oxmcp::server::server;
 //!
-//! struct Echo;
+//! struct Calc;
 //!
-//! #[server(name = "my-server", version = "1.0.0")]
-//! impl Echo {
-//!     /// Echoes the message.
+//! #[server(name = "calc", version = "1.0.0")]
+//! impl Calc {
+//!     /// Adds two numbers.
 //!     #[tool]
-//!     async fn echo(&self, message: String) -> String {
-//!         message
+//!     async fn add(&self, a: i64, b: i64) -> String {
+//!         (a + b).to_string()
 //!     }
 //! }
 //!
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! oxmcp::serve_stdio(&Echo.into_server()?).await?;
-//! # Ok(()) }
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = Calc.into_server()?;
+//! let (server_end, client_end) = oxmcp::transport::duplex();
+//! tokio::spawn(async move { server.serve(server_end.incoming, server_end.outgoing).await });
+//!
+//! let client = Client::connect(
+//!     client_end.incoming,
+//!     client_end.outgoing,
+//!     ClientHandlers::new(),
+//!     ClientConfig::default(),
+//! )
+//! .await?;
+//! assert_eq!(client.list_tools().await?[0].name, "add");
+//! let mut args = oxmcp::types::JsonObject::new();
+//! args.insert("a".into(), 2.into());
+//! args.insert("b".into(), 3.into());
+//! let result = client.call_tool("add", args).await?;
+//! assert_eq!(result.content[0].as_text(), Some("5"));
+//! client.close().await;
+//! # Ok(())
+//! # }
 //! ```
 
 pub mod remote;
