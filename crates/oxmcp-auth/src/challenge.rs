@@ -41,21 +41,20 @@ impl BearerChallenge {
                 }
             } else {
                 // A new auth scheme starts.
-                if let Some((scheme, params)) = current.take() {
-                    if scheme.eq_ignore_ascii_case(scheme_name) {
-                        found = Some(params);
-                        break;
-                    }
+                if let Some((scheme, params)) = current.take()
+                    && scheme.eq_ignore_ascii_case(scheme_name)
+                {
+                    found = Some(params);
+                    break;
                 }
                 current = Some((word, Vec::new()));
             }
         }
-        if found.is_none() {
-            if let Some((scheme, params)) = current {
-                if scheme.eq_ignore_ascii_case(scheme_name) {
-                    found = Some(params);
-                }
-            }
+        if found.is_none()
+            && let Some((scheme, params)) = current
+            && scheme.eq_ignore_ascii_case(scheme_name)
+        {
+            found = Some(params);
         }
         found.map(|params| Self { params })
     }

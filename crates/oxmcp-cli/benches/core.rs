@@ -96,10 +96,10 @@ async fn exchange(
         .await
         .unwrap();
     loop {
-        if let Some(Outbound::Message(m)) = rx.recv().await {
-            if matches!(m.kind, oxmcp_jsonrpc::OutKind::Response) {
-                return m.line;
-            }
+        if let Some(Outbound::Message(m)) = rx.recv().await
+            && matches!(m.kind, oxmcp_jsonrpc::OutKind::Response)
+        {
+            return m.line;
         }
     }
 }

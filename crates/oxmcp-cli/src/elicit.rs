@@ -290,10 +290,10 @@ impl<'a> Field<'a> {
 
     /// A choice, by its number or its value.
     fn choose(&self, answer: &str) -> Result<Value, String> {
-        if let Ok(n) = answer.parse::<usize>() {
-            if let Some((v, _)) = n.checked_sub(1).and_then(|i| self.choices.get(i)) {
-                return Ok(v.clone());
-            }
+        if let Ok(n) = answer.parse::<usize>()
+            && let Some((v, _)) = n.checked_sub(1).and_then(|i| self.choices.get(i))
+        {
+            return Ok(v.clone());
         }
         self.choices
             .iter()

@@ -65,10 +65,10 @@ impl Bar {
 
     /// Clears the bar (the result follows on stdout).
     pub(crate) fn finish(&self) {
-        if let Some(slot) = &self.bar {
-            if let Some(bar) = slot.lock().take() {
-                bar.finish_and_clear();
-            }
+        if let Some(slot) = &self.bar
+            && let Some(bar) = slot.lock().take()
+        {
+            bar.finish_and_clear();
         }
     }
 }

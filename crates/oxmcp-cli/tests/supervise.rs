@@ -437,10 +437,10 @@ fn processes_with(marker: &str) -> Vec<u32> {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };
-        if let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) {
-            if String::from_utf8_lossy(&cmd).contains(marker) {
-                found.push(pid);
-            }
+        if let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline"))
+            && String::from_utf8_lossy(&cmd).contains(marker)
+        {
+            found.push(pid);
         }
     }
     found

@@ -244,11 +244,11 @@ fn on_notification(cx: &Conn<'_>, n: Notification, queue: &mut VecDeque<Queued>)
     match n.method.as_str() {
         "notifications/cancelled" => match parse_params::<CancelledParams>(n.params.as_deref()) {
             Ok(p) => {
-                if let Some(id) = p.request_id.as_ref().and_then(RequestId::from_value) {
-                    if cancel(&id, cx.in_flight, queue) {
-                        // No response will come: the transport may end its stream.
-                        cx.peer.scoped(id).try_send_ended();
-                    }
+                if let Some(id) = p.request_id.as_ref().and_then(RequestId::from_value)
+                    && cancel(&id, cx.in_flight, queue)
+                {
+                    // No response will come: the transport may end its stream.
+                    cx.peer.scoped(id).try_send_ended();
                 }
             }
             Err(e) => tracing::warn!("bad cancellation: {}", oxmcp_jsonrpc::printable(&e.message)),

@@ -150,10 +150,10 @@ impl Peer {
     /// (it was cancelled), so that its stream can end. Never waits: queued in order behind
     /// what is waiting already.
     pub(crate) fn try_send_ended(&self) {
-        if let Some(id) = self.related.clone() {
-            if self.inner.out.queue(Outbound::Ended(id)).is_err() {
-                tracing::debug!("could not tell the transport a cancelled request ended");
-            }
+        if let Some(id) = self.related.clone()
+            && self.inner.out.queue(Outbound::Ended(id)).is_err()
+        {
+            tracing::debug!("could not tell the transport a cancelled request ended");
         }
     }
 

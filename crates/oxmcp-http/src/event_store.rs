@@ -168,10 +168,10 @@ impl MemoryEventStore {
         let log = s.streams.entry(stream.to_owned()).or_default();
         log.push_back((seq, data.to_owned()));
         let mut freed = 0;
-        if log.len() > self.limit {
-            if let Some((_, old)) = log.pop_front() {
-                freed += old.len();
-            }
+        if log.len() > self.limit
+            && let Some((_, old)) = log.pop_front()
+        {
+            freed += old.len();
         }
         s.order.push_back((stream.to_owned(), seq));
         s.bytes = s.bytes + size - freed;

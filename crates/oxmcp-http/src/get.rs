@@ -84,12 +84,11 @@ async fn get(inner: Arc<Inner>, request: Request) -> Response {
             return bad_request("Bad Request: malformed Last-Event-ID");
         }
         let mut resumed = session.resume(last).await;
-        if resumed.is_none() {
-            if let Some((token, seq)) = last.rsplit_once('-') {
-                if let Ok(seq) = seq.parse() {
-                    resumed = crate::shared::resume_elsewhere(&inner, &session, token, seq).await;
-                }
-            }
+        if resumed.is_none()
+            && let Some((token, seq)) = last.rsplit_once('-')
+            && let Ok(seq) = seq.parse()
+        {
+            resumed = crate::shared::resume_elsewhere(&inner, &session, token, seq).await;
         }
         let Some(resumed) = resumed else {
             return rpc_error(

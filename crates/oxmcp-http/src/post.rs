@@ -42,10 +42,11 @@ impl Posted {
     /// What the engine gets: a lone message as decoded here (not decoded twice), a batch as
     /// its text.
     fn take_input(&mut self, context: oxmcp_jsonrpc::TransportContext) -> Inbound {
-        if !self.batch && self.messages.len() == 1 {
-            if let Some(m) = self.messages.pop() {
-                return Inbound::Message(Box::new(m), Some(context));
-            }
+        if !self.batch
+            && self.messages.len() == 1
+            && let Some(m) = self.messages.pop()
+        {
+            return Inbound::Message(Box::new(m), Some(context));
         }
         Inbound::Frame(self.body.to_vec())
     }
@@ -150,10 +151,8 @@ async fn post(inner: Arc<Inner>, request: Request) -> Response {
     }
     // A modern request's version header is checked where its id is known (in `stateless`).
     let modern = crate::stateless::is_modern(headers, &body);
-    if !modern {
-        if let Err(r) = version_checks(headers) {
-            return r;
-        }
+    if !modern && let Err(r) = version_checks(headers) {
+        return r;
     }
     if let Err(r) = media_checks(headers) {
         return r;
@@ -315,10 +314,10 @@ async fn answer(
         return accept_only(&session, posted, context).await;
     }
     let mode = inner.config.response_mode;
-    if mode == ResponseMode::Sse {
-        if let Err(r) = stream_slot(&inner.config, &session) {
-            return r;
-        }
+    if mode == ResponseMode::Sse
+        && let Err(r) = stream_slot(&inner.config, &session)
+    {
+        return r;
     }
     // An id still in flight must not be reused: answering it here keeps the first request's
     // response on its own stream.
@@ -408,10 +407,10 @@ impl Reply<'_> {
             self.inner.remove(&self.session.id);
             return json_response(first.data, None);
         }
-        if self.new_session {
-            if let Err(r) = self.save_session().await {
-                return r;
-            }
+        if self.new_session
+            && let Err(r) = self.save_session().await
+        {
+            return r;
         }
         let json = match self.inner.config.response_mode {
             ResponseMode::Json => true,

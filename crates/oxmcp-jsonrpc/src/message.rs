@@ -94,10 +94,11 @@ fn has_surrogate_escape(bytes: &[u8]) -> bool {
     // Most messages have no backslash at all: one fast pass finds none.
     let mut rest = bytes;
     while let Some(i) = rest.iter().position(|&b| b == b'\\') {
-        if let [_, b'u', d, x, ..] = rest[i..] {
-            if d | 0x20 == b'd' && matches!(x | 0x20, b'8' | b'9' | b'a'..=b'f') {
-                return true;
-            }
+        if let [_, b'u', d, x, ..] = rest[i..]
+            && d | 0x20 == b'd'
+            && matches!(x | 0x20, b'8' | b'9' | b'a'..=b'f')
+        {
+            return true;
         }
         // Skip the escaped character too, so `\\u` is not read as an escape.
         rest = rest.get(i + 2..).unwrap_or_default();
@@ -178,10 +179,10 @@ impl Message {
         };
         // Raw params and results are not decoded here, so their escapes are unchecked; a
         // lone UTF-16 surrogate would be invalid Unicode downstream. Rare: check only then.
-        if has_surrogate_escape(bytes) {
-            if let Err(e) = serde_json::from_slice::<Value>(bytes) {
-                return Err(DecodeError::parse(e));
-            }
+        if has_surrogate_escape(bytes)
+            && let Err(e) = serde_json::from_slice::<Value>(bytes)
+        {
+            return Err(DecodeError::parse(e));
         }
         Self::from_wire(wire)
     }

@@ -86,10 +86,10 @@ fn classify(pat: &Pat, ty: &Type, what: &str) -> syn::Result<Kind> {
         if seg.ident == "Ctx" && seg.arguments.is_empty() {
             return Ok(Kind::Ctx);
         }
-        if seg.ident == "Args" {
-            if let Some(inner) = single_type_arg(seg) {
-                return Ok(Kind::Args(inner.clone()));
-            }
+        if seg.ident == "Args"
+            && let Some(inner) = single_type_arg(seg)
+        {
+            return Ok(Kind::Args(inner.clone()));
         }
     }
     match pat {

@@ -32,10 +32,10 @@ pub fn duplex() -> (Channels, Channels) {
 /// Moves one end's messages to the other's input until either side goes away.
 async fn pump(mut from: mpsc::Receiver<Outbound>, to: mpsc::Sender<Inbound>) {
     while let Some(out) = from.recv().await {
-        if let Outbound::Message(m) = out {
-            if to.send(Inbound::Frame(m.line.into_bytes())).await.is_err() {
-                return;
-            }
+        if let Outbound::Message(m) = out
+            && to.send(Inbound::Frame(m.line.into_bytes())).await.is_err()
+        {
+            return;
         }
     }
 }

@@ -140,15 +140,15 @@ async fn client_identity(
     if let Some(r) = known {
         return Ok(r);
     }
-    if let Some(store) = &c.store {
-        if let Some(r) = store.client(&meta.issuer, redirect_uri)? {
-            oauth
-                .held
-                .lock()
-                .clients
-                .push((meta.issuer.clone(), r.clone()));
-            return Ok(r);
-        }
+    if let Some(store) = &c.store
+        && let Some(r) = store.client(&meta.issuer, redirect_uri)?
+    {
+        oauth
+            .held
+            .lock()
+            .clients
+            .push((meta.issuer.clone(), r.clone()));
+        return Ok(r);
     }
     let Some(endpoint) = &meta.registration_endpoint else {
         return Err(AuthError::Config(format!(

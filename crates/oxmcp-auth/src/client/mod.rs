@@ -343,11 +343,11 @@ impl OAuthClient {
             .iter()
             .find_map(|h| BearerChallenge::parse_scheme(h, "DPoP"));
         // RFC 9449 §9: the resource server wants its nonce in the proof; no new token needed.
-        if let (Some(d), Some(nonce)) = (&dpop, &challenge.dpop_nonce) {
-            if d.error() == Some("use_dpop_nonce") {
-                self.held.lock().rs_nonce = Some(nonce.clone());
-                return Ok(true);
-            }
+        if let (Some(d), Some(nonce)) = (&dpop, &challenge.dpop_nonce)
+            && d.error() == Some("use_dpop_nonce")
+        {
+            self.held.lock().rs_nonce = Some(nonce.clone());
+            return Ok(true);
         }
         let bearer = BearerChallenge::find(&challenge.www_authenticate)
             .or(dpop)

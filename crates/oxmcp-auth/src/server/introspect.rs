@@ -66,10 +66,10 @@ impl Introspection {
 
     async fn check(&self, token: &str) -> Result<Identity, TokenError> {
         let key: [u8; 32] = sha2::Sha256::digest(token.as_bytes()).into();
-        if let Some((id, until)) = self.cache.lock().get(&key) {
-            if Instant::now() < *until {
-                return Ok(id.clone());
-            }
+        if let Some((id, until)) = self.cache.lock().get(&key)
+            && Instant::now() < *until
+        {
+            return Ok(id.clone());
         }
         let basic = base64::engine::general_purpose::STANDARD.encode(format!(
             "{}:{}",
@@ -129,12 +129,11 @@ impl Introspection {
         if let (Some(want), Some(iss)) = (
             &self.config.issuer,
             answer.get("iss").and_then(|v| v.as_str()),
-        ) {
-            if want.trim_end_matches('/') != iss.trim_end_matches('/') {
-                return Err(TokenError::Invalid(
-                    "the token is from another issuer".into(),
-                ));
-            }
+        ) && want.trim_end_matches('/') != iss.trim_end_matches('/')
+        {
+            return Err(TokenError::Invalid(
+                "the token is from another issuer".into(),
+            ));
         }
         let audiences: Vec<&str> = match answer.get("aud") {
             Some(serde_json::Value::String(a)) => vec![a.as_str()],

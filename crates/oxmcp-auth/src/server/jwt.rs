@@ -166,14 +166,14 @@ impl JwtVerifier {
         let stale = keys
             .fetched
             .is_none_or(|t| t.elapsed() >= self.config.cache_for);
-        if keys.set.is_none() || stale {
-            if let Err(e) = self.fetch(&mut keys).await {
-                // A stale set still serves while the issuer is unreachable.
-                if keys.set.is_none() {
-                    return Err(e);
-                }
-                tracing::warn!("keeping the cached key set: {e}");
+        if (keys.set.is_none() || stale)
+            && let Err(e) = self.fetch(&mut keys).await
+        {
+            // A stale set still serves while the issuer is unreachable.
+            if keys.set.is_none() {
+                return Err(e);
             }
+            tracing::warn!("keeping the cached key set: {e}");
         }
         let find = |keys: &Keys| {
             let set = keys.set.as_ref()?;

@@ -200,10 +200,8 @@ pub(super) async fn track(
                 announce(&server, catalog.clear(&upstream.name)).await;
             }
         }
-        if settled {
-            if let Some(r) = ready.take() {
-                let _ = r.send(());
-            }
+        if settled && let Some(r) = ready.take() {
+            let _ = r.send(());
         }
         tokio::select! {
             r = status.changed() => {
@@ -231,10 +229,10 @@ async fn announce(server: &Server, changed: Changed) {
 /// On each (re)connection: ask for every log message (clients filter by their own level).
 /// Subscriptions are renewed by [`keep_subscribed`].
 pub(super) async fn prepare(client: &Arc<Client>, link: &Link) {
-    if client.server_capabilities().logging.is_some() {
-        if let Err(e) = client.set_log_level(LoggingLevel::Debug).await {
-            tracing::debug!(upstream = %link.name, "logging/setLevel: {e}");
-        }
+    if client.server_capabilities().logging.is_some()
+        && let Err(e) = client.set_log_level(LoggingLevel::Debug).await
+    {
+        tracing::debug!(upstream = %link.name, "logging/setLevel: {e}");
     }
 }
 

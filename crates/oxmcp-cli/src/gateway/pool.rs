@@ -247,10 +247,10 @@ impl Lent {
 /// client learns from it which arguments go in headers).
 async fn warm_up(client: &Client, link: &Link) {
     let caps = client.server_capabilities();
-    if caps.logging.is_some() {
-        if let Err(e) = client.set_log_level(oxmcp_types::LoggingLevel::Debug).await {
-            tracing::debug!(upstream = %link.name, "logging/setLevel: {e}");
-        }
+    if caps.logging.is_some()
+        && let Err(e) = client.set_log_level(oxmcp_types::LoggingLevel::Debug).await
+    {
+        tracing::debug!(upstream = %link.name, "logging/setLevel: {e}");
     }
     if caps.tools.is_some() {
         let pages = all_pages(|c| async move {

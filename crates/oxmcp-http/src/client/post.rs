@@ -197,10 +197,10 @@ impl State {
 
     /// Keeps the negotiated version from an `initialize` answer, for the version header.
     pub(super) fn note_version(&self, body: &str) {
-        if let Ok(v) = serde_json::from_str::<serde_json::Value>(body) {
-            if let Some(pv) = v["result"]["protocolVersion"].as_str() {
-                *self.version.lock() = Some(pv.to_owned());
-            }
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(body)
+            && let Some(pv) = v["result"]["protocolVersion"].as_str()
+        {
+            *self.version.lock() = Some(pv.to_owned());
         }
     }
 

@@ -147,10 +147,10 @@ impl Session {
     /// `resources/unsubscribe`.
     fn unsubscribe(&self, uri: &str) {
         let mut st = self.lock();
-        if st.subscriptions.remove(uri) {
-            if let Some(hook) = &self.server.on_unsubscribe {
-                hook(uri);
-            }
+        if st.subscriptions.remove(uri)
+            && let Some(hook) = &self.server.on_unsubscribe
+        {
+            hook(uri);
         }
     }
 
