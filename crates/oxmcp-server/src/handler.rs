@@ -90,6 +90,21 @@ impl IntoCallToolResult for &'static str {
     }
 }
 
+/// Numbers and booleans answer as their text (`5`, `true`), so a tool can return `i64`.
+macro_rules! text_results {
+    ($($t:ty),*) => {$(
+        impl IntoCallToolResult for $t {
+            fn into_call_tool_result(self) -> CallToolResult {
+                CallToolResult::text(self.to_string())
+            }
+        }
+    )*};
+}
+
+text_results!(
+    i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize, f32, f64, bool
+);
+
 impl IntoCallToolResult for Vec<Content> {
     fn into_call_tool_result(self) -> CallToolResult {
         CallToolResult::success(self)

@@ -12,8 +12,8 @@ use oxmcp::types::JsonObject;
 
 /// Adds two numbers.
 #[tool(read_only, idempotent, title = "Add")]
-async fn add(a: i64, b: i64) -> String {
-    (a + b).to_string()
+async fn add(a: i64, b: i64) -> i64 {
+    a + b
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]

@@ -16,8 +16,8 @@ impl Tools {
 
     /// Adds two numbers.
     #[tool(read_only, idempotent)]
-    async fn add(&self, a: i64, b: i64) -> String {
-        (a + b).to_string()
+    async fn add(&self, a: i64, b: i64) -> i64 {
+        a + b
     }
 }
 

@@ -64,8 +64,8 @@ impl Shop {
         &self,
         #[schemars(description = "The first term.")] a: i64,
         #[arg(description = "The second term.")] b: i64,
-    ) -> String {
-        (a + b).to_string()
+    ) -> i64 {
+        a + b
     }
 
     /// Greets someone.
