@@ -161,12 +161,7 @@ fn tools(b: oxmcp_server::ServerBuilder) -> oxmcp_server::ServerBuilder {
         ),
         handler(|ctx, args| async move {
             let params = CreateMessageParams {
-                messages: vec![SamplingMessage {
-                    role: Role::User,
-                    content: OneOrMany::One(Content::text(arg(&args, "prompt"))),
-                    meta: None,
-                    extra: JsonObject::new(),
-                }],
+                messages: vec![SamplingMessage::new(Role::User, OneOrMany::One(Content::text(arg(&args, "prompt"))))],
                 model_preferences: None,
                 system_prompt: None,
                 include_context: None,

@@ -114,15 +114,12 @@ fn handlers() -> ClientHandlers {
             };
             assert_eq!(c.as_text(), Some("hello"));
             assert_eq!(p.max_tokens, 100);
-            Ok(CreateMessageResult {
-                result_type: None,
-                role: Role::Assistant,
-                content: OneOrMany::One(Content::text("This is a test response from the client")),
-                model: "test-model".into(),
-                stop_reason: Some("endTurn".into()),
-                meta: None,
-                extra: JsonObject::new(),
-            })
+            Ok(CreateMessageResult::new(
+                "test-model",
+                OneOrMany::One(Content::text("This is a test response from the client")),
+            )
+            .with_role(Role::Assistant)
+            .with_stop_reason(Some("endTurn".into())))
         })
         .elicitation(|p| async move {
             let mut content = JsonObject::new();
@@ -130,13 +127,9 @@ fn handlers() -> ClientHandlers {
                 content.insert("username".into(), json!("testuser"));
                 content.insert("email".into(), json!("test@example.com"));
             }
-            Ok(ElicitResult {
-                result_type: None,
-                action: ElicitAction::Accept,
-                content: Some(content),
-                meta: None,
-                extra: JsonObject::new(),
-            })
+            Ok(ElicitResult::cancel()
+                .with_action(ElicitAction::Accept)
+                .with_content(Some(content)))
         })
 }
 

@@ -112,25 +112,21 @@ async fn run(scenario: &str, url: &str) -> Result<(), Error> {
         handlers = handlers.elicitation(|_| async {
             let mut content = JsonObject::new();
             content.insert("confirmed".into(), json!(true));
-            Ok::<_, ErrorObject>(ElicitResult {
-                result_type: None,
-                action: ElicitAction::Accept,
-                content: Some(content),
-                meta: None,
-                extra: JsonObject::new(),
-            })
+            Ok::<_, ErrorObject>(
+                ElicitResult::cancel()
+                    .with_action(ElicitAction::Accept)
+                    .with_content(Some(content)),
+            )
         });
     }
     if scenario == "elicitation-sep1034-client-defaults" {
         // Accept with nothing filled in: the library adds the schema's defaults.
         handlers = handlers.elicitation(|_| async {
-            Ok::<_, ErrorObject>(ElicitResult {
-                result_type: None,
-                action: ElicitAction::Accept,
-                content: Some(JsonObject::new()),
-                meta: None,
-                extra: JsonObject::new(),
-            })
+            Ok::<_, ErrorObject>(
+                ElicitResult::cancel()
+                    .with_action(ElicitAction::Accept)
+                    .with_content(Some(JsonObject::new())),
+            )
         });
     }
     if scenario.starts_with("sep-2640-client-") {

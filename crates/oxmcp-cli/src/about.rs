@@ -151,16 +151,15 @@ pub(crate) async fn complete(args: CompleteArgs, reach: Reach) -> anyhow::Result
         };
         context.insert(k.to_owned(), v.to_owned());
     }
-    let params = CompleteParams {
+    let params = CompleteParams::new(
         reference,
-        argument: CompletionArgument::default()
+        CompletionArgument::default()
             .with_name(name.clone())
             .with_value(value.clone()),
-        context: (!context.is_empty())
-            .then_some(CompletionContext::default().with_arguments(Some(context))),
-        meta: None,
-        extra: JsonObject::new(),
-    };
+    )
+    .with_context(
+        (!context.is_empty()).then_some(CompletionContext::default().with_arguments(Some(context))),
+    );
     let result = with(&reach, url, async |c| {
         c.complete(&params).await.map_err(call_error)
     })

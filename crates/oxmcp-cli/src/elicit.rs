@@ -43,13 +43,9 @@ pub(crate) async fn answer(params: ElicitParams) -> ElicitResult {
 }
 
 fn result(action: ElicitAction, content: Option<JsonObject>) -> ElicitResult {
-    ElicitResult {
-        result_type: None,
-        action,
-        content,
-        meta: None,
-        extra: JsonObject::new(),
-    }
+    ElicitResult::cancel()
+        .with_action(action)
+        .with_content(content)
 }
 
 /// Asks the user about one elicitation: URL mode or form mode. End of input cancels.

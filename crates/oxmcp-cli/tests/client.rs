@@ -89,17 +89,14 @@ async fn typed_methods_against_the_demo_server() {
         .unwrap();
     assert_eq!(p.messages.len(), 1);
     let c = client
-        .complete(&CompleteParams {
-            reference: CompletionReference::Resource {
+        .complete(&CompleteParams::new(
+            CompletionReference::Resource {
                 uri: "demo://greeting/{name}".into(),
             },
-            argument: CompletionArgument::default()
+            CompletionArgument::default()
                 .with_name("name".into())
                 .with_value("a".into()),
-            context: None,
-            meta: None,
-            extra: JsonObject::new(),
-        })
+        ))
         .await
         .unwrap();
     assert_eq!(c.completion.values, ["Ada", "Alan"]);
@@ -300,12 +297,10 @@ async fn server_to_client_requests_and_notifications() {
             "asks the model",
             |ctx: oxmcp_server::Ctx, a: Topic| async move {
                 let params = CreateMessageParams {
-                    messages: vec![SamplingMessage {
-                        role: Role::User,
-                        content: OneOrMany::One(Content::text(a.topic)),
-                        meta: None,
-                        extra: JsonObject::new(),
-                    }],
+                    messages: vec![SamplingMessage::new(
+                        Role::User,
+                        OneOrMany::One(Content::text(a.topic)),
+                    )],
                     model_preferences: None,
                     system_prompt: None,
                     include_context: None,
@@ -356,24 +351,15 @@ async fn server_to_client_requests_and_notifications() {
             let mut content = JsonObject::new();
             content.insert("name".into(), json!("Ada"));
             content.insert("count".into(), json!(7));
-            Ok(ElicitResult {
-                result_type: None,
-                action: ElicitAction::Accept,
-                content: Some(content),
-                meta: None,
-                extra: JsonObject::new(),
-            })
+            Ok(ElicitResult::cancel()
+                .with_action(ElicitAction::Accept)
+                .with_content(Some(content)))
         })
         .sampling(|_p| async move {
-            Ok(CreateMessageResult {
-                result_type: None,
-                role: Role::Assistant,
-                content: OneOrMany::One(Content::text("hi")),
-                model: "test-model".into(),
-                stop_reason: None,
-                meta: None,
-                extra: JsonObject::new(),
-            })
+            Ok(
+                CreateMessageResult::new("test-model", OneOrMany::One(Content::text("hi")))
+                    .with_role(Role::Assistant),
+            )
         })
         .roots(|| async {
             Ok(ListRootsResult::default().with_roots(vec![
@@ -611,13 +597,9 @@ fn mrtr_handlers() -> ClientHandlers {
             } else {
                 content.insert("ok".into(), json!(true));
             }
-            Ok(ElicitResult {
-                result_type: None,
-                action: ElicitAction::Accept,
-                content: Some(content),
-                meta: None,
-                extra: JsonObject::new(),
-            })
+            Ok(ElicitResult::cancel()
+                .with_action(ElicitAction::Accept)
+                .with_content(Some(content)))
         })
         .roots(|| async {
             Ok(ListRootsResult::default()

@@ -21,24 +21,16 @@ fn obj(v: Value) -> JsonObject {
 fn handlers(events: Arc<Mutex<Vec<String>>>) -> ClientHandlers {
     ClientHandlers::new()
         .sampling(|_p| async move {
-            Ok(CreateMessageResult {
-                result_type: None,
-                role: Role::Assistant,
-                content: OneOrMany::One(Content::text("the model says hi")),
-                model: "parity-model".into(),
-                stop_reason: None,
-                meta: None,
-                extra: JsonObject::new(),
-            })
+            Ok(CreateMessageResult::new(
+                "parity-model",
+                OneOrMany::One(Content::text("the model says hi")),
+            )
+            .with_role(Role::Assistant))
         })
         .elicitation(|_p| async move {
-            Ok(ElicitResult {
-                result_type: None,
-                action: ElicitAction::Accept,
-                content: Some(obj(json!({"name": "Ada"}))),
-                meta: None,
-                extra: JsonObject::new(),
-            })
+            Ok(ElicitResult::cancel()
+                .with_action(ElicitAction::Accept)
+                .with_content(Some(obj(json!({"name": "Ada"})))))
         })
         .on_event(move |e| {
             let line = match e {

@@ -270,15 +270,11 @@ async fn sampling_with_tools_needs_the_capability() {
                 "type": "tool_use", "id": "u1", "name": tools[0].name, "input": {"city": "Paris"},
             }))
             .unwrap();
-            Ok(oxmcp_types::CreateMessageResult {
-                result_type: None,
-                role: oxmcp_types::Role::Assistant,
-                content: oxmcp_types::OneOrMany::One(content),
-                model: "m".into(),
-                stop_reason: Some("toolUse".into()),
-                meta: None,
-                extra: JsonObject::new(),
-            })
+            Ok(
+                oxmcp_types::CreateMessageResult::new("m", oxmcp_types::OneOrMany::One(content))
+                    .with_role(oxmcp_types::Role::Assistant)
+                    .with_stop_reason(Some("toolUse".into())),
+            )
         });
         if declared {
             handlers = handlers.sampling_tools();

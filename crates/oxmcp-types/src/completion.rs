@@ -46,7 +46,9 @@ pub struct CompletionContext {
 }
 
 /// Params of `completion/complete`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct CompleteParams {
     /// The reference.
     #[serde(rename = "ref")]
@@ -62,6 +64,19 @@ pub struct CompleteParams {
     /// Unmodelled fields.
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+impl CompleteParams {
+    /// Completes `argument` of the prompt or resource template `reference`.
+    pub fn new(reference: CompletionReference, argument: CompletionArgument) -> Self {
+        Self {
+            reference,
+            argument,
+            context: None,
+            meta: None,
+            extra: JsonObject::new(),
+        }
+    }
 }
 
 /// Completion values.

@@ -100,8 +100,10 @@ pub enum ElicitAction {
 }
 
 /// Result of `elicitation/create`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct ElicitResult {
     /// 2026-07-28 result kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -117,6 +119,33 @@ pub struct ElicitResult {
     /// Unmodelled fields.
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+impl ElicitResult {
+    /// The user accepted, with these form values.
+    pub fn accept(content: JsonObject) -> Self {
+        Self::answer(ElicitAction::Accept, Some(content))
+    }
+
+    /// The user declined.
+    pub fn decline() -> Self {
+        Self::answer(ElicitAction::Decline, None)
+    }
+
+    /// The user dismissed the request without choosing.
+    pub fn cancel() -> Self {
+        Self::answer(ElicitAction::Cancel, None)
+    }
+
+    fn answer(action: ElicitAction, content: Option<JsonObject>) -> Self {
+        Self {
+            result_type: None,
+            action,
+            content,
+            meta: None,
+            extra: JsonObject::new(),
+        }
+    }
 }
 
 /// Fills in `default` values from a form schema for fields the user left out.

@@ -16,8 +16,22 @@ pub enum OneOrMany<T> {
     Many(Vec<T>),
 }
 
+impl<T> From<T> for OneOrMany<T> {
+    fn from(one: T) -> Self {
+        Self::One(one)
+    }
+}
+
+impl<T> From<Vec<T>> for OneOrMany<T> {
+    fn from(many: Vec<T>) -> Self {
+        Self::Many(many)
+    }
+}
+
 /// A message in a sampling conversation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, derive_setters::Setters)]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct SamplingMessage {
     /// Speaker.
     pub role: Role,
@@ -29,6 +43,23 @@ pub struct SamplingMessage {
     /// Unmodelled fields.
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+impl SamplingMessage {
+    /// A message of `role` with `content`.
+    pub fn new(role: Role, content: impl Into<OneOrMany<Content>>) -> Self {
+        Self {
+            role,
+            content: content.into(),
+            meta: None,
+            extra: JsonObject::new(),
+        }
+    }
+
+    /// A user message of one text.
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Self::new(Role::User, Content::text(text))
+    }
 }
 
 /// Model selection preferences.
@@ -130,8 +161,10 @@ impl CreateMessageParams {
 }
 
 /// Result of `sampling/createMessage`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, derive_setters::Setters)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+#[setters(prefix = "with_", generate_private = false)]
 pub struct CreateMessageResult {
     /// 2026-07-28 result kind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -151,4 +184,19 @@ pub struct CreateMessageResult {
     /// Unmodelled fields.
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+impl CreateMessageResult {
+    /// The assistant's answer `content`, produced by `model`.
+    pub fn new(model: impl Into<String>, content: impl Into<OneOrMany<Content>>) -> Self {
+        Self {
+            result_type: None,
+            role: Role::Assistant,
+            content: content.into(),
+            model: model.into(),
+            stop_reason: None,
+            meta: None,
+            extra: JsonObject::new(),
+        }
+    }
 }

@@ -51,15 +51,16 @@ fn ask(reference: Ref, name: &str, value: &str, context: &[(&str, &str)]) -> Com
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
-    CompleteParams {
+    CompleteParams::new(
         reference,
-        argument: CompletionArgument::default()
+        CompletionArgument::default()
             .with_name(name.into())
             .with_value(value.into()),
-        context: Some(CompletionContext::default().with_arguments(Some(arguments))),
-        meta: None,
-        extra: Default::default(),
-    }
+    )
+    .with_context(Some(
+        CompletionContext::default().with_arguments(Some(arguments)),
+    ))
+    .with_extra(Default::default())
 }
 
 #[tokio::main(flavor = "current_thread")]

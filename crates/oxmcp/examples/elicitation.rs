@@ -48,17 +48,13 @@ fn user(
         let declines = answered.swap(true, Ordering::SeqCst);
         let mut content = JsonObject::new();
         content.insert("date".into(), "2026-12-24".into());
-        std::future::ready(Ok(ElicitResult {
-            result_type: None,
-            action: if declines {
+        std::future::ready(Ok(ElicitResult::cancel()
+            .with_action(if declines {
                 ElicitAction::Decline
             } else {
                 ElicitAction::Accept
-            },
-            content: (!declines).then_some(content),
-            meta: None,
-            extra: JsonObject::new(),
-        }))
+            })
+            .with_content((!declines).then_some(content))))
     }
 }
 

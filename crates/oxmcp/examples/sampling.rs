@@ -31,12 +31,10 @@ fn first_text(content: &OneOrMany<Content>) -> String {
 
 async fn summarize(ctx: Ctx, a: Summarize) -> Result<String, String> {
     let params = CreateMessageParams {
-        messages: vec![SamplingMessage {
-            role: Role::User,
-            content: OneOrMany::One(Content::text(format!("Summarize: {}", a.text))),
-            meta: None,
-            extra: JsonObject::new(),
-        }],
+        messages: vec![SamplingMessage::new(
+            Role::User,
+            OneOrMany::One(Content::text(format!("Summarize: {}", a.text))),
+        )],
         model_preferences: None,
         system_prompt: Some("You write one-line summaries.".into()),
         include_context: None,
@@ -72,15 +70,11 @@ async fn model(p: CreateMessageParams) -> Result<CreateMessageResult, oxmcp::jso
         p.max_tokens
     );
     let reply = asked.trim_start_matches("Summarize: ").to_uppercase();
-    Ok(CreateMessageResult {
-        result_type: None,
-        role: Role::Assistant,
-        content: OneOrMany::One(Content::text(reply)),
-        model: "shouty-1".into(),
-        stop_reason: Some("endTurn".into()),
-        meta: None,
-        extra: JsonObject::new(),
-    })
+    Ok(
+        CreateMessageResult::new("shouty-1", OneOrMany::One(Content::text(reply)))
+            .with_role(Role::Assistant)
+            .with_stop_reason(Some("endTurn".into())),
+    )
 }
 
 #[tokio::main(flavor = "current_thread")]

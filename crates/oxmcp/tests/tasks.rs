@@ -122,13 +122,9 @@ async fn client(url: &str, era: EraChoice, tasks: bool) -> Client {
     let mut handlers = ClientHandlers::new().elicitation(|_p| async move {
         let mut content = JsonObject::new();
         content.insert("name".into(), json!("Ada"));
-        Ok(ElicitResult {
-            result_type: None,
-            action: ElicitAction::Accept,
-            content: Some(content),
-            meta: None,
-            extra: JsonObject::new(),
-        })
+        Ok(ElicitResult::cancel()
+            .with_action(ElicitAction::Accept)
+            .with_content(Some(content)))
     });
     if tasks {
         handlers = handlers.tasks();

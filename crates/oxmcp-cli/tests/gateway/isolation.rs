@@ -22,15 +22,11 @@ async fn talker(url: &str, era: EraChoice, me: &'static str) -> (Client, Seen) {
                 .to_owned();
             s.lock().unwrap().push(format!("sampling: {prompt}"));
             async move {
-                Ok(CreateMessageResult {
-                    result_type: None,
-                    role: Role::Assistant,
-                    content: OneOrMany::One(Content::text(format!("{me} says: {prompt}"))),
-                    model: "test-model".into(),
-                    stop_reason: None,
-                    meta: None,
-                    extra: JsonObject::new(),
-                })
+                Ok(CreateMessageResult::new(
+                    "test-model",
+                    OneOrMany::One(Content::text(format!("{me} says: {prompt}"))),
+                )
+                .with_role(Role::Assistant))
             }
         })
         .elicitation(move |p| {
@@ -38,13 +34,9 @@ async fn talker(url: &str, era: EraChoice, me: &'static str) -> (Client, Seen) {
                 .unwrap()
                 .push(format!("elicitation: {}", p.message));
             async move {
-                Ok(ElicitResult {
-                    result_type: None,
-                    action: ElicitAction::Accept,
-                    content: Some(args(json!({ "name": me }))),
-                    meta: None,
-                    extra: JsonObject::new(),
-                })
+                Ok(ElicitResult::cancel()
+                    .with_action(ElicitAction::Accept)
+                    .with_content(Some(args(json!({ "name": me })))))
             }
         })
         .on_event(move |ev| {

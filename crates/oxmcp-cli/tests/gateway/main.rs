@@ -113,25 +113,17 @@ async fn answering_client(
         .sampling(|p| async move {
             let asked = serde_json::to_value(&p.messages[0].content).unwrap();
             let text = asked["text"].as_str().unwrap_or_default().to_owned();
-            Ok(CreateMessageResult {
-                result_type: None,
-                role: Role::Assistant,
-                content: OneOrMany::One(Content::text(format!("model says: {text}"))),
-                model: "test-model".into(),
-                stop_reason: None,
-                meta: None,
-                extra: JsonObject::new(),
-            })
+            Ok(CreateMessageResult::new(
+                "test-model",
+                OneOrMany::One(Content::text(format!("model says: {text}"))),
+            )
+            .with_role(Role::Assistant))
         })
         .elicitation(|p| async move {
             assert_eq!(p.message, "What is your name?");
-            Ok(ElicitResult {
-                result_type: None,
-                action: ElicitAction::Accept,
-                content: Some(args(json!({"name": "Grace"}))),
-                meta: None,
-                extra: JsonObject::new(),
-            })
+            Ok(ElicitResult::cancel()
+                .with_action(ElicitAction::Accept)
+                .with_content(Some(args(json!({"name": "Grace"})))))
         })
         .on_event(move |e| sink.lock().unwrap().push(e));
     let (c, _handle) = connect(url, handlers, era).await;

@@ -233,17 +233,14 @@ era = "modern"
         assert_eq!(r.contents[0].text.as_deref(), Some("Hello, Ada!"));
         // Completion is asked of the upstream.
         let done = c
-            .complete(&CompleteParams {
-                reference: CompletionReference::Prompt {
+            .complete(&CompleteParams::new(
+                CompletionReference::Prompt {
                     name: "local__greet".into(),
                 },
-                argument: CompletionArgument::default()
+                CompletionArgument::default()
                     .with_name("name".into())
                     .with_value("A".into()),
-                context: None,
-                meta: None,
-                extra: JsonObject::new(),
-            })
+            ))
             .await
             .unwrap();
         assert_eq!(done.completion.values, ["Ada", "Alan"]);
