@@ -31,6 +31,26 @@ impl CancelOnHangUp {
     pub(crate) fn answered(&mut self) {
         self.answered = true;
     }
+
+    /// Fails the handler's request `id` to the client at once: a JSON answer carries the
+    /// response only, and 2026-07-28 has no other stream to the client.
+    pub(crate) fn unreachable(&self, id: RequestId) {
+        let Some(input) = self.input.clone() else {
+            return;
+        };
+        let error = oxmcp_jsonrpc::TransportError::Unreachable(
+            "no stream to the client: a 2026-07-28 answer sent as a JSON body \
+             (ResponseMode::Json) carries only the response"
+                .to_owned(),
+        );
+        let failed = Inbound::Failed {
+            id,
+            error: Box::new(error),
+        };
+        tokio::spawn(async move {
+            let _ = input.send(failed).await;
+        });
+    }
 }
 
 impl Drop for CancelOnHangUp {

@@ -408,8 +408,9 @@ fn check(inner: &Inner, headers: &HeaderMap, req: &Request) -> Result<(), Respon
     check_param_headers(lookup, headers, req, &params)
 }
 
-/// A JSON answer: the response (whatever came before it is dropped), with the HTTP status
-/// its error code calls for. The engine's input (held by `watch`) closes after it.
+/// A JSON answer: the response (notifications that came before it are dropped, and requests
+/// to the client fail at once: nothing can carry them), with the HTTP status its error code
+/// calls for. The engine's input (held by `watch`) closes after it.
 async fn json_answer(
     first: OutMessage,
     mut rx: mpsc::Receiver<Outbound>,
@@ -417,6 +418,9 @@ async fn json_answer(
 ) -> Response {
     let mut last = first;
     while !last.is_response() {
+        if let Some(id) = last.request_id() {
+            watch.unreachable(id.clone());
+        }
         match next_message(&mut rx).await {
             Some(m) => last = m,
             None => break,
