@@ -111,3 +111,121 @@ async fn legacy_sessions_are_cancelled_by_notification() {
     check(ResponseMode::Sse, EraChoice::Legacy, true).await;
     check(ResponseMode::Json, EraChoice::Legacy, false).await;
 }
+
+/// A server whose `observe` tool waits on `ctx.cancellation()` in the handler itself (no
+/// spawned task) and counts in `seen` when that branch runs; `ignore` pays no attention to
+/// cancellation and counts in `dropped` when its future is dropped.
+fn observing_server(seen: Arc<AtomicUsize>, dropped: Arc<AtomicUsize>) -> Server {
+    struct CountOnDrop(Arc<AtomicUsize>);
+    impl Drop for CountOnDrop {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    Server::builder("observe-test", "1")
+        .tool(
+            "observe",
+            "waits for cancellation",
+            move |c: Ctx, _a: Wait| {
+                let seen = seen.clone();
+                async move {
+                    tokio::select! {
+                        () = c.cancellation().cancelled() => {
+                            seen.fetch_add(1, Ordering::SeqCst);
+                            Ok::<_, String>("saw the cancellation")
+                        }
+                        () = tokio::time::sleep(Duration::from_secs(60)) => Ok("not cancelled"),
+                    }
+                }
+            },
+        )
+        .tool(
+            "ignore",
+            "ignores cancellation",
+            move |_c: Ctx, _a: Wait| {
+                let guard = CountOnDrop(dropped.clone());
+                async move {
+                    let _guard = guard;
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    Ok::<_, String>("not cancelled")
+                }
+            },
+        )
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_handler_sees_its_own_cancellation_in_both_eras() {
+    for era in [EraChoice::Legacy, EraChoice::Modern] {
+        let (seen, dropped) = (Arc::default(), Arc::default());
+        let server = observing_server(Arc::clone(&seen), dropped);
+        let running =
+            common::start_with(server, HttpConfig::default(), ServeOptions::default()).await;
+        let client = client(&running.url, era).await;
+        let call = client.call_tool("observe", args(false));
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), call)
+                .await
+                .is_err()
+        );
+        let s = Arc::clone(&seen);
+        assert!(
+            common::until(3, move || s.load(Ordering::SeqCst) == 1).await,
+            "{era:?}: the handler's own select on ctx.cancellation() never ran"
+        );
+        running.shutdown.cancel();
+    }
+}
+
+#[tokio::test]
+async fn a_cancelled_request_that_returns_gets_no_response() {
+    let seen = Arc::new(AtomicUsize::new(0));
+    let server = observing_server(seen.clone(), Arc::default());
+    let config = HttpConfig::default().response_mode(ResponseMode::Sse);
+    let running = common::start_with(server, config, ServeOptions::default()).await;
+    let session = common::Session::open(&running.url).await;
+    let answer = session
+        .post(common::call(5, "observe", json!({"chatty": false})))
+        .send()
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let cancel =
+        json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}});
+    let r = session.post(cancel.to_string()).send().await.unwrap();
+    assert_eq!(r.status(), reqwest::StatusCode::ACCEPTED);
+    let body = tokio::time::timeout(Duration::from_secs(3), answer.text())
+        .await
+        .expect("the cancelled request's stream must end")
+        .unwrap();
+    let (_ids, messages) = common::sse(&body);
+    assert!(
+        messages.iter().all(|m| m.get("id").is_none()),
+        "no response for a cancelled request: {messages:?}"
+    );
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        1,
+        "the handler saw the cancellation"
+    );
+}
+
+#[tokio::test]
+async fn a_handler_that_ignores_cancellation_is_still_ended() {
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let server = observing_server(Arc::default(), dropped.clone());
+    let running = common::start_with(server, HttpConfig::default(), ServeOptions::default()).await;
+    let client = client(&running.url, EraChoice::Legacy).await;
+    let call = client.call_tool("ignore", args(false));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), call)
+            .await
+            .is_err()
+    );
+    let d = dropped.clone();
+    assert!(
+        common::until(5, move || d.load(Ordering::SeqCst) == 1).await,
+        "a handler that ignores its cancellation is aborted after the grace period"
+    );
+}
