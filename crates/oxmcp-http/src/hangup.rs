@@ -32,15 +32,15 @@ impl CancelOnHangUp {
         self.answered = true;
     }
 
-    /// Fails the handler's request `id` to the client at once: a JSON answer carries the
-    /// response only, and 2026-07-28 has no other stream to the client.
+    /// Fails the handler's request `id` to the client at once: 2026-07-28 has no stream that
+    /// may carry it, and no session for the answer to come back on.
     pub(crate) fn unreachable(&self, id: RequestId) {
         let Some(input) = self.input.clone() else {
             return;
         };
         let error = oxmcp_jsonrpc::TransportError::Unreachable(
-            "no stream to the client: a 2026-07-28 answer sent as a JSON body \
-             (ResponseMode::Json) carries only the response"
+            "no stream to the client: 2026-07-28 servers send no requests to the client \
+             (sampling, elicitation and roots are input_required rounds)"
                 .to_owned(),
         );
         let failed = Inbound::Failed {

@@ -367,7 +367,7 @@ pub(crate) async fn handle(
     // answer is complete, or the client went away) ends the connection and any subscription.
     // A client that goes away before the response cancels the request.
     let watch = CancelOnHangUp::new(id.clone(), in_tx);
-    let Some(first) = next_message(&mut out_rx).await else {
+    let Some(first) = next_message(&mut out_rx, &watch).await else {
         return error_response(
             StatusCode::INTERNAL_SERVER_ERROR,
             Some(id),
@@ -408,9 +408,8 @@ fn check(inner: &Inner, headers: &HeaderMap, req: &Request) -> Result<(), Respon
     check_param_headers(lookup, headers, req, &params)
 }
 
-/// A JSON answer: the response (notifications that came before it are dropped, and requests
-/// to the client fail at once: nothing can carry them), with the HTTP status its error code
-/// calls for. The engine's input (held by `watch`) closes after it.
+/// A JSON answer: the response (notifications that came before it are dropped), with the
+/// HTTP status its error code calls for. The engine's input (held by `watch`) closes after it.
 async fn json_answer(
     first: OutMessage,
     mut rx: mpsc::Receiver<Outbound>,
@@ -418,10 +417,7 @@ async fn json_answer(
 ) -> Response {
     let mut last = first;
     while !last.is_response() {
-        if let Some(id) = last.request_id() {
-            watch.unreachable(id.clone());
-        }
-        match next_message(&mut rx).await {
+        match next_message(&mut rx, &watch).await {
             Some(m) => last = m,
             None => break,
         }
@@ -453,15 +449,17 @@ fn stream_answer(
             }
             let next = match pending {
                 Some(m) => Some(m),
-                None => match tokio::time::timeout(keep_alive, next_message(&mut rx)).await {
-                    Ok(m) => m,
-                    Err(_) => {
-                        return Some((
-                            Ok::<_, Infallible>(Bytes::from_static(KEEP_ALIVE)),
-                            (None, rx, false, held),
-                        ));
+                None => {
+                    match tokio::time::timeout(keep_alive, next_message(&mut rx, &held)).await {
+                        Ok(m) => m,
+                        Err(_) => {
+                            return Some((
+                                Ok::<_, Infallible>(Bytes::from_static(KEEP_ALIVE)),
+                                (None, rx, false, held),
+                            ));
+                        }
                     }
-                },
+                }
             };
             let m = next?;
             let done = m.is_response();
@@ -473,11 +471,19 @@ fn stream_answer(
     sse_body(stream, None)
 }
 
-/// The next message (stream signals mean nothing without resumption).
-async fn next_message(rx: &mut mpsc::Receiver<Outbound>) -> Option<OutMessage> {
+/// The next message to send (stream signals mean nothing without resumption). A request to
+/// the client is not sent but failed at once: 2026-07-28 servers send none (sampling,
+/// elicitation and roots are `input_required` rounds), and no answer could come back.
+async fn next_message(
+    rx: &mut mpsc::Receiver<Outbound>,
+    watch: &CancelOnHangUp,
+) -> Option<OutMessage> {
     loop {
         if let Outbound::Message(m) = rx.recv().await? {
-            return Some(*m);
+            match m.request_id() {
+                Some(id) => watch.unreachable(id.clone()),
+                None => return Some(*m),
+            }
         }
     }
 }

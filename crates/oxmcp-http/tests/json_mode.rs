@@ -162,15 +162,20 @@ async fn modern_sampling_in_json_mode_works() {
 
 #[tokio::test]
 async fn modern_requests_to_the_client_fail_at_once() {
-    let running = start().await;
-    let client = client(&running.url, EraChoice::Modern, true).await;
-    let started = std::time::Instant::now();
-    let r = call(&client, "roots", &RequestOptions::default()).await;
-    assert!(r.is_error == Some(true), "{r:?}");
-    assert!(
-        text(&r).contains("no stream to the client"),
-        "a clear error: {}",
-        text(&r)
-    );
-    assert!(started.elapsed() < Duration::from_secs(2));
+    // 2026-07-28 has no server-to-client requests, whatever the response mode: not sent, and
+    // failed at once rather than left waiting for an answer that cannot come.
+    for mode in [ResponseMode::Json, ResponseMode::Sse, ResponseMode::Auto] {
+        let config = HttpConfig::default().response_mode(mode);
+        let running = common::start_with(server(), config, ServeOptions::default()).await;
+        let client = client(&running.url, EraChoice::Modern, true).await;
+        let started = std::time::Instant::now();
+        let r = call(&client, "roots", &RequestOptions::default()).await;
+        assert!(r.is_error == Some(true), "{mode:?}: {r:?}");
+        assert!(
+            text(&r).contains("no stream to the client"),
+            "{mode:?}: a clear error: {}",
+            text(&r)
+        );
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
 }
