@@ -311,7 +311,7 @@ fn accept(
     drop(map);
     let ctx = RequestContext {
         id: id.clone(),
-        peer: cx.peer.scoped(id.clone()),
+        peer: cx.peer.for_handler(id.clone(), cancel.clone()),
         cancel: cancel.clone(),
         closing: cx.closing.clone(),
         transport,

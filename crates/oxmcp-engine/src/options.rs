@@ -123,8 +123,9 @@ pub struct EngineConfig {
     /// serve one session together take disjoint ranges, so an answer finds its request.
     pub first_request_id: i64,
     /// How long a cancelled request's handler may go on after its cancellation token fired
-    /// (to notice it, clean up and return) before its task is aborted. Whatever it returns
-    /// is not sent: a cancelled request gets no response. Zero: aborted at once. Default 1 s.
+    /// (to notice it, clean up and return) before its task is aborted. Nothing it sends or
+    /// returns after the token fired goes out: a cancelled request gets no response. It
+    /// keeps its `max_in_flight` slot meanwhile. Zero: aborted at once. Default 1 s.
     pub cancel_grace: Duration,
 }
 

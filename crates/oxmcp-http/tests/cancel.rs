@@ -113,7 +113,8 @@ async fn legacy_sessions_are_cancelled_by_notification() {
 }
 
 /// A server whose `observe` tool waits on `ctx.cancellation()` in the handler itself (no
-/// spawned task) and counts in `seen` when that branch runs; `ignore` pays no attention to
+/// spawned task), counts in `seen` when that branch runs, and logs then (which must not be
+/// sent); `ignore` pays no attention to
 /// cancellation and counts in `dropped` when its future is dropped.
 fn observing_server(seen: Arc<AtomicUsize>, dropped: Arc<AtomicUsize>) -> Server {
     struct CountOnDrop(Arc<AtomicUsize>);
@@ -132,6 +133,9 @@ fn observing_server(seen: Arc<AtomicUsize>, dropped: Arc<AtomicUsize>) -> Server
                     tokio::select! {
                         () = c.cancellation().cancelled() => {
                             seen.fetch_add(1, Ordering::SeqCst);
+                            // Not sent: nothing more goes out about a cancelled request.
+                            let bye = json!("saw the cancellation");
+                            c.log(LoggingLevel::Info, None, bye).await;
                             Ok::<_, String>("saw the cancellation")
                         }
                         () = tokio::time::sleep(Duration::from_secs(60)) => Ok("not cancelled"),
@@ -185,6 +189,9 @@ async fn a_cancelled_request_that_returns_gets_no_response() {
     let config = HttpConfig::default().response_mode(ResponseMode::Sse);
     let running = common::start_with(server, config, ServeOptions::default()).await;
     let session = common::Session::open(&running.url).await;
+    // The GET stream is where a message about no open request would go.
+    let mut get = session.get().send().await.unwrap();
+    assert_eq!(get.status(), reqwest::StatusCode::OK);
     let answer = session
         .post(common::call(5, "observe", json!({"chatty": false})))
         .send()
@@ -201,13 +208,24 @@ async fn a_cancelled_request_that_returns_gets_no_response() {
         .unwrap();
     let (_ids, messages) = common::sse(&body);
     assert!(
-        messages.iter().all(|m| m.get("id").is_none()),
-        "no response for a cancelled request: {messages:?}"
+        messages.is_empty(),
+        "no response for a cancelled request, nor what its handler sent after: {messages:?}"
     );
     assert_eq!(
         seen.load(Ordering::SeqCst),
         1,
         "the handler saw the cancellation"
+    );
+    let mut on_get = String::new();
+    while let Ok(Ok(Some(chunk))) =
+        tokio::time::timeout(Duration::from_millis(500), get.chunk()).await
+    {
+        on_get.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let (_ids, messages) = common::sse(&on_get);
+    assert!(
+        messages.is_empty(),
+        "nothing on the GET stream either: {messages:?}"
     );
 }
 
