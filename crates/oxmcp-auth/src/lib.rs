@@ -25,7 +25,7 @@
 //!     ScopePolicy::default(),
 //!     None,
 //! )?;
-//! let config = oxmcp_http::HttpConfig { auth: Some(Arc::new(auth)), ..Default::default() };
+//! let config = oxmcp_http::HttpConfig::default().auth(Some(Arc::new(auth)));
 //! # let _ = config;
 //! # Ok(())
 //! # }

@@ -15,7 +15,7 @@
 //! use oxmcp_client::{Client, ClientConfig, ClientHandlers, EraChoice};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let config = ClientConfig { era: EraChoice::Auto, ..Default::default() };
+//! let config = ClientConfig::default().era(EraChoice::Auto);
 //! let client = Client::spawn("oxmcp", &["serve", "--stdio"], ClientHandlers::new(), config).await?;
 //! for tool in client.list_tools().await? {
 //!     println!("{}: {}", tool.name, tool.description.unwrap_or_default());

@@ -43,6 +43,8 @@ enum Reply {
 /// A request accepted (in the in-flight map) and waiting for a slot.
 struct Queued {
     id: RequestId,
+    /// Its cancellation token: once fired, whatever the handler returns is not sent.
+    cancel: CancellationToken,
     fut: BoxFuture<'static, HandlerResult>,
     reply: Reply,
 }
@@ -100,7 +102,10 @@ pub async fn run(
                 closing.cancel();
                 queue.clear();
                 tasks.abort_all();
-                lock(&in_flight).clear();
+                // Work the handlers spawned with a clone of their token learns it too.
+                for (_, entry) in lock(&in_flight).drain() {
+                    entry.cancel.cancel();
+                }
             }
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
             Ok(permit) = sem.clone().acquire_owned(), if !queue.is_empty() => {
@@ -144,8 +149,13 @@ fn spawn_request(
             .catch_unwind()
             .await
             .unwrap_or_else(|panic| Err(panicked(&*panic)));
-        if lock(&in_flight).remove(&q.id).is_none() {
-            return; // cancelled meanwhile: no response is sent for a cancelled request
+        {
+            // Cancelled meanwhile: no response is sent for a cancelled request (and the
+            // entry under this id, if any, is a newer request's).
+            let mut map = lock(&in_flight);
+            if q.cancel.is_cancelled() || map.remove(&q.id).is_none() {
+                return;
+            }
         }
         let msg = match result {
             Ok(raw) => Message::result(q.id, raw),
@@ -245,7 +255,7 @@ fn on_notification(cx: &Conn<'_>, n: Notification, queue: &mut VecDeque<Queued>)
         "notifications/cancelled" => match parse_params::<CancelledParams>(n.params.as_deref()) {
             Ok(p) => {
                 if let Some(id) = p.request_id.as_ref().and_then(RequestId::from_value)
-                    && cancel(&id, cx.in_flight, queue)
+                    && cancel(&id, cx.in_flight, queue, cx.config.cancel_grace)
                 {
                     // No response will come: the transport may end its stream.
                     cx.peer.scoped(id).try_send_ended();
@@ -301,19 +311,30 @@ fn accept(
     drop(map);
     let ctx = RequestContext {
         id: id.clone(),
-        peer: cx.peer.scoped(id.clone()),
-        cancel,
+        peer: cx.peer.for_handler(id.clone(), cancel.clone()),
+        cancel: cancel.clone(),
         closing: cx.closing.clone(),
         transport,
     };
     let fut = cx.service.call(r, ctx);
-    queue.push_back(Queued { id, fut, reply });
+    queue.push_back(Queued {
+        id,
+        cancel,
+        fut,
+        reply,
+    });
     Ok(())
 }
 
-/// Cancels request `id`. True when it was answered on its own and so now will get no
-/// response at all (a batch entry is only left out of its batch's answer).
-fn cancel(id: &RequestId, in_flight: &InFlightMap, queue: &mut VecDeque<Queued>) -> bool {
+/// Cancels request `id`: fires its token, and aborts its handler if it has not returned
+/// `grace` later. True when it was answered on its own and so now will get no response at
+/// all (a batch entry is only left out of its batch's answer).
+fn cancel(
+    id: &RequestId,
+    in_flight: &InFlightMap,
+    queue: &mut VecDeque<Queued>,
+    grace: std::time::Duration,
+) -> bool {
     let mut map = lock(in_flight);
     let Some(entry) = map.get(id) else {
         tracing::debug!(%id, "cancellation for an unknown or finished request; ignored");
@@ -328,12 +349,24 @@ fn cancel(id: &RequestId, in_flight: &InFlightMap, queue: &mut VecDeque<Queued>)
         entry.cancel.cancel();
         alone = entry.alone;
         if let Some(abort) = entry.abort {
-            abort.abort();
+            abort_after(abort, grace);
         }
     }
     drop(map);
     queue.retain(|q| &q.id != id);
     alone
+}
+
+/// Aborts a cancelled request's handler unless it has returned within `grace`.
+fn abort_after(abort: AbortHandle, grace: std::time::Duration) {
+    if grace.is_zero() || abort.is_finished() {
+        abort.abort();
+        return;
+    }
+    tokio::spawn(async move {
+        tokio::time::sleep(grace).await;
+        abort.abort();
+    });
 }
 
 /// One entry's place in a batch's answer.

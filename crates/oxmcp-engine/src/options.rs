@@ -122,6 +122,11 @@ pub struct EngineConfig {
     /// The id of the first request this side sends (then +1 per request). Instances that
     /// serve one session together take disjoint ranges, so an answer finds its request.
     pub first_request_id: i64,
+    /// How long a cancelled request's handler may go on after its cancellation token fired
+    /// (to notice it, clean up and return) before its task is aborted. Nothing it sends or
+    /// returns after the token fired goes out: a cancelled request gets no response. It
+    /// keeps its `max_in_flight` slot meanwhile. Zero: aborted at once. Default 1 s.
+    pub cancel_grace: Duration,
 }
 
 impl Default for EngineConfig {
@@ -135,6 +140,7 @@ impl Default for EngineConfig {
             stall_timeout: None,
             max_overflow: 1024,
             first_request_id: 1,
+            cancel_grace: Duration::from_secs(1),
         }
     }
 }

@@ -17,6 +17,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::error::CallError;
 use crate::options::{EngineConfig, ProgressCallback, RequestOptions};
@@ -50,6 +51,9 @@ pub(crate) struct Inner {
 pub struct Peer {
     pub(crate) inner: Arc<Inner>,
     related: Option<RequestId>,
+    /// The cancellation of the request a handler's peer serves: once it fired, nothing the
+    /// handler sends goes out (it may still be winding down).
+    silenced: Option<CancellationToken>,
 }
 
 impl fmt::Debug for Peer {
@@ -103,6 +107,7 @@ impl Peer {
                 draining: AtomicBool::new(false),
             }),
             related: None,
+            silenced: None,
         }
     }
 
@@ -111,7 +116,26 @@ impl Peer {
         Peer {
             inner: self.inner.clone(),
             related: Some(id),
+            silenced: None,
         }
+    }
+
+    /// The peer of the handler of request `id`: scoped to it, and silent once `cancel` fired
+    /// (notifications are dropped, requests fail with [`CallError::Cancelled`]), so that a
+    /// handler winding down after its cancellation sends nothing more about it.
+    pub(crate) fn for_handler(&self, id: RequestId, cancel: CancellationToken) -> Peer {
+        Peer {
+            inner: self.inner.clone(),
+            related: Some(id),
+            silenced: Some(cancel),
+        }
+    }
+
+    /// Whether this is the peer of a cancelled request's handler.
+    fn silenced(&self) -> bool {
+        self.silenced
+            .as_ref()
+            .is_some_and(CancellationToken::is_cancelled)
     }
 
     /// The request this peer is scoped to, if any.
@@ -183,6 +207,8 @@ impl Peer {
     fn refuse_new(&self) -> Option<CallError> {
         if self.is_closed() {
             Some(CallError::Closed)
+        } else if self.silenced() {
+            Some(CallError::Cancelled)
         } else if self.inner.draining.load(Ordering::Acquire) {
             Some(CallError::ShuttingDown)
         } else {
@@ -217,6 +243,13 @@ impl Peer {
     /// # Errors
     /// [`CallError::Closed`] if the connection is gone.
     pub async fn send_raw(&self, line: String, kind: OutKind) -> Result<(), CallError> {
+        if self.silenced() {
+            tracing::debug!("a cancelled request's handler sent a message; dropped");
+            return match kind {
+                OutKind::Request { .. } => Err(CallError::Cancelled),
+                _ => Ok(()),
+            };
+        }
         let out = self.outbound(line, kind);
         self.inner
             .out
@@ -268,6 +301,9 @@ impl Peer {
         params: &P,
     ) -> Result<(), CallError> {
         let msg = Message::notification(method, &params)?;
+        if self.silenced() {
+            return Ok(()); // a cancelled request's handler: nothing more goes out about it
+        }
         self.inner
             .out
             .queue(self.outbound(

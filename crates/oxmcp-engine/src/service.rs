@@ -16,7 +16,12 @@ pub struct RequestContext {
     pub id: RequestId,
     /// The connection, for notifications and requests back to the sender.
     pub peer: Peer,
-    /// Cancelled when the sender cancels the request or the connection closes.
+    /// Cancelled when the sender cancels the request. The handler keeps running for
+    /// [`crate::EngineConfig::cancel_grace`] after that (so it can notice, clean up and
+    /// return), then is aborted; either way no response is sent, and `peer` sends nothing
+    /// more (notifications are dropped, requests fail with [`crate::CallError::Cancelled`]). When the connection is
+    /// killed (the other side stopped reading) the token fires and the handlers are aborted
+    /// at once.
     pub cancel: CancellationToken,
     /// Cancelled when the connection's input has ended: no more requests will come, and
     /// long-lived requests (subscriptions) should wind down.

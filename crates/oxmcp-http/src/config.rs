@@ -11,8 +11,18 @@ pub enum ResponseMode {
     Auto,
     /// Always a `text/event-stream`.
     Sse,
-    /// Always `application/json` (notifications sent while handling are routed to the GET
-    /// stream instead).
+    /// Always `application/json`: the answer carries the response and nothing else.
+    ///
+    /// On a legacy session the request's notifications (progress, log messages) and its
+    /// requests to the client (sampling, elicitation, roots) go on the session's GET stream
+    /// instead, if the client has one open. That is another connection, so a notification
+    /// sent just before the response may reach the client after it (and be ignored then, its
+    /// request being over). Without a GET stream the notifications are dropped and a request
+    /// to the client fails at once with `TransportError::Unreachable`.
+    ///
+    /// 2026-07-28 has no other stream: **progress and log notifications are dropped**, and a
+    /// raw request to the client fails at once. (`Ctx::create_message`, `Ctx::elicit` and the
+    /// like still work there: they are `input_required` rounds, answered in the response.)
     Json,
 }
 

@@ -69,6 +69,7 @@ mod get;
 #[cfg(feature = "grpc")]
 pub mod grpc;
 mod guard;
+mod hangup;
 mod legacy;
 #[cfg(feature = "client")]
 mod origin;

@@ -334,6 +334,9 @@ async fn answer(
     let batch = posted.batch.then_some(ids.as_slice());
     let sse = mode == ResponseMode::Sse;
     let (token, rx) = session.open_post_stream(&routed, answers, sse, batch);
+    if mode == ResponseMode::Json {
+        session.answer_as_json(&token);
+    }
     if !session.feed(posted.take_input(context)).await {
         return session_not_found();
     }

@@ -24,6 +24,7 @@ use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
 use crate::config::ResponseMode;
+use crate::hangup::CancelOnHangUp;
 use crate::respond::{error_response, unsupported_version};
 use crate::server::Inner;
 use crate::sse_out::{KEEP_ALIVE, sse_body, sse_message};
@@ -346,8 +347,8 @@ pub(crate) async fn handle(
         config: inner.engine.clone(),
         principal,
     });
-    // The permits live as long as the engine: a client that hangs up does not end its
-    // handlers, so they must keep counting against the caps until they finish.
+    // The permits live as long as the engine: a handler cancelled because its client hung
+    // up may still be finishing, and counts against the caps until it has.
     tokio::spawn(async move {
         let _permits = permits;
         serving.await;
@@ -364,7 +365,9 @@ pub(crate) async fn handle(
     }
     // The engine's input stays open while the answer is being sent: dropping it (when the
     // answer is complete, or the client went away) ends the connection and any subscription.
-    let Some(first) = next_message(&mut out_rx).await else {
+    // A client that goes away before the response cancels the request.
+    let watch = CancelOnHangUp::new(id.clone(), in_tx);
+    let Some(first) = next_message(&mut out_rx, &watch).await else {
         return error_response(
             StatusCode::INTERNAL_SERVER_ERROR,
             Some(id),
@@ -380,9 +383,9 @@ pub(crate) async fn handle(
             ResponseMode::Auto => first.is_response(),
         };
     if json {
-        json_answer(first, out_rx).await
+        json_answer(first, out_rx, watch).await
     } else {
-        stream_answer(first, out_rx, in_tx, inner.config.keep_alive)
+        stream_answer(first, out_rx, watch, inner.config.keep_alive)
     }
 }
 
@@ -405,16 +408,21 @@ fn check(inner: &Inner, headers: &HeaderMap, req: &Request) -> Result<(), Respon
     check_param_headers(lookup, headers, req, &params)
 }
 
-/// A JSON answer: the response (whatever came before it is dropped), with the HTTP status
-/// its error code calls for. The engine's input (held by the caller) closes after it.
-async fn json_answer(first: OutMessage, mut rx: mpsc::Receiver<Outbound>) -> Response {
+/// A JSON answer: the response (notifications that came before it are dropped), with the
+/// HTTP status its error code calls for. The engine's input (held by `watch`) closes after it.
+async fn json_answer(
+    first: OutMessage,
+    mut rx: mpsc::Receiver<Outbound>,
+    mut watch: CancelOnHangUp,
+) -> Response {
     let mut last = first;
     while !last.is_response() {
-        match next_message(&mut rx).await {
+        match next_message(&mut rx, &watch).await {
             Some(m) => last = m,
             None => break,
         }
     }
+    watch.answered();
     let status = status_for(&last.line);
     (
         status,
@@ -425,42 +433,57 @@ async fn json_answer(first: OutMessage, mut rx: mpsc::Receiver<Outbound>) -> Res
 }
 
 /// An SSE answer: the first message, then the rest as the handler sends them. (A client that
-/// stops reading is disconnected by the engine's stall timeout.)
+/// stops reading is disconnected by the engine's stall timeout; one that closes the stream
+/// before the response cancels the request, through `watch`.)
 fn stream_answer(
     first: OutMessage,
     rx: mpsc::Receiver<Outbound>,
-    input: mpsc::Sender<Inbound>,
+    watch: CancelOnHangUp,
     keep_alive: Duration,
 ) -> Response {
-    let state = (Some(first), rx, false, input);
-    let stream = futures::stream::unfold(state, move |(pending, mut rx, done, held)| async move {
-        if done {
-            return None;
-        }
-        let next = match pending {
-            Some(m) => Some(m),
-            None => match tokio::time::timeout(keep_alive, next_message(&mut rx)).await {
-                Ok(m) => m,
-                Err(_) => {
-                    return Some((
-                        Ok::<_, Infallible>(Bytes::from_static(KEEP_ALIVE)),
-                        (None, rx, false, held),
-                    ));
+    let state = (Some(first), rx, false, watch);
+    let stream =
+        futures::stream::unfold(state, move |(pending, mut rx, done, mut held)| async move {
+            if done {
+                return None;
+            }
+            let next = match pending {
+                Some(m) => Some(m),
+                None => {
+                    match tokio::time::timeout(keep_alive, next_message(&mut rx, &held)).await {
+                        Ok(m) => m,
+                        Err(_) => {
+                            return Some((
+                                Ok::<_, Infallible>(Bytes::from_static(KEEP_ALIVE)),
+                                (None, rx, false, held),
+                            ));
+                        }
+                    }
                 }
-            },
-        };
-        let m = next?;
-        let done = m.is_response();
-        Some((Ok(sse_message(&m.line)), (None, rx, done, held)))
-    });
+            };
+            let m = next?;
+            let done = m.is_response();
+            if done {
+                held.answered();
+            }
+            Some((Ok(sse_message(&m.line)), (None, rx, done, held)))
+        });
     sse_body(stream, None)
 }
 
-/// The next message (stream signals mean nothing without resumption).
-async fn next_message(rx: &mut mpsc::Receiver<Outbound>) -> Option<OutMessage> {
+/// The next message to send (stream signals mean nothing without resumption). A request to
+/// the client is not sent but failed at once: 2026-07-28 servers send none (sampling,
+/// elicitation and roots are `input_required` rounds), and no answer could come back.
+async fn next_message(
+    rx: &mut mpsc::Receiver<Outbound>,
+    watch: &CancelOnHangUp,
+) -> Option<OutMessage> {
     loop {
         if let Outbound::Message(m) = rx.recv().await? {
-            return Some(*m);
+            match m.request_id() {
+                Some(id) => watch.unreachable(id.clone()),
+                None => return Some(*m),
+            }
         }
     }
 }

@@ -252,7 +252,15 @@ async fn a_session_with_a_request_in_progress_is_not_idle() {
 
 #[tokio::test]
 async fn a_modern_request_counts_until_its_handler_finishes() {
-    // `watched` sleeps 1500 ms, then says it is done.
+    // `watched` sleeps 1500 ms, paying no attention to cancellation; `done` is set when its
+    // handler ends: it returned, or (its client hung up, which cancels the request) it was
+    // aborted after the engine's grace.
+    struct SetOnDrop(Arc<AtomicBool>);
+    impl Drop for SetOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
     let done = Arc::new(AtomicBool::new(false));
     let d = done.clone();
     let server = with_tools(oxmcp_server::Server::builder("limits", "1"))
@@ -260,10 +268,10 @@ async fn a_modern_request_counts_until_its_handler_finishes() {
             "watched",
             "sleeps, then says so",
             move |_c: oxmcp_server::Ctx, a: Sleep| {
-                let done = d.clone();
+                let ended = SetOnDrop(d.clone());
                 async move {
+                    let _ended = ended;
                     tokio::time::sleep(Duration::from_millis(a.ms)).await;
-                    done.store(true, Ordering::SeqCst);
                     Ok::<_, String>(format!("slept {}", a.ms))
                 }
             },
@@ -282,8 +290,8 @@ async fn a_modern_request_counts_until_its_handler_finishes() {
     hung_up.abort();
     let r = modern(2).await.unwrap();
     assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
-    // The slot stays taken until the handler is done (read in this order: a slot given back
-    // before `done` was set would be seen).
+    // The slot stays taken until the handler has ended (read in this order: a slot given
+    // back before `done` was set would be seen).
     let finished = until(10, || {
         let in_flight = s.http.stateless_in_flight();
         let finished = done.load(Ordering::SeqCst);
@@ -294,7 +302,7 @@ async fn a_modern_request_counts_until_its_handler_finishes() {
         finished
     })
     .await;
-    assert!(finished, "the handler finished");
+    assert!(finished, "the handler ended");
     assert!(until(10, || s.http.stateless_in_flight() == 0).await);
 }
 

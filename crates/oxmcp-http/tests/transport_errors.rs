@@ -36,7 +36,14 @@ async fn an_http_status_without_a_json_rpc_body_is_a_transport_error() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
-    let Err(ConnectError::Initialize(CallError::Transport(e))) = handshake(&url).await else {
+    let Err(err) = handshake(&url).await else {
+        panic!("the handshake must fail")
+    };
+    // The message names the cause, not just "initialize failed" (and the cause is not
+    // repeated by `source()`, so error-chain printers do not print it twice).
+    assert_eq!(err.to_string(), "initialize failed: HTTP 401 Unauthorized");
+    assert!(std::error::Error::source(&err).is_none());
+    let ConnectError::Initialize(CallError::Transport(e)) = err else {
         panic!("expected a transport error")
     };
     let TransportError::Http {

@@ -187,6 +187,11 @@ pub enum TransportError {
     /// or a stream that ended before the response.
     #[error("unusable answer: {0}")]
     Invalid(String),
+    /// The message cannot be sent at all: the transport has no channel to the other side for
+    /// it (a Streamable HTTP server answering with JSON bodies, whose client has no GET
+    /// stream open, cannot send the client a request).
+    #[error("{0}")]
+    Unreachable(String),
 }
 
 impl TransportError {

@@ -145,7 +145,21 @@ impl Ctx {
         &self.rc.id
     }
 
-    /// Cancelled when the client cancels this request.
+    /// Cancelled when the client cancels this request: by `notifications/cancelled` on a
+    /// legacy session or stdio, by closing the request's response stream (or the connection
+    /// awaiting its JSON answer) in 2026-07-28 over Streamable HTTP.
+    ///
+    /// The handler sees it: it keeps running after the token fires, so a `tokio::select!` on
+    /// `ctx.cancellation().cancelled()` in the handler itself runs its branch (stop, clean up,
+    /// return). A handler that has not returned
+    /// [`EngineConfig::cancel_grace`](oxmcp_engine::EngineConfig::cancel_grace) (1 s by
+    /// default) after the token fired is aborted (dropped). Whatever a cancelled handler
+    /// returns is discarded (no response is sent for a cancelled request), and so is what
+    /// it sends after the token fired: notifications are dropped, requests to the client
+    /// fail with [`CallError::Cancelled`].
+    ///
+    /// When the connection is killed because the client stopped reading, it fires too, but
+    /// the handlers are aborted at once (only work spawned with a clone of it notices).
     pub fn cancellation(&self) -> &CancellationToken {
         &self.rc.cancel
     }

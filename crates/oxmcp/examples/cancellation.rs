@@ -2,8 +2,11 @@
 //!
 //! Cancellation: the client gives up on a long tool call, once by dropping the call (here
 //! through `tokio::time::timeout`) and once through the call's own `RequestOptions`
-//! timeout; either way it sends `notifications/cancelled`: the server drops the handler
-//! and fires `ctx.cancellation()`, which the tool's work watches. Both protocol eras.
+//! timeout. On a legacy session the client sends `notifications/cancelled`; in 2026-07-28
+//! over Streamable HTTP it closes the request's POST, which is the cancellation there.
+//! Either way the server fires `ctx.cancellation()`, which the handler itself watches: it
+//! may return (its result is not sent) or is aborted after a short grace. Both eras, over
+//! Streamable HTTP and a WebSocket.
 
 use std::time::Duration;
 
@@ -25,14 +28,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "slow",
             "Works for a minute unless cancelled",
             move |ctx: Ctx, _: Nothing| {
-                // A cancelled request's handler is dropped (aborted) as the token fires, so the
-                // work that must notice it (to clean up, stop a child process...) runs in a
-                // task of its own holding a clone of the token.
-                let token = ctx.cancellation().clone();
                 let report = report.clone();
-                let work = tokio::spawn(async move {
+                // The handler sees its own cancellation: it keeps running (for
+                // `EngineConfig::cancel_grace`, 1 s by default) after the token fires.
+                async move {
                     tokio::select! {
-                        () = token.cancelled() => {
+                        () = ctx.cancellation().cancelled() => {
                             let _ = report.send("cancelled");
                             Err("cancelled".to_owned())
                         }
@@ -41,8 +42,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                             Ok("done".to_owned())
                         }
                     }
-                });
-                async move { work.await.map_err(|e| e.to_string())? }
+                }
             },
         )
         .build()?;
@@ -55,14 +55,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         http.router().merge(ws.router()),
     ));
 
-    // The legacy era over Streamable HTTP, 2026-07-28 over a WebSocket: a 2026-07-28
-    // request over Streamable HTTP has no session to carry `notifications/cancelled`, and
-    // this server does not cancel its handler when the client abandons the POST.
     let runs = [
         (EraChoice::Legacy, format!("http://{addr}/mcp")),
+        (EraChoice::Modern, format!("http://{addr}/mcp")),
+        (EraChoice::Legacy, format!("ws://{addr}/ws")),
         (EraChoice::Modern, format!("ws://{addr}/ws")),
     ];
     for (era, url) in runs {
+        println!("-- {era:?} over {url}");
         let client = ClientConfig::default().era(era);
         let client = connect(&url, Remote::default().client(client)).await?;
 

@@ -38,15 +38,22 @@ pub enum ConnectError {
     #[cfg(feature = "child")]
     #[error(transparent)]
     Spawn(#[from] oxmcp_transport::ChildError),
-    /// The handshake failed.
-    #[error("initialize failed")]
-    Initialize(#[from] CallError),
+    /// The handshake failed. The message names the cause (`initialize failed: HTTP 401
+    /// Unauthorized`); the [`CallError`] is the field, not repeated as `source()`.
+    #[error("initialize failed: {0}")]
+    Initialize(CallError),
     /// The server answered with a version we do not speak.
     #[error("the server chose protocol version {0:?}, which this client does not support")]
     Version(String),
     /// The transport could not connect (the URL, the network, TLS, a refused upgrade).
     #[error("{0}")]
     Transport(String),
+}
+
+impl From<CallError> for ConnectError {
+    fn from(e: CallError) -> Self {
+        ConnectError::Initialize(e)
+    }
 }
 
 /// Client settings.

@@ -16,6 +16,7 @@
 //! (what a failed exchange becomes).
 
 mod auth;
+mod cancel;
 mod failure;
 mod legacy;
 mod modern;
@@ -130,6 +131,9 @@ struct State {
     standalone_gate: tokio::sync::watch::Sender<bool>,
     /// The server refused a protobuf body (415): JSON from now on.
     json_only: std::sync::atomic::AtomicBool,
+    /// The 2026-07-28 requests whose POSTs are under way: cancelling the token closes the
+    /// POST, which cancels the request (see `cancel`).
+    modern_calls: Mutex<HashMap<RequestId, CancellationToken>>,
 }
 
 impl State {
@@ -295,6 +299,7 @@ pub fn connect(
         to_engine,
         closed: CancellationToken::new(),
         standalone_gate: tokio::sync::watch::channel(true).0,
+        modern_calls: Mutex::new(HashMap::new()),
     });
     tokio::spawn(dispatch(state.clone(), from_engine));
     Ok(HttpClientTransport {
@@ -306,7 +311,8 @@ pub fn connect(
 
 /// POSTs every outgoing message, each on its own task. Messages sent after `initialized`
 /// wait for the standalone stream (in order: the gate closes before anything after
-/// `initialized` is dispatched).
+/// `initialized` is dispatched). The cancellation of a 2026-07-28 request closes that
+/// request's POST instead of being sent.
 async fn dispatch(st: Arc<State>, mut from_engine: mpsc::Receiver<Outbound>) {
     // Only the first `initialized` opens the standalone stream (a re-initialization after
     // an expired session replays the handshake itself).
@@ -319,6 +325,10 @@ async fn dispatch(st: Arc<State>, mut from_engine: mpsc::Receiver<Outbound>) {
         let Outbound::Message(out) = out else {
             continue; // stream signals are for servers
         };
+        if st.abort_modern(&out) {
+            continue; // a 2026-07-28 request is cancelled by closing its POST
+        }
+        let tracked = st.track_modern(&out);
         let gate = (!*st.standalone_gate.borrow()).then(|| st.standalone_gate.subscribe());
         let initialized = out.method() == Some(Initialized::METHOD);
         let opener = (handshake && initialized).then(|| {
@@ -328,11 +338,24 @@ async fn dispatch(st: Arc<State>, mut from_engine: mpsc::Receiver<Outbound>) {
         });
         let st = st.clone();
         tokio::spawn(async move {
-            if let Some(mut gate) = gate {
-                let open = gate.wait_for(|open| *open);
-                let _ = tokio::time::timeout(STANDALONE_GATE, open).await;
+            let post = async {
+                if let Some(mut gate) = gate {
+                    let open = gate.wait_for(|open| *open);
+                    let _ = tokio::time::timeout(STANDALONE_GATE, open).await;
+                }
+                st.post(*out, opener).await
+            };
+            match tracked {
+                None => post.await,
+                Some((id, aborted)) => {
+                    // Dropping the POST (its response, its stream) closes its connection.
+                    tokio::select! {
+                        () = aborted.cancelled() => {}
+                        () = post => {}
+                    }
+                    st.untrack_modern(&id);
+                }
             }
-            st.post(*out, opener).await
         });
     }
 }

@@ -235,6 +235,28 @@ impl Session {
         }
     }
 
+    /// Fails our request `id` to the client at once: no stream can carry it (the POST it
+    /// belongs to is answered with a JSON body, and the session has no GET stream open).
+    pub(crate) fn unreachable(&self, id: RequestId) {
+        let Some(tx) = self.incoming.lock().clone() else {
+            return;
+        };
+        tracing::debug!(session = %self.id, %id, "no stream to the client for a request; failed");
+        let error = oxmcp_jsonrpc::TransportError::Unreachable(
+            "no stream to the client: the session has no GET stream open, and a JSON answer \
+             (ResponseMode::Json) carries only the response"
+                .to_owned(),
+        );
+        let failed = Inbound::Failed {
+            id,
+            error: Box::new(error),
+        };
+        // Not awaited: the engine may be waiting for the routing that got here to finish.
+        tokio::spawn(async move {
+            let _ = tx.send(failed).await;
+        });
+    }
+
     /// Ends the session: the engine finishes what it accepted, and every stream ends.
     pub(crate) fn close(&self) {
         self.incoming.lock().take();

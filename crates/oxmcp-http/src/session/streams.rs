@@ -70,6 +70,9 @@ pub(super) struct Stream {
     pub(super) finished: bool,
     /// Answered as an SSE stream (a POST answered with JSON is not an open stream).
     pub(super) sse: bool,
+    /// Answered with a JSON body whatever comes (`ResponseMode::Json`): it carries the
+    /// response only, and what comes before it goes on the GET stream.
+    pub(super) json: bool,
     /// Something of it is in the log.
     pub(super) stored: bool,
     /// Who writes it and what it answers, stored with its first event (shared store only).
@@ -85,6 +88,7 @@ impl Stream {
             pending,
             finished: false,
             sse,
+            json: false,
             stored: false,
             info,
         }
@@ -134,6 +138,15 @@ impl Session {
             .by_token
             .insert(token.clone(), Stream::new(answers, tx, sse, info));
         (token, rx)
+    }
+
+    /// Says that the POST of stream `token` is answered with a JSON body whatever comes
+    /// (`ResponseMode::Json`): its request's notifications and requests to the client go on
+    /// the GET stream, or fail (requests) or are dropped (notifications) without one.
+    pub(crate) fn answer_as_json(&self, token: &str) {
+        if let Some(s) = self.lock().by_token.get_mut(token) {
+            s.json = true;
+        }
     }
 
     /// Records a stream that is primed before its first event in the shared store (if any),
@@ -294,6 +307,9 @@ impl Session {
             }
         }
         let Some(placed) = self.place(&routed) else {
+            if let Some(id) = routed.request {
+                self.unreachable(id);
+            }
             return;
         };
         if placed.store {
@@ -326,8 +342,21 @@ impl Session {
             Some((id, token)) => {
                 if routed.ends {
                     streams.routes.remove(&id);
+                    token
+                } else if streams.by_token.get(&token).is_some_and(|s| s.json) {
+                    // A JSON answer holds the response only: the rest goes on the GET stream.
+                    let Some(standalone) = streams.standalone.clone() else {
+                        let line = routed.line.as_deref().unwrap_or_default();
+                        tracing::debug!(
+                            "a JSON answer and no GET stream; dropped: {:?}",
+                            crate::loggable(line)
+                        );
+                        return None;
+                    };
+                    standalone
+                } else {
+                    token
                 }
-                token
             }
             None if routed.line.is_none() => return None,
             None => match streams.standalone.clone() {

@@ -42,16 +42,26 @@ pub const TOOLS: &[&str] = &[
     "boom",
 ];
 
+/// Sleeps `ms` ms, or less if the request is cancelled meanwhile (its handler then returns
+/// at once, as a well-behaved one does, rather than hold its slot for the engine's grace).
+async fn nap(c: &Ctx, ms: u64) {
+    tokio::select! {
+        () = c.cancellation().cancelled() => {}
+        () = tokio::time::sleep(Duration::from_millis(ms)) => {}
+    }
+}
+
 /// Adds the test tools to `builder`:
-/// - `sleep {ms}` answers "slept MS" after MS ms; `chatty_sleep {ms}` logs first;
+/// - `sleep {ms}` answers "slept MS" after MS ms (or returns early if cancelled; nothing is
+///   sent then); `chatty_sleep {ms}` logs first;
 /// - `echo {message}` answers the message; `chatty_echo {message}` logs "echoing" first;
 /// - `chatty {}` logs "working", then answers "done";
 /// - `polling {}` closes its SSE stream, then answers "late answer" 50 ms later;
 /// - `boom {}` panics.
 pub fn with_tools(builder: ServerBuilder) -> ServerBuilder {
     builder
-        .tool("sleep", "sleeps", |_c: Ctx, a: Sleep| async move {
-            tokio::time::sleep(Duration::from_millis(a.ms)).await;
+        .tool("sleep", "sleeps", |c: Ctx, a: Sleep| async move {
+            nap(&c, a.ms).await;
             Ok::<_, String>(format!("slept {}", a.ms))
         })
         .tool(
@@ -60,7 +70,7 @@ pub fn with_tools(builder: ServerBuilder) -> ServerBuilder {
             |c: Ctx, a: Sleep| async move {
                 c.log(LoggingLevel::Info, None, json!("going to sleep"))
                     .await;
-                tokio::time::sleep(Duration::from_millis(a.ms)).await;
+                nap(&c, a.ms).await;
                 Ok::<_, String>(format!("slept {}", a.ms))
             },
         )
