@@ -1,4 +1,5 @@
-//! `mcp`: serve the demo server or a gateway, list and call tools on any server, bench servers.
+//! `oxmcp` (crate `oxmcp-cli`): serve the demo server or a gateway, list and call tools on any
+//! server, bench servers.
 //! The top of the stack: imports every crate of ours.
 
 mod about;
