@@ -7,8 +7,9 @@
 #
 # The crates are found as scripts/package.sh finds them (`cargo metadata`: workspace members
 # whose `publish` is not false), keeping those with a library or proc-macro target (oxmcp-cli
-# is a binary). Each crate's rustdoc JSON is generated with --all-features, as docs.rs builds
-# them (every crate has `[package.metadata.docs.rs] all-features = true`), on the stable
+# is a binary). Their rustdoc JSON is generated with --all-features, as docs.rs builds them
+# (every crate has `[package.metadata.docs.rs] all-features = true`; one cargo run for all of
+# them, so features are unified across the crates, which docs.rs does not do), on the stable
 # toolchain with RUSTC_BOOTSTRAP=1 (the JSON output is still unstable), then rendered by
 # scripts/public_api.py, whose self-test runs first. See CONTRIBUTING.md.
 set -euo pipefail
@@ -53,13 +54,18 @@ if [ "$check" = 1 ]; then
 fi
 mkdir -p "$out"
 
+# One cargo invocation for all the crates: the dependencies are checked once with one set of
+# features (per-crate invocations with different feature sets would rebuild them each time).
+# The flags reach rustdoc for our crates only (--no-deps).
+args=()
 jsons=()
 for entry in "${crates[@]}"; do
   read -r name lib <<<"$entry"
-  RUSTC_BOOTSTRAP=1 cargo rustdoc --quiet -p "$name" --lib --all-features \
-    -- -Z unstable-options --output-format json
+  args+=(-p "$name")
   jsons+=("$target_dir/doc/$lib.json")
 done
+RUSTC_BOOTSTRAP=1 RUSTDOCFLAGS="-Z unstable-options --output-format json" \
+  cargo doc --quiet --no-deps --lib --all-features "${args[@]}"
 # Each crate's listing names the other workspace crates' items by their shortest public path,
 # which their JSON gives.
 python3 scripts/public_api.py --out-dir "$out" "${jsons[@]}"

@@ -78,6 +78,18 @@ PATH_FIXUPS = [
     ("tokio::runtime::task::join::", "tokio::task::"),
     ("tokio::time::instant::", "tokio::time::"),
     ("tokio::io::async_write::", "tokio::io::"),
+    ("tokio::net::addr::", "tokio::net::"),
+    ("tokio::net::tcp::listener::", "tokio::net::"),
+    ("tokio::net::tcp::stream::", "tokio::net::"),
+    ("prost::message::", "prost::"),
+    ("prost::error::", "prost::"),
+    ("prost::encoding::wire_type::", "prost::encoding::"),
+    ("bytes::buf::buf_mut::", "bytes::"),
+    ("bytes::buf::buf_impl::", "bytes::"),
+    ("bytes::bytes::", "bytes::"),
+    ("bytes::bytes_mut::", "bytes::"),
+    ("reqwest::error::", "reqwest::"),
+    ("jsonwebtoken::algorithms::", "jsonwebtoken::"),
     ("tokio::io::async_read::", "tokio::io::"),
     ("tokio::io::async_buf_read::", "tokio::io::"),
 ]
@@ -364,9 +376,10 @@ class Renderer:
         found = []  # (path, item)
         self.collect(self.root, self.crate, found, set())
         for path, it in found:
-            self.public_paths.setdefault(it["id"], set()).add(path)
+            if it["id"] is not None:
+                self.public_paths.setdefault(it["id"], set()).add(path)
         for path, it in found:
-            canonical = self.canonical(it["id"])
+            canonical = None if it["id"] is None else self.canonical(it["id"])
             if canonical is None or canonical == path:
                 self.render(path, it)
             else:
