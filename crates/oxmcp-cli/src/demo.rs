@@ -232,14 +232,20 @@ fn basic_tools(builder: ServerBuilder, add: Tool) -> ServerBuilder {
             |ctx: Ctx, a: SlowArgs| async move {
                 let steps = a.steps.min(100);
                 let delay = Duration::from_millis(a.delay_ms.min(10_000));
-                // A cancelled request's handler is dropped; the guard says so in a log message.
+                // A cancelled request's handler stops at once (or is dropped after the
+                // engine's grace); the guard says so in a log message.
                 let mut guard = CancelNote {
                     ctx: ctx.clone(),
                     step: 0,
                     done: false,
                 };
                 for i in 1..=steps {
-                    tokio::time::sleep(delay).await;
+                    tokio::select! {
+                        () = tokio::time::sleep(delay) => {}
+                        () = ctx.cancellation().cancelled() => {
+                            return Err("cancelled".to_owned());
+                        }
+                    }
                     guard.step = i;
                     ctx.progress(
                         f64::from(i),

@@ -120,9 +120,10 @@ impl Peer {
         }
     }
 
-    /// The peer of the handler of request `id`: scoped to it, and silent once `cancel` fired
-    /// (notifications are dropped, requests fail with [`CallError::Cancelled`]), so that a
-    /// handler winding down after its cancellation sends nothing more about it.
+    /// The peer of the handler of request `id`: scoped to it, and once `cancel` fired its
+    /// requests fail with [`CallError::Cancelled`] (a handler winding down after its
+    /// cancellation asks the client nothing more). Its notifications still go out: a
+    /// cancelled request's last words (a log line) reach the client that sent it.
     pub(crate) fn for_handler(&self, id: RequestId, cancel: CancellationToken) -> Peer {
         Peer {
             inner: self.inner.clone(),
@@ -243,12 +244,9 @@ impl Peer {
     /// # Errors
     /// [`CallError::Closed`] if the connection is gone.
     pub async fn send_raw(&self, line: String, kind: OutKind) -> Result<(), CallError> {
-        if self.silenced() {
-            tracing::debug!("a cancelled request's handler sent a message; dropped");
-            return match kind {
-                OutKind::Request { .. } => Err(CallError::Cancelled),
-                _ => Ok(()),
-            };
+        if self.silenced() && matches!(kind, OutKind::Request { .. }) {
+            tracing::debug!("a cancelled request's handler sent a request; refused");
+            return Err(CallError::Cancelled);
         }
         let out = self.outbound(line, kind);
         self.inner
@@ -301,9 +299,6 @@ impl Peer {
         params: &P,
     ) -> Result<(), CallError> {
         let msg = Message::notification(method, &params)?;
-        if self.silenced() {
-            return Ok(()); // a cancelled request's handler: nothing more goes out about it
-        }
         self.inner
             .out
             .queue(self.outbound(

@@ -18,8 +18,8 @@ pub struct RequestContext {
     pub peer: Peer,
     /// Cancelled when the sender cancels the request. The handler keeps running for
     /// [`crate::EngineConfig::cancel_grace`] after that (so it can notice, clean up and
-    /// return), then is aborted; either way no response is sent, and `peer` sends nothing
-    /// more (notifications are dropped, requests fail with [`crate::CallError::Cancelled`]). When the connection is
+    /// return), then is aborted; either way no response is sent, and requests through
+    /// `peer` fail with [`crate::CallError::Cancelled`] (its notifications still go out). When the connection is
     /// killed (the other side stopped reading) the token fires and the handlers are aborted
     /// at once.
     pub cancel: CancellationToken,

@@ -154,9 +154,9 @@ impl Ctx {
     /// return). A handler that has not returned
     /// [`EngineConfig::cancel_grace`](oxmcp_engine::EngineConfig::cancel_grace) (1 s by
     /// default) after the token fired is aborted (dropped). Whatever a cancelled handler
-    /// returns is discarded (no response is sent for a cancelled request), and so is what
-    /// it sends after the token fired: notifications are dropped, requests to the client
-    /// fail with [`CallError::Cancelled`].
+    /// returns is discarded (no response is sent for a cancelled request), and its requests
+    /// to the client after the token fired fail with [`CallError::Cancelled`]; its
+    /// notifications (a last log line) still reach the client.
     ///
     /// When the connection is killed because the client stopped reading, it fires too, but
     /// the handlers are aborted at once (only work spawned with a clone of it notices).
