@@ -22,8 +22,8 @@ pub use error::{ErrorCode, ErrorObject, echo, printable};
 pub use frame::Frame;
 pub use id::RequestId;
 pub use message::{
-    DecodeError, Message, Notification, RawJson, Request, Response, encode_batch, parse_params,
-    to_raw,
+    DecodeError, MAX_ID_LEN, Message, Notification, RawJson, Request, Response, encode_batch,
+    parse_params, to_raw,
 };
 pub use serde_json::value::RawValue;
 pub use transport::{Inbound, OutKind, OutMessage, Outbound, TransportContext, TransportError};

@@ -172,7 +172,8 @@ impl Message {
                 let id = serde_json::from_slice::<IdOnly<'_>>(bytes)
                     .ok()
                     .and_then(|v| v.id)
-                    .and_then(|raw| RequestId::from_value(&raw_value(raw)));
+                    .and_then(|raw| RequestId::from_value(&raw_value(raw)))
+                    .filter(|id| !matches!(id, RequestId::String(s) if s.len() > MAX_ID_LEN));
                 return Err(DecodeError::invalid(id, true, e));
             }
             Err(e) => return Err(DecodeError::parse(e)),
@@ -210,6 +211,12 @@ impl Message {
     }
 }
 
+/// The longest string id a message may carry, in bytes. Ids travel with every answer and
+/// are kept while their request runs (and, on a scaled-out server, in the shared store): a
+/// longer one is refused as an invalid request (answered with `"id": null`). Real clients
+/// use numbers or short strings (a UUID is 36 bytes).
+pub const MAX_ID_LEN: usize = 1024;
+
 /// The id of a message: a string or an integer, or null on an error response to input
 /// whose id could not be read.
 fn wire_id(w: &Wire<'_>) -> Result<Option<RequestId>, DecodeError> {
@@ -220,6 +227,14 @@ fn wire_id(w: &Wire<'_>) -> Result<Option<RequestId>, DecodeError> {
         Some(Value::Null) if w.method.is_none() && w.error.is_some() && w.result.is_none() => {
             Ok(None)
         }
+        Some(Value::String(s)) if s.len() > MAX_ID_LEN => Err(DecodeError::invalid(
+            None,
+            w.method.is_some(),
+            format!(
+                "id is a string of {} bytes, over the limit of {MAX_ID_LEN}",
+                s.len()
+            ),
+        )),
         Some(v) => match RequestId::from_value(&v) {
             Some(id) => Ok(Some(id)),
             None => Err(DecodeError::invalid(
@@ -465,6 +480,18 @@ mod tests {
 
     fn code(r: Result<Message, DecodeError>) -> i32 {
         r.err().map(|e| e.error.code.0).unwrap_or(0)
+    }
+
+    #[test]
+    fn over_long_string_ids_are_refused_unanswered() {
+        let long = "i".repeat(MAX_ID_LEN + 1);
+        let body = format!(r#"{{"jsonrpc":"2.0","id":"{long}","method":"ping"}}"#);
+        let e = Message::decode(body.as_bytes()).unwrap_err();
+        assert_eq!(e.id, None, "an over-long id is not echoed");
+        assert_eq!(e.error.code, ErrorCode::INVALID_REQUEST);
+        let ok = "i".repeat(MAX_ID_LEN);
+        let body = format!(r#"{{"jsonrpc":"2.0","id":"{ok}","method":"ping"}}"#);
+        assert!(Message::decode(body.as_bytes()).is_ok());
     }
 
     #[test]
