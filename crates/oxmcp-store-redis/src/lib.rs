@@ -15,7 +15,8 @@
 //! | `ns:node:{instance}` | string | heartbeat | three heartbeats |
 //! | `ns:task:{id}` | string | a task's record (the server's JSON) | the task's TTL |
 //! | `ns:tasks:{owner}` | sorted set | task ids by creation (owner hex-encoded, `-` for none) | its longest task's TTL |
-//! | `ns:bus` | stream | bus events (`e`: JSON), about the last 10,000 | none (capped) |
+//! | `ns:bus` | stream | bus events (`e`: JSON, at most `bus_inline` bytes; or `p`: a parcel's key), about the last 10,000 | none (capped) |
+//! | `ns:parcel:{random}` | string | a bus event larger than `bus_inline` (at most `max_bus_event`) | `parcel_ttl` |
 //!
 //! Streams are the source of truth; nothing uses pub/sub, so nothing is lost when a
 //! subscriber reconnects: the bus reader continues from the last entry it saw. Access tokens
@@ -52,9 +53,6 @@ use redis::streams::StreamRangeReply;
 use tokio::sync::broadcast;
 
 use conn::{Conn, Target};
-
-/// Entries the bus keeps (approximately): a reader away for longer misses older ones.
-const BUS_MAXLEN: usize = 10_000;
 
 /// Why [`RedisStore::connect`] failed.
 #[derive(Debug, thiserror::Error)]
@@ -106,7 +104,7 @@ pub fn redacted(url: &str) -> String {
     }
 }
 
-fn unavailable(e: redis::RedisError) -> StoreError {
+pub(crate) fn unavailable(e: redis::RedisError) -> StoreError {
     StoreError::Unavailable(e.to_string())
 }
 
@@ -182,6 +180,7 @@ impl RedisStore {
     }
 
     async fn create(&self, id: &str, r: &SessionRecord) -> StoreResult<()> {
+        r.check_size(self.inner.config.max_record)?;
         let [sess, subs, ..] = self.session_keys(id);
         let mut p = redis::pipe();
         p.atomic().del(&sess).ignore().del(&subs).ignore();
@@ -240,14 +239,46 @@ impl RedisStore {
     async fn update(&self, id: &str, change: &StateChange) -> StoreResult<()> {
         let [sess, subs, ..] = self.session_keys(id);
         let ttl = self.ttl() as i64;
+        if let StateChange::Subscribe(u) = change {
+            return self.subscribe(&sess, &subs, u).await;
+        }
         let mut p = redis::pipe();
         match change {
             StateChange::LogLevel(l) => p.hset(&sess, "level", l).ignore(),
-            StateChange::Subscribe(u) => p.sadd(&subs, u).ignore(),
             StateChange::Unsubscribe(u) => p.srem(&subs, u).ignore(),
+            StateChange::Subscribe(_) => &mut p,
         };
         p.expire(&sess, ttl).ignore().expire(&subs, ttl).ignore();
         self.inner.conn.pipe::<()>(&p).await.map_err(unavailable)
+    }
+
+    /// Adds a subscription unless the session holds `max_subscriptions` already (one
+    /// script, so two instances adding at once cannot both pass the count).
+    async fn subscribe(&self, sess: &str, subs: &str, uri: &str) -> StoreResult<()> {
+        const SCRIPT: &str = r"
+            if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 0 then
+              if redis.call('SCARD', KEYS[2]) >= tonumber(ARGV[2]) then return 0 end
+              redis.call('SADD', KEYS[2], ARGV[1])
+            end
+            redis.call('EXPIRE', KEYS[1], ARGV[3])
+            redis.call('EXPIRE', KEYS[2], ARGV[3])
+            return 1";
+        let max = self.inner.config.max_subscriptions;
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(SCRIPT)
+            .arg(2)
+            .arg(sess)
+            .arg(subs)
+            .arg(uri)
+            .arg(max)
+            .arg(self.ttl());
+        let added: i64 = self.inner.conn.cmd(&cmd).await.map_err(unavailable)?;
+        if added == 0 {
+            return Err(StoreError::Refused(format!(
+                "the session holds {max} stored subscriptions, the most allowed"
+            )));
+        }
+        Ok(())
     }
 
     async fn delete(&self, id: &str) -> StoreResult<()> {
@@ -433,19 +464,6 @@ impl RedisStore {
             .map_err(|_| StoreError::Protocol(format!("{key} does not hold 32 hex bytes")))
     }
 
-    async fn put_on_bus(&self, event: &BusEvent) -> StoreResult<()> {
-        let json = serde_json::to_string(event).map_err(|e| StoreError::Protocol(e.to_string()))?;
-        let mut cmd = redis::cmd("XADD");
-        cmd.arg(bus::key(&self.inner.config.namespace))
-            .arg("MAXLEN")
-            .arg("~")
-            .arg(BUS_MAXLEN)
-            .arg("*")
-            .arg("e")
-            .arg(json);
-        self.inner.conn.cmd::<()>(&cmd).await.map_err(unavailable)
-    }
-
     /// Bytes Redis uses for a session's keys (`MEMORY USAGE` of each), for measurements.
     ///
     /// # Errors
@@ -580,7 +598,7 @@ impl Store for RedisStore {
     }
 
     fn publish<'a>(&'a self, event: &'a BusEvent) -> BoxFuture<'a, StoreResult<()>> {
-        Box::pin(self.put_on_bus(event))
+        Box::pin(bus::publish(&self.inner, event))
     }
     fn bus(&self) -> broadcast::Receiver<BusEvent> {
         self.inner.bus.subscribe()

@@ -60,8 +60,9 @@ pub struct StoreStats {
 /// What a store operation returns.
 pub type StoreResult<T> = Result<T, StoreError>;
 
-/// Why a store operation failed. Every variant is transient from the caller's point of view:
-/// the request that needed it is refused with a "busy, retry" answer.
+/// Why a store operation failed. Every variant but [`StoreError::Refused`] is transient from
+/// the caller's point of view: the request that needed it is refused with a "busy, retry"
+/// answer.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     /// The store cannot be reached (connection refused, reset, authentication failed).
@@ -76,6 +77,17 @@ pub enum StoreError {
     /// The store answered with something this code cannot read.
     #[error("session store answered unexpectedly: {0}")]
     Protocol(String),
+    /// Refused by one of the [`StoreConfig`] limits (too many subscriptions, a bus event
+    /// too large): not transient, the same request is refused again.
+    #[error("refused by the session store: {0}")]
+    Refused(String),
+}
+
+impl StoreError {
+    /// Whether trying again later may succeed (every error but [`StoreError::Refused`]).
+    pub fn is_transient(&self) -> bool {
+        !matches!(self, Self::Refused(_))
+    }
 }
 
 /// Shared state of a scaled-out MCP server. All methods are cheap to call concurrently.

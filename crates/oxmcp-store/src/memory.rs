@@ -116,6 +116,9 @@ impl Store for MemoryStore {
         id: &'a str,
         record: &'a SessionRecord,
     ) -> BoxFuture<'a, StoreResult<()>> {
+        if let Err(e) = record.check_size(self.shared.config.max_record) {
+            return Box::pin(std::future::ready(Err(e)));
+        }
         let stored = Stored {
             record: record.clone(),
             expires: Instant::now() + self.shared.config.session_ttl,
@@ -147,8 +150,9 @@ impl Store for MemoryStore {
         id: &'a str,
         change: &'a StateChange,
     ) -> BoxFuture<'a, StoreResult<()>> {
-        self.with_live(id, |s| change.apply(&mut s.record));
-        ready(())
+        let max = self.shared.config.max_subscriptions;
+        let applied = self.with_live(id, |s| change.apply_within(&mut s.record, max));
+        Box::pin(std::future::ready(applied.unwrap_or(Ok(()))))
     }
 
     fn delete_session<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
@@ -324,6 +328,9 @@ impl Store for MemoryStore {
     }
 
     fn publish<'a>(&'a self, event: &'a BusEvent) -> BoxFuture<'a, StoreResult<()>> {
+        if let Err(e) = event.encode_within(self.shared.config.max_bus_event) {
+            return Box::pin(std::future::ready(Err(e)));
+        }
         // No reader is fine: no instance is running.
         let _ = self.shared.bus.send(event.clone());
         ready(())
@@ -376,5 +383,28 @@ mod tests {
         tokio::time::sleep(std::time::Duration::from_millis(80)).await;
         assert!(!a.touch_session("s").await.unwrap());
         assert_eq!(a.session_count(), 0);
+    }
+
+    #[tokio::test]
+    async fn limits_refuse() {
+        let a = MemoryStore::new(
+            "a",
+            StoreConfig::default()
+                .max_subscriptions(1)
+                .max_bus_event(100),
+        );
+        a.create_session("s", &record()).await.unwrap();
+        let sub = |u: &str| StateChange::Subscribe(u.to_owned());
+        a.update_session("s", &sub("x://1")).await.unwrap();
+        a.update_session("s", &sub("x://1")).await.unwrap();
+        let refused = a.update_session("s", &sub("x://2")).await.unwrap_err();
+        assert!(!refused.is_transient(), "{refused}");
+        let big = BusEvent::SessionEnded {
+            session: "s".repeat(200),
+        };
+        assert!(matches!(
+            a.publish(&big).await,
+            Err(crate::StoreError::Refused(_))
+        ));
     }
 }

@@ -24,6 +24,26 @@ pub struct SessionRecord {
     pub created_ms: u64,
 }
 
+impl SessionRecord {
+    /// Checks the record against `max_bytes` (a store's [`StoreConfig::max_record`]).
+    ///
+    /// # Errors
+    /// [`crate::StoreError::Refused`] when it is larger.
+    pub fn check_size(&self, max_bytes: usize) -> crate::StoreResult<()> {
+        let size = self.version.len()
+            + self.init.len()
+            + self.owner.as_ref().map_or(0, String::len)
+            + self.log_level.as_ref().map_or(0, String::len)
+            + self.subscriptions.iter().map(String::len).sum::<usize>();
+        if size > max_bytes {
+            return Err(crate::StoreError::Refused(format!(
+                "a session record of {size} bytes (its initialize request, mostly) is over the limit of {max_bytes}"
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// A change to a session's state that every instance serving it must make too.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "value", rename_all = "camelCase")]
@@ -46,6 +66,25 @@ impl StateChange {
         }
     }
 
+    /// Applies the change to a record, within `max_subscriptions` stored subscriptions.
+    ///
+    /// # Errors
+    /// [`crate::StoreError::Refused`] for a new subscription past the limit.
+    pub fn apply_within(
+        &self,
+        record: &mut SessionRecord,
+        max_subscriptions: usize,
+    ) -> crate::StoreResult<()> {
+        if let Self::Subscribe(u) = self
+            && !record.subscriptions.contains(u)
+            && record.subscriptions.len() >= max_subscriptions
+        {
+            return Err(too_many_subscriptions(max_subscriptions));
+        }
+        self.apply(record);
+        Ok(())
+    }
+
     /// Applies the change to a record.
     pub fn apply(&self, record: &mut SessionRecord) {
         match self {
@@ -58,6 +97,32 @@ impl StateChange {
             Self::Unsubscribe(u) => record.subscriptions.retain(|s| s != u),
         }
     }
+}
+
+impl BusEvent {
+    /// The event as JSON, refused with [`crate::StoreError::Refused`] when it is over
+    /// `max_bytes` (a store's [`StoreConfig::max_bus_event`]).
+    ///
+    /// # Errors
+    /// Over the limit, or not encodable.
+    pub fn encode_within(&self, max_bytes: usize) -> crate::StoreResult<String> {
+        let json =
+            serde_json::to_string(self).map_err(|e| crate::StoreError::Protocol(e.to_string()))?;
+        if json.len() > max_bytes {
+            return Err(crate::StoreError::Refused(format!(
+                "a bus event of {} bytes is over the limit of {max_bytes}",
+                json.len()
+            )));
+        }
+        Ok(json)
+    }
+}
+
+/// The refusal of a subscription past [`StoreConfig::max_subscriptions`].
+pub(crate) fn too_many_subscriptions(max: usize) -> crate::StoreError {
+    crate::StoreError::Refused(format!(
+        "the session holds {max} stored subscriptions, the most allowed"
+    ))
 }
 
 /// Who writes an SSE stream and which requests it answers: what another instance needs to
@@ -196,6 +261,24 @@ pub struct StoreConfig {
     pub max_waiting: usize,
     /// Bus events buffered per reader before it is told it lagged.
     pub bus_buffer: usize,
+    /// Most subscriptions stored per session (a subscription past it is refused with
+    /// [`crate::StoreError::Refused`]); the server's own per-session limit is checked
+    /// first, this one holds when several instances accept subscriptions at once.
+    pub max_subscriptions: usize,
+    /// Largest session record, in bytes (the client's `initialize` and what it names):
+    /// a larger one is refused with [`crate::StoreError::Refused`], so that no session
+    /// costs the store more than this. A real `initialize` is a few hundred bytes.
+    pub max_record: usize,
+    /// Largest bus event, in bytes of its JSON (past it, [`crate::Store::publish`] refuses
+    /// it). Events carry ids, URIs and, for another instance's request to the client, the
+    /// client's answer: this must be at least the largest message the server accepts.
+    pub max_bus_event: usize,
+    /// Bus events larger than this many bytes are not kept in the bus itself (which holds
+    /// its last entries whatever their age) but beside it, for [`StoreConfig::parcel_ttl`]
+    /// (stores whose bus is a log, such as Redis's).
+    pub bus_inline: usize,
+    /// How long a large bus event is kept beside the bus for the other instances to read.
+    pub parcel_ttl: Duration,
 }
 
 impl Default for StoreConfig {
@@ -209,6 +292,11 @@ impl Default for StoreConfig {
             op_timeout: Duration::from_secs(2),
             max_waiting: 1024,
             bus_buffer: 4096,
+            max_subscriptions: 1_000,
+            max_record: 64 * 1024,
+            max_bus_event: 4 * 1024 * 1024 + 64 * 1024,
+            bus_inline: 8 * 1024,
+            parcel_ttl: Duration::from_secs(60),
         }
     }
 }
