@@ -262,11 +262,19 @@ async fn shared_store(
         .or_else(|| file.and_then(|f| f.instance_id.clone()));
     let mut probe = oxmcp_http::HttpConfig::default();
     limits.http(&mut probe);
+    // The store's own caps follow the server's: a subscription or an answer the server
+    // takes is one the store takes.
+    let mut server = oxmcp_server::ServerConfig::default();
+    if let (Some(c), None) = (file, limits.max_subscriptions) {
+        server.max_subscriptions = c.max_subscriptions;
+    }
+    limits.server(&mut server);
     let store = crate::store::connect(
         &url,
         &args.store,
         instance.as_deref(),
-        probe.session_idle_timeout,
+        &probe,
+        server.max_subscriptions,
     )
     .await?;
     Ok(Some(store))

@@ -43,18 +43,26 @@ fn random_instance() -> String {
     format!("mcp-{:02x}{:02x}{:02x}{:02x}", b[0], b[1], b[2], b[3])
 }
 
-/// Connects to the store at `url` (sessions expire after `session_ttl` unused).
+/// Connects to the store at `url`, for an endpoint with `http`'s settings (sessions expire
+/// after its idle timeout; a bus event may carry a message of its largest body) and a server
+/// holding at most `max_subscriptions` per session.
 pub(crate) async fn connect(
     url: &str,
     args: &StoreArgs,
     instance: Option<&str>,
-    session_ttl: std::time::Duration,
+    http: &oxmcp_http::HttpConfig,
+    max_subscriptions: usize,
 ) -> anyhow::Result<Arc<dyn Store>> {
+    let session_ttl = http.session_idle_timeout;
     let instance = instance.map_or_else(random_instance, str::to_owned);
     if instance.is_empty() || !instance.bytes().all(|b| b.is_ascii_graphic()) {
         anyhow::bail!("--instance-id must be printable ASCII without spaces");
     }
-    let mut config = StoreConfig::default().session_ttl(session_ttl);
+    let mut config = StoreConfig::default()
+        .session_ttl(session_ttl)
+        .max_subscriptions(max_subscriptions.max(1));
+    // Room for a client's answer of the largest body the endpoint takes, and its envelope.
+    config.max_bus_event = config.max_bus_event.max(http.max_body + 64 * 1024);
     if let Some(t) = &args.store_timeout {
         config.op_timeout = t.0.max(std::time::Duration::from_millis(1));
     }

@@ -7,6 +7,7 @@
 //! stream with `Last-Event-ID`; resumption is looked up within the session only, so one
 //! session can never resume another's stream.
 
+mod changes;
 mod events;
 mod streams;
 
@@ -66,6 +67,8 @@ pub(crate) struct Session {
     /// Requests the transport itself sent the engine (replaying the client's `initialize`
     /// and state on an instance restoring the session): their answers go nowhere.
     swallow: Mutex<std::collections::HashSet<RequestId>>,
+    /// State changes asked for and not answered yet (shared store only).
+    changes: Mutex<changes::Changes>,
     /// The record saved for other instances once `initialize` succeeds (shared store only).
     pub(crate) record: Mutex<Option<oxmcp_store::SessionRecord>>,
     /// Serialises routing and resumption, so a resume neither misses nor repeats an event.
@@ -113,6 +116,7 @@ impl Session {
             last_seen: Mutex::new(Instant::now()),
             events,
             swallow: Mutex::new(std::collections::HashSet::new()),
+            changes: Mutex::new(changes::Changes::default()),
             record: Mutex::new(None),
             order: tokio::sync::Mutex::new(()),
             client,
@@ -162,6 +166,23 @@ impl Session {
         });
         self.feed(Inbound::Frame(request.to_string().into_bytes()))
             .await
+    }
+
+    /// [`Session::feed_own`] without waiting: for callers the engine may be waiting on
+    /// (routing its output), which must not wait for its input in turn.
+    pub(crate) fn feed_own_later(&self, id: RequestId, method: &str, params: serde_json::Value) {
+        let Some(tx) = self.incoming.lock().clone() else {
+            return;
+        };
+        self.swallow.lock().insert(id.clone());
+        let request = serde_json::json!({
+            "jsonrpc": "2.0", "id": id.to_value(), "method": method, "params": params
+        });
+        tokio::spawn(async move {
+            let _ = tx
+                .send(Inbound::Frame(request.to_string().into_bytes()))
+                .await;
+        });
     }
 
     /// Whether an answer is to a request of the transport's own (and forgets the request).

@@ -299,6 +299,12 @@ impl Session {
         if own && routed.related.as_ref().is_some_and(|id| self.swallowed(id)) {
             return;
         }
+        let mut routed = routed;
+        if own {
+            // The client's state changes are shared once accepted, before it learns so.
+            self.share_answered(&mut routed.line, routed.related.as_ref())
+                .await;
+        }
         if let (Some(id), Some(shared)) = (&routed.request, self.shared()) {
             // The client may answer on another instance: it must find this one.
             let key = id.to_value().to_string();

@@ -1,25 +1,56 @@
 //! What a POST of a shared session must tell the other instances before its messages reach
-//! this instance's engine.
+//! this instance's engine: the answers to requests another instance sent, and cancellations
+//! (as their request id only). State changes (log level, subscriptions) are not shared here:
+//! the session shares them once the engine has accepted them (`Session::route`).
 
 use std::sync::Arc;
 
 use axum::response::Response;
-use oxmcp_jsonrpc::{Message, Request};
+use oxmcp_jsonrpc::{Message, Request, RequestId};
 use oxmcp_store::{BusEvent, StateChange};
 
 use super::{Shared, store_failed};
 use crate::session::Session;
 
-/// The state change a client request makes, if it makes one every instance must know.
+/// The state change a client request asks for, if it is one every instance must know.
+/// Only the field it needs is read.
 fn state_change(r: &Request) -> Option<StateChange> {
-    let params: serde_json::Value = serde_json::from_str(r.params.as_deref()?.get()).ok()?;
-    let text = |k: &str| params.get(k)?.as_str().map(str::to_owned);
+    #[derive(serde::Deserialize)]
+    struct Change {
+        level: Option<String>,
+        uri: Option<String>,
+    }
+    let read = || -> Option<Change> { serde_json::from_str(r.params.as_deref()?.get()).ok() };
     match r.method.as_str() {
-        "logging/setLevel" => text("level").map(StateChange::LogLevel),
-        "resources/subscribe" => text("uri").map(StateChange::Subscribe),
-        "resources/unsubscribe" => text("uri").map(StateChange::Unsubscribe),
+        "logging/setLevel" => read()?.level.map(StateChange::LogLevel),
+        "resources/subscribe" => read()?.uri.map(StateChange::Subscribe),
+        "resources/unsubscribe" => read()?.uri.map(StateChange::Unsubscribe),
         _ => None,
     }
+}
+
+/// The request a `notifications/cancelled` names, if it names a valid id (only that field is
+/// read: the client's reason stays here).
+fn cancelled_id(params: Option<&oxmcp_jsonrpc::RawValue>) -> Option<RequestId> {
+    #[derive(serde::Deserialize)]
+    struct Cancelled<'a> {
+        #[serde(rename = "requestId", borrow)]
+        request_id: Option<&'a oxmcp_jsonrpc::RawValue>,
+    }
+    let p: Cancelled<'_> = serde_json::from_str(params?.get()).ok()?;
+    let id: serde_json::Value = serde_json::from_str(p.request_id?.get()).ok()?;
+    RequestId::from_value(&id)
+        .filter(|id| !matches!(id, RequestId::String(s) if s.len() > oxmcp_jsonrpc::MAX_ID_LEN))
+}
+
+/// The cancellation other instances get: the request id, nothing of the client's.
+fn cancellation_of(id: &RequestId) -> String {
+    serde_json::json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": { "requestId": id.to_value() },
+    })
+    .to_string()
 }
 
 /// Shares what the client's messages change, and forwards the answers to requests another
@@ -31,12 +62,12 @@ pub(crate) async fn share(
 ) -> Result<Option<Vec<Message>>, Response> {
     let me = shared.instance().to_owned();
     // Hands a client message to one other instance, or to all of them.
-    let deliver = |to: Option<String>, m: &Message| {
+    let deliver = |to: Option<String>, message: String| {
         let event = BusEvent::Deliver {
             session: session.id.clone(),
             to,
             from: shared.instance().to_owned(),
-            message: m.encode(),
+            message,
         };
         async move { shared.publish(event).await.map_err(|e| store_failed(&e)) }
     };
@@ -55,27 +86,24 @@ pub(crate) async fn share(
                     .await
                     .map_err(|e| store_failed(&e))?;
                 if let Some(owner) = owner.filter(|o| *o != me) {
-                    deliver(Some(owner), m).await?;
+                    deliver(Some(owner), m.encode()).await?;
                     forwarded = true;
                     continue;
                 }
             }
             Message::Notification(n) if n.method == "notifications/cancelled" => {
-                // The request may run on any instance: every one hears of it.
-                deliver(None, m).await?;
+                // The request may run on any instance: unless it runs here, every other one
+                // hears of it, by its id.
+                if let Some(id) = cancelled_id(n.params.as_deref())
+                    && !session.in_flight(&id)
+                {
+                    deliver(None, cancellation_of(&id)).await?;
+                }
             }
             Message::Request(r) => {
                 if let Some(change) = state_change(r) {
-                    shared
-                        .op(shared.store.update_session(&session.id, &change))
-                        .await
-                        .map_err(|e| store_failed(&e))?;
-                    let state = BusEvent::State {
-                        session: session.id.clone(),
-                        from: me.clone(),
-                        change,
-                    };
-                    shared.publish(state).await.map_err(|e| store_failed(&e))?;
+                    // Shared once the engine has accepted it, with its answer.
+                    session.expect_change(r.id.clone(), change);
                 }
             }
             Message::Notification(_) => {}

@@ -36,7 +36,7 @@ pub(crate) use bus::start as start_tasks;
 pub(crate) use incoming::share;
 pub(crate) use restore::lookup;
 
-pub(crate) use tail::resume_elsewhere;
+pub(crate) use tail::{Elsewhere, resume_elsewhere};
 
 /// The endpoint's handle on the shared store.
 pub(crate) struct Shared {
@@ -149,8 +149,18 @@ impl Shared {
 }
 
 /// The answer to a request that needed the store when the store failed: 503, a transient
-/// busy error (-32000) and `Retry-After`.
+/// busy error (-32000) and `Retry-After`; or, when the store refused it by its limits, 400
+/// with -32600 (the same request is refused again).
 pub(crate) fn store_failed(e: &StoreError) -> Response {
+    if !e.is_transient() {
+        tracing::debug!("{e}");
+        return crate::respond::rpc_error(
+            StatusCode::BAD_REQUEST,
+            None,
+            oxmcp_jsonrpc::ErrorCode::INVALID_REQUEST,
+            &e.to_string(),
+        );
+    }
     tracing::warn!("{e}");
     crate::respond::retry_later(
         StatusCode::SERVICE_UNAVAILABLE,

@@ -61,6 +61,26 @@ impl Server {
         self.inner.dynamic.handler.as_ref()
     }
 
+    /// Whether the registry serves `uri` (a resource, or a match of a template); `None` when
+    /// only someone else knows: a server answering from a user's handler, or one that
+    /// declared resources without registering any (its `on_subscribe` hook decides).
+    pub(crate) fn serves_uri(&self, uri: &str) -> Option<bool> {
+        if self.dynamic().is_some() {
+            return None;
+        }
+        let reg = self.inner.read();
+        if reg.resources.is_empty() && reg.templates.is_empty() {
+            return None;
+        }
+        Some(
+            reg.resources.contains_key(uri)
+                || reg
+                    .templates
+                    .iter()
+                    .any(|t| t.parsed.matches(uri).is_some()),
+        )
+    }
+
     fn page_size(&self) -> usize {
         self.inner.config.page_size
     }

@@ -69,7 +69,16 @@ impl Session {
         &self,
         params: Option<&RawValue>,
     ) -> BoxFuture<'static, HandlerResult> {
-        match self.uri_params(params).and_then(|p| self.subscribe(p.uri)) {
+        let known = |p: ResourceUriParams| match self.handler().serves_uri(&p.uri) {
+            // Nothing is held for a resource the server does not have.
+            Some(false) => Err(crate::dynamic::resource_not_found(self.version(), &p.uri)),
+            _ => Ok(p),
+        };
+        match self
+            .uri_params(params)
+            .and_then(known)
+            .and_then(|p| self.subscribe(p.uri))
+        {
             Ok(()) => ready(&EmptyResult::default()),
             Err(e) => fail(e),
         }

@@ -101,9 +101,13 @@ impl Session {
                         match tasks.local(&p.task_id) {
                             Some(run) => run.deliver(p.input_responses).await,
                             None => {
-                                let signal = TaskSignal::Input {
-                                    responses: p.input_responses,
-                                };
+                                // Only answers the task waits for travel to its instance.
+                                let mut responses = p.input_responses;
+                                responses.retain(|key, _| rec.input_requests.contains_key(key));
+                                if responses.is_empty() {
+                                    return encode(&json!({}));
+                                }
+                                let signal = TaskSignal::Input { responses };
                                 tasks
                                     .store
                                     .signal(&p.task_id, &signal)
