@@ -723,8 +723,9 @@ async fn http_only_cases(base: &str, s: &Streamable) {
         .await
         .unwrap();
     assert_eq!(r.status(), 403);
-    // 38: Last-Event-ID.
-    for (id, want) in [("s1 x", 400), ("nope-1", 404), ("s999-1", 404)] {
+    // 38: Last-Event-ID. One no stream of this session has: a live session is not answered
+    // 404 (that would end it for the client), it gets a new GET stream with nothing replayed.
+    for (id, want) in [("s1 x", 400), ("nope-1", 200), ("s999-1", 200)] {
         let r = client()
             .get(&url)
             .header("accept", "text/event-stream")
@@ -734,6 +735,20 @@ async fn http_only_cases(base: &str, s: &Streamable) {
             .await
             .unwrap();
         assert_eq!(r.status(), want, "Last-Event-ID {id:?}");
+        if want == 200 {
+            // Only the new stream's priming event, then nothing (the stream stays open).
+            let mut body = r;
+            let first = tokio::time::timeout(Duration::from_secs(5), body.chunk())
+                .await
+                .expect("the priming event")
+                .unwrap()
+                .unwrap_or_default();
+            let text = String::from_utf8_lossy(&first);
+            assert!(
+                text.starts_with("id: ") && !text.contains("\"jsonrpc\""),
+                "{text:?}"
+            );
+        }
     }
     let long = "a".repeat(300);
     let r = client()

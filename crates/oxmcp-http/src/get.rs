@@ -79,27 +79,29 @@ async fn get(inner: Arc<Inner>, request: Request) -> Response {
         return r;
     }
     let keep_alive = inner.config.keep_alive;
+    let mut replayed = Vec::new();
     if let Some(last) = header_str(&headers, "last-event-id") {
         if last.len() > 256 || !last.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
             return bad_request("Bad Request: malformed Last-Event-ID");
         }
-        let mut resumed = session.resume(last).await;
-        if resumed.is_none()
-            && let Some((token, seq)) = last.rsplit_once('-')
-            && let Ok(seq) = seq.parse()
-        {
-            resumed = crate::shared::resume_elsewhere(&inner, &session, token, seq).await;
+        if let Some(resumed) = session.resume(last).await {
+            let chunks: Vec<String> = resumed.replay.iter().map(sse_event).collect();
+            return sse_response(chunks, resumed.live, keep_alive, None);
         }
-        let Some(resumed) = resumed else {
-            return rpc_error(
-                StatusCode::NOT_FOUND,
-                None,
-                ErrorCode::INVALID_REQUEST,
-                "Unknown Last-Event-ID for this session",
-            );
-        };
-        let chunks: Vec<String> = resumed.replay.iter().map(sse_event).collect();
-        return sse_response(chunks, resumed.live, keep_alive, None);
+        // Not a stream of this instance: one another instance writes, a GET stream whose
+        // instance died, or one whose events are gone. A live session is never answered
+        // 404 here (that would tell the client the session ended): it gets what the shared
+        // log still holds, then a new GET stream.
+        let (token, seq) = last.rsplit_once('-').unwrap_or((last, "0"));
+        let seq = seq.parse().unwrap_or(0);
+        match crate::shared::resume_elsewhere(&inner, &session, token, seq).await {
+            Ok(crate::shared::Elsewhere::Request(resumed)) => {
+                let chunks: Vec<String> = resumed.replay.iter().map(sse_event).collect();
+                return sse_response(chunks, resumed.live, keep_alive, None);
+            }
+            Ok(crate::shared::Elsewhere::Standalone(events)) => replayed = events,
+            Err(e) => return crate::shared::store_failed(&e),
+        }
     }
     let Some((token, rx)) = session.open_standalone().await else {
         return rpc_error(
@@ -109,12 +111,9 @@ async fn get(inner: Arc<Inner>, request: Request) -> Response {
             "A GET stream is already open for this session",
         );
     };
-    sse_response(
-        vec![priming(&token, inner.config.sse_retry)],
-        Some(rx),
-        keep_alive,
-        None,
-    )
+    let mut chunks: Vec<String> = replayed.iter().map(sse_event).collect();
+    chunks.push(priming(&token, inner.config.sse_retry));
+    sse_response(chunks, Some(rx), keep_alive, None)
 }
 
 pub(crate) async fn handle_delete(State(inner): State<Arc<Inner>>, request: Request) -> Response {

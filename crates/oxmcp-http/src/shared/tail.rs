@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use oxmcp_jsonrpc::{ErrorObject, Message, RequestId};
-use oxmcp_store::{AppendEvent, StoredEvent, StreamInfo};
+use oxmcp_store::{AppendEvent, StoreError, StoredEvent, StreamInfo};
 use tokio::sync::mpsc;
 
 use super::Shared;
@@ -26,19 +26,32 @@ fn event(token: &str, e: &StoredEvent) -> Event {
     }
 }
 
-/// Resumes stream `token` of `session` after event `after`, from the shared log. `None`: no
-/// such stream in this session.
+/// What resuming a stream this instance does not hold gives.
+pub(crate) enum Elsewhere {
+    /// A request's stream another instance writes (or wrote): its log, then what comes.
+    Request(Resumed),
+    /// A GET stream (of another instance, or one whose events are gone): what its log still
+    /// holds after the client's last event; the client gets a new GET stream here after it.
+    Standalone(Vec<Event>),
+}
+
+/// Resumes stream `token` of `session` after event `after`, from the shared log (a GET
+/// stream, or one unknown, from wherever: [`Elsewhere::Standalone`]).
+///
+/// # Errors
+/// The store failed (the client is asked to retry).
 pub(crate) async fn resume_elsewhere(
     inner: &Arc<Inner>,
     session: &Arc<Session>,
     token: &str,
     after: u64,
-) -> Option<Resumed> {
-    let shared = inner.shared()?.clone();
+) -> Result<Elsewhere, StoreError> {
+    let Some(shared) = inner.shared().cloned() else {
+        return Ok(Elsewhere::Standalone(Vec::new()));
+    };
     let info = shared
         .op(shared.store.stream_info(&session.id, token))
-        .await
-        .ok()??;
+        .await?;
     // Listen for the doorbell before reading, so no event falls between the two.
     let bell = shared.bell(&session.id, token);
     let logged = match shared
@@ -47,22 +60,26 @@ pub(crate) async fn resume_elsewhere(
     {
         Ok(l) => l,
         Err(e) => {
-            tracing::warn!(session = %session.id, stream = token, "stored events not read: {e}");
             shared.unbell(&session.id, token);
-            return None;
+            return Err(e);
         }
     };
-    let done = logged.iter().any(|e| e.last);
-    let cursor = logged.last().map_or(after, |e| e.seq);
     let replay: Vec<Event> = logged
         .iter()
         .filter(|e| !e.data.is_empty())
         .map(|e| event(token, e))
         .collect();
-    if done {
-        shared.unbell(&session.id, token);
-        return Some(Resumed { replay, live: None });
-    }
+    let info = match info {
+        Some(info) if !info.ids.is_empty() && !logged.iter().any(|e| e.last) => info,
+        Some(info) if !info.ids.is_empty() => {
+            shared.unbell(&session.id, token);
+            return Ok(Elsewhere::Request(Resumed { replay, live: None }));
+        }
+        _ => {
+            shared.unbell(&session.id, token);
+            return Ok(Elsewhere::Standalone(replay));
+        }
+    };
     let (tx, rx) = mpsc::channel(DEPTH);
     let follow = Follow {
         inner: Arc::downgrade(inner),
@@ -70,13 +87,13 @@ pub(crate) async fn resume_elsewhere(
         session: session.id.clone(),
         token: token.to_owned(),
         info,
-        cursor,
+        cursor: logged.last().map_or(after, |e| e.seq),
     };
     tokio::spawn(follow.run(bell, tx));
-    Some(Resumed {
+    Ok(Elsewhere::Request(Resumed {
         replay,
         live: Some(rx),
-    })
+    }))
 }
 
 struct Follow {
