@@ -17,6 +17,7 @@ mod listen;
 mod login;
 mod progress;
 mod protect;
+mod sampling;
 mod serve;
 mod skills;
 mod store;
