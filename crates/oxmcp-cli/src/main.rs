@@ -15,6 +15,7 @@ mod inspect;
 mod limits;
 mod listen;
 mod login;
+mod nofollow;
 mod progress;
 mod protect;
 mod sampling;
