@@ -13,6 +13,7 @@ use crate::AuthError;
 
 /// The longest a writer waits for another one (another process refreshing a token holds the
 /// lock for its token request, which has a 30-second timeout).
+#[cfg_attr(not(unix), allow(dead_code))]
 pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(60);
 
 /// How often a waiting writer tries again.
