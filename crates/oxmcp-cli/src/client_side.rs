@@ -1,19 +1,17 @@
 //! What the client commands offer the server: elicitation (asked on the terminal, see
-//! [`crate::elicit`]), sampling through `--sampling-cmd`, and the roots of `--root`. The
-//! capabilities declared are exactly what is served: `sampling` only with `--sampling-cmd`,
-//! `roots` only with `--root`; elicitation (form and URL) always, declined without a terminal.
+//! [`crate::elicit`]), sampling through `--sampling-cmd` (run by [`crate::sampling`]), and the
+//! roots of `--root`. The capabilities declared are exactly what is served: `sampling` only
+//! with `--sampling-cmd`, `roots` only with `--root`; elicitation (form and URL) always,
+//! declined without a terminal.
 
 use std::path::PathBuf;
-use std::process::Stdio;
 
 use anyhow::Context;
 use oxmcp_client::ClientHandlers;
-use oxmcp_jsonrpc::{ErrorObject, printable};
-use oxmcp_types::{CreateMessageParams, CreateMessageResult, ListRootsResult, Root};
-use tokio::io::AsyncWriteExt;
+use oxmcp_types::{ListRootsResult, Root};
 
-/// `--sampling-cmd` and `--root` of the client commands.
-#[derive(clap::Args, Debug, Clone, Default)]
+/// `--sampling-cmd` (and its limits) and `--root` of the client commands.
+#[derive(clap::Args, Debug, Clone)]
 pub(crate) struct ClientSide {
     /// Answer the server's sampling requests with this command (run with `sh -c`): it reads
     /// the `sampling/createMessage` params as JSON on stdin and writes a CreateMessageResult
@@ -21,6 +19,17 @@ pub(crate) struct ClientSide {
     /// stdout. Without it sampling is not offered, and refused if asked.
     #[arg(long, value_name = "CMD")]
     pub(crate) sampling_cmd: Option<String>,
+    /// The longest one run of --sampling-cmd may take, in seconds: past it the command and
+    /// every process it started are killed and the server gets an error. A request also
+    /// waits at most this long for a free slot (see --sampling-concurrency).
+    #[arg(long, value_name = "SECS", default_value_t = 120,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub(crate) sampling_timeout: u64,
+    /// How many --sampling-cmd commands run at once; further sampling requests wait for one
+    /// to finish (at most --sampling-timeout, then they fail).
+    #[arg(long, value_name = "N", default_value_t = 4,
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub(crate) sampling_concurrency: u32,
     /// Offer this directory to the server as a root (`roots/list` answers its file:// URI);
     /// repeatable.
     #[arg(long = "root", value_name = "PATH")]
@@ -37,8 +46,15 @@ impl ClientSide {
             .elicitation(|params| async move { Ok(crate::elicit::answer(params).await) })
             .url_elicitation();
         if let Some(cmd) = &self.sampling_cmd {
-            let cmd = cmd.clone();
-            handlers = handlers.sampling(move |params| sample(cmd.clone(), params));
+            let sampler = crate::sampling::Sampler::new(
+                cmd.clone(),
+                std::time::Duration::from_secs(self.sampling_timeout),
+                self.sampling_concurrency,
+            );
+            handlers = handlers.sampling(move |params| {
+                let sampler = sampler.clone();
+                async move { sampler.sample(params).await }
+            });
         }
         if !self.roots.is_empty() {
             let roots = roots(&self.roots)?;
@@ -71,68 +87,9 @@ pub(crate) fn roots(paths: &[PathBuf]) -> anyhow::Result<Vec<Root>> {
         .collect()
 }
 
-/// Runs the sampling command: the params on its stdin, its stdout the result.
-async fn sample(
-    cmd: String,
-    params: CreateMessageParams,
-) -> Result<CreateMessageResult, ErrorObject> {
-    let failed = |why: String| ErrorObject::internal(format!("the sampling command {why}"));
-    let input = serde_json::to_vec(&params)
-        .map_err(|e| failed(format!("could not be given the request: {e}")))?;
-    let mut child = tokio::process::Command::new("sh")
-        .arg("-c")
-        .arg(&cmd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| failed(format!("could not be started: {e}")))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        // A command that does not read its input is not an error in itself: its answer is.
-        let _ = stdin.write_all(&input).await;
-        drop(stdin);
-    }
-    let out = child
-        .wait_with_output()
-        .await
-        .map_err(|e| failed(format!("failed: {e}")))?;
-    if !out.status.success() {
-        return Err(failed(format!("exited with {}", out.status)));
-    }
-    parse_result(&out.stdout).map_err(failed)
-}
-
-/// A sampling command's answer, checked.
-pub(crate) fn parse_result(stdout: &[u8]) -> Result<CreateMessageResult, String> {
-    let text = String::from_utf8_lossy(stdout);
-    let result: CreateMessageResult = serde_json::from_str(text.trim()).map_err(|e| {
-        let shown: String = text.trim().chars().take(200).collect();
-        format!(
-            "did not answer with a CreateMessageResult ({e}): {}",
-            printable(&shown)
-        )
-    })?;
-    if result.role != oxmcp_types::Role::Assistant {
-        return Err("answered with role user; a sampling result is the assistant's".into());
-    }
-    Ok(result)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sampling_answers_are_checked() {
-        let good = br#"{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}"#;
-        let r = parse_result(good).expect("a good answer");
-        assert_eq!(r.model, "m");
-        assert!(parse_result(b"not json").is_err());
-        assert!(parse_result(br#"{"role":"assistant"}"#).is_err());
-        let user = br#"{"role":"user","content":{"type":"text","text":"hi"},"model":"m"}"#;
-        assert!(parse_result(user).unwrap_err().contains("role user"));
-    }
 
     #[test]
     fn roots_are_canonical_file_uris_named_by_their_last_component() {

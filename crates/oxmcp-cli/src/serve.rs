@@ -82,10 +82,75 @@ pub(crate) struct BridgeArgs {
     /// Protocol era to speak with the bridged server: auto, legacy or modern.
     #[arg(long, default_value = "auto")]
     pub(crate) upstream_era: oxmcp_client::EraChoice,
-    /// Bridge a stdio server: the command after `--` (it gets this process's whole
-    /// environment), served supervised over our HTTP transports, or over stdio with --stdio.
+    /// Bridge a stdio server: the command after `--`, served supervised over our HTTP
+    /// transports, or over stdio with --stdio. It gets a safe set of this process's
+    /// environment (PATH, HOME, USER, LOGNAME, SHELL, TERM, LANG, TZ, TMPDIR, LC_*), plus
+    /// what --env and --pass-env give it.
     #[arg(last = true, value_name = "CMD", conflicts_with = "config")]
     pub(crate) command: Vec<String>,
+    /// Give the bridged command this variable of our environment (`NAME`), or this value
+    /// (`NAME=VALUE`, visible in `ps`); repeatable.
+    #[arg(
+        long = "env",
+        value_name = "NAME[=VALUE]",
+        requires = "command",
+        conflicts_with_all = ["config", "upstream"],
+        value_parser = parse_env
+    )]
+    pub(crate) env: Vec<EnvArg>,
+    /// Give the bridged command this process's whole environment (secrets included), as a
+    /// shell would.
+    #[arg(long, requires = "command", conflicts_with_all = ["config", "upstream"])]
+    pub(crate) pass_env: bool,
+}
+
+/// One `--env`: a variable's name, and its value when given.
+#[derive(Debug, Clone)]
+pub(crate) struct EnvArg {
+    name: String,
+    value: Option<String>,
+}
+
+fn parse_env(s: &str) -> Result<EnvArg, String> {
+    let (name, value) = match s.split_once('=') {
+        Some((n, v)) => (n, Some(v.to_owned())),
+        None => (s, None),
+    };
+    if name.is_empty() || name.contains('\0') || value.as_deref().is_some_and(|v| v.contains('\0'))
+    {
+        return Err(format!("{s:?}: expected NAME or NAME=VALUE"));
+    }
+    Ok(EnvArg {
+        name: name.to_owned(),
+        value,
+    })
+}
+
+/// The variables a bridged command gets on top of the safe set: all of ours with
+/// `pass_all`, then those `--env` names (from `ours`) or sets.
+fn bridged_env(
+    pass_all: bool,
+    named: &[EnvArg],
+    ours: impl IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> std::collections::BTreeMap<String, String> {
+    let ours: std::collections::BTreeMap<String, String> = ours
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    let mut env = if pass_all {
+        ours.clone()
+    } else {
+        std::collections::BTreeMap::new()
+    };
+    for e in named {
+        match (&e.value, ours.get(&e.name)) {
+            (Some(v), _) | (None, Some(v)) => {
+                env.insert(e.name.clone(), v.clone());
+            }
+            (None, None) => tracing::warn!("--env {}: not set here, so not passed on", e.name),
+        }
+    }
+    env
 }
 
 impl BridgeArgs {
@@ -115,10 +180,9 @@ impl BridgeArgs {
         if self.command.is_empty() {
             return Ok(None);
         }
-        // Like `oxmcp call -- CMD`: the command runs as if from the same shell.
-        let env = std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-            .collect();
+        // The safe set (added by the gateway, as for any stdio upstream) and what the
+        // operator names: a third-party server never gets our secrets by accident.
+        let env = bridged_env(self.pass_env, &self.env, std::env::vars_os());
         let mut upstream = gateway::Upstream::bridged(self.command.clone(), env, None);
         upstream.era = self.upstream_era;
         Ok(Some(gateway::bridge(

@@ -141,18 +141,17 @@ fn safe_join(dir: &Path, rel: &str) -> anyhow::Result<PathBuf> {
     Ok(dir.join(rel_path))
 }
 
+/// Writes the skill's files under `dir`, never through a symlink found there (see
+/// [`crate::nofollow`]).
 fn write_out(skill: &LoadedSkill, dir: &Path) -> anyhow::Result<()> {
     let mut targets = Vec::new();
     for f in &skill.files {
-        targets.push((safe_join(dir, &f.path)?, &f.bytes));
+        safe_join(dir, &f.path)?;
+        targets.push((Path::new(&f.path), &f.bytes));
     }
-    for (path, bytes) in targets {
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("could not create {}", parent.display()))?;
-        }
-        std::fs::write(&path, bytes)
-            .with_context(|| format!("could not write {}", path.display()))?;
+    let out = crate::nofollow::OutDir::create(dir)?;
+    for (rel, bytes) in targets {
+        out.write(rel, bytes)?;
     }
     eprintln!(
         "{}: {} files written to {}",

@@ -159,7 +159,10 @@ async fn client_identity(
     };
     let r = register(oauth, meta, endpoint, redirect_uri).await?;
     if let Some(store) = &c.store {
-        store.put_client(&meta.issuer, redirect_uri, &r)?;
+        store
+            .hold()
+            .await?
+            .put_client(&meta.issuer, redirect_uri, &r)?;
     }
     oauth
         .held

@@ -1,6 +1,8 @@
 //! What the OAuth client may fetch and open (SSRF guards): https outside loopback, no
-//! private, link-local or cloud-metadata addresses unless allowed, addresses checked again
-//! after DNS resolution (so a name cannot resolve to a blocked address), and no redirects.
+//! private, link-local or cloud-metadata addresses unless allowed (nor the IPv6 forms that
+//! carry one: mapped, compatible, NAT64, 6to4, Teredo), addresses checked again after DNS
+//! resolution (so a name cannot resolve to a blocked address), no proxy from the environment
+//! (a proxy would resolve names itself), and no redirects.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
@@ -143,16 +145,31 @@ fn is_public_v4(a: Ipv4Addr) -> bool {
 }
 
 fn is_public_v6(a: Ipv6Addr) -> bool {
-    let s0 = a.segments()[0];
+    let [s0, s1, s2, ..] = a.segments();
     !(a.is_loopback()
         || a.is_unspecified()
         || a.is_multicast()
         || (s0 & 0xfe00) == 0xfc00 // unique local fc00::/7
         || (s0 & 0xffc0) == 0xfe80 // link-local fe80::/10
         || (s0 & 0xffc0) == 0xfec0 // site-local (deprecated)
-        || s0 == 0x2001 && a.segments()[1] == 0x0db8 // documentation
-        || s0 == 0x64 && a.segments()[1] == 0xff9b // NAT64, may reach private IPv4
-        || a.to_ipv4().is_some_and(|v4| !is_public_v4(v4)))
+        || s0 == 0x2001 && s1 == 0x0db8 // documentation
+        || s0 == 0x64 && s1 == 0xff9b // NAT64 (64:ff9b::/96), may reach private IPv4
+        || s0 == 0x64 && s1 == 0xff9b && s2 == 1 // local-use NAT64 64:ff9b:1::/48
+        || a.to_ipv4().is_some_and(|v4| !is_public_v4(v4))
+        || embedded_v4(a).iter().any(|v4| !is_public_v4(*v4)))
+}
+
+/// The IPv4 addresses a transition address carries: the one of a 6to4 address
+/// (`2002:AABB:CCDD::/48`, RFC 3056), and the server's and (inverted) client's of a Teredo
+/// address (`2001:0::/32`, RFC 4380 §4). A private or loopback one makes the address private.
+fn embedded_v4(a: Ipv6Addr) -> Vec<Ipv4Addr> {
+    let s = a.segments();
+    let v4 = |hi: u16, lo: u16| Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo));
+    match (s[0], s[1]) {
+        (0x2002, _) => vec![v4(s[1], s[2])],
+        (0x2001, 0x0000) => vec![v4(s[2], s[3]), v4(!s[6], !s[7])],
+        _ => Vec::new(),
+    }
 }
 
 /// A DNS resolver for reqwest that drops addresses the policy does not allow, so a host name
@@ -186,10 +203,13 @@ impl reqwest::dns::Resolve for Resolver {
 }
 
 /// The HTTP client of OAuth requests: no redirects (a redirect is an error, so credentials
-/// never follow one to another origin), the guarded resolver, bounded time.
+/// never follow one to another origin), no proxy, the guarded resolver, bounded time.
 pub(crate) fn http_client(policy: HostPolicy) -> Result<reqwest::Client, AuthError> {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
+        // Never through a proxy (`HTTPS_PROXY`...): the proxy would resolve the target, so
+        // the guarded resolver below would never see it.
+        .no_proxy()
         .dns_resolver(Arc::new(Resolver(policy)))
         .timeout(std::time::Duration::from_secs(30))
         .connect_timeout(std::time::Duration::from_secs(10))
@@ -239,6 +259,13 @@ mod tests {
             "https://192.168.1.1/",
             "https://[fc00::1]/",
             "https://[fe80::1]/",
+            "https://[2002:7f00:1::]/",
+            "https://[2002:a00:1::1]/",
+            "https://[2002:c0a8:101::]/",
+            "https://[2001:0:4136:e378:8000:63bf:80ff:fffe]/",
+            "https://[2001:0:4136:e378:8000:63bf:f5ff:fffe]/",
+            "https://[2001:0:a00:1:8000:63bf:f7f7:f7f7]/",
+            "https://[64:ff9b:1::a00:1]/",
             "https://localhost/x",
             "https://a.localhost/x",
             "https://metadata.google.internal/",
@@ -253,10 +280,14 @@ mod tests {
             p.check(&Url::parse("https://as.example.com/x").unwrap(), "m")
                 .is_ok()
         );
-        assert!(
-            p.check(&Url::parse("https://8.8.8.8/x").unwrap(), "m")
-                .is_ok()
-        );
+        for good in [
+            "https://8.8.8.8/x",
+            "https://[2002:808:808::]/", // 6to4 of 8.8.8.8
+            "https://[2001:0:4136:e378:8000:63bf:f7f7:f7f7]/", // Teredo, both public
+            "https://[2606:4700::1111]/",
+        ] {
+            assert!(p.check(&Url::parse(good).unwrap(), "m").is_ok(), "{good}");
+        }
     }
 
     #[test]

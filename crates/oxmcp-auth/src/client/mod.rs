@@ -13,6 +13,7 @@ mod discover;
 mod dpop;
 mod flow;
 pub mod guard;
+mod lockfile;
 mod store;
 mod token;
 
@@ -268,22 +269,58 @@ impl OAuthClient {
     }
 
     /// Takes note of a new grant: held, and stored.
-    fn keep(&self, grant: Grant) -> Result<Grant, AuthError> {
+    async fn keep(&self, grant: Grant) -> Result<Grant, AuthError> {
         if let Some(store) = &self.config.store {
-            store.put_grant(&grant)?;
+            store.hold().await?.put_grant(&grant)?;
         }
         self.held.lock().grant = Some(grant.clone());
         Ok(grant)
     }
 
-    /// Uses the refresh token.
+    /// Holds `grant` instead of the one held (its DPoP key with it).
+    fn adopt(&self, grant: Grant) {
+        let mut held = self.held.lock();
+        if held.grant.as_ref().map(|g| &g.dpop_key) != Some(&grant.dpop_key) {
+            held.dpop = None;
+        }
+        held.grant = Some(grant);
+    }
+
+    /// Refreshes the access token, holding the token store meanwhile so that processes
+    /// sharing it refresh one at a time: when another one already refreshed the grant held
+    /// here (the refresh token held is then spent, where the server rotates them), its new
+    /// grant is taken instead, and refreshed only if it has expired too.
     async fn refresh(&self) -> Result<Grant, AuthError> {
-        let grant = self
+        let held = self
             .held
             .lock()
             .grant
             .clone()
             .ok_or_else(|| AuthError::Server("nothing to refresh".into()))?;
+        let Some(store) = &self.config.store else {
+            return self.refresh_grant(held, None).await;
+        };
+        let hold = store.hold().await?;
+        match hold.grant_for_server(&self.server)? {
+            Some(stored) if stored.access_token != held.access_token => {
+                self.adopt(stored.clone());
+                if stored.expired(60) && stored.refresh_token.is_some() {
+                    self.refresh_grant(stored, Some(&hold)).await
+                } else {
+                    Ok(stored)
+                }
+            }
+            _ => self.refresh_grant(held, Some(&hold)).await,
+        }
+    }
+
+    /// Uses the refresh token of `grant`; the new grant is held, and written to the store
+    /// through `hold`.
+    async fn refresh_grant(
+        &self,
+        grant: Grant,
+        hold: Option<&store::Locked<'_>>,
+    ) -> Result<Grant, AuthError> {
         let Some(refresh) = grant.refresh_token.clone() else {
             return Err(AuthError::Server("no refresh token".into()));
         };
@@ -311,7 +348,12 @@ impl OAuthClient {
         match answer {
             Ok(t) => {
                 let scope = grant.scope.clone();
-                self.keep(t.into_grant(grant, scope))
+                let new = t.into_grant(grant, scope);
+                if let Some(hold) = hold {
+                    hold.put_grant(&new)?;
+                }
+                self.held.lock().grant = Some(new.clone());
+                Ok(new)
             }
             Err(e) => {
                 self.held.lock().grant = None;
@@ -426,7 +468,7 @@ impl OAuthClient {
                 flow::authorization_code(self, &found, &scopes, agent.as_ref()).await?
             }
         };
-        self.keep(grant)
+        self.keep(grant).await
     }
 
     /// The scopes to ask for: configured, else the challenge's, else the resource's

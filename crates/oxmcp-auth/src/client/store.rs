@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::lockfile::{self, FileLock};
 use crate::AuthError;
 
 /// What an authorization produced, as kept in the store.
@@ -95,11 +96,52 @@ struct File {
     clients: BTreeMap<String, RegisteredClient>,
 }
 
-/// The token file. Reads and writes go to disk each time (another `mcp` process may have
-/// refreshed a token meanwhile); writes replace the file atomically with mode 0600.
+/// The token file. Reads go to disk each time (another `oxmcp` process may have refreshed a
+/// token meanwhile). Each change is one read-modify-write under an exclusive lock (`PATH.lock`
+/// beside the file, a `flock` other processes honour too; Unix only), waiting up to a minute
+/// for another writer, and replaces the file atomically through a new temporary file of mode
+/// 0600 (never a file or symlink already there).
 #[derive(Debug, Clone)]
 pub struct TokenStore {
     path: PathBuf,
+}
+
+/// The store held exclusively: what is read and written through it is one read-modify-write.
+#[derive(Debug)]
+pub(crate) struct Locked<'a> {
+    store: &'a TokenStore,
+    _lock: FileLock,
+}
+
+impl Locked<'_> {
+    /// See [`TokenStore::grant_for_server`].
+    pub(crate) fn grant_for_server(&self, server: &url::Url) -> Result<Option<Grant>, AuthError> {
+        self.store.grant_for_server(server)
+    }
+
+    /// See [`TokenStore::put_grant`].
+    pub(crate) fn put_grant(&self, grant: &Grant) -> Result<(), AuthError> {
+        let mut file = self.store.read()?;
+        file.grants.retain(|_, g| g.resource != grant.resource);
+        file.grants.insert(
+            TokenStore::key(&grant.issuer, &grant.resource),
+            grant.clone(),
+        );
+        self.store.write(&file)
+    }
+
+    /// See [`TokenStore::put_client`].
+    pub(crate) fn put_client(
+        &self,
+        issuer: &str,
+        redirect_uri: &str,
+        client: &RegisteredClient,
+    ) -> Result<(), AuthError> {
+        let mut file = self.store.read()?;
+        file.clients
+            .insert(TokenStore::key(issuer, redirect_uri), client.clone());
+        self.store.write(&file)
+    }
 }
 
 impl TokenStore {
@@ -109,7 +151,7 @@ impl TokenStore {
     }
 
     /// The default store: `$MCP_CONFIG_DIR/tokens.json`, else
-    /// `$XDG_CONFIG_HOME/mcp/tokens.json`, else `~/.config/mcp/tokens.json`.
+    /// `$XDG_CONFIG_HOME/oxmcp/tokens.json`, else `~/.config/oxmcp/tokens.json`.
     pub fn default_location() -> Option<Self> {
         let dir = std::env::var_os("MCP_CONFIG_DIR")
             .map(PathBuf::from)
@@ -133,6 +175,22 @@ impl TokenStore {
         format!("{issuer} {resource}")
     }
 
+    /// Holds the store, waiting (without blocking the runtime) for another writer.
+    pub(crate) async fn hold(&self) -> Result<Locked<'_>, AuthError> {
+        Ok(Locked {
+            store: self,
+            _lock: lockfile::lock(&self.path).await?,
+        })
+    }
+
+    /// Holds the store, waiting (blocking the thread) for another writer.
+    fn hold_blocking(&self) -> Result<Locked<'_>, AuthError> {
+        Ok(Locked {
+            store: self,
+            _lock: lockfile::lock_blocking(&self.path)?,
+        })
+    }
+
     fn read(&self) -> Result<File, AuthError> {
         match std::fs::read(&self.path) {
             Ok(bytes) => serde_json::from_slice(&bytes)
@@ -142,28 +200,11 @@ impl TokenStore {
         }
     }
 
+    /// Writes the file; only under the lock (see [`Locked`]).
     fn write(&self, file: &File) -> Result<(), AuthError> {
-        let err = |e: std::io::Error| AuthError::Store(format!("{}: {e}", self.path.display()));
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir).map_err(err)?;
-        }
         let text = serde_json::to_vec_pretty(file)
             .map_err(|e| AuthError::Store(format!("encoding the store: {e}")))?;
-        let tmp = self
-            .path
-            .with_extension(format!("tmp{}", std::process::id()));
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        let mut f = options.open(&tmp).map_err(err)?;
-        std::io::Write::write_all(&mut f, &text).map_err(err)?;
-        f.sync_all().map_err(err)?;
-        drop(f);
-        std::fs::rename(&tmp, &self.path).map_err(err)
+        lockfile::replace(&self.path, &text)
     }
 
     /// The grant for `resource` (from whichever issuer issued it).
@@ -194,8 +235,9 @@ impl TokenStore {
     /// Removes the grants for the MCP server at `server`; returns how many there were.
     ///
     /// # Errors
-    /// The file cannot be read or written.
+    /// The file cannot be read or written, or another writer held it for a minute.
     pub fn remove_server(&self, server: &url::Url) -> Result<usize, AuthError> {
+        let _held = self.hold_blocking()?;
         let mut file = self.read()?;
         let before = file.grants.len();
         file.grants
@@ -210,20 +252,17 @@ impl TokenStore {
     /// Keeps a grant (replacing any other grant for the same resource).
     ///
     /// # Errors
-    /// The file cannot be read or written.
+    /// The file cannot be read or written, or another writer held it for a minute.
     pub fn put_grant(&self, grant: &Grant) -> Result<(), AuthError> {
-        let mut file = self.read()?;
-        file.grants.retain(|_, g| g.resource != grant.resource);
-        file.grants
-            .insert(Self::key(&grant.issuer, &grant.resource), grant.clone());
-        self.write(&file)
+        self.hold_blocking()?.put_grant(grant)
     }
 
     /// Removes the grants for `resource`; returns how many there were.
     ///
     /// # Errors
-    /// The file cannot be read or written.
+    /// The file cannot be read or written, or another writer held it for a minute.
     pub fn remove(&self, resource: &str) -> Result<usize, AuthError> {
+        let _held = self.hold_blocking()?;
         let mut file = self.read()?;
         let before = file.grants.len();
         file.grants.retain(|_, g| g.resource != resource);
@@ -252,17 +291,15 @@ impl TokenStore {
     /// Keeps a client registered at `issuer`.
     ///
     /// # Errors
-    /// The file cannot be read or written.
+    /// The file cannot be read or written, or another writer held it for a minute.
     pub fn put_client(
         &self,
         issuer: &str,
         redirect_uri: &str,
         client: &RegisteredClient,
     ) -> Result<(), AuthError> {
-        let mut file = self.read()?;
-        file.clients
-            .insert(Self::key(issuer, redirect_uri), client.clone());
-        self.write(&file)
+        self.hold_blocking()?
+            .put_client(issuer, redirect_uri, client)
     }
 }
 
