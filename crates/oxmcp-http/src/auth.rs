@@ -279,7 +279,7 @@ pub(crate) async fn authenticate(
     if !missing.is_empty() {
         return Err(auth.insufficient(&auth.scopes.all));
     }
-    parts.extensions.insert(Principal(identity.subject.clone()));
+    parts.extensions.insert(Principal::of(&identity));
     parts.extensions.insert(Arc::new(identity));
     Ok(())
 }
