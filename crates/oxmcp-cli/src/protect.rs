@@ -213,3 +213,42 @@ impl AuthArgs {
         )?))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn introspection_settings_come_from_flags_or_the_file_and_need_introspection() {
+        let file: AuthFile = toml::from_str(
+            "introspection = \"https://as.example/introspect\"\n\
+             introspection_cache = \"0\"\naccept_missing_audience = true\n",
+        )
+        .unwrap();
+        let i = AuthArgs::default().introspection(&file).unwrap().unwrap();
+        assert_eq!(i.cache, Some(Dur(std::time::Duration::ZERO)));
+        assert!(i.accept_missing_audience);
+        let flags = AuthArgs {
+            auth_introspection_cache: Some(Dur(std::time::Duration::from_secs(5))),
+            ..AuthArgs::default()
+        };
+        let i = flags.introspection(&file).unwrap().unwrap();
+        assert_eq!(
+            i.cache,
+            Some(Dur(std::time::Duration::from_secs(5))),
+            "flags win"
+        );
+        assert!(flags.introspection(&AuthFile::default()).is_err());
+        let relaxed = AuthArgs {
+            auth_accept_missing_audience: true,
+            ..AuthArgs::default()
+        };
+        assert!(relaxed.introspection(&AuthFile::default()).is_err());
+        assert!(
+            AuthArgs::default()
+                .introspection(&AuthFile::default())
+                .unwrap()
+                .is_none()
+        );
+    }
+}
