@@ -183,10 +183,6 @@ async fn the_introspection_cache_is_a_setting_and_zero_turns_it_off() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    assert!(
-        revoked.elapsed() >= Duration::from_millis(500),
-        "the answer was cached for a while, not asked again at once"
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
