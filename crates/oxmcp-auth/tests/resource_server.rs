@@ -292,25 +292,28 @@ async fn a_session_used_with_another_subjects_token_does_not_exist() {
 #[tokio::test]
 async fn opaque_tokens_are_introspected_and_cached() {
     let (issuer, st) = start_as().await;
-    let verifier = Introspection::new(IntrospectionConfig {
-        endpoint: format!("{issuer}/introspect"),
-        client_id: "rs".into(),
-        client_secret: "rs-secret".into(),
-        // Answers without an `aud` pass; one naming another resource does not.
-        audiences: vec!["https://this.example/mcp".into()],
-        issuer: Some(issuer.clone()),
-        cache_for: std::time::Duration::from_secs(30),
-        max_cached: 100,
-    })
-    .unwrap();
+    let mut config = IntrospectionConfig::new(
+        format!("{issuer}/introspect"),
+        "rs",
+        "rs-secret",
+        "https://this.example/mcp",
+    );
+    config.issuer = Some(issuer.clone());
+    config.cache_for = std::time::Duration::from_secs(30);
+    config.max_cached = 100;
+    let verifier = Introspection::new(config).unwrap();
     let url = start_mcp_with(&issuer, Some(Arc::new(verifier))).await;
+    // An answer must name this resource in `aud` (answers without one are refused, see the
+    // CLI's auth_tokens tests), and not another one.
     st.lock().opaque.insert(
         "opaque-1".into(),
-        json!({"active": true, "sub": "dave", "scope": "mcp", "exp": now() + 600, "iss": issuer}),
+        json!({"active": true, "sub": "dave", "scope": "mcp", "exp": now() + 600, "iss": issuer,
+               "aud": "https://this.example/mcp"}),
     );
     st.lock().opaque.insert(
         "opaque-other".into(),
-        json!({"active": true, "sub": "eve", "scope": "mcp", "aud": "https://other.example/mcp"}),
+        json!({"active": true, "sub": "eve", "scope": "mcp", "aud": "https://other.example/mcp",
+               "iss": issuer}),
     );
     let s = open_session(&url, "opaque-1").await;
     let r = post(&url, Some("opaque-1"), Some(&s), &call("whoami")).await;

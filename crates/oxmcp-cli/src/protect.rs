@@ -3,7 +3,9 @@
 //! introspection (`--auth-introspection`), or against a static token file
 //! (`--auth-token-file`, for local use). The `[auth]` table of the config file has the same
 //! keys, plus the scopes each tool, prompt, resource or method needs. A non-loopback address
-//! without protection is refused unless `--allow-unauthenticated` says so.
+//! without protection is refused unless `--allow-unauthenticated` says so. Introspection
+//! answers must name this server (`aud`, unless `--auth-accept-missing-audience`) and the
+//! issuer, and are cached for `--auth-introspection-cache` (60 s; 0: never).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -15,6 +17,8 @@ use oxmcp_auth::server::{
     TokenVerifier, protect,
 };
 use serde::Deserialize;
+
+use crate::limits::Dur;
 
 /// The protection flags of `oxmcp serve`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -38,6 +42,16 @@ pub(crate) struct AuthArgs {
     /// A file holding this server's client secret for introspection.
     #[arg(long, value_name = "PATH")]
     pub(crate) auth_client_secret_file: Option<PathBuf>,
+    /// How long an introspection answer is reused (never past the token's expiry). A token
+    /// revoked at the authorization server keeps working here for up to this long; 0 asks
+    /// on every request [default: 60s].
+    #[arg(long, value_name = "DURATION")]
+    pub(crate) auth_introspection_cache: Option<Dur>,
+    /// Accept introspection answers without `aud`, for authorization servers that cannot
+    /// name the audience (such a token may have been issued for another resource). An
+    /// answer naming other audiences only is still refused.
+    #[arg(long)]
+    pub(crate) auth_accept_missing_audience: bool,
     /// Accept the tokens in this file (one per line, `TOKEN [SUBJECT]`), compared in constant
     /// time and never logged. For local use.
     #[arg(long, value_name = "PATH")]
@@ -61,6 +75,11 @@ pub(crate) struct AuthFile {
     introspection: Option<String>,
     client_id: Option<String>,
     client_secret_file: Option<PathBuf>,
+    /// How long introspection answers are reused.
+    introspection_cache: Option<Dur>,
+    /// Accept introspection answers without `aud`.
+    #[serde(default)]
+    accept_missing_audience: bool,
     token_file: Option<PathBuf>,
     /// Scopes every request needs.
     #[serde(default)]
@@ -89,7 +108,60 @@ fn read_secret(path: &std::path::Path) -> anyhow::Result<String> {
     Ok(secret.to_owned())
 }
 
+/// The introspection settings the flags and the file ask for.
+struct IntrospectionArgs {
+    endpoint: String,
+    client_id: Option<String>,
+    secret_file: Option<PathBuf>,
+    cache: Option<Dur>,
+    accept_missing_audience: bool,
+}
+
+impl IntrospectionArgs {
+    /// The verifier for tokens of `issuer` meant for `audience`.
+    fn verifier(self, issuer: &str, audience: &str) -> anyhow::Result<Introspection> {
+        let (Some(id), Some(secret)) = (self.client_id, self.secret_file) else {
+            bail!("--auth-introspection needs --auth-client-id and --auth-client-secret-file");
+        };
+        let mut config =
+            IntrospectionConfig::new(self.endpoint, id, read_secret(&secret)?, audience);
+        config.issuer = Some(issuer.to_owned());
+        config.accept_missing_audience = self.accept_missing_audience;
+        if let Some(Dur(d)) = self.cache {
+            config.cache_for = d;
+        }
+        Ok(Introspection::new(config)?)
+    }
+}
+
 impl AuthArgs {
+    /// The introspection settings, if introspection is asked for; an error for its settings
+    /// without it.
+    fn introspection(&self, f: &AuthFile) -> anyhow::Result<Option<IntrospectionArgs>> {
+        let cache = self.auth_introspection_cache.or(f.introspection_cache);
+        let accept_missing_audience =
+            self.auth_accept_missing_audience || f.accept_missing_audience;
+        let Some(endpoint) = self.auth_introspection.clone().or(f.introspection.clone()) else {
+            if cache.is_some() || accept_missing_audience {
+                bail!(
+                    "--auth-introspection-cache and --auth-accept-missing-audience apply to \
+                     introspection: add --auth-introspection"
+                );
+            }
+            return Ok(None);
+        };
+        Ok(Some(IntrospectionArgs {
+            endpoint,
+            client_id: self.auth_client_id.clone().or(f.client_id.clone()),
+            secret_file: self
+                .auth_client_secret_file
+                .clone()
+                .or(f.client_secret_file.clone()),
+            cache,
+            accept_missing_audience,
+        }))
+    }
+
     /// The protection the flags and the file's `[auth]` ask for (flags win); `None` when
     /// neither asks for any.
     pub(crate) fn build(
@@ -98,15 +170,10 @@ impl AuthArgs {
         listen: std::net::SocketAddr,
     ) -> anyhow::Result<Option<oxmcp_http::HttpAuth>> {
         let f = file.cloned().unwrap_or_default();
+        let introspection = self.introspection(&f)?;
         let issuer = self.auth_issuer.clone().or(f.issuer);
         let audience = self.auth_audience.clone().or(f.audience);
         let jwks = self.auth_jwks.clone().or(f.jwks);
-        let introspection = self.auth_introspection.clone().or(f.introspection);
-        let client_id = self.auth_client_id.clone().or(f.client_id);
-        let secret_file = self
-            .auth_client_secret_file
-            .clone()
-            .or(f.client_secret_file);
         let token_file = self.auth_token_file.clone().or(f.token_file);
         let mut all = f.scopes;
         all.extend(self.auth_scopes.iter().cloned());
@@ -122,24 +189,8 @@ impl AuthArgs {
                 let Some(audience) = &audience else {
                     bail!("--auth-issuer needs --auth-audience (this server's canonical URI)");
                 };
-                match &introspection {
-                    Some(endpoint) => {
-                        let (Some(id), Some(secret)) = (&client_id, &secret_file) else {
-                            bail!(
-                                "--auth-introspection needs --auth-client-id and \
-                                 --auth-client-secret-file"
-                            );
-                        };
-                        Arc::new(Introspection::new(IntrospectionConfig {
-                            endpoint: endpoint.clone(),
-                            client_id: id.clone(),
-                            client_secret: read_secret(secret)?,
-                            audiences: vec![audience.clone()],
-                            issuer: Some(issuer.clone()),
-                            cache_for: std::time::Duration::from_secs(60),
-                            max_cached: 10_000,
-                        })?)
-                    }
+                match introspection {
+                    Some(i) => Arc::new(i.verifier(issuer, audience)?),
                     None => {
                         let mut c = JwtConfig::new(issuer.clone(), audience.clone());
                         c.jwks_url = jwks;
@@ -160,5 +211,44 @@ impl AuthArgs {
         Ok(Some(protect(
             &resource, servers, verifier, scopes, supported,
         )?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn introspection_settings_come_from_flags_or_the_file_and_need_introspection() {
+        let file: AuthFile = toml::from_str(
+            "introspection = \"https://as.example/introspect\"\n\
+             introspection_cache = \"0\"\naccept_missing_audience = true\n",
+        )
+        .unwrap();
+        let i = AuthArgs::default().introspection(&file).unwrap().unwrap();
+        assert_eq!(i.cache, Some(Dur(std::time::Duration::ZERO)));
+        assert!(i.accept_missing_audience);
+        let flags = AuthArgs {
+            auth_introspection_cache: Some(Dur(std::time::Duration::from_secs(5))),
+            ..AuthArgs::default()
+        };
+        let i = flags.introspection(&file).unwrap().unwrap();
+        assert_eq!(
+            i.cache,
+            Some(Dur(std::time::Duration::from_secs(5))),
+            "flags win"
+        );
+        assert!(flags.introspection(&AuthFile::default()).is_err());
+        let relaxed = AuthArgs {
+            auth_accept_missing_audience: true,
+            ..AuthArgs::default()
+        };
+        assert!(relaxed.introspection(&AuthFile::default()).is_err());
+        assert!(
+            AuthArgs::default()
+                .introspection(&AuthFile::default())
+                .unwrap()
+                .is_none()
+        );
     }
 }

@@ -44,8 +44,11 @@ impl<T: Serve + ?Sized> Serve for std::sync::Arc<T> {
 /// Who a transport verified the other side to be (from a bearer token, say).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Identity {
-    /// The subject (the token's `sub`): sessions and state belong to it.
+    /// The subject (the token's `sub`), unique within its issuer.
     pub subject: String,
+    /// The issuer that vouches for the subject (the token's `iss`), when there is one;
+    /// `None` for local credentials such as static tokens.
+    pub issuer: Option<String>,
     /// The scopes the token grants.
     pub scopes: Vec<String>,
     /// The client the token was issued to, if known.
@@ -58,5 +61,61 @@ impl Identity {
     /// Whether the token grants `scope`.
     pub fn has_scope(&self, scope: &str) -> bool {
         self.scopes.iter().any(|s| s == scope)
+    }
+
+    /// The key sessions, tasks and per-client limits know this caller by: its subject
+    /// qualified by its issuer, so that one subject name at two issuers is two callers.
+    ///
+    /// `ISSUER#SUBJECT` with `%` and `#` of the issuer percent-encoded, or, without an
+    /// issuer, the subject with its `%` and `#` percent-encoded (a key without `#`). No two
+    /// different (issuer, subject) pairs have the same key.
+    pub fn principal(&self) -> String {
+        fn escaped(s: &str) -> String {
+            s.replace('%', "%25").replace('#', "%23")
+        }
+        match &self.issuer {
+            Some(issuer) => format!("{}#{}", escaped(issuer), self.subject),
+            None => escaped(&self.subject),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Identity;
+
+    fn key(issuer: Option<&str>, subject: &str) -> String {
+        Identity {
+            subject: subject.to_owned(),
+            issuer: issuer.map(str::to_owned),
+            ..Identity::default()
+        }
+        .principal()
+    }
+
+    #[test]
+    fn principals_are_subjects_qualified_by_their_issuer() {
+        assert_eq!(key(None, "alice"), "alice");
+        assert_eq!(
+            key(Some("https://as.example"), "alice"),
+            "https://as.example#alice"
+        );
+        let pairs = [
+            (None, "alice"),
+            (None, "a#b"),
+            (None, "a%23b"),
+            (None, ""),
+            (None, "#"),
+            (Some(""), ""),
+            (Some(""), "alice"),
+            (Some("a"), "b#c"),
+            (Some("a#b"), "c"),
+            (Some("a%23b"), "c"),
+            (Some("https://as.example"), "alice"),
+            (Some("https://other.example"), "alice"),
+        ];
+        let keys: std::collections::HashSet<String> =
+            pairs.iter().map(|(i, s)| key(*i, s)).collect();
+        assert_eq!(keys.len(), pairs.len(), "{keys:?}");
     }
 }

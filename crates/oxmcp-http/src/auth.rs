@@ -17,6 +17,7 @@ use oxmcp_jsonrpc::Message;
 pub use oxmcp_engine::Identity;
 
 use crate::clients::Principal;
+pub use crate::resource_scopes::{ResourceScopes, canonical_resource_uri};
 
 /// Why a token was not accepted.
 #[derive(Debug, thiserror::Error)]
@@ -52,8 +53,11 @@ pub struct ScopePolicy {
     pub tools: HashMap<String, Vec<String>>,
     /// Per prompt, for `prompts/get`.
     pub prompts: HashMap<String, Vec<String>>,
-    /// Per resource URI, for `resources/read` and `resources/subscribe`.
-    pub resources: HashMap<String, Vec<String>>,
+    /// Per resource URI, for `resources/read`, `resources/subscribe` and the resources a
+    /// `subscriptions/listen` names; every spelling of a URI is covered (see
+    /// [`ResourceScopes`]). A `HashMap<String, Vec<String>>` converts into it.
+    #[setters(into)]
+    pub resources: ResourceScopes,
 }
 
 impl ScopePolicy {
@@ -63,27 +67,41 @@ impl ScopePolicy {
         let Message::Request(r) = message else {
             return out;
         };
-        let mut add = |scopes: Option<&Vec<String>>| {
+        let mut add = |scopes: Option<&[String]>| {
             for s in scopes.into_iter().flatten() {
                 if !out.contains(s) {
                     out.push(s.clone());
                 }
             }
         };
-        add(self.methods.get(&r.method));
-        let param = |key: &str| -> Option<String> {
-            let p: serde_json::Value = serde_json::from_str(r.params.as_ref()?.get()).ok()?;
-            p.get(key)?.as_str().map(str::to_owned)
-        };
+        add(self.methods.get(&r.method).map(Vec::as_slice));
+        let params: Option<serde_json::Value> = r
+            .params
+            .as_ref()
+            .and_then(|p| serde_json::from_str(p.get()).ok());
+        let param = |key: &str| params.as_ref()?.get(key)?.as_str();
         match r.method.as_str() {
             "tools/call" if !self.tools.is_empty() => {
-                add(param("name").and_then(|n| self.tools.get(&n)));
+                add(param("name")
+                    .and_then(|n| self.tools.get(n))
+                    .map(Vec::as_slice));
             }
             "prompts/get" if !self.prompts.is_empty() => {
-                add(param("name").and_then(|n| self.prompts.get(&n)));
+                add(param("name")
+                    .and_then(|n| self.prompts.get(n))
+                    .map(Vec::as_slice));
             }
             "resources/read" | "resources/subscribe" if !self.resources.is_empty() => {
-                add(param("uri").and_then(|u| self.resources.get(&u)));
+                add(param("uri").and_then(|u| self.resources.get(u)));
+            }
+            "subscriptions/listen" if !self.resources.is_empty() => {
+                let uris = params
+                    .as_ref()
+                    .and_then(|p| p.pointer("/notifications/resourceSubscriptions"))
+                    .and_then(serde_json::Value::as_array);
+                for uri in uris.into_iter().flatten().filter_map(|u| u.as_str()) {
+                    add(self.resources.get(uri));
+                }
             }
             _ => {}
         }
@@ -261,7 +279,7 @@ pub(crate) async fn authenticate(
     if !missing.is_empty() {
         return Err(auth.insufficient(&auth.scopes.all));
     }
-    parts.extensions.insert(Principal(identity.subject.clone()));
+    parts.extensions.insert(Principal::of(&identity));
     parts.extensions.insert(Arc::new(identity));
     Ok(())
 }
@@ -398,6 +416,31 @@ mod tests {
         assert_eq!(p.required(&call("delete")), ["mcp", "tools", "admin"]);
         let list = Message::decode(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).unwrap();
         assert_eq!(p.required(&list), ["mcp"]);
+    }
+
+    #[test]
+    fn resource_rules_cover_reads_subscriptions_and_listens_in_any_spelling() {
+        let mut p = ScopePolicy::default();
+        p.resources
+            .insert("demo://greeting/admin", ["admin".to_owned()]);
+        let msg = |method: &str, params: &str| {
+            Message::decode(
+                format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{params}}}"#)
+                    .as_bytes(),
+            )
+            .unwrap()
+        };
+        for m in ["resources/read", "resources/subscribe"] {
+            let m = msg(m, r#"{"uri":"DEMO://greeting/%61dmin"}"#);
+            assert_eq!(p.required(&m), ["admin"]);
+        }
+        let listen = msg(
+            "subscriptions/listen",
+            r#"{"notifications":{"resourceSubscriptions":["demo://x","demo://greeting/adm%69n"]}}"#,
+        );
+        assert_eq!(p.required(&listen), ["admin"]);
+        let other = msg("resources/read", r#"{"uri":"demo://greeting/bob"}"#);
+        assert!(p.required(&other).is_empty());
     }
 
     #[test]

@@ -23,6 +23,14 @@ use crate::config::HttpConfig;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Principal(pub String);
 
+impl Principal {
+    /// The principal of a verified identity: its subject qualified by its issuer
+    /// ([`oxmcp_engine::Identity::principal`]), the one key sessions, tasks and limits use.
+    pub fn of(identity: &oxmcp_engine::Identity) -> Self {
+        Self(identity.principal())
+    }
+}
+
 /// Who a request counts against.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Client {

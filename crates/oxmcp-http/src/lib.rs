@@ -74,6 +74,7 @@ mod legacy;
 #[cfg(feature = "client")]
 mod origin;
 mod post;
+mod resource_scopes;
 mod respond;
 mod serve;
 mod server;
@@ -84,7 +85,10 @@ mod sse_out;
 mod stateless;
 pub mod ws;
 
-pub use auth::{HttpAuth, Identity, ScopePolicy, TokenError, TokenVerifier};
+pub use auth::{
+    HttpAuth, Identity, ResourceScopes, ScopePolicy, TokenError, TokenVerifier,
+    canonical_resource_uri,
+};
 #[cfg(feature = "client")]
 pub use client::{
     BodyEncoding, HttpClientConfig, HttpClientError, HttpClientHandle, HttpClientTransport,

@@ -66,17 +66,20 @@ pub struct Ctx {
 
 impl Ctx {
     /// Who the client is, when the transport verified it (an authentication layer in front
-    /// of Streamable HTTP, say); `None` otherwise.
+    /// of Streamable HTTP, say); `None` otherwise. For a bearer token this is
+    /// [`oxmcp_engine::Identity::principal`], the subject qualified by its issuer
+    /// (`ISSUER#SUBJECT`, or the bare subject of a static token); [`Ctx::identity`] has the
+    /// subject alone.
     pub fn principal(&self) -> Option<&str> {
         self.session.principal.as_deref()
     }
 
     /// Whom state made for this caller (tasks) belongs to: the verified principal, else the
-    /// token's subject; `None` when the transport knows nobody.
+    /// identity's principal key (issuer and subject); `None` when the transport knows nobody.
     pub(crate) fn owner(&self) -> Option<String> {
         self.principal()
             .map(str::to_owned)
-            .or_else(|| self.identity().map(|i| i.subject.clone()))
+            .or_else(|| self.identity().map(|i| i.principal()))
     }
 
     /// The W3C trace context the request carries in `_meta` (`traceparent`, `tracestate`),

@@ -71,7 +71,8 @@ impl Server {
     }
 
     /// [`Server::serve_with`] for a connection whose sender the transport has verified
-    /// (`principal`, e.g. the subject of a bearer token): handlers see it
+    /// (`principal`, e.g. the issuer-qualified subject of a bearer token,
+    /// [`oxmcp_engine::Identity::principal`]): handlers see it
     /// ([`crate::Ctx::principal`]), and the `requestState` of a multi round-trip request is bound
     /// to it, so that nobody else can continue the request.
     pub async fn serve_as(

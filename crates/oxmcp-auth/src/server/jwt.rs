@@ -218,13 +218,33 @@ impl JwtVerifier {
         let data =
             jsonwebtoken::decode::<serde_json::Map<String, serde_json::Value>>(token, &key, &v)
                 .map_err(|e| TokenError::Invalid(e.to_string()))?;
-        Ok(identity_of(data.claims))
+        // `iss` was checked to be exactly the configured issuer.
+        identity_of(data.claims, Some(self.config.issuer.clone()))
     }
 }
 
-/// An identity from token claims (a JWT's, or an introspection answer): `sub`, `scope` (a
-/// space-separated string) or `scp` (an array), `client_id` or `azp`.
-pub(crate) fn identity_of(claims: serde_json::Map<String, serde_json::Value>) -> Identity {
+/// An identity from token claims (a JWT's, or an introspection answer) vouched for by
+/// `issuer`: `sub`, `scope` (a space-separated string) or `scp` (an array), `client_id` or
+/// `azp`.
+///
+/// # Errors
+/// `sub` is missing, not a string, or empty: the caller could not be told apart from others.
+pub(crate) fn identity_of(
+    claims: serde_json::Map<String, serde_json::Value>,
+    issuer: Option<String>,
+) -> Result<Identity, TokenError> {
+    let subject = match claims.get("sub") {
+        Some(serde_json::Value::String(s)) if !s.is_empty() => s.clone(),
+        Some(serde_json::Value::String(_)) => {
+            return Err(TokenError::Invalid("the token's sub is empty".into()));
+        }
+        Some(_) => {
+            return Err(TokenError::Invalid(
+                "the token's sub is not a string".into(),
+            ));
+        }
+        None => return Err(TokenError::Invalid("the token has no sub".into())),
+    };
     let text = |k: &str| claims.get(k).and_then(|v| v.as_str()).map(str::to_owned);
     let scopes = match (claims.get("scope"), claims.get("scp")) {
         (Some(serde_json::Value::String(s)), _) => {
@@ -239,12 +259,13 @@ pub(crate) fn identity_of(claims: serde_json::Map<String, serde_json::Value>) ->
         }
         _ => Vec::new(),
     };
-    Identity {
-        subject: text("sub").unwrap_or_default(),
+    Ok(Identity {
+        subject,
+        issuer,
         client_id: text("client_id").or_else(|| text("azp")),
         scopes,
         claims,
-    }
+    })
 }
 
 impl TokenVerifier for JwtVerifier {

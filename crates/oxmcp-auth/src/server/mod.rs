@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 pub use introspect::{Introspection, IntrospectionConfig};
 pub use jwt::{JwtConfig, JwtVerifier};
-pub use oxmcp_http::{HttpAuth, ScopePolicy, TokenVerifier};
+pub use oxmcp_http::{HttpAuth, ResourceScopes, ScopePolicy, TokenVerifier};
 pub use static_token::StaticTokens;
 
 use crate::AuthError;

@@ -1,10 +1,16 @@
-//! Static bearer tokens for local use: compared in constant time, never logged.
+//! Static bearer tokens for local use: compared in constant time, never logged. Each token
+//! stands for a subject; a token listed without one is a subject of its own, named after a
+//! digest of the token, so that two such tokens never share sessions or tasks.
 
 use futures::future::BoxFuture;
 use oxmcp_http::{Identity, TokenError, TokenVerifier};
+use sha2::Digest as _;
 use subtle::ConstantTimeEq as _;
 
 use crate::AuthError;
+
+/// The prefix of the subjects of tokens listed without one.
+const ANONYMOUS: &str = "anonymous:";
 
 /// Accepts a fixed set of tokens, each standing for a subject.
 pub struct StaticTokens {
@@ -24,10 +30,15 @@ impl StaticTokens {
     /// Tokens with their subjects; every token is granted `scopes`.
     ///
     /// # Errors
-    /// No token, or an empty one.
+    /// No token, an empty one, or an empty subject.
     pub fn new(tokens: Vec<(String, String)>, scopes: Vec<String>) -> Result<Self, AuthError> {
         if tokens.is_empty() || tokens.iter().any(|(t, _)| t.trim().is_empty()) {
             return Err(AuthError::Config("a static token cannot be empty".into()));
+        }
+        if tokens.iter().any(|(_, s)| s.trim().is_empty()) {
+            return Err(AuthError::Config(
+                "a static token needs a subject (see StaticTokens::anonymous_subject)".into(),
+            ));
         }
         Ok(Self {
             tokens: tokens
@@ -38,23 +49,44 @@ impl StaticTokens {
         })
     }
 
+    /// The subject of a token listed without one: `anonymous:` and the first 16 hex digits
+    /// of the token's SHA-256, the same on every start and for no other token.
+    pub fn anonymous_subject(token: &str) -> String {
+        let digest = sha2::Sha256::digest(token.trim().as_bytes());
+        let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        format!("{ANONYMOUS}{hex}")
+    }
+
     /// Reads tokens from a file: one per line, `TOKEN` or `TOKEN SUBJECT` (blank lines and
-    /// `#` comments skipped). A token without a subject stands for `local`.
+    /// `#` comments skipped). A token without a subject stands for a subject of its own,
+    /// [`StaticTokens::anonymous_subject`].
     ///
     /// # Errors
-    /// The file cannot be read or holds no token.
+    /// The file cannot be read, holds no token, or names a subject starting with
+    /// `anonymous:` (kept for tokens without one).
     pub fn from_file(path: &std::path::Path, scopes: Vec<String>) -> Result<Self, AuthError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| AuthError::Config(format!("token file {}: {e}", path.display())))?;
-        let tokens: Vec<(String, String)> = text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('#'))
-            .map(|l| match l.split_once(char::is_whitespace) {
+        let mut tokens: Vec<(String, String)> = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (token, subject) = match line.split_once(char::is_whitespace) {
+                Some((_, s)) if s.trim().starts_with(ANONYMOUS) => {
+                    return Err(AuthError::Config(format!(
+                        "token file {} line {}: subjects starting with {ANONYMOUS:?} are \
+                         kept for tokens listed without a subject",
+                        path.display(),
+                        n + 1
+                    )));
+                }
                 Some((t, s)) => (t.to_owned(), s.trim().to_owned()),
-                None => (l.to_owned(), "local".to_owned()),
-            })
-            .collect();
+                None => (line.to_owned(), Self::anonymous_subject(line)),
+            };
+            tokens.push((token, subject));
+        }
         if tokens.is_empty() {
             return Err(AuthError::Config(format!(
                 "token file {} holds no token",
