@@ -213,3 +213,33 @@ async fn held_upstream(url: &str, era: &str, done: impl Fn(u64) -> bool) {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
+
+/// What a bridge tells its clients about itself (its `instructions`) names the program it
+/// bridges, never its arguments or the secrets of a URL (where people put API keys).
+#[tokio::test]
+async fn a_bridge_names_the_program_not_its_arguments() {
+    let secret = "sk-live-SECRET-4711";
+    // `sh -c 'exec "$0" serve --stdio' MCP --api-key=SECRET`: the key is an argument.
+    let key = format!("--api-key={secret}");
+    let command = ["sh", "-c", r#"exec "$0" serve --stdio"#, MCP, &key];
+    let mut args = vec!["--listen", "127.0.0.1:0", "--"];
+    args.extend(command);
+    let (_bridge, url) = common::serve_http(&args).await;
+    let (ok, out, err) = mcp(&["info", "--json", &url]).await;
+    assert!(ok, "{err}");
+    let info: Value = serde_json::from_str(&out).unwrap();
+    let instructions = info["instructions"].as_str().unwrap();
+    assert!(!instructions.contains(secret), "{instructions}");
+    assert!(!instructions.contains("exec"), "{instructions}");
+    assert!(instructions.contains("`sh`"), "{instructions}");
+    // A URL upstream: no credentials, query or fragment.
+    let (_upstream, upstream_url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    let with_secret = upstream_url.replace("http://", &format!("http://me:{secret}@"))
+        + &format!("?key={secret}#{secret}");
+    let mut raw = common::Raw::spawn_with(&["--upstream", &with_secret]);
+    let init = raw.initialize("2025-11-25").await;
+    let instructions = init["result"]["instructions"].as_str().unwrap();
+    assert!(!instructions.contains(secret), "{instructions}");
+    assert!(instructions.contains(&upstream_url), "{instructions}");
+    raw.close().await;
+}

@@ -55,6 +55,31 @@ pub(crate) fn bridge(upstream: Upstream, what: String) -> Config {
     }
 }
 
+/// How a bridged command is named to clients (the bridge's `instructions`) and in the log:
+/// its program's file name only. Its arguments, where people put API keys, are never shown.
+pub(crate) fn describe_command(command: &[String]) -> String {
+    let program = command.first().map_or("", String::as_str);
+    let name = std::path::Path::new(program)
+        .file_name()
+        .map_or_else(|| program.into(), |n| n.to_string_lossy());
+    format!("`{name}`")
+}
+
+/// How a bridged URL is named to clients and in the log: without user, password, query or
+/// fragment (where tokens go).
+pub(crate) fn describe_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.set_fragment(None);
+            u.to_string()
+        }
+        Err(_) => "a remote server".to_owned(),
+    }
+}
+
 pub(super) fn default_heartbeat_ms() -> u64 {
     5000
 }

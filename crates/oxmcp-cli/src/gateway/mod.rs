@@ -37,7 +37,7 @@ mod upstream;
 
 use catalog::*;
 pub(crate) use config::{Config, load};
-pub(crate) use config::{Upstream, UpstreamAuth, bridge};
+pub(crate) use config::{Upstream, UpstreamAuth, bridge, describe_command, describe_url};
 use handler::Gateway;
 use link::*;
 use pool::*;
