@@ -64,6 +64,19 @@ pub(super) struct Snapshot {
     pub(super) template_list: Vec<ResourceTemplate>,
 }
 
+impl Snapshot {
+    /// The upstream that lists `uri` (an exposed URI): as a resource, else the first template
+    /// that matches it.
+    pub(super) fn owner(&self, uri: &str) -> Option<&str> {
+        self.resources.get(uri).map(String::as_str).or_else(|| {
+            self.templates
+                .iter()
+                .find(|(t, _)| t.matches(uri).is_some())
+                .map(|(_, upstream)| upstream.as_str())
+        })
+    }
+}
+
 /// The gateway's lists, per upstream and merged.
 #[derive(Default)]
 pub(super) struct Catalog {
