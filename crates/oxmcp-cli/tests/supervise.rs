@@ -626,3 +626,43 @@ async fn a_bridged_child_that_dies_behind_a_wrapper_is_reaped_and_restarted() {
     let new_server = eventually("the new server runs", || only_child(second)).await;
     assert_ne!(new_server, server);
 }
+
+/// `Supervised::recycle` replaces a healthy connection with a new process at once: the old
+/// one is never handed out again, and recycling often is no crash loop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recycling_replaces_the_connection_at_once_and_is_no_crash() {
+    // A slow backoff: a recycle that waited for it would show.
+    let sup = Supervised::spawn(
+        MCP,
+        vec!["serve".into(), "--stdio".into()],
+        ClientHandlers::new(),
+        quick_child(),
+        SupervisorConfig::default()
+            .backoff(RetryPolicy::default().base_delay(Duration::from_secs(30)))
+            .max_restarts(2),
+    );
+    let mut pids = Vec::new();
+    for round in 1..=6u64 {
+        let client = sup.client().await.unwrap();
+        assert_eq!(generation(&sup.status()), round);
+        pids.push(client.child_pid().await.unwrap());
+        assert!(sup.recycle(&client), "round {round}");
+        // Not up until the new connection is: nobody gets the old one again.
+        assert!(!matches!(sup.status(), Status::Up { .. }));
+        assert!(!sup.recycle(&client), "recycled once only");
+        let started = Instant::now();
+        let next = tokio::time::timeout(Duration::from_secs(20), sup.client())
+            .await
+            .expect("a new connection")
+            .unwrap();
+        assert!(!Arc::ptr_eq(&next, &client));
+        assert!(started.elapsed() < Duration::from_secs(15), "no backoff");
+    }
+    assert!(matches!(sup.status(), Status::Up { generation: 7, .. }));
+    // Every old process is gone: ended and reaped (no zombie).
+    for pid in pids {
+        let gone = || (!std::path::Path::new(&format!("/proc/{pid}")).exists()).then_some(());
+        eventually("a recycled server is reaped", gone).await;
+    }
+    sup.stop().await;
+}

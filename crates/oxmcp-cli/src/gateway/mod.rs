@@ -19,7 +19,9 @@
 //! for a stdio command, whose requests then take turns on one process, and 4 for a URL), so the upstream's sampling and elicitation requests and log messages on that
 //! connection are that request's, and go to its client only. Never a guess: what arrives while
 //! no request holds the connection is refused (requests) or only logged by the gateway (log
-//! messages). Stdio children get a small safe environment plus the upstream's `env`.
+//! messages), and a connection whose request ended before its answer (cancelled) is
+//! recycled, never lent again. Stdio children get a small safe environment plus the
+//! upstream's `env`.
 //!
 //! Resource subscriptions: only to resources an upstream lists or URIs matching a template it
 //! lists (anything else is refused, -32602, and never reaches it); a client session holds at
