@@ -201,11 +201,11 @@ pub(crate) fn server_with(
     let builder = Server::builder("mcp-demo", env!("CARGO_PKG_VERSION"))
         .config(config)
         .instructions("A demo server: echo, add, slow (progress), log, fail, ask (elicitation), sample (sampling), converse (all three), touch (resource updates), subscriptions (how many are held), roots (the client's roots); resources under demo://; prompts greet and summarize.")
-        .on_subscribe(move |_| {
+        .on_subscribe(move |_, _| {
             up.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             Ok(())
         })
-        .on_unsubscribe(move |_| {
+        .on_unsubscribe(move |_, _| {
             down.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         });
     let builder = basic_tools(builder, add);

@@ -175,7 +175,7 @@ impl BridgeArgs {
                     login: self.upstream_login,
                 });
             }
-            return Ok(Some(gateway::bridge(upstream, url.clone())));
+            return Ok(Some(gateway::bridge(upstream, gateway::describe_url(url))));
         }
         if self.command.is_empty() {
             return Ok(None);
@@ -185,10 +185,8 @@ impl BridgeArgs {
         let env = bridged_env(self.pass_env, &self.env, std::env::vars_os());
         let mut upstream = gateway::Upstream::bridged(self.command.clone(), env, None);
         upstream.era = self.upstream_era;
-        Ok(Some(gateway::bridge(
-            upstream,
-            format!("`{}`", self.command.join(" ")),
-        )))
+        let what = gateway::describe_command(&self.command);
+        Ok(Some(gateway::bridge(upstream, what)))
     }
 }
 

@@ -213,3 +213,121 @@ async fn held_upstream(url: &str, era: &str, done: impl Fn(u64) -> bool) {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
+
+/// What a bridge tells its clients about itself (its `instructions`) names the program it
+/// bridges, never its arguments or the secrets of a URL (where people put API keys).
+#[tokio::test]
+async fn a_bridge_names_the_program_not_its_arguments() {
+    let secret = "sk-live-SECRET-4711";
+    // `sh -c 'exec "$0" serve --stdio' MCP --api-key=SECRET`: the key is an argument.
+    let key = format!("--api-key={secret}");
+    let command = ["sh", "-c", r#"exec "$0" serve --stdio"#, MCP, &key];
+    let mut args = vec!["--listen", "127.0.0.1:0", "--"];
+    args.extend(command);
+    let (_bridge, url) = common::serve_http(&args).await;
+    let (ok, out, err) = mcp(&["info", "--json", &url]).await;
+    assert!(ok, "{err}");
+    let info: Value = serde_json::from_str(&out).unwrap();
+    let instructions = info["instructions"].as_str().unwrap();
+    assert!(!instructions.contains(secret), "{instructions}");
+    assert!(!instructions.contains("exec"), "{instructions}");
+    assert!(instructions.contains("`sh`"), "{instructions}");
+    // A URL upstream: no credentials, query or fragment.
+    let (_upstream, upstream_url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    let with_secret = upstream_url.replace("http://", &format!("http://me:{secret}@"))
+        + &format!("?key={secret}#{secret}");
+    let mut raw = common::Raw::spawn_with(&["--upstream", &with_secret]);
+    let init = raw.initialize("2025-11-25").await;
+    let instructions = init["result"]["instructions"].as_str().unwrap();
+    assert!(!instructions.contains(secret), "{instructions}");
+    assert!(instructions.contains(&upstream_url), "{instructions}");
+    raw.close().await;
+}
+
+/// The fields of `result` that a client of 2025-11-25 cannot know: `resultType`, the cache
+/// hints, and the 2026-07-28 entries of `_meta` (the server's identity and the request's).
+fn modern_only_fields(result: &Value) -> Vec<String> {
+    let mut found: Vec<String> = ["resultType", "ttlMs", "cacheScope"]
+        .into_iter()
+        .filter(|k| result.get(k).is_some())
+        .map(str::to_owned)
+        .collect();
+    if let Some(meta) = result.get("_meta").and_then(Value::as_object) {
+        found.extend(
+            meta.keys()
+                .filter(|k| {
+                    [
+                        "serverInfo",
+                        "subscriptionId",
+                        "protocolVersion",
+                        "clientInfo",
+                    ]
+                    .iter()
+                    .any(|m| **k == format!("io.modelcontextprotocol/{m}"))
+                })
+                .map(|k| format!("_meta.{k}")),
+        );
+    }
+    found
+}
+
+/// A 2025-11-25 client of a bridge or gateway whose upstream speaks 2026-07-28 gets results
+/// of its own version: nothing the newer revision added.
+#[tokio::test]
+async fn legacy_clients_get_legacy_results_from_a_2026_upstream() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("mcp.toml");
+    std::fs::write(
+        &config,
+        format!("[[upstream]]\nname = \"new\"\ncommand = [\"{MCP}\", \"serve\", \"--stdio\"]\nera = \"modern\"\n"),
+    )
+    .unwrap();
+    let bridge = [
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream-era",
+        "modern",
+        "--",
+        MCP,
+        "serve",
+        "--stdio",
+    ];
+    let gateway = [
+        "--listen",
+        "127.0.0.1:0",
+        "--config",
+        config.to_str().unwrap(),
+    ];
+    for (what, args, prefix, uri) in [
+        ("bridge", &bridge[..], "", "demo://readme"),
+        (
+            "gateway",
+            &gateway[..],
+            "new__",
+            "gateway://new/demo://readme",
+        ),
+    ] {
+        let (_served, url) = common::serve_http(args).await;
+        let s = common::HttpSession::open(&url, "2025-11-25").await;
+        let requests = [
+            json!({"method": "tools/list", "params": {}}),
+            json!({"method": "tools/call", "params": {"name": format!("{prefix}echo"), "arguments": {"message": "hi"}}}),
+            json!({"method": "resources/read", "params": {"uri": uri}}),
+            json!({"method": "prompts/get", "params": {"name": format!("{prefix}greet"), "arguments": {"name": "Ada"}}}),
+        ];
+        for (id, mut request) in requests.into_iter().enumerate() {
+            request["jsonrpc"] = json!("2.0");
+            request["id"] = json!(id);
+            let (status, messages) = s.post(request.to_string().as_bytes()).await;
+            assert_eq!(status, 200, "{what}: {request}");
+            let answer = messages.iter().find(|m| m["id"] == json!(id)).unwrap();
+            let result = &answer["result"];
+            assert!(result.is_object(), "{what}: {request} -> {answer}");
+            let extra = modern_only_fields(result);
+            assert!(
+                extra.is_empty(),
+                "{what}: {request} -> {extra:?} in {result}"
+            );
+        }
+    }
+}

@@ -517,3 +517,152 @@ async fn a_thousand_spawn_kill_cycles_leave_nothing_behind() {
         start.elapsed()
     );
 }
+
+/// The pids of `parent`'s children, and their states ("pid (comm) state ppid ..." in
+/// /proc/PID/stat).
+fn children_of(parent: u32) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let mut f = rest.split_whitespace();
+        let state = f.next().unwrap_or("").to_owned();
+        if f.next().and_then(|p| p.parse().ok()) == Some(parent) {
+            found.push((pid, state));
+        }
+    }
+    found
+}
+
+/// Whether `pid` has ended (gone, or a zombie waiting for whoever adopted it).
+fn ended(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, r)| r.trim_start().starts_with('Z')),
+        Err(_) => true,
+    }
+}
+
+/// Waits (at most 20 s) until `f` gives something.
+async fn eventually<T>(what: &str, f: impl Fn() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// `oxmcp call URL echo`: what it printed, if it succeeded.
+async fn echo(url: &str, message: &str) -> Option<String> {
+    let args = json!({ "message": message }).to_string();
+    let (ok, out, _) = common::mcp(&["call", url, "echo", &args]).await;
+    ok.then(|| out.trim().to_owned())
+}
+
+/// `oxmcp serve -- sh WRAPPER`, the wrapper starting the real server as its own child and
+/// waiting for it (as `npx` does: npm, then sh, then node). When the wrapper dies (`kill -9`),
+/// the bridge reaps it, ends what it started (the server, which kept the pipes open and would
+/// go on serving unsupervised), and starts the command again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bridged_child_that_dies_behind_a_wrapper_is_reaped_and_restarted() {
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = dir.path().join("wrapper.sh");
+    // Two commands, so that sh runs the server as a child instead of exec'ing it.
+    std::fs::write(
+        &wrapper,
+        format!("\"{MCP}\" serve --stdio\necho wrapper done >&2\n"),
+    )
+    .unwrap();
+    let wrapper = wrapper.to_str().unwrap();
+    let (bridge, url) = common::serve_http(&["--listen", "127.0.0.1:0", "--", "sh", wrapper]).await;
+    let bridge_pid = bridge.id().unwrap();
+    let only_child = |parent: u32| {
+        let c = children_of(parent);
+        (c.len() == 1 && c[0].1 != "Z").then(|| c[0].0)
+    };
+    let first = eventually("the wrapper runs under the bridge", || {
+        only_child(bridge_pid)
+    })
+    .await;
+    let server = eventually("the server runs under the wrapper", || only_child(first)).await;
+    assert_eq!(echo(&url, "before").await.as_deref(), Some("before"));
+
+    kill(
+        Pid::from_raw(i32::try_from(first).unwrap()),
+        Signal::SIGKILL,
+    )
+    .unwrap();
+    // The wrapper is reaped, the server it started ended with it, and a new wrapper runs.
+    let second = eventually("a new wrapper runs under the bridge", || {
+        let c = children_of(bridge_pid);
+        let zombies = c.iter().any(|(_, state)| state == "Z");
+        (!zombies && c.len() == 1 && c[0].0 != first).then(|| c[0].0)
+    })
+    .await;
+    eventually("the old server is gone", || ended(server).then_some(())).await;
+    assert_ne!(second, first);
+    assert!(zombies_of(bridge_pid).is_empty(), "zombies left");
+    // Calls work again, served by the new server.
+    let mut answer = None;
+    for _ in 0..100 {
+        answer = echo(&url, "after").await;
+        if answer.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(answer.as_deref(), Some("after"));
+    let new_server = eventually("the new server runs", || only_child(second)).await;
+    assert_ne!(new_server, server);
+}
+
+/// `Supervised::recycle` replaces a healthy connection with a new process at once: the old
+/// one is never handed out again, and recycling often is no crash loop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recycling_replaces_the_connection_at_once_and_is_no_crash() {
+    // A slow backoff: a recycle that waited for it would show.
+    let sup = Supervised::spawn(
+        MCP,
+        vec!["serve".into(), "--stdio".into()],
+        ClientHandlers::new(),
+        quick_child(),
+        SupervisorConfig::default()
+            .backoff(RetryPolicy::default().base_delay(Duration::from_secs(30)))
+            .max_restarts(2),
+    );
+    let mut pids = Vec::new();
+    for round in 1..=6u64 {
+        let client = sup.client().await.unwrap();
+        assert_eq!(generation(&sup.status()), round);
+        pids.push(client.child_pid().await.unwrap());
+        assert!(sup.recycle(&client), "round {round}");
+        // Not up until the new connection is: nobody gets the old one again.
+        assert!(!matches!(sup.status(), Status::Up { .. }));
+        assert!(!sup.recycle(&client), "recycled once only");
+        let started = Instant::now();
+        let next = tokio::time::timeout(Duration::from_secs(20), sup.client())
+            .await
+            .expect("a new connection")
+            .unwrap();
+        assert!(!Arc::ptr_eq(&next, &client));
+        assert!(started.elapsed() < Duration::from_secs(15), "no backoff");
+    }
+    assert!(matches!(sup.status(), Status::Up { generation: 7, .. }));
+    // Every old process is gone: ended and reaped (no zombie).
+    for pid in pids {
+        let gone = || (!std::path::Path::new(&format!("/proc/{pid}")).exists()).then_some(());
+        eventually("a recycled server is reaped", gone).await;
+    }
+    sup.stop().await;
+}

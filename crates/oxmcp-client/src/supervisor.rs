@@ -8,16 +8,18 @@
 //! client is connected after a backoff, and the handshake is redone. More than
 //! `max_restarts` restarts within `restart_window` is a crash loop: it is reported
 //! ([`Status::CrashLoop`], an error log) and no restart is tried for `crash_loop_cooldown`,
-//! instead of spinning.
+//! instead of spinning. [`Supervised::recycle`] replaces a healthy connection on purpose (its
+//! owner no longer trusts what may still arrive on it): at once, and not counted as a crash.
 
 use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use oxmcp_engine::CallError;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -166,6 +168,9 @@ struct Shared {
     config: SupervisorConfig,
     /// Heartbeats the server answered, over every connection.
     heartbeats: std::sync::atomic::AtomicU64,
+    /// The generation [`Supervised::recycle`] asked to replace (0: none).
+    recycle: AtomicU64,
+    recycled: Notify,
 }
 
 /// A connection kept alive by a supervisor task. Cheap to clone.
@@ -194,6 +199,8 @@ impl Supervised {
             stop: CancellationToken::new(),
             config,
             heartbeats: std::sync::atomic::AtomicU64::new(0),
+            recycle: AtomicU64::new(0),
+            recycled: Notify::new(),
         });
         tokio::spawn(supervise(shared.clone(), connector));
         Self { shared }
@@ -294,6 +301,35 @@ impl Supervised {
         }
     }
 
+    /// Replaces `client`, if it is still the current connection, with a new one: at once, with
+    /// no backoff, and not counted towards a crash loop. The status leaves `Up` before this
+    /// returns (it is [`Status::Restarting`] with `attempt` 0 until the new connection is up),
+    /// so nobody gets `client` from the supervisor again; requests still in flight on it fail
+    /// with [`CallError::Closed`] when it is closed. For an owner that no longer trusts what
+    /// may still arrive on a connection. Returns whether `client` was replaced.
+    pub fn recycle(&self, client: &Arc<Client>) -> bool {
+        let mut replaced = false;
+        self.shared.status.send_if_modified(|status| match status {
+            Status::Up {
+                client: current,
+                generation,
+            } if Arc::ptr_eq(current, client) => {
+                self.shared.recycle.store(*generation, Ordering::Release);
+                *status = Status::Restarting {
+                    attempt: 0,
+                    reason: "recycled".to_owned(),
+                };
+                replaced = true;
+                true
+            }
+            _ => false,
+        });
+        if replaced {
+            self.shared.recycled.notify_one();
+        }
+        replaced
+    }
+
     /// Stops supervising and shuts the current connection down.
     pub async fn stop(&self) {
         self.shared.stop.cancel();
@@ -342,6 +378,61 @@ async fn until_dead(
     }
 }
 
+/// What ended a connection.
+enum Ended {
+    /// [`Supervised::stop`].
+    Stopped,
+    /// [`Supervised::recycle`]: a new one is made at once.
+    Recycled,
+    /// It closed or stopped answering heartbeats: why.
+    Died(String),
+}
+
+/// Publishes `client` as connection `generation` and watches it until it ends; it is closed
+/// then (a hung child is shut down: stdin, SIGTERM, SIGKILL) unless the supervisor stopped.
+async fn serve_connection(shared: &Shared, client: Arc<Client>, generation: u64) -> Ended {
+    if generation > 1 {
+        tracing::info!(generation, "reconnected");
+    }
+    shared.status.send_replace(Status::Up {
+        client: client.clone(),
+        generation,
+    });
+    let heartbeat = shared.config.heartbeat.as_ref();
+    let reason = tokio::select! {
+        () = shared.stop.cancelled() => {
+            // `stop` closes the connection it finds `Up`; one being recycled is not.
+            if shared.recycle.load(Ordering::Acquire) == generation {
+                client.close_transport().await;
+            }
+            return Ended::Stopped;
+        }
+        r = until_dead(&client, heartbeat, &shared.heartbeats) => r,
+        () = recycled(shared, generation) => {
+            client.close_transport().await;
+            tracing::debug!(generation, "connection recycled");
+            return Ended::Recycled;
+        }
+    };
+    if let Some(exit) = client.close_transport().await {
+        tracing::warn!(?exit, "server went down: {reason}");
+    } else {
+        tracing::warn!("server went down: {reason}");
+    }
+    Ended::Died(reason)
+}
+
+/// Resolves once [`Supervised::recycle`] asked to replace connection `generation`.
+async fn recycled(shared: &Shared, generation: u64) {
+    loop {
+        let notified = shared.recycled.notified();
+        if shared.recycle.load(Ordering::Acquire) == generation {
+            return;
+        }
+        notified.await;
+    }
+}
+
 async fn supervise(shared: Arc<Shared>, connector: Connector) {
     let config = &shared.config;
     let mut restarts: VecDeque<Instant> = VecDeque::new();
@@ -359,25 +450,11 @@ async fn supervise(shared: Arc<Shared>, connector: Connector) {
             Ok(client) => {
                 generation += 1;
                 attempt = 0;
-                let client = Arc::new(client);
-                if generation > 1 {
-                    tracing::info!(generation, "reconnected");
+                match serve_connection(&shared, Arc::new(client), generation).await {
+                    Ended::Stopped => return,
+                    Ended::Recycled => continue,
+                    Ended::Died(reason) => reason,
                 }
-                shared.status.send_replace(Status::Up {
-                    client: client.clone(),
-                    generation,
-                });
-                let reason = tokio::select! {
-                    () = shared.stop.cancelled() => return,
-                    r = until_dead(&client, config.heartbeat.as_ref(), &shared.heartbeats) => r,
-                };
-                // A hung child is shut down (stdin, SIGTERM, SIGKILL) before the next one.
-                if let Some(exit) = client.close_transport().await {
-                    tracing::warn!(?exit, "server went down: {reason}");
-                } else {
-                    tracing::warn!("server went down: {reason}");
-                }
-                reason
             }
             Err(e) => format!("connecting failed: {e}"),
         };

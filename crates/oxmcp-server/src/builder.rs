@@ -187,21 +187,24 @@ impl ServerBuilder {
         self
     }
 
-    /// Calls `f` with the URI each time a client starts holding a subscription (a gateway
-    /// subscribes upstream then); an `Err` refuses it. See [`SubscribeFn`]. Subscriptions are
-    /// recorded and updates delivered either way.
+    /// Calls `f` with the client's principal (if verified) and the URI each time a client
+    /// starts holding a subscription (a gateway subscribes upstream then); an `Err` refuses
+    /// it. See [`SubscribeFn`].
     pub fn on_subscribe(
         mut self,
-        f: impl Fn(&str) -> Result<(), ErrorObject> + Send + Sync + 'static,
+        f: impl Fn(Option<&str>, &str) -> Result<(), ErrorObject> + Send + Sync + 'static,
     ) -> Self {
         self.on_subscribe = Some(Arc::new(f));
         self
     }
 
-    /// Calls `f` with the URI each time a client stops holding a subscription `on_subscribe`
-    /// accepted, including when its connection ends (a gateway unsubscribes upstream once no
-    /// client holds it). See [`UnsubscribeFn`].
-    pub fn on_unsubscribe(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+    /// Calls `f` with the client's principal and the URI each time a client stops holding a
+    /// subscription `on_subscribe` accepted, including when its connection ends (a gateway
+    /// unsubscribes upstream once no client holds it). See [`UnsubscribeFn`].
+    pub fn on_unsubscribe(
+        mut self,
+        f: impl Fn(Option<&str>, &str) + Send + Sync + 'static,
+    ) -> Self {
         self.on_unsubscribe = Some(Arc::new(f));
         self
     }

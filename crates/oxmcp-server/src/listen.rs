@@ -32,25 +32,32 @@ fn wanted(filter: &ListenFilter, change: &Change) -> bool {
 /// hears of each when the request ends, however it ends.
 struct Held {
     server: Arc<Inner>,
+    /// Whom they are held for (the verified principal of the request's connection).
+    principal: Option<String>,
     uris: Vec<String>,
 }
 
 impl Held {
     /// Holds each distinct URI of `uris` (at most `max_subscriptions` of them); if the hook
     /// refuses one, those held so far are released and the refusal is the answer.
-    fn take(server: &Arc<Inner>, uris: &[String]) -> Result<Held, ErrorObject> {
+    fn take(
+        server: &Arc<Inner>,
+        principal: Option<String>,
+        uris: &[String],
+    ) -> Result<Held, ErrorObject> {
         let limit = server.config.max_subscriptions;
         if uris.len() > limit {
             return Err(too_many_subscriptions(limit));
         }
         let mut held = Held {
             server: server.clone(),
+            principal,
             uris: Vec::new(),
         };
         let distinct: std::collections::BTreeSet<&String> = uris.iter().collect();
         for uri in distinct {
             if let Some(hook) = &server.on_subscribe {
-                hook(uri)?;
+                hook(held.principal.as_deref(), uri)?;
             }
             held.uris.push(uri.clone());
         }
@@ -62,7 +69,7 @@ impl Drop for Held {
     fn drop(&mut self) {
         if let Some(hook) = &self.server.on_unsubscribe {
             for uri in &self.uris {
-                hook(uri);
+                hook(self.principal.as_deref(), uri);
             }
         }
     }
@@ -71,12 +78,14 @@ impl Drop for Held {
 /// Serves one subscription until the client cancels it or goes away.
 pub(crate) async fn run(
     server: Arc<Inner>,
+    principal: Option<String>,
     filter: ListenFilter,
     rc: RequestContext,
 ) -> HandlerResult {
     let mut changes = server.changes.subscribe();
     let _held = Held::take(
         &server,
+        principal,
         filter.resource_subscriptions.as_deref().unwrap_or(&[]),
     )?;
     // The subscription is named by the listen request's own id (a number stays a number).

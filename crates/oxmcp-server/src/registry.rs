@@ -85,17 +85,20 @@ pub(crate) struct Inner {
 /// (`notifications/roots/list_changed`) and the server read them again (`roots/list`).
 pub type RootsChangedFn = Arc<dyn Fn(&[oxmcp_types::Root]) + Send + Sync>;
 
-/// Called with the URI each time a client starts holding a subscription to a resource: a
-/// legacy session's `resources/subscribe` of a URI it does not hold yet, or a 2026-07-28
-/// `subscriptions/listen` naming it. An error refuses the subscription: the client gets it and
-/// nothing is stored. Called while the session's state is locked: it must not block.
-pub type SubscribeFn = Arc<dyn Fn(&str) -> Result<(), ErrorObject> + Send + Sync>;
+/// Called with the client's principal (when the transport verified who it is, as
+/// [`crate::Ctx::principal`]; `None` otherwise) and the URI each time a client starts holding
+/// a subscription to a resource: a legacy session's `resources/subscribe` of a URI it does not
+/// hold yet, or a 2026-07-28 `subscriptions/listen` naming it. An error refuses the
+/// subscription: the client gets it and nothing is stored. Called while the session's state is
+/// locked: it must not block.
+pub type SubscribeFn = Arc<dyn Fn(Option<&str>, &str) -> Result<(), ErrorObject> + Send + Sync>;
 
-/// Called with the URI each time a client stops holding a subscription that
-/// [`SubscribeFn`] accepted: `resources/unsubscribe`, the end of the session's connection, or
-/// the end of the `subscriptions/listen` request. Exactly once per accepted subscription, so
-/// holders can be counted.
-pub type UnsubscribeFn = Arc<dyn Fn(&str) + Send + Sync>;
+/// Called with the client's principal and the URI each time a client stops holding a
+/// subscription that [`SubscribeFn`] accepted: `resources/unsubscribe`, the end of the
+/// session's connection, or the end of the `subscriptions/listen` request. Exactly once per
+/// accepted subscription, with the principal it was accepted for, so holders can be counted
+/// (per principal too).
+pub type UnsubscribeFn = Arc<dyn Fn(Option<&str>, &str) + Send + Sync>;
 
 /// A change of the server's that its clients hear about (`list_changed`, a resource
 /// update). Instances of one server share them through [`crate::Server::on_change`] and

@@ -4,7 +4,9 @@
 //! Messages are newline-delimited JSON. Lines are limited in size (4 MiB by default); an
 //! oversized line is skipped and logged, and reading goes on with the next one. A child
 //! server runs in its own process group so that shutting it down reaches its children too,
-//! and starts with a small safe environment (see [`mod@env`]) unless told otherwise.
+//! and starts with a small safe environment (see [`mod@env`]) unless told otherwise. Its exit
+//! is watched, not only the end of its output: one that exits on its own is reaped, its group
+//! ended and the connection's input closed (see [`ChildProcess`]).
 //!
 //! ```
 //! use oxmcp_jsonrpc::Inbound;

@@ -6,7 +6,7 @@ use futures::future::BoxFuture;
 /// How a child process ended when its connection was closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
-    /// It exited after its stdin was closed.
+    /// It exited after its stdin was closed (or had exited already).
     Closed,
     /// It needed SIGTERM.
     Terminated,

@@ -64,6 +64,19 @@ pub(super) struct Snapshot {
     pub(super) template_list: Vec<ResourceTemplate>,
 }
 
+impl Snapshot {
+    /// The upstream that lists `uri` (an exposed URI): as a resource, else the first template
+    /// that matches it.
+    pub(super) fn owner(&self, uri: &str) -> Option<&str> {
+        self.resources.get(uri).map(String::as_str).or_else(|| {
+            self.templates
+                .iter()
+                .find(|(t, _)| t.matches(uri).is_some())
+                .map(|(_, upstream)| upstream.as_str())
+        })
+    }
+}
+
 /// The gateway's lists, per upstream and merged.
 #[derive(Default)]
 pub(super) struct Catalog {
@@ -86,22 +99,29 @@ impl Catalog {
     }
 
     /// Replaces what `lists` holds for `upstream` (`None`: a list left as it was). A list
-    /// counts as changed unless it was empty and stays empty.
+    /// counts as changed unless it is exactly what it was (so a reconnection that finds the
+    /// same items, a recycled connection say, tells clients nothing).
     fn update(&self, upstream: &str, lists: Lists) -> Changed {
         let mut all = self.items.lock();
         let items = all.entry(upstream.to_owned()).or_default();
         let mut changed = Changed::default();
         if let Some(tools) = lists.tools {
-            changed.tools = !(items.tools.is_empty() && tools.is_empty());
+            changed.tools = !items
+                .tools
+                .iter()
+                .map(|t| &t.tool)
+                .eq(tools.iter().map(|t| &t.tool));
             items.tools = tools;
         }
         if let Some(prompts) = lists.prompts {
-            changed.prompts = !(items.prompts.is_empty() && prompts.is_empty());
+            let same = items.prompts.iter().map(|p| &p.prompt);
+            changed.prompts = !same.eq(prompts.iter().map(|p| &p.prompt));
             items.prompts = prompts;
         }
         if let Some((resources, templates)) = lists.resources {
-            let before = items.resources.is_empty() && items.templates.is_empty();
-            changed.resources = !(before && resources.is_empty() && templates.is_empty());
+            let same_templates = items.templates.iter().map(|t| &t.0);
+            changed.resources =
+                items.resources != resources || !same_templates.eq(templates.iter().map(|t| &t.0));
             items.resources = resources;
             items.templates = templates;
         }
@@ -449,10 +469,12 @@ mod tests {
     }
 
     #[test]
-    fn lists_merge_in_name_order_and_changes_are_told_unless_empty_stays_empty() {
+    fn lists_merge_in_name_order_and_only_changes_are_told() {
         let c = Catalog::default();
         let changed = c.update("b", tools(vec![route("b", "x")]));
         assert!(changed.tools && !changed.prompts && !changed.resources);
+        // The same list again (a reconnection): nothing to tell.
+        assert!(!c.update("b", tools(vec![route("b", "x")])).tools);
         c.update("a-b", tools(vec![route("a-b", "y")]));
         c.update("a", tools(vec![route("a", "z")]));
         let names: Vec<String> = c

@@ -20,6 +20,12 @@ pub(crate) struct Config {
     /// upstream session, so this keeps one client from taking all of it.
     #[serde(default = "default_max_subscriptions")]
     pub(crate) max_subscriptions: usize,
+    /// Distinct resources one principal may hold subscriptions to per upstream, over all its
+    /// sessions (default 250, a quarter of the gateway's 1,000 per upstream); one more is
+    /// refused (-32602). All unauthenticated clients count as one principal. So one principal
+    /// that subscribes all it can leaves room for the others.
+    #[serde(default = "default_max_subscriptions_per_principal")]
+    pub(crate) max_subscriptions_per_principal: usize,
     /// The upstream servers (`[[upstream]]` tables).
     #[serde(default)]
     pub(crate) upstream: Vec<Upstream>,
@@ -46,6 +52,7 @@ pub(crate) fn bridge(upstream: Upstream, what: String) -> Config {
     Config {
         heartbeat_ms: default_heartbeat_ms(),
         max_subscriptions: default_max_subscriptions(),
+        max_subscriptions_per_principal: default_max_subscriptions_per_principal(),
         upstream: vec![upstream],
         limits: crate::limits::Limits::default(),
         auth: None,
@@ -55,12 +62,41 @@ pub(crate) fn bridge(upstream: Upstream, what: String) -> Config {
     }
 }
 
+/// How a bridged command is named to clients (the bridge's `instructions`) and in the log:
+/// its program's file name only. Its arguments, where people put API keys, are never shown.
+pub(crate) fn describe_command(command: &[String]) -> String {
+    let program = command.first().map_or("", String::as_str);
+    let name = std::path::Path::new(program)
+        .file_name()
+        .map_or_else(|| program.into(), |n| n.to_string_lossy());
+    format!("`{name}`")
+}
+
+/// How a bridged URL is named to clients and in the log: without user, password, query or
+/// fragment (where tokens go).
+pub(crate) fn describe_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.set_fragment(None);
+            u.to_string()
+        }
+        Err(_) => "a remote server".to_owned(),
+    }
+}
+
 pub(super) fn default_heartbeat_ms() -> u64 {
     5000
 }
 
 pub(super) fn default_max_subscriptions() -> usize {
     100
+}
+
+pub(super) fn default_max_subscriptions_per_principal() -> usize {
+    250
 }
 
 /// `max_connections` when the file does not say: one process for a stdio server (a second

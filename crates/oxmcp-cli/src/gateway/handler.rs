@@ -158,16 +158,7 @@ impl ServerHandler for Gateway {
         params: ResourceUriParams,
     ) -> Result<ReadResourceResult, ErrorObject> {
         let uri = params.uri;
-        let upstream = {
-            let snapshot = self.catalog.snapshot();
-            snapshot.resources.get(&uri).cloned().or_else(|| {
-                snapshot
-                    .templates
-                    .iter()
-                    .find(|(t, _)| t.matches(&uri).is_some())
-                    .map(|(_, upstream)| upstream.clone())
-            })
-        };
+        let upstream = self.catalog.snapshot().owner(&uri).map(str::to_owned);
         let Some(upstream) = upstream else {
             return Err(resource_not_found(ctx.protocol_version(), &uri));
         };

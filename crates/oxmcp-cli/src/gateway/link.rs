@@ -166,7 +166,8 @@ where
         l = pool.lease(call) => l.map_err(|e| upstream_error(link, e))?,
         () = ctx.cancellation().cancelled() => return Err(cancelled()),
     };
-    // Returning early (or being dropped) keeps the connection lent for a grace period.
+    // Returning early (or being dropped) keeps the connection lent for a grace period, then
+    // recycles it.
     let result = tokio::select! {
         r = f(lease.client()) => r,
         () = ctx.cancellation().cancelled() => return Err(cancelled()),
@@ -174,7 +175,16 @@ where
         () = asked.cancelled() => return Err(ErrorObject::internal("input required")),
     };
     link.flush().await;
-    lease.release();
+    // Returned only when the upstream answered; a request it did not answer (timed out and
+    // cancelled, its transport failed) may still be running there: recycled, as when dropped.
+    if matches!(
+        &result,
+        Ok(_) | Err(CallError::Rpc(_) | CallError::Decode(_))
+    ) {
+        lease.release();
+    } else {
+        drop(lease);
+    }
     result.map_err(|e| match e {
         CallError::Rpc(e) => e,
         CallError::Closed => upstream_error(

@@ -19,12 +19,17 @@
 //! for a stdio command, whose requests then take turns on one process, and 4 for a URL), so the upstream's sampling and elicitation requests and log messages on that
 //! connection are that request's, and go to its client only. Never a guess: what arrives while
 //! no request holds the connection is refused (requests) or only logged by the gateway (log
-//! messages). Stdio children get a small safe environment plus the upstream's `env`.
+//! messages), and a connection whose request ended before its answer (cancelled) is
+//! recycled, never lent again. Stdio children get a small safe environment plus the
+//! upstream's `env`.
 //!
-//! Resource subscriptions: a client holds at most `max_subscriptions` (100 by default), the
-//! gateway at most 1,000 distinct URIs per upstream. Each URI is subscribed to upstream while
-//! at least one client holds it and unsubscribed when the last one unsubscribes or its session
-//! ends (see [`subscriptions`]), so the upstream set shrinks again.
+//! Resource subscriptions: only to resources an upstream lists or URIs matching a template it
+//! lists (anything else is refused, -32602, and never reaches it); a client session holds at
+//! most `max_subscriptions` (100 by default), a principal (all unauthenticated clients are
+//! one) at most `max_subscriptions_per_principal` distinct URIs per upstream (250), the
+//! gateway at most 1,000 per upstream. Each URI is subscribed to upstream while at least one
+//! client holds it and unsubscribed when the last one unsubscribes or its session ends (see
+//! [`subscriptions`]), so the upstream set shrinks again.
 
 mod catalog;
 mod config;
@@ -37,7 +42,7 @@ mod upstream;
 
 use catalog::*;
 pub(crate) use config::{Config, load};
-pub(crate) use config::{Upstream, UpstreamAuth, bridge};
+pub(crate) use config::{Upstream, UpstreamAuth, bridge, describe_command, describe_url};
 use handler::Gateway;
 use link::*;
 use pool::*;
@@ -76,7 +81,7 @@ pub(crate) async fn start(
         let link = Arc::new(Link {
             name: upstream.name.clone(),
             events,
-            subscriptions: Subscriptions::default(),
+            subscriptions: Subscriptions::new(config.max_subscriptions_per_principal),
             bare: config.bridge.is_some(),
         });
         links.insert(upstream.name.clone(), link.clone());
@@ -86,6 +91,7 @@ pub(crate) async fn start(
     let (hold_links, release_links) = (links.clone(), links.clone());
     let (pools, supervised) = supervise(&config, &queues);
     let catalog = Arc::new(Catalog::default());
+    let listed = catalog.clone();
     let gateway = Gateway {
         catalog: catalog.clone(),
         links: links.clone(),
@@ -101,14 +107,20 @@ pub(crate) async fn start(
         })
         .handler(gateway)
         .config(server_config)
-        // Each upstream URI is held upstream while some client holds it (counted per holder).
-        .on_subscribe(move |uri| match route_uri(&hold_links, uri) {
-            Some((link, original)) => link.subscriptions.hold(&link.name, original),
-            None => Ok(()),
+        // Only what an upstream lists; held upstream while some client holds it (counted per
+        // holder and per principal).
+        .on_subscribe(move |principal, uri| {
+            let owner = listed.snapshot().owner(uri).map(str::to_owned);
+            match (route_uri(&hold_links, uri), owner) {
+                (Some((link, original)), Some(owner)) if owner == link.name => {
+                    link.subscriptions.hold(&link.name, principal, original)
+                }
+                _ => Err(not_listed(uri)),
+            }
         })
-        .on_unsubscribe(move |uri| {
+        .on_unsubscribe(move |principal, uri| {
             if let Some((link, original)) = route_uri(&release_links, uri) {
-                link.subscriptions.release(original);
+                link.subscriptions.release(principal, original);
             }
         })
         .build()?;
@@ -141,6 +153,15 @@ pub(crate) async fn start(
         tracing::warn!("some upstreams are still connecting; serving without them for now");
     }
     Ok((server, supervised))
+}
+
+/// -32602 for a subscription to a URI no upstream lists (nor matches a template it lists).
+fn not_listed(uri: &str) -> oxmcp_jsonrpc::ErrorObject {
+    let uri = oxmcp_jsonrpc::echo(uri);
+    oxmcp_jsonrpc::ErrorObject::invalid_params(format!(
+        "Invalid params: no upstream lists {uri} (nor a template it matches)"
+    ))
+    .with_data(serde_json::json!({ "uri": uri }))
 }
 
 /// Starts the supervised connection to each upstream, and its pool of connections.

@@ -10,11 +10,17 @@
 //! The supervised connection (lists, subscriptions, heartbeats) is lent first; when it is
 //! taken, an idle extra connection, or a new one, up to `max_connections` in all; beyond that,
 //! requests wait for one to be free (or for their client to cancel). Extra connections idle
-//! for [`IDLE_TIMEOUT`] are closed. A cancelled request keeps its connection for
-//! [`CANCEL_GRACE`] more, so what the upstream still sends about it goes to it, not to the
-//! next request. What arrives while no request holds a connection (an upstream's own log
-//! lines, or a late message about an earlier request) belongs to no client: it is only logged
-//! by the gateway.
+//! for [`IDLE_TIMEOUT`] are closed. What arrives while no request holds a connection (an
+//! upstream's own log lines) belongs to no client: it is only logged by the gateway.
+//!
+//! A request that ends before its answer (cancelled by its client, or giving way to a
+//! 2026-07-28 `input_required`) leaves the upstream still working on it, and nothing says when
+//! the upstream is done: a cancelled request gets no answer, and whatever it still sends
+//! (sampling, elicitation, log lines) names no request. So its connection is never lent
+//! again: it stays with that request for [`CANCEL_GRACE`] (its last words reach its own
+//! client), then is recycled, an extra one closed, the supervised one replaced by a new
+//! connection (a stdio server restarted; not counted as a crash). The next request gets a
+//! fresh connection, on which nothing about the old request can arrive.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -30,7 +36,7 @@ use super::*;
 
 /// How long an extra connection may stay idle before it is closed.
 pub(super) const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long a cancelled request keeps its connection.
+/// How long a cancelled request keeps its connection before it is recycled.
 pub(super) const CANCEL_GRACE: Duration = Duration::from_secs(1);
 
 /// The downstream request a connection is lent to, if any; its handlers ask.
@@ -80,8 +86,8 @@ pub(super) struct Pool {
 }
 
 /// A connection lent to one request. [`Lease::release`] returns it; dropped otherwise (the
-/// request was cancelled or gave way to `input_required`), it is returned after
-/// [`CANCEL_GRACE`], so that what the upstream still sends about the request goes to it.
+/// request was cancelled or gave way to `input_required`), it is recycled after
+/// [`CANCEL_GRACE`] (meanwhile what the upstream still sends goes to that request).
 pub(super) struct Lease {
     client: Arc<Client>,
     lent: Option<Lent>,
@@ -134,6 +140,9 @@ impl Pool {
             .acquire_owned()
             .await
             .map_err(|_| SupervisorError::Stopped)?;
+        // The supervised connection may have been recycled while we waited: wait for the new
+        // one rather than open another (a second process of a stdio server).
+        self.primary.client().await?;
         // No await from taking the supervised connection to handing out the lease: a request
         // dropped meanwhile cannot keep it taken.
         let (client, holder, extra) = match self.take_primary() {
@@ -214,15 +223,17 @@ impl Drop for Lease {
         let Some(lent) = self.lent.take() else {
             return;
         };
-        // Not released: the request was dropped before its answer (cancelled).
+        // Not released: the request was dropped before its answer (cancelled), and the
+        // upstream may still send things about it on this connection.
+        let client = self.client.clone();
         match tokio::runtime::Handle::try_current() {
             Ok(rt) => {
                 rt.spawn(async move {
                     tokio::time::sleep(CANCEL_GRACE).await;
-                    lent.give_back();
+                    lent.recycle(client);
                 });
             }
-            Err(_) => lent.give_back(),
+            Err(_) => lent.recycle(client),
         }
     }
 }
@@ -239,6 +250,23 @@ impl Lent {
             }),
         }
         // The permit is released after this: the connection is back first.
+    }
+
+    /// Takes the connection out of use (a request ended before its answer): an extra one is
+    /// closed, the supervised one replaced (it is no longer `Up` when this returns, so it is
+    /// not lent again).
+    fn recycle(self, client: Arc<Client>) {
+        self.holder.set(None);
+        match self.extra {
+            Some(conn) => close(conn),
+            None => {
+                if self.pool.primary.recycle(&client) {
+                    tracing::debug!(upstream = %self.pool.link.name, "recycled the connection of a cancelled request");
+                }
+                self.pool.primary_lent.store(false, Ordering::Release);
+            }
+        }
+        // The permit is released after this.
     }
 }
 

@@ -3,6 +3,11 @@
 //! naming it), subscribed upstream while one does, and unsubscribed upstream when the last one
 //! is let go (unsubscribed, or its client's session ended).
 //!
+//! The upstream's [`MAX_SUBSCRIPTIONS`] distinct URIs are shared out per principal (all
+//! unauthenticated clients are one): each may hold at most its share of distinct URIs, so
+//! one that subscribes all it can, from however many sessions, leaves room for the others.
+//! (Only URIs the upstream lists, or that match a template it lists, get this far.)
+//!
 //! Clients change the counts at once (the server's hooks); one task per upstream then brings the
 //! upstream in line, one URI at a time, and again from scratch after each reconnection. What
 //! it has to do is a set of URIs, not a queue of events, so nothing is dropped under a flood
@@ -22,16 +27,19 @@ use tokio::sync::Notify;
 use super::*;
 
 /// Subscriptions held through the gateway on one upstream.
-#[derive(Default)]
 pub(super) struct Subscriptions {
     state: Mutex<State>,
     changed: Notify,
+    /// Distinct URIs one principal may hold.
+    share: usize,
 }
 
 #[derive(Default)]
 struct State {
     /// Holders per upstream URI.
     held: HashMap<String, usize>,
+    /// Holders per upstream URI, per principal (`None`: unauthenticated clients).
+    by_principal: HashMap<Option<String>, HashMap<String, usize>>,
     /// URIs subscribed to on the current upstream connection.
     upstream: HashSet<String>,
     /// URIs whose upstream subscription may not match `held`.
@@ -39,34 +47,69 @@ struct State {
 }
 
 impl Subscriptions {
+    /// No subscriptions yet; each principal may hold `share` distinct URIs.
+    pub(super) fn new(share: usize) -> Self {
+        Self {
+            state: Mutex::default(),
+            changed: Notify::new(),
+            share,
+        }
+    }
+
     fn lock(&self) -> parking_lot::MutexGuard<'_, State> {
         self.state.lock()
     }
 
-    /// One more holder of `uri`; refused when [`MAX_SUBSCRIPTIONS`] distinct URIs are held on
-    /// this upstream already.
-    pub(super) fn hold(&self, upstream: &str, uri: &str) -> Result<(), ErrorObject> {
+    /// One more holder of `uri` for `principal`; refused (-32602) when the principal holds its
+    /// share of distinct URIs on this upstream, or the gateway [`MAX_SUBSCRIPTIONS`] in all.
+    pub(super) fn hold(
+        &self,
+        upstream: &str,
+        principal: Option<&str>,
+        uri: &str,
+    ) -> Result<(), ErrorObject> {
+        let key = principal.map(str::to_owned);
         let mut st = self.lock();
-        if let Some(n) = st.held.get_mut(uri) {
-            *n += 1;
-            return Ok(());
+        let mine = st.by_principal.get(&key);
+        let again = mine.is_some_and(|m| m.contains_key(uri));
+        let new = !st.held.contains_key(uri);
+        if !again && mine.map_or(0, HashMap::len) >= self.share {
+            let who = principal.map_or("unauthenticated clients".to_owned(), |p| format!("{p:?}"));
+            let what = format!("{who} hold {} (each principal's share)", self.share);
+            return Err(too_many(upstream, &what, self.share));
         }
-        if st.held.len() >= MAX_SUBSCRIPTIONS {
-            return Err(ErrorObject::invalid_params(format!(
-                "Too many subscriptions: the gateway holds {MAX_SUBSCRIPTIONS} on upstream {upstream}"
-            ))
-            .with_data(serde_json::json!({ "limit": MAX_SUBSCRIPTIONS })));
+        if new && st.held.len() >= MAX_SUBSCRIPTIONS {
+            let what = format!("the gateway holds {MAX_SUBSCRIPTIONS}");
+            return Err(too_many(upstream, &what, MAX_SUBSCRIPTIONS));
         }
-        st.held.insert(uri.to_owned(), 1);
-        st.dirty.insert(uri.to_owned());
-        drop(st);
-        self.changed.notify_one();
+        let mine = st.by_principal.entry(key).or_default();
+        *mine.entry(uri.to_owned()).or_default() += 1;
+        *st.held.entry(uri.to_owned()).or_default() += 1;
+        if new {
+            st.dirty.insert(uri.to_owned());
+            drop(st);
+            self.changed.notify_one();
+        }
         Ok(())
     }
 
-    /// One holder of `uri` fewer.
-    pub(super) fn release(&self, uri: &str) {
+    /// One holder of `uri` for `principal` fewer.
+    pub(super) fn release(&self, principal: Option<&str>, uri: &str) {
         let mut st = self.lock();
+        let key = principal.map(str::to_owned);
+        let Some(mine) = st.by_principal.get_mut(&key) else {
+            return;
+        };
+        let Some(n) = mine.get_mut(uri) else {
+            return;
+        };
+        *n -= 1;
+        if *n == 0 {
+            mine.remove(uri);
+            if mine.is_empty() {
+                st.by_principal.remove(&key);
+            }
+        }
         let Some(n) = st.held.get_mut(uri) else {
             return;
         };
@@ -143,6 +186,14 @@ impl Subscriptions {
             }
         }
     }
+}
+
+/// -32602 for a subscription over a limit (`what` says which).
+fn too_many(upstream: &str, what: &str, limit: usize) -> ErrorObject {
+    ErrorObject::invalid_params(format!(
+        "Too many subscriptions: {what} on upstream {upstream}"
+    ))
+    .with_data(serde_json::json!({ "limit": limit }))
 }
 
 /// The `subscriptions/listen` request held on a 2026-07-28 upstream: the URIs it names, and

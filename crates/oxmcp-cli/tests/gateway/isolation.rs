@@ -241,3 +241,96 @@ async fn one_connection_serves_requests_one_at_a_time() {
     only_its_own("Bob", bob_topic, &bob_seen, &b);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A stdio server (handshake era) whose `stubborn` tool never answers and, 1.5 s after its
+/// call is cancelled, asks the client something about it (an elicitation about that call); its
+/// `wait` tool answers after 3 s. It reports progress on each call (when asked to), so that
+/// the test knows the call reached it.
+const LATE_ASKER: &str = r#"while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/^{"jsonrpc":"2.0","id":\([0-9][0-9]*\),.*/\1/p')
+  token=$(printf '%s' "$line" | sed -n 's/.*"progressToken":\([0-9][0-9]*\).*/\1/p')
+  if [ -n "$token" ]; then
+    echo '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":'"$token"',"progress":1}}'
+  fi
+  case "$line" in
+    *'"method":"initialize"'*)
+      echo '{"jsonrpc":"2.0","id":'"$id"',"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"late","version":"0"}}}' ;;
+    *'"method":"tools/list"'*)
+      echo '{"jsonrpc":"2.0","id":'"$id"',"result":{"tools":[{"name":"stubborn","inputSchema":{"type":"object"}},{"name":"wait","inputSchema":{"type":"object"}}]}}' ;;
+    *'"method":"ping"'*)
+      echo '{"jsonrpc":"2.0","id":'"$id"',"result":{}}' ;;
+    *'"method":"tools/call"'*'"name":"wait"'*)
+      (sleep 3; echo '{"jsonrpc":"2.0","id":'"$id"',"result":{"content":[{"type":"text","text":"waited"}]}}') & ;;
+    *'"method":"notifications/cancelled"'*)
+      (sleep 1.5; echo '{"jsonrpc":"2.0","id":"late","method":"elicitation/create","params":{"message":"the secret of the cancelled call","requestedSchema":{"type":"object","properties":{}}}}') & ;;
+  esac
+done
+"#;
+
+/// `late__wait`, once it reached the upstream: its answer.
+async fn wait_started(c: &Client) -> impl std::future::Future<Output = String> + '_ {
+    let (options, progress) = common::first_progress();
+    let call = Box::pin(async move {
+        let r = c
+            .call_tool_with("late__wait", JsonObject::new(), &options)
+            .await;
+        r.unwrap().content[0].as_text().unwrap().to_owned()
+    });
+    let mut call = call;
+    tokio::select! {
+        r = &mut call => panic!("the call ended before it started: {r}"),
+        () = common::started(progress) => {}
+    }
+    call
+}
+
+/// A request cancelled while the upstream still works on it: what the upstream asks about it
+/// later must not reach the client whose request gets that connection next, whether it was the
+/// supervised connection (one connection) or an extra one (two; the supervised one busy).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_requests_late_questions_never_reach_the_next_client() {
+    for max_connections in [2, 1] {
+        let (dir, config) = config_file(&format!("mcp-gateway-late-{max_connections}"), "");
+        let script = dir.join("late.sh");
+        std::fs::write(&script, LATE_ASKER).unwrap();
+        std::fs::write(
+            &config,
+            format!(
+                "[[upstream]]\nname = \"late\"\ncommand = [\"sh\", \"{}\"]\nera = \"legacy\"\nmax_connections = {max_connections}\n",
+                script.display()
+            ),
+        )
+        .unwrap();
+        let (_gateway, url) = serve_gateway(&config).await;
+        let (ada, _) = talker(&url, EraChoice::Legacy, "Ada").await;
+        let (bob, bob_seen) = talker(&url, EraChoice::Legacy, "Bob").await;
+        let (carol, carol_seen) = talker(&url, EraChoice::Legacy, "Carol").await;
+        // With two connections, Carol's call holds the supervised one.
+        let carols = match max_connections {
+            1 => None,
+            _ => Some(wait_started(&carol).await),
+        };
+        // Ada's call reaches the upstream, and she gives up on it.
+        let (options, progress) = common::first_progress();
+        let call = ada.call_tool_with("late__stubborn", JsonObject::new(), &options);
+        common::cancel_once_started(call, progress).await;
+        // Bob's call comes next, and runs while the late question comes.
+        let bobs = bob.call_tool("late__wait", JsonObject::new());
+        let (r, c) = tokio::join!(bobs, async {
+            match carols {
+                Some(c) => Some(c.await),
+                None => None,
+            }
+        });
+        assert_eq!(r.unwrap().content[0].as_text(), Some("waited"));
+        assert!(c.is_none_or(|c| c == "waited"));
+        for (who, seen) in [("Bob", bob_seen), ("Carol", carol_seen)] {
+            let seen = seen.lock().unwrap().clone();
+            assert!(
+                seen.is_empty(),
+                "{max_connections} connection(s): {who} got what was asked about Ada's call: {seen:?}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,5 +1,6 @@
-//! Resource subscriptions through the gateway: bounded per client, held upstream exactly as
-//! long as some client holds them, and one client's flood does not cost another its updates.
+//! Resource subscriptions through the gateway: only to what the upstream lists, bounded per
+//! client and per principal, held upstream exactly as long as some client holds them, and one
+//! client's (or principal's) flood does not cost another its updates or its subscriptions.
 
 use super::*;
 
@@ -7,6 +8,19 @@ use super::*;
 /// upstream to ask it how many subscriptions it holds.
 async fn gateway_and_upstream(
     tag: &str,
+) -> (
+    std::path::PathBuf,
+    Vec<tokio::process::Child>,
+    String,
+    Client,
+) {
+    gateway_and_upstream_with(tag, &[]).await
+}
+
+/// [`gateway_and_upstream`] with more arguments of the gateway.
+async fn gateway_and_upstream_with(
+    tag: &str,
+    more: &[&str],
 ) -> (
     std::path::PathBuf,
     Vec<tokio::process::Child>,
@@ -26,7 +40,14 @@ era = "legacy"
 "#
         ),
     );
-    let (gateway, url) = serve_gateway(&config).await;
+    let mut args = vec![
+        "--config",
+        config.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+    ];
+    args.extend(more);
+    let (gateway, url) = common::serve_http(&args).await;
     let direct = client(&upstream_url, EraChoice::Legacy).await;
     (dir, vec![upstream, gateway], url, direct)
 }
@@ -61,7 +82,7 @@ async fn subscriptions_are_released_upstream_when_their_clients_are_gone() {
     let (dir, _procs, url, direct) = gateway_and_upstream("mcp-gateway-subs").await;
     let (a, a_http) = closable(&url).await;
     let (b, b_http) = closable(&url).await;
-    let uri = |i: usize| format!("gateway://remote/demo://many/{i}");
+    let uri = |i: usize| format!("gateway://remote/demo://greeting/many-{i}");
     for i in 0..60 {
         a.subscribe(&uri(i)).await.unwrap();
     }
@@ -93,7 +114,7 @@ async fn one_clients_flood_does_not_cost_another_its_updates() {
     let mut refusal = None;
     for i in 0..1000 {
         match flood
-            .subscribe(&format!("gateway://remote/demo://flood/{i}"))
+            .subscribe(&format!("gateway://remote/demo://greeting/flood-{i}"))
             .await
         {
             Ok(()) => accepted += 1,
@@ -129,5 +150,92 @@ async fn one_clients_flood_does_not_cost_another_its_updates() {
     let refusal = refusal.expect("the 101st subscription is refused");
     assert_eq!(refusal.rpc().map(|e| e.code.0), Some(-32602), "{refusal}");
     upstream_holds(&direct, 101).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The code of a refused subscription.
+fn refused(r: Result<(), oxmcp_client::CallError>) -> Option<i32> {
+    r.err().and_then(|e| e.rpc().map(|e| e.code.0))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_what_the_upstream_lists_is_subscribed_to() {
+    let (dir, _procs, url, direct) = gateway_and_upstream("mcp-gateway-junk").await;
+    let c = client(&url, EraChoice::Legacy).await;
+    // Not listed, matching no listed template, no such upstream, not a gateway URI.
+    for junk in [
+        "gateway://remote/demo://junk/1",
+        "gateway://remote/file:///etc/passwd",
+        "gateway://nobody/demo://readme",
+        "demo://readme",
+    ] {
+        assert_eq!(refused(c.subscribe(junk).await), Some(-32602), "{junk}");
+    }
+    // A listed resource, and a URI of a listed template.
+    c.subscribe("gateway://remote/demo://readme").await.unwrap();
+    c.subscribe("gateway://remote/demo://greeting/Ada")
+        .await
+        .unwrap();
+    upstream_holds(&direct, 2).await;
+    // What was refused never reached the upstream.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    upstream_holds(&direct, 2).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A gateway client authenticated by `token`.
+async fn client_of(url: &str, token: &str) -> Client {
+    let headers = vec![("authorization".to_owned(), format!("Bearer {token}"))];
+    let t = oxmcp_http::client::connect(url, HttpClientConfig::default().headers(headers)).unwrap();
+    let config = ClientConfig::default().era(EraChoice::Legacy);
+    Client::connect(t.incoming, t.outgoing, ClientHandlers::new(), config)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_principal_filling_its_share_does_not_block_another() {
+    let tokens = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(tokens.path(), "mallory-token mallory\nalice-token alice\n").unwrap();
+    let (dir, _procs, url, direct) = gateway_and_upstream_with(
+        "mcp-gateway-share",
+        &["--auth-token-file", tokens.path().to_str().unwrap()],
+    )
+    .await;
+    // Mallory opens eleven sessions and subscribes to a hundred listed URIs in each, as
+    // far as she is let.
+    let mut accepted = 0;
+    let mut refusal = None;
+    let mut sessions = Vec::new();
+    for s in 0..11 {
+        let c = client_of(&url, "mallory-token").await;
+        for i in 0..100 {
+            match c
+                .subscribe(&format!("gateway://remote/demo://greeting/m{s}-{i}"))
+                .await
+            {
+                Ok(()) => accepted += 1,
+                Err(e) => {
+                    refusal = Some(e);
+                    break;
+                }
+            }
+        }
+        sessions.push(c);
+    }
+    // Alice still subscribes.
+    let alice = client_of(&url, "alice-token").await;
+    alice
+        .subscribe("gateway://remote/demo://readme")
+        .await
+        .expect("another principal's subscription is accepted");
+    // Mallory was cut off at her share, with a clear error.
+    assert_eq!(
+        accepted, 250,
+        "subscriptions one principal may hold per upstream"
+    );
+    let refusal = refusal.expect("Mallory's 251st subscription is refused");
+    assert_eq!(refusal.rpc().map(|e| e.code.0), Some(-32602), "{refusal}");
+    upstream_holds(&direct, 251).await;
     let _ = std::fs::remove_dir_all(&dir);
 }

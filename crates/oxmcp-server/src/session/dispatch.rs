@@ -79,6 +79,7 @@ impl Session {
                 };
                 Box::pin(crate::listen::run(
                     self.server.clone(),
+                    self.principal.clone(),
                     p.notifications,
                     call.rc,
                 ))

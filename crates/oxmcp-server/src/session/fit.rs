@@ -6,20 +6,61 @@
 //!   when the result has no content), and a `resource_link` block becomes a text block
 //!   naming the resource.
 //! - Before 2025-03-26: an `audio` block becomes a text block saying that audio was left out.
+//! - Before 2026-07-28 (every handshake version): no `resultType`, no cache hints (`ttlMs`,
+//!   `cacheScope`), and none of the 2026-07-28 entries of the result's `_meta` (the server's
+//!   identity, the request's version, client and subscription). A handler's own results, or
+//!   what a gateway forwards from a 2026-07-28 upstream, reach an older client without them.
 
 use oxmcp_engine::HandlerResult;
 use oxmcp_jsonrpc::RawValue;
-use oxmcp_types::{Feature, ProtocolVersion};
+use oxmcp_types::{Feature, ProtocolVersion, meta_keys};
 use serde_json::{Map, Value, json};
+
+/// Top-level result fields of 2026-07-28.
+const MODERN_FIELDS: [&str; 3] = ["resultType", "ttlMs", "cacheScope"];
+
+/// `_meta` entries of 2026-07-28 (2025-11-25 has `io.modelcontextprotocol/related-task`,
+/// which stays).
+const MODERN_META: [&str; 6] = [
+    meta_keys::SERVER_INFO,
+    meta_keys::SUBSCRIPTION_ID,
+    meta_keys::PROTOCOL_VERSION,
+    meta_keys::CLIENT_INFO,
+    meta_keys::CLIENT_CAPABILITIES,
+    meta_keys::LOG_LEVEL,
+];
 
 /// Whether results for `version` need fitting at all.
 pub(super) fn needed(version: ProtocolVersion) -> bool {
-    !version.has(Feature::Titles) || !version.has(Feature::AudioContent)
+    !version.has(Feature::Titles)
+        || !version.has(Feature::AudioContent)
+        || !version.has(Feature::ResultType)
+}
+
+/// Whether a result of `version` may hold something to fit, by a look at its text: a
+/// 2025-11-25 result only needs parsing when it names a 2026-07-28 field (or a `_meta` key
+/// of the protocol's own namespace).
+fn worth_parsing(version: ProtocolVersion, text: &str) -> bool {
+    if !version.has(Feature::Titles) || !version.has(Feature::AudioContent) {
+        return true;
+    }
+    !version.has(Feature::ResultType)
+        && [
+            "\"resultType\"",
+            "\"ttlMs\"",
+            "\"cacheScope\"",
+            "\"io.modelcontextprotocol/",
+        ]
+        .iter()
+        .any(|key| text.contains(key))
 }
 
 /// `result` (of `method`) as a client of `version` can read it.
 pub(super) fn fit(version: ProtocolVersion, method: &str, result: HandlerResult) -> HandlerResult {
     let raw = result?;
+    if !worth_parsing(version, raw.get()) {
+        return Ok(raw);
+    }
     let Ok(mut v) = serde_json::from_str::<Value>(raw.get()) else {
         return Ok(raw);
     };
@@ -35,6 +76,9 @@ pub(super) fn fit(version: ProtocolVersion, method: &str, result: HandlerResult)
 /// Changes `v` in place; whether anything changed.
 fn fit_value(version: ProtocolVersion, method: &str, v: &mut Value) -> bool {
     let mut changed = false;
+    if !version.has(Feature::ResultType) {
+        changed |= drop_modern_fields(v);
+    }
     let titles = version.has(Feature::Titles);
     if !titles {
         for list in ["tools", "prompts", "resources", "resourceTemplates"] {
@@ -61,6 +105,28 @@ fn fit_value(version: ProtocolVersion, method: &str, v: &mut Value) -> bool {
         for m in messages {
             if let Some(block) = m.get_mut("content") {
                 changed |= fit_block(version, block);
+            }
+        }
+    }
+    changed
+}
+
+/// Drops the 2026-07-28 fields of a result (and its `_meta` if nothing else was in it).
+fn drop_modern_fields(v: &mut Value) -> bool {
+    let Some(obj) = v.as_object_mut() else {
+        return false;
+    };
+    let mut changed = false;
+    for field in MODERN_FIELDS {
+        changed |= obj.remove(field).is_some();
+    }
+    if let Some(meta) = obj.get_mut("_meta").and_then(Value::as_object_mut) {
+        let before = meta.len();
+        meta.retain(|k, _| !MODERN_META.contains(&k.as_str()));
+        if meta.len() != before {
+            changed = true;
+            if meta.is_empty() {
+                obj.remove("_meta");
             }
         }
     }
@@ -125,4 +191,55 @@ fn fit_block(version: ProtocolVersion, block: &mut Value) -> bool {
     fitted.insert("text".to_owned(), json!(text));
     *block = Value::Object(fitted);
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_legacy_result_loses_the_2026_fields_and_keeps_its_own_meta() {
+        let mut v = json!({
+            "content": [],
+            "resultType": "complete",
+            "ttlMs": 1000,
+            "cacheScope": "public",
+            "_meta": {
+                "io.modelcontextprotocol/serverInfo": {"name": "up", "version": "1"},
+                "io.modelcontextprotocol/related-task": {"taskId": "t"},
+                "app/own": 1
+            }
+        });
+        assert!(fit_value(
+            ProtocolVersion::V2025_11_25,
+            "tools/call",
+            &mut v
+        ));
+        assert_eq!(
+            v,
+            json!({"content": [], "_meta": {
+                "io.modelcontextprotocol/related-task": {"taskId": "t"}, "app/own": 1
+            }})
+        );
+        // A `_meta` that held only the server's identity goes.
+        let mut v = json!({"tools": [], "_meta": {"io.modelcontextprotocol/serverInfo": {}}});
+        assert!(fit_value(
+            ProtocolVersion::V2025_11_25,
+            "tools/list",
+            &mut v
+        ));
+        assert_eq!(v, json!({"tools": []}));
+        // 2026-07-28 keeps everything; a plain 2025-11-25 result is not even parsed.
+        let mut v = json!({"content": [], "resultType": "complete"});
+        assert!(!fit_value(
+            ProtocolVersion::V2026_07_28,
+            "tools/call",
+            &mut v
+        ));
+        assert!(!worth_parsing(
+            ProtocolVersion::V2025_11_25,
+            r#"{"content":[{"type":"text","text":"no resultType here"}]}"#
+        ));
+        assert!(!needed(ProtocolVersion::V2026_07_28));
+    }
 }

@@ -138,7 +138,7 @@ impl Session {
             return Err(too_many_subscriptions(limit));
         }
         if let Some(hook) = &self.server.on_subscribe {
-            hook(&uri)?;
+            hook(self.principal.as_deref(), &uri)?;
         }
         st.subscriptions.insert(uri);
         Ok(())
@@ -150,7 +150,7 @@ impl Session {
         if st.subscriptions.remove(uri)
             && let Some(hook) = &self.server.on_unsubscribe
         {
-            hook(uri);
+            hook(self.principal.as_deref(), uri);
         }
     }
 
@@ -159,7 +159,7 @@ impl Session {
         let held = std::mem::take(&mut self.lock().subscriptions);
         if let Some(hook) = &self.server.on_unsubscribe {
             for uri in &held {
-                hook(uri);
+                hook(self.principal.as_deref(), uri);
             }
         }
     }
@@ -218,14 +218,14 @@ mod tests {
         let server = Server::builder("t", "0")
             .declare_resources()
             .config(ServerConfig::default().max_subscriptions(2))
-            .on_subscribe(move |uri| {
+            .on_subscribe(move |_, uri| {
                 if uri == "x://refused" {
                     return Err(oxmcp_jsonrpc::ErrorObject::invalid_params("no"));
                 }
                 sub.lock().unwrap().push(format!("+{uri}"));
                 Ok(())
             })
-            .on_unsubscribe(move |uri| unsub.lock().unwrap().push(format!("-{uri}")))
+            .on_unsubscribe(move |_, uri| unsub.lock().unwrap().push(format!("-{uri}")))
             .build()
             .unwrap();
         let uri = |u: &str| json!({ "uri": u });
