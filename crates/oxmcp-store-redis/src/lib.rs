@@ -39,9 +39,10 @@
 
 mod bus;
 mod conn;
+mod sessions;
+mod streams;
 mod tasks;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -49,7 +50,6 @@ use oxmcp_store::{
     AppendEvent, BusEvent, SessionRecord, StateChange, Store, StoreConfig, StoreError, StoreResult,
     StoredEvent, StreamInfo,
 };
-use redis::streams::StreamRangeReply;
 use tokio::sync::broadcast;
 
 use conn::{Conn, Target};
@@ -166,255 +166,17 @@ impl RedisStore {
         Ok(RedisStore { inner })
     }
 
-    fn key(&self, sid: &str, what: &str) -> String {
+    pub(crate) fn key(&self, sid: &str, what: &str) -> String {
         format!("{}:{{{sid}}}:{what}", self.inner.config.namespace)
     }
 
-    fn ttl(&self) -> u64 {
+    pub(crate) fn ttl(&self) -> u64 {
         self.inner.config.session_ttl.as_secs().max(1)
     }
 
     /// The session's own keys (not its event logs).
-    fn session_keys(&self, sid: &str) -> [String; 5] {
+    pub(crate) fn session_keys(&self, sid: &str) -> [String; 5] {
         ["sess", "subs", "pend", "seq", "streams"].map(|k| self.key(sid, k))
-    }
-
-    async fn create(&self, id: &str, r: &SessionRecord) -> StoreResult<()> {
-        r.check_size(self.inner.config.max_record)?;
-        let [sess, subs, ..] = self.session_keys(id);
-        let mut p = redis::pipe();
-        p.atomic().del(&sess).ignore().del(&subs).ignore();
-        p.hset_multiple(
-            &sess,
-            &[
-                ("version", r.version.as_str()),
-                ("init", r.init.as_str()),
-                ("created", &r.created_ms.to_string()),
-            ],
-        )
-        .ignore();
-        if let Some(owner) = &r.owner {
-            p.hset(&sess, "owner", owner).ignore();
-        }
-        if let Some(level) = &r.log_level {
-            p.hset(&sess, "level", level).ignore();
-        }
-        if !r.subscriptions.is_empty() {
-            p.sadd(&subs, &r.subscriptions).ignore();
-            p.expire(&subs, self.ttl() as i64).ignore();
-        }
-        p.expire(&sess, self.ttl() as i64).ignore();
-        self.inner.conn.pipe::<()>(&p).await.map_err(unavailable)
-    }
-
-    async fn load(&self, id: &str) -> StoreResult<Option<SessionRecord>> {
-        let [sess, subs, ..] = self.session_keys(id);
-        let mut p = redis::pipe();
-        p.hgetall(&sess).smembers(&subs);
-        let (mut h, subscriptions): (HashMap<String, String>, Vec<String>) =
-            self.inner.conn.pipe(&p).await.map_err(unavailable)?;
-        let (Some(version), Some(init)) = (h.remove("version"), h.remove("init")) else {
-            return Ok(None);
-        };
-        Ok(Some(SessionRecord {
-            version,
-            owner: h.remove("owner"),
-            init,
-            log_level: h.remove("level"),
-            subscriptions,
-            created_ms: h.get("created").and_then(|c| c.parse().ok()).unwrap_or(0),
-        }))
-    }
-
-    async fn touch(&self, id: &str) -> StoreResult<bool> {
-        let ttl = self.ttl() as i64;
-        let mut p = redis::pipe();
-        for k in self.session_keys(id) {
-            p.expire(k, ttl);
-        }
-        let r: Vec<i64> = self.inner.conn.pipe(&p).await.map_err(unavailable)?;
-        Ok(r.first().copied() == Some(1))
-    }
-
-    async fn update(&self, id: &str, change: &StateChange) -> StoreResult<()> {
-        let [sess, subs, ..] = self.session_keys(id);
-        let ttl = self.ttl() as i64;
-        if let StateChange::Subscribe(u) = change {
-            return self.subscribe(&sess, &subs, u).await;
-        }
-        let mut p = redis::pipe();
-        match change {
-            StateChange::LogLevel(l) => p.hset(&sess, "level", l).ignore(),
-            StateChange::Unsubscribe(u) => p.srem(&subs, u).ignore(),
-            StateChange::Subscribe(_) => &mut p,
-        };
-        p.expire(&sess, ttl).ignore().expire(&subs, ttl).ignore();
-        self.inner.conn.pipe::<()>(&p).await.map_err(unavailable)
-    }
-
-    /// Adds a subscription unless the session holds `max_subscriptions` already (one
-    /// script, so two instances adding at once cannot both pass the count).
-    async fn subscribe(&self, sess: &str, subs: &str, uri: &str) -> StoreResult<()> {
-        const SCRIPT: &str = r"
-            if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 0 then
-              if redis.call('SCARD', KEYS[2]) >= tonumber(ARGV[2]) then return 0 end
-              redis.call('SADD', KEYS[2], ARGV[1])
-            end
-            redis.call('EXPIRE', KEYS[1], ARGV[3])
-            redis.call('EXPIRE', KEYS[2], ARGV[3])
-            return 1";
-        let max = self.inner.config.max_subscriptions;
-        let mut cmd = redis::cmd("EVAL");
-        cmd.arg(SCRIPT)
-            .arg(2)
-            .arg(sess)
-            .arg(subs)
-            .arg(uri)
-            .arg(max)
-            .arg(self.ttl());
-        let added: i64 = self.inner.conn.cmd(&cmd).await.map_err(unavailable)?;
-        if added == 0 {
-            return Err(StoreError::Refused(format!(
-                "the session holds {max} stored subscriptions, the most allowed"
-            )));
-        }
-        Ok(())
-    }
-
-    async fn delete(&self, id: &str) -> StoreResult<()> {
-        let keys = self.session_keys(id);
-        let streams: Vec<String> = self
-            .inner
-            .conn
-            .cmd(redis::cmd("HKEYS").arg(&keys[4]))
-            .await
-            .map_err(unavailable)?;
-        let mut all: Vec<String> = keys.to_vec();
-        all.extend(streams.iter().map(|s| self.key(id, &format!("ev:{s}"))));
-        let mut p = redis::pipe();
-        for k in all {
-            // One DEL per key: keys of one slot, but a Cluster pipeline routes each alone.
-            p.del(k).ignore();
-        }
-        self.inner.conn.pipe::<()>(&p).await.map_err(unavailable)
-    }
-
-    async fn block(&self, id: &str) -> StoreResult<u64> {
-        let seq = self.key(id, "seq");
-        let mut p = redis::pipe();
-        p.incr(&seq, 1).expire(&seq, self.ttl() as i64).ignore();
-        let (n,): (u64,) = self.inner.conn.pipe(&p).await.map_err(unavailable)?;
-        Ok(n)
-    }
-
-    async fn pending_put(&self, id: &str, rid: &str) -> StoreResult<()> {
-        let pend = self.key(id, "pend");
-        let mut p = redis::pipe();
-        p.hset(&pend, rid, &self.inner.instance)
-            .ignore()
-            .expire(&pend, self.ttl() as i64)
-            .ignore();
-        self.inner.conn.pipe::<()>(&p).await.map_err(unavailable)
-    }
-
-    async fn pending_take(&self, id: &str, rid: &str) -> StoreResult<Option<String>> {
-        let pend = self.key(id, "pend");
-        let mut p = redis::pipe();
-        p.atomic().hget(&pend, rid).hdel(&pend, rid).ignore();
-        let (owner,): (Option<String>,) = self.inner.conn.pipe(&p).await.map_err(unavailable)?;
-        Ok(owner)
-    }
-
-    async fn add(&self, e: AppendEvent<'_>) -> StoreResult<()> {
-        let ev = self.key(e.session, &format!("ev:{}", e.stream));
-        let max = self.inner.config.max_events_per_stream.max(1);
-        let mut p = redis::pipe();
-        p.cmd("XADD")
-            .arg(&ev)
-            .arg("MAXLEN")
-            .arg("~")
-            .arg(max)
-            .arg(format!("0-{}", e.seq))
-            .arg("d")
-            .arg(e.data)
-            .arg("l")
-            .arg(u8::from(e.last))
-            .ignore();
-        p.expire(&ev, self.inner.config.stream_ttl.as_secs().max(1) as i64)
-            .ignore();
-        if let Some(info) = e.info {
-            let streams = self.key(e.session, "streams");
-            let json =
-                serde_json::to_string(info).map_err(|x| StoreError::Protocol(x.to_string()))?;
-            p.hset(&streams, e.stream, json)
-                .ignore()
-                .expire(&streams, self.ttl() as i64)
-                .ignore();
-        }
-        match self.inner.conn.pipe::<()>(&p).await {
-            Ok(()) => Ok(()),
-            // The same event twice (a failure written by two resuming instances): kept once.
-            Err(x) if x.to_string().contains("equal or smaller") => Ok(()),
-            Err(x) => Err(unavailable(x)),
-        }
-    }
-
-    async fn open(&self, id: &str, stream: &str, info: &StreamInfo) -> StoreResult<()> {
-        let streams = self.key(id, "streams");
-        let json = serde_json::to_string(info).map_err(|x| StoreError::Protocol(x.to_string()))?;
-        let mut p = redis::pipe();
-        p.hset(&streams, stream, json)
-            .ignore()
-            .expire(&streams, self.ttl() as i64)
-            .ignore();
-        self.inner.conn.pipe::<()>(&p).await.map_err(unavailable)
-    }
-
-    async fn range(&self, id: &str, stream: &str, after: u64) -> StoreResult<Vec<StoredEvent>> {
-        let ev = self.key(id, &format!("ev:{stream}"));
-        let reply: StreamRangeReply = self
-            .inner
-            .conn
-            .cmd(
-                redis::cmd("XRANGE")
-                    .arg(&ev)
-                    .arg(format!("(0-{after}"))
-                    .arg("+"),
-            )
-            .await
-            .map_err(unavailable)?;
-        Ok(reply
-            .ids
-            .iter()
-            .filter_map(|entry| {
-                let seq = entry.id.strip_prefix("0-")?.parse().ok()?;
-                Some(StoredEvent {
-                    seq,
-                    data: entry.get::<String>("d").unwrap_or_default(),
-                    last: entry.get::<u8>("l") == Some(1),
-                })
-            })
-            .collect())
-    }
-
-    async fn info(&self, id: &str, stream: &str) -> StoreResult<Option<StreamInfo>> {
-        let streams = self.key(id, "streams");
-        let json: Option<String> = self
-            .inner
-            .conn
-            .cmd(redis::cmd("HGET").arg(&streams).arg(stream))
-            .await
-            .map_err(unavailable)?;
-        Ok(json.and_then(|j| serde_json::from_str(&j).ok()))
-    }
-
-    async fn drop_stream(&self, id: &str, stream: &str) -> StoreResult<()> {
-        let mut p = redis::pipe();
-        p.del(self.key(id, &format!("ev:{stream}")))
-            .ignore()
-            .hdel(self.key(id, "streams"), stream)
-            .ignore();
-        self.inner.conn.pipe::<()>(&p).await.map_err(unavailable)
     }
 
     fn node_key(&self, instance: &str) -> String {
