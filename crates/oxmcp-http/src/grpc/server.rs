@@ -17,7 +17,7 @@ use tonic::{Code, Status, Streaming};
 
 use super::{CALL_PATH, CONNECT_PATH, ENCODING_KEY, Form, codec, from_json, to_json};
 use crate::auth::Identity;
-use crate::clients::Principal;
+use crate::clients::{Client, ClientTable, Held, Principal, Refused};
 use crate::config::HttpConfig;
 use crate::respond::header_str;
 
@@ -27,12 +27,24 @@ struct Inner {
     http: Arc<HttpConfig>,
     /// One permit per open `Connect` stream or `Call`: at most `max_sessions` at once.
     streams: Arc<tokio::sync::Semaphore>,
+    /// Streams and calls per client, counted like sessions.
+    clients: Arc<ClientTable>,
+}
+
+/// What an open stream or call holds: its place under `max_sessions` and under its client's
+/// limit. Both come free when it is dropped.
+struct Slot {
+    _permit: OwnedSemaphorePermit,
+    _held: Held,
 }
 
 /// The gRPC service `mcp.v1.Mcp` hosting one MCP service, with the checks and limits of an
 /// [`HttpConfig`]: Host/Origin, the bearer check on `authorization` metadata, the message size
 /// limit (`max_body`), the idle timeout (`session_idle_timeout`), the most streams and calls
-/// at once (`max_sessions`; `RESOURCE_EXHAUSTED` above it) and shutdown. Cheap to clone.
+/// at once (`max_sessions`; `RESOURCE_EXHAUSTED` above it), the per-client limits (a
+/// `Connect` stream counts as a session against `max_sessions_per_principal` /
+/// `_per_address` and `client_session_rate` / `_burst`; a `Call` counts against the first
+/// two while it runs; `RESOURCE_EXHAUSTED` above them) and shutdown. Cheap to clone.
 #[derive(Clone)]
 pub struct Grpc {
     inner: Arc<Inner>,
@@ -52,6 +64,7 @@ impl Grpc {
                 engine: http.engine(service.engine_config()),
                 service: Arc::new(service),
                 streams: Arc::new(tokio::sync::Semaphore::new(http.max_sessions.max(1))),
+                clients: Arc::new(ClientTable::default()),
                 http: Arc::new(http),
             }),
         }
@@ -159,12 +172,14 @@ fn grpc_handler(inner: &Inner) -> tonic::server::Grpc<tonic_prost::ProstCodec<En
         .max_encoding_message_size(usize::MAX)
 }
 
-/// The shared checks of both methods: the caller, the form it chose, and the request to
-/// hand to tonic; or the refusal as a gRPC status.
+/// The shared checks of both methods: the caller, the form it chose, the request to hand to
+/// tonic and its slot (a `Connect` stream, `session`, is admitted as a new session of its
+/// client); or the refusal as a gRPC status.
 async fn admitted(
     inner: &Inner,
     request: Request,
-) -> Result<(Caller, Option<Form>, Request, OwnedSemaphorePermit), Response> {
+    session: bool,
+) -> Result<(Caller, Option<Form>, Request, Slot), Response> {
     let (mut parts, body) = request.into_parts();
     let caller = admit(inner, &mut parts).await.map_err(status_response)?;
     let chosen = chosen_form(&parts).map_err(status_response)?;
@@ -174,16 +189,29 @@ async fn admitted(
             "too many open streams; retry later",
         ))
     })?;
-    Ok((caller, chosen, Request::from_parts(parts, body), permit))
+    let client = Client::of(&inner.http, &parts.extensions);
+    let held = Held::take(&inner.clients, &inner.http, &client, session).map_err(|refused| {
+        let text = match refused {
+            Refused::TooMany => "too many open streams from this client; end one first",
+            Refused::TooFast(_) => "too many new streams from this client; slow down",
+        };
+        tracing::debug!("gRPC call refused: {text}");
+        status_response(Status::resource_exhausted(text))
+    })?;
+    let slot = Slot {
+        _permit: permit,
+        _held: held,
+    };
+    Ok((caller, chosen, Request::from_parts(parts, body), slot))
 }
 
 async fn connect(State(inner): State<Arc<Inner>>, request: Request) -> Response {
-    let (caller, chosen, request, permit) = match admitted(&inner, request).await {
+    let (caller, chosen, request, permit) = match admitted(&inner, request, true).await {
         Ok(admitted) => admitted,
         Err(refused) => return refused,
     };
     let state = inner.clone();
-    // The service is called once; the permit goes to the stream it opens.
+    // The service is called once; the slot goes to the stream it opens.
     let permit = Arc::new(Mutex::new(Some(permit)));
     let service = tower::service_fn(move |call: tonic::Request<Streaming<Envelope>>| {
         let permit = permit.lock().take();
@@ -203,7 +231,7 @@ async fn connect(State(inner): State<Arc<Inner>>, request: Request) -> Response 
 }
 
 async fn call(State(inner): State<Arc<Inner>>, request: Request) -> Response {
-    let (caller, chosen, request, permit) = match admitted(&inner, request).await {
+    let (caller, chosen, request, permit) = match admitted(&inner, request, false).await {
         Ok(admitted) => admitted,
         Err(refused) => return refused,
     };
@@ -271,7 +299,7 @@ fn open(
     caller: Caller,
     chosen: Option<Form>,
     incoming: Streaming<Envelope>,
-    permit: Option<OwnedSemaphorePermit>,
+    permit: Option<Slot>,
 ) -> Answers {
     let (in_tx, in_rx) = mpsc::channel(64);
     let (out_tx, out_rx) = mpsc::channel::<Outbound>(1024);

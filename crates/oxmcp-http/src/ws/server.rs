@@ -14,13 +14,15 @@ use tokio::sync::mpsc;
 
 use super::{SUBPROTOCOL, close};
 use crate::auth::Identity;
-use crate::clients::Principal;
+use crate::clients::{Client, ClientTable, Held, Principal, Refused};
 use crate::config::HttpConfig;
 use crate::respond::{bad_request, header_str};
 
 /// WebSocket settings (the rest comes from the [`HttpConfig`]: allowed hosts, auth, the
 /// message size limit `max_body`, the idle timeout `session_idle_timeout`, the most
-/// connections open at once `max_sessions` (503 above it), shutdown).
+/// connections open at once `max_sessions` (503 above it), the per-client limits of
+/// sessions `max_sessions_per_principal` / `_per_address`, `client_session_rate` /
+/// `_burst` (429 above them), shutdown).
 #[derive(Debug, Clone, derive_setters::Setters)]
 #[non_exhaustive]
 #[setters(prefix = "", generate_private = false)]
@@ -47,6 +49,8 @@ struct Inner {
     ws: WsConfig,
     /// One permit per open connection: at most `max_sessions` at once.
     connections: Arc<tokio::sync::Semaphore>,
+    /// Connections per client, counted like sessions.
+    clients: Arc<ClientTable>,
 }
 
 /// An MCP endpoint over WebSocket hosting one service. Cheap to clone.
@@ -71,6 +75,7 @@ impl WebSocket {
                 engine: http.engine(service.engine_config()),
                 service: Arc::new(service),
                 connections: Arc::new(tokio::sync::Semaphore::new(http.max_sessions.max(1))),
+                clients: Arc::new(ClientTable::default()),
                 http: Arc::new(http),
                 ws,
             }),
@@ -109,6 +114,15 @@ async fn upgrade(State(inner): State<Arc<Inner>>, request: Request) -> Response 
         )
             .into_response();
     };
+    let held = match Held::take(
+        &inner.clients,
+        &inner.http,
+        &Client::of(&inner.http, &parts.extensions),
+        true,
+    ) {
+        Ok(held) => held,
+        Err(refused) => return too_many(&refused),
+    };
     let principal = parts.extensions.get::<Principal>().map(|p| p.0.clone());
     let identity = parts.extensions.get::<Arc<Identity>>().cloned();
     let ws = match WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
@@ -122,7 +136,30 @@ async fn upgrade(State(inner): State<Arc<Inner>>, request: Request) -> Response 
         .on_upgrade(move |socket| async move {
             serve(inner, socket, principal, identity).await;
             drop(permit);
+            drop(held);
         })
+}
+
+/// 429 for a client at its limit of connections, or opening them too fast.
+fn too_many(refused: &Refused) -> Response {
+    let (wait, text) = match refused {
+        Refused::TooMany => (
+            Duration::from_secs(1),
+            "too many WebSocket connections from this client; close one first",
+        ),
+        Refused::TooFast(wait) => (
+            *wait,
+            "too many new WebSocket connections from this client; slow down",
+        ),
+    };
+    tracing::debug!("WebSocket upgrade refused: {text}");
+    let secs = wait.as_secs_f64().ceil().max(1.0).to_string();
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [(axum::http::header::RETRY_AFTER, secs)],
+        text,
+    )
+        .into_response()
 }
 
 /// Why a connection ended, as its close frame.
