@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use oxmcp_jsonrpc::{Inbound, Outbound};
-use oxmcp_proto::Envelope;
+use oxmcp_proto::{DecodeLimits, Envelope};
 use oxmcp_transport::{Channels, Exit, Link};
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::wrappers::ReceiverStream;
@@ -171,14 +171,18 @@ pub async fn connect(
         error: super::error_chain(&e),
     })?;
     let path = axum::http::uri::PathAndQuery::from_static(CONNECT_PATH);
-    let answers = tokio::time::timeout(config.connect_timeout, grpc.streaming(call, path, codec()))
-        .await
-        .map_err(|_| GrpcClientError::Connect {
-            url: url.to_owned(),
-            error: format!("no answer within {:?}", config.connect_timeout),
-        })?
-        .map_err(|s| refused(url, &s))?
-        .into_inner();
+    let limits = DecodeLimits::for_bytes(config.max_message);
+    let answers = tokio::time::timeout(
+        config.connect_timeout,
+        grpc.streaming(call, path, codec(limits)),
+    )
+    .await
+    .map_err(|_| GrpcClientError::Connect {
+        url: url.to_owned(),
+        error: format!("no answer within {:?}", config.connect_timeout),
+    })?
+    .map_err(|s| refused(url, &s))?
+    .into_inner();
     let (in_tx, in_rx) = mpsc::channel(oxmcp_transport::stdio::QUEUE_DEPTH);
     let (out_tx, out_rx) = mpsc::channel(oxmcp_transport::stdio::QUEUE_DEPTH);
     let (stop_tx, stop_rx) = oneshot::channel();
@@ -261,7 +265,11 @@ pub async fn call(
     let envelope = from_json(&message.to_string(), config.form);
     let path = axum::http::uri::PathAndQuery::from_static(CALL_PATH);
     let answer = grpc
-        .unary(request(envelope, config)?, path, codec())
+        .unary(
+            request(envelope, config)?,
+            path,
+            codec(DecodeLimits::for_bytes(config.max_message)),
+        )
         .await
         .map_err(|s| refused(url, &s))?
         .into_inner();

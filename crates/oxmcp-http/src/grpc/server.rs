@@ -8,7 +8,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use oxmcp_engine::{Connection, EngineConfig, Serve};
 use oxmcp_jsonrpc::{Inbound, Outbound};
-use oxmcp_proto::Envelope;
+use oxmcp_proto::{DecodeLimits, Envelope};
 use parking_lot::Mutex;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio::task::AbortHandle;
@@ -166,8 +166,8 @@ fn chosen_form(parts: &axum::http::request::Parts) -> Result<Option<Form>, Statu
     }
 }
 
-fn grpc_handler(inner: &Inner) -> tonic::server::Grpc<tonic_prost::ProstCodec<Envelope, Envelope>> {
-    tonic::server::Grpc::new(codec())
+fn grpc_handler(inner: &Inner) -> tonic::server::Grpc<super::EnvelopeCodec> {
+    tonic::server::Grpc::new(codec(DecodeLimits::for_bytes(inner.http.max_body)))
         .max_decoding_message_size(inner.http.max_body)
         .max_encoding_message_size(usize::MAX)
 }
