@@ -5,7 +5,9 @@
 //!   JSON-RPC message: as its JSON bytes by default, or in its protobuf form. One stream is
 //!   one legacy session (`initialize` first), or any number of 2026-07-28 requests.
 //! - `Call` is one 2026-07-28 request and its answer.
-//! - Call metadata carries `authorization` (the same bearer check as `/mcp`),
+//! - Call metadata carries `authorization` (the same bearer check as `/mcp`; a `Connect`
+//!   stream ends `UNAUTHENTICATED` when its token expires or is refused when verified again,
+//!   and an `oxmcp/authorize` envelope presents a fresh one, [`crate::reauth`]),
 //!   `mcp-protocol-version` (checked when present) and `mcp-encoding` (`json` or
 //!   `protobuf`: the form of the server's envelopes; by default the form of the client's
 //!   first envelope).

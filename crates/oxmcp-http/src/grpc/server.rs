@@ -19,6 +19,7 @@ use super::{CALL_PATH, CONNECT_PATH, ENCODING_KEY, Form, codec, from_json, to_js
 use crate::auth::Identity;
 use crate::clients::{Client, ClientTable, Held, Principal, Refused};
 use crate::config::HttpConfig;
+use crate::lease::{Lease, Watched};
 use crate::respond::header_str;
 
 struct Inner {
@@ -127,11 +128,13 @@ fn refusal(response: &Response) -> Status {
     status
 }
 
-/// Who is calling: the principal sessions belong to, and the token's identity.
+/// Who is calling: the principal sessions belong to, the token's identity, and (for a
+/// `Connect` stream on a protected endpoint) the token's lease, which ends the stream.
 #[derive(Clone, Default)]
 struct Caller {
     principal: Option<String>,
     identity: Option<Arc<Identity>>,
+    lease: Option<Arc<Watched>>,
 }
 
 /// The checks of `/mcp`, on a gRPC call's headers: Host/Origin, the bearer token,
@@ -153,6 +156,7 @@ async fn admit(inner: &Inner, parts: &mut axum::http::request::Parts) -> Result<
     Ok(Caller {
         principal: parts.extensions.get::<Principal>().map(|p| p.0.clone()),
         identity: parts.extensions.get::<Arc<Identity>>().cloned(),
+        lease: None,
     })
 }
 
@@ -181,7 +185,7 @@ async fn admitted(
     session: bool,
 ) -> Result<(Caller, Option<Form>, Request, Slot), Response> {
     let (mut parts, body) = request.into_parts();
-    let caller = admit(inner, &mut parts).await.map_err(status_response)?;
+    let mut caller = admit(inner, &mut parts).await.map_err(status_response)?;
     let chosen = chosen_form(&parts).map_err(status_response)?;
     let permit = inner.streams.clone().try_acquire_owned().map_err(|_| {
         tracing::warn!("gRPC call refused: max_sessions streams are open");
@@ -202,6 +206,9 @@ async fn admitted(
         _permit: permit,
         _held: held,
     };
+    if session {
+        caller.lease = Lease::open(&inner.http, &parts).map(Arc::new);
+    }
     Ok((caller, chosen, Request::from_parts(parts, body), slot))
 }
 
@@ -319,7 +326,7 @@ fn open(
         form: form.clone(),
         ending: ending.clone(),
         engine: engine.abort_handle(),
-        identity: caller.identity,
+        lease: caller.lease,
     };
     tokio::spawn(reader.run(incoming));
     let guard = AbortOnDrop(engine.abort_handle());
@@ -367,7 +374,7 @@ struct Reader {
     form: Arc<SharedForm>,
     ending: Arc<Mutex<Option<Status>>>,
     engine: AbortHandle,
-    identity: Option<Arc<Identity>>,
+    lease: Option<Arc<Watched>>,
 }
 
 impl Reader {
@@ -382,37 +389,19 @@ impl Reader {
                     *self.ending.lock() = Some(Status::unavailable("the server is shutting down"));
                     return;
                 }
+                why = crate::lease::ended(self.lease.as_deref()) => {
+                    // The token expired or was refused: the stream ends now, its requests
+                    // cancelled.
+                    let status = Status::unauthenticated(format!("{why}; reconnect with a fresh token"));
+                    *self.ending.lock() = Some(status);
+                    self.engine.abort();
+                    return;
+                }
             };
             match next {
                 Ok(Ok(Some(envelope))) => {
-                    if let Some(form) = Form::of(&envelope) {
-                        self.form.settle(form);
-                    }
-                    match to_json(envelope) {
-                        Ok(bytes) => {
-                            let auth = self.inner.http.auth.as_deref();
-                            if let Some(refusals) =
-                                crate::auth::frame_refusals(auth, self.identity.as_deref(), &bytes)
-                            {
-                                for line in refusals {
-                                    let _ = self
-                                        .answers
-                                        .send(Ok(from_json(&line, self.form.get())))
-                                        .await;
-                                }
-                                continue;
-                            }
-                            if self.in_tx.send(Inbound::Frame(bytes)).await.is_err() {
-                                return;
-                            }
-                        }
-                        Err(e) => {
-                            let error = invalid_request(&e.to_string());
-                            let _ = self
-                                .answers
-                                .send(Ok(from_json(&error, self.form.get())))
-                                .await;
-                        }
+                    if !self.on_envelope(envelope).await {
+                        return;
                     }
                 }
                 // The client ended its side: the engine answers what it accepted, then ends.
@@ -443,6 +432,47 @@ impl Reader {
                 }
             }
         }
+    }
+
+    /// Sends an answer of ours (JSON) to the client.
+    async fn answer(&self, line: &str) {
+        let _ = self
+            .answers
+            .send(Ok(from_json(line, self.form.get())))
+            .await;
+    }
+
+    /// One envelope from the client: a fresh token (answered here), a request refused for
+    /// a scope the token lacks (answered here), or a message for the engine. `false` when
+    /// the engine is gone.
+    async fn on_envelope(&self, envelope: Envelope) -> bool {
+        if let Some(form) = Form::of(&envelope) {
+            self.form.settle(form);
+        }
+        let bytes = match to_json(envelope) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                self.answer(&invalid_request(&e.to_string())).await;
+                return true;
+            }
+        };
+        if let Some(lease) = &self.lease
+            && let Some(answer) = lease.authorize_frame(&bytes).await
+        {
+            if let Some(line) = answer {
+                self.answer(&line).await;
+            }
+            return true;
+        }
+        let identity = self.lease.as_ref().map(|l| l.identity());
+        let auth = self.inner.http.auth.as_deref();
+        if let Some(refusals) = crate::auth::frame_refusals(auth, identity.as_deref(), &bytes) {
+            for line in refusals {
+                self.answer(&line).await;
+            }
+            return true;
+        }
+        self.in_tx.send(Inbound::Frame(bytes)).await.is_ok()
     }
 }
 

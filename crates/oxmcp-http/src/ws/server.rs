@@ -13,9 +13,9 @@ use oxmcp_jsonrpc::{Inbound, Outbound};
 use tokio::sync::mpsc;
 
 use super::{SUBPROTOCOL, close};
-use crate::auth::Identity;
 use crate::clients::{Client, ClientTable, Held, Principal, Refused};
 use crate::config::HttpConfig;
+use crate::lease::{Lease, Watched};
 use crate::respond::{bad_request, header_str};
 
 /// WebSocket settings (the rest comes from the [`HttpConfig`]: allowed hosts, auth, the
@@ -124,7 +124,7 @@ async fn upgrade(State(inner): State<Arc<Inner>>, request: Request) -> Response 
         Err(refused) => return too_many(&refused),
     };
     let principal = parts.extensions.get::<Principal>().map(|p| p.0.clone());
-    let identity = parts.extensions.get::<Arc<Identity>>().cloned();
+    let lease = Lease::open(&inner.http, &parts);
     let ws = match WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
         Ok(ws) => ws,
         Err(e) => return (StatusCode::BAD_REQUEST, e.to_string()).into_response(),
@@ -134,7 +134,7 @@ async fn upgrade(State(inner): State<Arc<Inner>>, request: Request) -> Response 
         .max_message_size(max)
         .max_frame_size(max)
         .on_upgrade(move |socket| async move {
-            serve(inner, socket, principal, identity).await;
+            serve(inner, socket, principal, lease).await;
             drop(permit);
             drop(held);
         })
@@ -170,21 +170,80 @@ fn closing(code: u16, reason: &str) -> Message {
     }))
 }
 
-async fn serve(
-    inner: Arc<Inner>,
-    socket: Socket,
+/// The close frame for a connection whose token ended (1008; a reason fits in 123 bytes).
+fn token_ended(why: &str) -> Message {
+    let mut reason = why.to_owned();
+    while reason.len() > 123 {
+        reason.pop();
+    }
+    closing(close::POLICY, &reason)
+}
+
+type Sink = futures::stream::SplitSink<Socket, Message>;
+
+/// One text frame from the client: a fresh token (answered here), a request refused for a
+/// scope the token lacks (answered here), or a message for the engine. `Err`: the
+/// connection ends, with this close frame if any.
+async fn on_text(
+    inner: &Inner,
+    lease: Option<&Watched>,
+    sink: &mut Sink,
+    tx: &mpsc::Sender<Inbound>,
+    text: &[u8],
+) -> Result<(), Option<Message>> {
+    if let Some(lease) = lease
+        && let Some(answer) = lease.authorize_frame(text).await
+    {
+        if let Some(line) = answer {
+            sink.send(Message::Text(line.into()))
+                .await
+                .map_err(|_| None)?;
+        }
+        return Ok(());
+    }
+    let identity = lease.map(|l| l.identity());
+    let auth = inner.http.auth.as_deref();
+    if let Some(refusals) = crate::auth::frame_refusals(auth, identity.as_deref(), text) {
+        for line in refusals {
+            if sink.send(Message::Text(line.into())).await.is_err() {
+                break;
+            }
+        }
+        return Ok(());
+    }
+    if tx.send(Inbound::Frame(text.to_vec())).await.is_err() {
+        return Err(Some(closing(close::NORMAL, "the session ended")));
+    }
+    Ok(())
+}
+
+/// Starts serving a connection of `principal`: the engine's input, its output, its task.
+fn start_engine(
+    inner: &Inner,
     principal: Option<String>,
-    identity: Option<Arc<Identity>>,
+) -> (
+    mpsc::Sender<Inbound>,
+    mpsc::Receiver<Outbound>,
+    tokio::task::JoinHandle<()>,
 ) {
     let (in_tx, in_rx) = mpsc::channel(64);
-    let (out_tx, mut out_rx) = mpsc::channel::<Outbound>(1024);
+    let (out_tx, out_rx) = mpsc::channel::<Outbound>(1024);
     let serving = inner.service.serve(Connection {
         incoming: in_rx,
         outgoing: out_tx,
         config: inner.engine.clone(),
         principal,
     });
-    let engine = tokio::spawn(serving);
+    (in_tx, out_rx, tokio::spawn(serving))
+}
+
+async fn serve(
+    inner: Arc<Inner>,
+    socket: Socket,
+    principal: Option<String>,
+    lease: Option<Watched>,
+) {
+    let (in_tx, mut out_rx, engine) = start_engine(&inner, principal);
     let (mut sink, mut stream) = socket.split();
     let mut ping = tokio::time::interval(inner.ws.ping_interval);
     ping.tick().await;
@@ -202,17 +261,8 @@ async fn serve(
                     Some(Ok(Message::Text(text))) => {
                         last_message = heard;
                         let Some(tx) = &in_tx else { continue };
-                        let auth = inner.http.auth.as_deref();
-                        if let Some(refusals) = crate::auth::frame_refusals(auth, identity.as_deref(), text.as_bytes()) {
-                            for line in refusals {
-                                if sink.send(Message::Text(line.into())).await.is_err() {
-                                    break;
-                                }
-                            }
-                            continue;
-                        }
-                        if tx.send(Inbound::Frame(text.as_bytes().to_vec())).await.is_err() {
-                            break Some(closing(close::NORMAL, "the session ended"));
+                        if let Err(end) = on_text(&inner, lease.as_ref(), &mut sink, tx, text.as_bytes()).await {
+                            break end;
                         }
                     }
                     Some(Ok(Message::Binary(_))) => {
@@ -246,6 +296,7 @@ async fn serve(
                     break None;
                 }
             }
+            why = crate::lease::ended(lease.as_ref()) => break Some(token_ended(&why)),
             () = shutdown.cancelled(), if in_tx.is_some() => {
                 // No more input; what the engine accepted is still answered, then the socket
                 // closes with 1001.
