@@ -321,3 +321,48 @@ pub(crate) async fn ended(lease: Option<&Watched>) -> String {
         None => std::future::pending().await,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn with_exp(exp: serde_json::Value) -> Identity {
+        let mut identity = Identity::default();
+        identity.claims.insert("exp".into(), exp);
+        identity
+    }
+
+    fn unix_now() -> u64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    }
+
+    #[test]
+    fn the_exp_claim_sets_the_end() {
+        assert_eq!(
+            exp_claim(&with_exp(serde_json::json!(1_700_000_000))),
+            Some(1_700_000_000)
+        );
+        assert_eq!(
+            exp_claim(&with_exp(serde_json::json!(1.7e9))),
+            Some(1_700_000_000)
+        );
+        assert_eq!(exp_claim(&with_exp(serde_json::json!(-5))), None);
+        assert_eq!(exp_claim(&with_exp(serde_json::json!("soon"))), None);
+        assert_eq!(
+            exp_claim(&Identity::default()),
+            None,
+            "no exp: no end but the checks"
+        );
+        // An exp in the past ends the connection at once; one far away does not overflow.
+        let past = expiry(&with_exp(serde_json::json!(unix_now() - 10))).unwrap();
+        assert!(past <= Instant::now());
+        let later = expiry(&with_exp(serde_json::json!(unix_now() + 100))).unwrap();
+        assert!(later > Instant::now() + Duration::from_secs(95));
+        assert!(expiry(&with_exp(serde_json::json!(u64::MAX))).is_none_or(|at| at > later));
+    }
+}
