@@ -73,8 +73,9 @@ enum Refusal {
 }
 
 impl Lease {
-    /// The lease of a connection whose opening request `parts` passed [`crate::auth::authenticate`],
-    /// watched from now on; `None` when the endpoint is not protected.
+    /// The lease of a connection whose opening request `parts` passed
+    /// [`crate::auth::authenticate`], watched from now on; `None` when the endpoint is not
+    /// protected.
     pub(crate) fn open(config: &HttpConfig, parts: &axum::http::request::Parts) -> Option<Watched> {
         let auth = config.auth.clone()?;
         let token = crate::auth::bearer_token(&parts.headers).ok()??.to_owned();
