@@ -156,6 +156,11 @@ pub(crate) struct Limits {
     /// A client whose messages wait this long for it to read is disconnected [default: 10s]
     #[arg(long, value_name = "DURATION")]
     pub(crate) stall_timeout: Option<Dur>,
+    /// An open WebSocket, gRPC stream or legacy SSE stream has its bearer token verified
+    /// again this often, and ends once it is refused (it ends at the token's exp in any
+    /// case) [default: 60s]
+    #[arg(long, value_name = "DURATION")]
+    pub(crate) token_recheck_interval: Option<Dur>,
     /// On SIGTERM or Ctrl-C, requests in flight get this long to finish [default: 10s]
     #[arg(long, value_name = "DURATION")]
     pub(crate) drain_deadline: Option<Dur>,
@@ -213,6 +218,7 @@ impl Limits {
             body_timeout,
             idle_timeout,
             stall_timeout,
+            token_recheck_interval,
             drain_deadline,
             event_log_events,
             event_log_session_bytes,
@@ -259,6 +265,7 @@ impl Limits {
             ("body-timeout", self.body_timeout),
             ("idle-timeout", self.idle_timeout),
             ("stall-timeout", self.stall_timeout),
+            ("token-recheck-interval", self.token_recheck_interval),
         ];
         for (name, v) in durations {
             if v.is_some_and(|d| d.0.is_zero()) {
@@ -318,6 +325,10 @@ impl Limits {
         set!(c.max_body, self.max_body.map(|s| s.0));
         set!(c.body_read_timeout, self.body_timeout.map(|d| d.0));
         set!(c.stall_timeout, self.stall_timeout.map(|d| d.0));
+        set!(
+            c.token_recheck_interval,
+            self.token_recheck_interval.map(|d| d.0)
+        );
         set!(c.event_log_limit, self.event_log_events);
         set!(
             c.event_log_session_bytes,
@@ -448,6 +459,7 @@ mod tests {
             ("body-timeout", secs(http.body_read_timeout)),
             ("idle-timeout", secs(serve.idle_timeout)),
             ("stall-timeout", secs(http.stall_timeout)),
+            ("token-recheck-interval", secs(http.token_recheck_interval)),
             ("drain-deadline", secs(serve.drain_deadline)),
             ("event-log-events", http.event_log_limit.to_string()),
             ("event-log-session-bytes", mib(http.event_log_session_bytes)),

@@ -222,7 +222,7 @@ pub fn bearer_challenge(params: &[(&str, &str)]) -> String {
 /// The bearer token of a request (`Authorization: Bearer …`, scheme case-insensitive):
 /// `Ok(None)` when there is none (no header, or another scheme), `Err` when the `Bearer`
 /// credentials are malformed.
-fn bearer_token(headers: &axum::http::HeaderMap) -> Result<Option<&str>, ()> {
+pub(crate) fn bearer_token(headers: &axum::http::HeaderMap) -> Result<Option<&str>, ()> {
     let Some(v) = headers.get(header::AUTHORIZATION) else {
         return Ok(None);
     };

@@ -6,10 +6,14 @@
 //! are the server's own machine and are not limited unless [`HttpConfig::limit_loopback`]
 //! says so: a local server's clients all share one address, so an address limit there would
 //! be a global throttle. Nothing here is global: one client at its limit never slows another.
+//!
+//! WebSocket connections and gRPC `Connect` streams count as sessions (a gRPC `Call` counts
+//! while it runs, without the new-session rate), each endpoint with its own table: [`Held`].
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::extract::ConnectInfo;
@@ -155,6 +159,31 @@ impl ClientTable {
         Ok(())
     }
 
+    /// Counts one more connection for `client` without taking from its new-session bucket
+    /// (a gRPC `Call`: short, and as frequent as requests), or says why not.
+    pub(crate) fn hold(&self, config: &HttpConfig, client: &Client) -> Result<(), Refused> {
+        let Some(key) = client.key() else {
+            return Ok(());
+        };
+        let burst = f64::from(config.client_session_burst.max(1));
+        let now = Instant::now();
+        let mut table = self.lock();
+        if table.len() >= MAX_TRACKED && !table.contains_key(&key) {
+            let rate = f64::from(config.client_session_rate.max(1));
+            prune(&mut table, rate, burst, now);
+        }
+        let c = table.entry(key).or_insert(Counters {
+            sessions: 0,
+            tokens: burst,
+            refilled: now,
+        });
+        if c.sessions >= client.max_sessions(config) {
+            return Err(Refused::TooMany);
+        }
+        c.sessions += 1;
+        Ok(())
+    }
+
     /// A session of `key` ended.
     pub(crate) fn release(&self, key: &str) {
         let mut table = self.lock();
@@ -174,6 +203,42 @@ impl ClientTable {
         let rate = f64::from(config.client_session_rate.max(1));
         let burst = f64::from(config.client_session_burst.max(1));
         prune(&mut self.lock(), rate, burst, Instant::now());
+    }
+}
+
+/// One connection counted against a client (a WebSocket connection, a gRPC stream or call):
+/// released when dropped, however the connection ends (or never starts).
+pub(crate) struct Held {
+    table: Arc<ClientTable>,
+    key: Option<String>,
+}
+
+impl Held {
+    /// Admits a new connection of `client` as a new session ([`ClientTable::admit`]), or
+    /// counts it only ([`ClientTable::hold`]) when `session` is false.
+    pub(crate) fn take(
+        table: &Arc<ClientTable>,
+        config: &HttpConfig,
+        client: &Client,
+        session: bool,
+    ) -> Result<Held, Refused> {
+        if session {
+            table.admit(config, client)?;
+        } else {
+            table.hold(config, client)?;
+        }
+        Ok(Held {
+            table: table.clone(),
+            key: client.key(),
+        })
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some(key) = &self.key {
+            self.table.release(key);
+        }
     }
 }
 

@@ -26,10 +26,19 @@ pub(crate) fn wants_protobuf(headers: &HeaderMap) -> bool {
 }
 
 /// The JSON text of a protobuf body; 400 with a parse error (-32700) if it is not one
-/// message.
-pub(crate) fn body_to_json(body: &Bytes) -> Result<Bytes, Response> {
-    match oxmcp_proto::decode(body) {
-        Ok(json) => Ok(Bytes::from(json.to_string())),
+/// message, 413 with -32600 if it holds more elements (or deeper nesting) than a body of
+/// `max_body` bytes may ([`oxmcp_proto::DecodeLimits::for_bytes`]: one per four bytes), so
+/// that it costs no more to decode than the same message in JSON.
+pub(crate) fn body_to_json(body: &Bytes, max_body: usize) -> Result<Bytes, Response> {
+    let limits = oxmcp_proto::DecodeLimits::for_bytes(max_body);
+    match oxmcp_proto::decode_json_text(body, &limits) {
+        Ok(json) => Ok(Bytes::from(json)),
+        Err(oxmcp_proto::ProtoError::TooLarge(why)) => Err(rpc_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            None,
+            ErrorCode::INVALID_REQUEST,
+            &format!("Request body too large: {why}"),
+        )),
         Err(e) => Err(rpc_error(
             StatusCode::BAD_REQUEST,
             None,

@@ -2,7 +2,9 @@
 //! event (`endpoint`) names a same-origin `/message?sessionId=…` URL; the client POSTs its
 //! messages there (202) and every server message arrives on the stream as `event: message`.
 //! The session ends when the stream closes. The same Host/Origin checks and body limit as
-//! Streamable HTTP apply.
+//! Streamable HTTP apply. On a protected endpoint the stream also ends when its bearer token
+//! expires or is refused when verified again; a POST with a fresh token of the same
+//! principal renews it.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -25,6 +27,7 @@ use tokio::sync::mpsc;
 use crate::clients::{Client, ClientTable};
 use crate::config::HttpConfig;
 use crate::guard;
+use crate::lease::{Lease, Watched};
 use crate::respond::{decode_error_response, forbidden_host, refuse, session_not_found};
 use crate::session::{handshake_done, random_hex};
 use crate::sse_out::{KEEP_ALIVE, sse_body, sse_message};
@@ -36,6 +39,8 @@ struct Legacy {
     initialized: Arc<AtomicBool>,
     /// The verified principal that opened it: only it may post to it.
     owner: Option<String>,
+    /// Its bearer token, which ends the stream; a POST with a fresh one renews it.
+    lease: Option<Arc<Watched>>,
 }
 
 struct Inner {
@@ -141,7 +146,8 @@ async fn open_stream(State(inner): State<Arc<Inner>>, request: Request) -> Respo
         inner: inner.clone(),
         id,
     };
-    let (out_rx, initialized) = start(&inner, &guard.id, &client);
+    let lease = Lease::open(&inner.config, &parts).map(Arc::new);
+    let (out_rx, initialized) = start(&inner, &guard.id, &client, lease.clone());
     let first = format!("event: endpoint\ndata: /message?sessionId={}\n\n", guard.id);
     let deadline = tokio::time::Instant::now() + inner.config.session_init_timeout;
     let stream = Outgoing {
@@ -149,6 +155,7 @@ async fn open_stream(State(inner): State<Arc<Inner>>, request: Request) -> Respo
         initialized,
         deadline,
         keep_alive: inner.config.keep_alive,
+        lease,
         _guard: guard,
     };
     let first = futures::stream::once(async move { Ok(Bytes::from(first)) });
@@ -186,6 +193,7 @@ fn start(
     inner: &Arc<Inner>,
     id: &str,
     client: &Client,
+    lease: Option<Arc<Watched>>,
 ) -> (mpsc::Receiver<Outbound>, Arc<AtomicBool>) {
     let (in_tx, in_rx) = mpsc::channel(64);
     let (out_tx, out_rx) = mpsc::channel::<Outbound>(1024);
@@ -194,6 +202,7 @@ fn start(
         input: in_tx,
         initialized: initialized.clone(),
         owner: client.principal().map(str::to_owned),
+        lease,
     };
     inner.sessions().insert(id.to_owned(), legacy);
     let serving = inner.service.serve(Connection {
@@ -223,6 +232,8 @@ struct Outgoing {
     initialized: Arc<AtomicBool>,
     deadline: tokio::time::Instant,
     keep_alive: Duration,
+    /// Ends the stream when the session's token ends.
+    lease: Option<Arc<Watched>>,
     /// Removes the session when the stream's body is dropped.
     _guard: SessionGuard,
 }
@@ -241,6 +252,10 @@ impl Outgoing {
             let next = tokio::select! {
                 () = tokio::time::sleep_until(self.deadline), if handshake_due => {
                     tracing::debug!("legacy session did not initialize in time; closed");
+                    return None;
+                }
+                why = crate::lease::ended(self.lease.as_deref()) => {
+                    tracing::debug!("legacy session closed: {why}");
                     return None;
                 }
                 m = tokio::time::timeout(self.keep_alive, self.rx.recv()) => m,
@@ -296,6 +311,13 @@ async fn receive(
     let Some(legacy) = legacy else {
         return session_not_found();
     };
+    // A fresh token of the session's principal (checked above) renews the stream's.
+    if let Some(lease) = &legacy.lease
+        && let Ok(Some(token)) = crate::auth::bearer_token(&parts.headers)
+        && let Some(identity) = parts.extensions.get::<Arc<crate::auth::Identity>>()
+    {
+        lease.adopt(token, identity.clone());
+    }
     let body = match crate::respond::read_body(&inner.config, headers, body).await {
         Ok(b) => b,
         Err(r) => return r,

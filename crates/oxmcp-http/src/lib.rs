@@ -70,10 +70,12 @@ mod get;
 pub mod grpc;
 mod guard;
 mod hangup;
+mod lease;
 mod legacy;
 #[cfg(feature = "client")]
 mod origin;
 mod post;
+pub mod reauth;
 mod resource_scopes;
 mod respond;
 mod serve;

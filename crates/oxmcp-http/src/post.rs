@@ -144,7 +144,7 @@ async fn post(inner: Arc<Inner>, request: Request) -> Response {
         Err(r) => return r,
     };
     if crate::encoding::is_protobuf(headers) {
-        body = match crate::encoding::body_to_json(&body) {
+        body = match crate::encoding::body_to_json(&body, inner.config.max_body) {
             Ok(b) => b,
             Err(r) => return r,
         };

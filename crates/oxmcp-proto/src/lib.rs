@@ -11,11 +11,20 @@
 //! let bytes = oxmcp_proto::encode(&json).unwrap();
 //! assert_eq!(oxmcp_proto::decode(&bytes).unwrap(), json);
 //! ```
+//!
+//! Decoding untrusted bytes is bounded: [`decode`], [`decode_batch`] and
+//! [`decode_envelope`] first walk the wire form and refuse, before decoding anything, a
+//! message with more elements or deeper nesting than its [`DecodeLimits`] allow (by default
+//! one element per four bytes of a 4 MiB message; see the `limits` module).
 
 mod convert;
+mod json_out;
+mod limits;
 mod messages;
 
 pub use convert::{from_proto, to_proto};
+pub use json_out::to_json_text;
+pub use limits::{DecodeLimits, MAX_DEPTH, Root, scan};
 pub use messages::*;
 
 use prost::Message as _;
@@ -32,6 +41,10 @@ pub enum ProtoError {
     /// The bytes are not a protobuf `Message` (or `Batch`).
     #[error("malformed protobuf: {0}")]
     Malformed(String),
+    /// The bytes would decode into more elements, or deeper nesting, than the
+    /// [`DecodeLimits`] allow; nothing was decoded.
+    #[error("protobuf message too large: {0}")]
+    TooLarge(String),
 }
 
 /// The protobuf bytes of a JSON-RPC message, or of a batch (a JSON array).
@@ -48,20 +61,56 @@ pub fn encode(json: &serde_json::Value) -> Result<Vec<u8>, ProtoError> {
     }
 }
 
-/// The JSON of a protobuf `Message`.
+/// The JSON of a protobuf `Message`, within the default [`DecodeLimits`].
 ///
 /// # Errors
-/// [`ProtoError::Malformed`] for bytes that are not a `Message`.
+/// [`ProtoError::Malformed`] for bytes that are not a `Message`, [`ProtoError::TooLarge`]
+/// past the limits.
 pub fn decode(bytes: &[u8]) -> Result<serde_json::Value, ProtoError> {
+    decode_with(bytes, &DecodeLimits::default())
+}
+
+/// The JSON of a protobuf `Message`, within `limits`.
+///
+/// # Errors
+/// [`ProtoError::Malformed`] for bytes that are not a `Message`, [`ProtoError::TooLarge`]
+/// past the limits.
+pub fn decode_with(bytes: &[u8], limits: &DecodeLimits) -> Result<serde_json::Value, ProtoError> {
+    scan(bytes, Root::Message, limits)?;
     let m = Message::decode(bytes).map_err(|e| ProtoError::Malformed(e.to_string()))?;
     from_proto(&m)
 }
 
-/// The JSON array of a protobuf `Batch`.
+/// The JSON text of a protobuf `Message`, within `limits`, written without a
+/// `serde_json::Value` in between ([`to_json_text`]): what a server hands on as if the
+/// message had come as JSON, at no more cost than that.
 ///
 /// # Errors
-/// [`ProtoError::Malformed`] for bytes that are not a `Batch`.
+/// [`ProtoError::Malformed`] for bytes that are not a `Message`, [`ProtoError::TooLarge`]
+/// past the limits.
+pub fn decode_json_text(bytes: &[u8], limits: &DecodeLimits) -> Result<Vec<u8>, ProtoError> {
+    scan(bytes, Root::Message, limits)?;
+    let m = Message::decode(bytes).map_err(|e| ProtoError::Malformed(e.to_string()))?;
+    to_json_text(&m)
+}
+
+/// A gRPC `Envelope`, within `limits`.
+///
+/// # Errors
+/// [`ProtoError::Malformed`] for bytes that are not an `Envelope`, [`ProtoError::TooLarge`]
+/// past the limits.
+pub fn decode_envelope(bytes: &[u8], limits: &DecodeLimits) -> Result<Envelope, ProtoError> {
+    scan(bytes, Root::Envelope, limits)?;
+    Envelope::decode(bytes).map_err(|e| ProtoError::Malformed(e.to_string()))
+}
+
+/// The JSON array of a protobuf `Batch`, within the default [`DecodeLimits`].
+///
+/// # Errors
+/// [`ProtoError::Malformed`] for bytes that are not a `Batch`, [`ProtoError::TooLarge`]
+/// past the limits.
 pub fn decode_batch(bytes: &[u8]) -> Result<serde_json::Value, ProtoError> {
+    scan(bytes, Root::Batch, &DecodeLimits::default())?;
     let b = Batch::decode(bytes).map_err(|e| ProtoError::Malformed(e.to_string()))?;
     let items = b
         .messages

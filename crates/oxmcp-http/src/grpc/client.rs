@@ -5,13 +5,14 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use oxmcp_jsonrpc::{Inbound, Outbound};
-use oxmcp_proto::Envelope;
+use oxmcp_proto::{DecodeLimits, Envelope};
 use oxmcp_transport::{Channels, Exit, Link};
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
 use super::{CALL_PATH, CONNECT_PATH, ENCODING_KEY, Form, codec, from_json, to_json};
+use crate::reauth::{Presented, Reauthorizer, Waiting};
 
 /// Settings of a gRPC client connection.
 #[derive(Debug, Clone, derive_setters::Setters)]
@@ -68,6 +69,15 @@ pub enum GrpcClientError {
 pub struct GrpcLink {
     stop: Option<oneshot::Sender<()>>,
     done: Option<tokio::task::JoinHandle<()>>,
+    reauthorizer: Reauthorizer,
+}
+
+impl GrpcLink {
+    /// Presents fresh bearer tokens on this stream (an `oxmcp/authorize` envelope), so that
+    /// it outlives the token it was opened with. Take it before handing the link on.
+    pub fn reauthorizer(&self) -> Reauthorizer {
+        self.reauthorizer.clone()
+    }
 }
 
 impl Link for GrpcLink {
@@ -171,18 +181,30 @@ pub async fn connect(
         error: super::error_chain(&e),
     })?;
     let path = axum::http::uri::PathAndQuery::from_static(CONNECT_PATH);
-    let answers = tokio::time::timeout(config.connect_timeout, grpc.streaming(call, path, codec()))
-        .await
-        .map_err(|_| GrpcClientError::Connect {
-            url: url.to_owned(),
-            error: format!("no answer within {:?}", config.connect_timeout),
-        })?
-        .map_err(|s| refused(url, &s))?
-        .into_inner();
+    let limits = DecodeLimits::for_bytes(config.max_message);
+    let answers = tokio::time::timeout(
+        config.connect_timeout,
+        grpc.streaming(call, path, codec(limits)),
+    )
+    .await
+    .map_err(|_| GrpcClientError::Connect {
+        url: url.to_owned(),
+        error: format!("no answer within {:?}", config.connect_timeout),
+    })?
+    .map_err(|s| refused(url, &s))?
+    .into_inner();
     let (in_tx, in_rx) = mpsc::channel(oxmcp_transport::stdio::QUEUE_DEPTH);
     let (out_tx, out_rx) = mpsc::channel(oxmcp_transport::stdio::QUEUE_DEPTH);
     let (stop_tx, stop_rx) = oneshot::channel();
-    let done = tokio::spawn(pump(answers, in_tx, out_rx, env_tx, stop_rx, config.form));
+    let (present_tx, presents) = mpsc::channel(4);
+    let done = tokio::spawn(pump(
+        answers,
+        in_tx,
+        out_rx,
+        env_tx,
+        (stop_rx, presents),
+        config.form,
+    ));
     Ok((
         Channels {
             incoming: in_rx,
@@ -191,25 +213,32 @@ pub async fn connect(
         GrpcLink {
             stop: Some(stop_tx),
             done: Some(done),
+            reauthorizer: Reauthorizer::new(present_tx),
         },
     ))
 }
 
-/// Moves messages both ways until the server ends the stream.
+/// Moves messages both ways until the server ends the stream; `control` is the link's stop
+/// signal and the fresh tokens to present.
 async fn pump(
     mut answers: tonic::Streaming<Envelope>,
     in_tx: mpsc::Sender<Inbound>,
     mut out_rx: mpsc::Receiver<Outbound>,
     env_tx: mpsc::Sender<Envelope>,
-    mut stop: oneshot::Receiver<()>,
+    control: (oneshot::Receiver<()>, mpsc::Receiver<Presented>),
     form: Form,
 ) {
+    let (mut stop, mut presents) = control;
+    let waiting = Waiting::default();
     let mut env_tx = Some(env_tx);
     loop {
         tokio::select! {
             answer = answers.message() => match answer {
                 Ok(Some(envelope)) => match to_json(envelope) {
                     Ok(bytes) => {
+                        if waiting.answered(&bytes) {
+                            continue;
+                        }
                         if in_tx.send(Inbound::Frame(bytes)).await.is_err() {
                             break;
                         }
@@ -236,6 +265,14 @@ async fn pump(
                 // Our side is done: half-close, and keep reading what the server still says.
                 None => env_tx = None,
             },
+            Some(presented) = presents.recv(), if env_tx.is_some() => {
+                let line = waiting.sent(presented);
+                if let Some(tx) = &env_tx
+                    && tx.send(from_json(&line, form)).await.is_err()
+                {
+                    break;
+                }
+            }
             _ = &mut stop, if env_tx.is_some() => env_tx = None,
         }
     }
@@ -261,7 +298,11 @@ pub async fn call(
     let envelope = from_json(&message.to_string(), config.form);
     let path = axum::http::uri::PathAndQuery::from_static(CALL_PATH);
     let answer = grpc
-        .unary(request(envelope, config)?, path, codec())
+        .unary(
+            request(envelope, config)?,
+            path,
+            codec(DecodeLimits::for_bytes(config.max_message)),
+        )
         .await
         .map_err(|s| refused(url, &s))?
         .into_inner();

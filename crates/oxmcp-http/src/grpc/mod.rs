@@ -5,7 +5,9 @@
 //!   JSON-RPC message: as its JSON bytes by default, or in its protobuf form. One stream is
 //!   one legacy session (`initialize` first), or any number of 2026-07-28 requests.
 //! - `Call` is one 2026-07-28 request and its answer.
-//! - Call metadata carries `authorization` (the same bearer check as `/mcp`),
+//! - Call metadata carries `authorization` (the same bearer check as `/mcp`; a `Connect`
+//!   stream ends `UNAUTHENTICATED` when its token expires or is refused when verified again,
+//!   and an `oxmcp/authorize` envelope presents a fresh one, [`crate::reauth`]),
 //!   `mcp-protocol-version` (checked when present) and `mcp-encoding` (`json` or
 //!   `protobuf`: the form of the server's envelopes; by default the form of the client's
 //!   first envelope).
@@ -17,7 +19,7 @@ pub mod client;
 mod listen;
 mod server;
 
-use oxmcp_proto::{Envelope, envelope::Body};
+use oxmcp_proto::{DecodeLimits, Envelope, envelope::Body};
 
 pub use listen::{ListenError, TlsPem, serve_grpc};
 pub use server::{Grpc, split};
@@ -88,10 +90,7 @@ pub enum EnvelopeError {
 pub fn to_json(envelope: Envelope) -> Result<Vec<u8>, EnvelopeError> {
     match envelope.body {
         Some(Body::Json(bytes)) => Ok(bytes),
-        Some(Body::Message(m)) => {
-            let json = oxmcp_proto::from_proto(&m)?;
-            Ok(serde_json::to_vec(&json).unwrap_or_default())
-        }
+        Some(Body::Message(m)) => Ok(oxmcp_proto::to_json_text(&m)?),
         None => Err(EnvelopeError::Empty),
     }
 }
@@ -114,9 +113,53 @@ pub fn from_json(line: &str, form: Form) -> Envelope {
     }
 }
 
-/// The codec of both methods.
-pub(crate) fn codec() -> tonic_prost::ProstCodec<Envelope, Envelope> {
-    tonic_prost::ProstCodec::default()
+/// The codec of both methods: prost's encoder, and a decoder that refuses an envelope past
+/// `limits` before decoding it.
+pub(crate) fn codec(limits: DecodeLimits) -> EnvelopeCodec {
+    EnvelopeCodec { limits }
+}
+
+/// Envelopes in, envelopes out; incoming ones checked against [`DecodeLimits`] on their wire
+/// form first (`RESOURCE_EXHAUSTED` past them; malformed bytes are `INTERNAL`, as prost's
+/// own codec has them).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EnvelopeCodec {
+    limits: DecodeLimits,
+}
+
+impl tonic::codec::Codec for EnvelopeCodec {
+    type Encode = Envelope;
+    type Decode = Envelope;
+    type Encoder = tonic_prost::ProstEncoder<Envelope>;
+    type Decoder = EnvelopeCodec;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        tonic_prost::ProstEncoder::new(tonic::codec::BufferSettings::default())
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        *self
+    }
+}
+
+impl tonic::codec::Decoder for EnvelopeCodec {
+    type Item = Envelope;
+    type Error = tonic::Status;
+
+    fn decode(
+        &mut self,
+        buf: &mut tonic::codec::DecodeBuf<'_>,
+    ) -> Result<Option<Envelope>, tonic::Status> {
+        use bytes::Buf as _;
+        let bytes = buf.copy_to_bytes(buf.remaining());
+        match oxmcp_proto::decode_envelope(&bytes, &self.limits) {
+            Ok(envelope) => Ok(Some(envelope)),
+            Err(oxmcp_proto::ProtoError::TooLarge(why)) => {
+                Err(tonic::Status::resource_exhausted(why))
+            }
+            Err(e) => Err(tonic::Status::internal(e.to_string())),
+        }
+    }
 }
 
 /// An error with its causes, on one line.

@@ -8,7 +8,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use oxmcp_engine::{Connection, EngineConfig, Serve};
 use oxmcp_jsonrpc::{Inbound, Outbound};
-use oxmcp_proto::Envelope;
+use oxmcp_proto::{DecodeLimits, Envelope};
 use parking_lot::Mutex;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio::task::AbortHandle;
@@ -17,8 +17,9 @@ use tonic::{Code, Status, Streaming};
 
 use super::{CALL_PATH, CONNECT_PATH, ENCODING_KEY, Form, codec, from_json, to_json};
 use crate::auth::Identity;
-use crate::clients::Principal;
+use crate::clients::{Client, ClientTable, Held, Principal, Refused};
 use crate::config::HttpConfig;
+use crate::lease::{Lease, Watched};
 use crate::respond::header_str;
 
 struct Inner {
@@ -27,12 +28,24 @@ struct Inner {
     http: Arc<HttpConfig>,
     /// One permit per open `Connect` stream or `Call`: at most `max_sessions` at once.
     streams: Arc<tokio::sync::Semaphore>,
+    /// Streams and calls per client, counted like sessions.
+    clients: Arc<ClientTable>,
+}
+
+/// What an open stream or call holds: its place under `max_sessions` and under its client's
+/// limit. Both come free when it is dropped.
+struct Slot {
+    _permit: OwnedSemaphorePermit,
+    _held: Held,
 }
 
 /// The gRPC service `mcp.v1.Mcp` hosting one MCP service, with the checks and limits of an
 /// [`HttpConfig`]: Host/Origin, the bearer check on `authorization` metadata, the message size
 /// limit (`max_body`), the idle timeout (`session_idle_timeout`), the most streams and calls
-/// at once (`max_sessions`; `RESOURCE_EXHAUSTED` above it) and shutdown. Cheap to clone.
+/// at once (`max_sessions`; `RESOURCE_EXHAUSTED` above it), the per-client limits (a
+/// `Connect` stream counts as a session against `max_sessions_per_principal` /
+/// `_per_address` and `client_session_rate` / `_burst`; a `Call` counts against the first
+/// two while it runs; `RESOURCE_EXHAUSTED` above them) and shutdown. Cheap to clone.
 #[derive(Clone)]
 pub struct Grpc {
     inner: Arc<Inner>,
@@ -52,6 +65,7 @@ impl Grpc {
                 engine: http.engine(service.engine_config()),
                 service: Arc::new(service),
                 streams: Arc::new(tokio::sync::Semaphore::new(http.max_sessions.max(1))),
+                clients: Arc::new(ClientTable::default()),
                 http: Arc::new(http),
             }),
         }
@@ -114,11 +128,13 @@ fn refusal(response: &Response) -> Status {
     status
 }
 
-/// Who is calling: the principal sessions belong to, and the token's identity.
+/// Who is calling: the principal sessions belong to, the token's identity, and (for a
+/// `Connect` stream on a protected endpoint) the token's lease, which ends the stream.
 #[derive(Clone, Default)]
 struct Caller {
     principal: Option<String>,
     identity: Option<Arc<Identity>>,
+    lease: Option<Arc<Watched>>,
 }
 
 /// The checks of `/mcp`, on a gRPC call's headers: Host/Origin, the bearer token,
@@ -140,6 +156,7 @@ async fn admit(inner: &Inner, parts: &mut axum::http::request::Parts) -> Result<
     Ok(Caller {
         principal: parts.extensions.get::<Principal>().map(|p| p.0.clone()),
         identity: parts.extensions.get::<Arc<Identity>>().cloned(),
+        lease: None,
     })
 }
 
@@ -153,20 +170,22 @@ fn chosen_form(parts: &axum::http::request::Parts) -> Result<Option<Form>, Statu
     }
 }
 
-fn grpc_handler(inner: &Inner) -> tonic::server::Grpc<tonic_prost::ProstCodec<Envelope, Envelope>> {
-    tonic::server::Grpc::new(codec())
+fn grpc_handler(inner: &Inner) -> tonic::server::Grpc<super::EnvelopeCodec> {
+    tonic::server::Grpc::new(codec(DecodeLimits::for_bytes(inner.http.max_body)))
         .max_decoding_message_size(inner.http.max_body)
         .max_encoding_message_size(usize::MAX)
 }
 
-/// The shared checks of both methods: the caller, the form it chose, and the request to
-/// hand to tonic; or the refusal as a gRPC status.
+/// The shared checks of both methods: the caller, the form it chose, the request to hand to
+/// tonic and its slot (a `Connect` stream, `session`, is admitted as a new session of its
+/// client); or the refusal as a gRPC status.
 async fn admitted(
     inner: &Inner,
     request: Request,
-) -> Result<(Caller, Option<Form>, Request, OwnedSemaphorePermit), Response> {
+    session: bool,
+) -> Result<(Caller, Option<Form>, Request, Slot), Response> {
     let (mut parts, body) = request.into_parts();
-    let caller = admit(inner, &mut parts).await.map_err(status_response)?;
+    let mut caller = admit(inner, &mut parts).await.map_err(status_response)?;
     let chosen = chosen_form(&parts).map_err(status_response)?;
     let permit = inner.streams.clone().try_acquire_owned().map_err(|_| {
         tracing::warn!("gRPC call refused: max_sessions streams are open");
@@ -174,16 +193,32 @@ async fn admitted(
             "too many open streams; retry later",
         ))
     })?;
-    Ok((caller, chosen, Request::from_parts(parts, body), permit))
+    let client = Client::of(&inner.http, &parts.extensions);
+    let held = Held::take(&inner.clients, &inner.http, &client, session).map_err(|refused| {
+        let text = match refused {
+            Refused::TooMany => "too many open streams from this client; end one first",
+            Refused::TooFast(_) => "too many new streams from this client; slow down",
+        };
+        tracing::debug!("gRPC call refused: {text}");
+        status_response(Status::resource_exhausted(text))
+    })?;
+    let slot = Slot {
+        _permit: permit,
+        _held: held,
+    };
+    if session {
+        caller.lease = Lease::open(&inner.http, &parts).map(Arc::new);
+    }
+    Ok((caller, chosen, Request::from_parts(parts, body), slot))
 }
 
 async fn connect(State(inner): State<Arc<Inner>>, request: Request) -> Response {
-    let (caller, chosen, request, permit) = match admitted(&inner, request).await {
+    let (caller, chosen, request, permit) = match admitted(&inner, request, true).await {
         Ok(admitted) => admitted,
         Err(refused) => return refused,
     };
     let state = inner.clone();
-    // The service is called once; the permit goes to the stream it opens.
+    // The service is called once; the slot goes to the stream it opens.
     let permit = Arc::new(Mutex::new(Some(permit)));
     let service = tower::service_fn(move |call: tonic::Request<Streaming<Envelope>>| {
         let permit = permit.lock().take();
@@ -203,7 +238,7 @@ async fn connect(State(inner): State<Arc<Inner>>, request: Request) -> Response 
 }
 
 async fn call(State(inner): State<Arc<Inner>>, request: Request) -> Response {
-    let (caller, chosen, request, permit) = match admitted(&inner, request).await {
+    let (caller, chosen, request, permit) = match admitted(&inner, request, false).await {
         Ok(admitted) => admitted,
         Err(refused) => return refused,
     };
@@ -271,7 +306,7 @@ fn open(
     caller: Caller,
     chosen: Option<Form>,
     incoming: Streaming<Envelope>,
-    permit: Option<OwnedSemaphorePermit>,
+    permit: Option<Slot>,
 ) -> Answers {
     let (in_tx, in_rx) = mpsc::channel(64);
     let (out_tx, out_rx) = mpsc::channel::<Outbound>(1024);
@@ -291,7 +326,7 @@ fn open(
         form: form.clone(),
         ending: ending.clone(),
         engine: engine.abort_handle(),
-        identity: caller.identity,
+        lease: caller.lease,
     };
     tokio::spawn(reader.run(incoming));
     let guard = AbortOnDrop(engine.abort_handle());
@@ -339,7 +374,7 @@ struct Reader {
     form: Arc<SharedForm>,
     ending: Arc<Mutex<Option<Status>>>,
     engine: AbortHandle,
-    identity: Option<Arc<Identity>>,
+    lease: Option<Arc<Watched>>,
 }
 
 impl Reader {
@@ -354,37 +389,19 @@ impl Reader {
                     *self.ending.lock() = Some(Status::unavailable("the server is shutting down"));
                     return;
                 }
+                why = crate::lease::ended(self.lease.as_deref()) => {
+                    // The token expired or was refused: the stream ends now, its requests
+                    // cancelled.
+                    let status = Status::unauthenticated(format!("{why}; reconnect with a fresh token"));
+                    *self.ending.lock() = Some(status);
+                    self.engine.abort();
+                    return;
+                }
             };
             match next {
                 Ok(Ok(Some(envelope))) => {
-                    if let Some(form) = Form::of(&envelope) {
-                        self.form.settle(form);
-                    }
-                    match to_json(envelope) {
-                        Ok(bytes) => {
-                            let auth = self.inner.http.auth.as_deref();
-                            if let Some(refusals) =
-                                crate::auth::frame_refusals(auth, self.identity.as_deref(), &bytes)
-                            {
-                                for line in refusals {
-                                    let _ = self
-                                        .answers
-                                        .send(Ok(from_json(&line, self.form.get())))
-                                        .await;
-                                }
-                                continue;
-                            }
-                            if self.in_tx.send(Inbound::Frame(bytes)).await.is_err() {
-                                return;
-                            }
-                        }
-                        Err(e) => {
-                            let error = invalid_request(&e.to_string());
-                            let _ = self
-                                .answers
-                                .send(Ok(from_json(&error, self.form.get())))
-                                .await;
-                        }
+                    if !self.on_envelope(envelope).await {
+                        return;
                     }
                 }
                 // The client ended its side: the engine answers what it accepted, then ends.
@@ -415,6 +432,47 @@ impl Reader {
                 }
             }
         }
+    }
+
+    /// Sends an answer of ours (JSON) to the client.
+    async fn answer(&self, line: &str) {
+        let _ = self
+            .answers
+            .send(Ok(from_json(line, self.form.get())))
+            .await;
+    }
+
+    /// One envelope from the client: a fresh token (answered here), a request refused for
+    /// a scope the token lacks (answered here), or a message for the engine. `false` when
+    /// the engine is gone.
+    async fn on_envelope(&self, envelope: Envelope) -> bool {
+        if let Some(form) = Form::of(&envelope) {
+            self.form.settle(form);
+        }
+        let bytes = match to_json(envelope) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                self.answer(&invalid_request(&e.to_string())).await;
+                return true;
+            }
+        };
+        if let Some(lease) = &self.lease
+            && let Some(answer) = lease.authorize_frame(&bytes).await
+        {
+            if let Some(line) = answer {
+                self.answer(&line).await;
+            }
+            return true;
+        }
+        let identity = self.lease.as_ref().map(|l| l.identity());
+        let auth = self.inner.http.auth.as_deref();
+        if let Some(refusals) = crate::auth::frame_refusals(auth, identity.as_deref(), &bytes) {
+            for line in refusals {
+                self.answer(&line).await;
+            }
+            return true;
+        }
+        self.in_tx.send(Inbound::Frame(bytes)).await.is_ok()
     }
 }
 

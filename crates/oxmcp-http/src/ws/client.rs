@@ -15,6 +15,7 @@ use tokio_tungstenite::tungstenite::protocol::frame::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use super::SUBPROTOCOL;
+use crate::reauth::{Presented, Reauthorizer, Waiting};
 
 /// Settings of a WebSocket client connection.
 #[derive(Debug, Clone, derive_setters::Setters)]
@@ -66,6 +67,15 @@ pub enum WsClientError {
 pub struct WsLink {
     stop: Option<oneshot::Sender<()>>,
     done: Option<tokio::task::JoinHandle<()>>,
+    reauthorizer: Reauthorizer,
+}
+
+impl WsLink {
+    /// Presents fresh bearer tokens on this connection (`oxmcp/authorize`), so that it
+    /// outlives the token it was opened with. Take it before handing the link on.
+    pub fn reauthorizer(&self) -> Reauthorizer {
+        self.reauthorizer.clone()
+    }
 }
 
 impl Link for WsLink {
@@ -135,7 +145,14 @@ pub async fn connect(
     let (in_tx, in_rx) = mpsc::channel(oxmcp_transport::stdio::QUEUE_DEPTH);
     let (out_tx, out_rx) = mpsc::channel(oxmcp_transport::stdio::QUEUE_DEPTH);
     let (stop_tx, stop_rx) = oneshot::channel();
-    let done = tokio::spawn(run(socket, in_tx, out_rx, stop_rx, config.ping_interval));
+    let (present_tx, presents) = mpsc::channel(4);
+    let done = tokio::spawn(run(
+        socket,
+        in_tx,
+        out_rx,
+        (stop_rx, presents),
+        config.ping_interval,
+    ));
     Ok((
         Channels {
             incoming: in_rx,
@@ -144,6 +161,7 @@ pub async fn connect(
         WsLink {
             stop: Some(stop_tx),
             done: Some(done),
+            reauthorizer: Reauthorizer::new(present_tx),
         },
     ))
 }
@@ -151,13 +169,58 @@ pub async fn connect(
 type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
+/// One frame (or the end) from the server: an answer to our `oxmcp/authorize`, a message for
+/// the engine, or the end of the connection (`false`).
+async fn on_frame(
+    frame: Option<Result<Message, tokio_tungstenite::tungstenite::Error>>,
+    waiting: &Waiting,
+    in_tx: &mpsc::Sender<Inbound>,
+    sink: &mut futures::stream::SplitSink<Socket, Message>,
+) -> bool {
+    match frame {
+        Some(Ok(Message::Text(text))) => {
+            waiting.answered(text.as_bytes())
+                || in_tx
+                    .send(Inbound::Frame(text.as_bytes().to_vec()))
+                    .await
+                    .is_ok()
+        }
+        Some(Ok(Message::Binary(_))) => {
+            tracing::warn!("the server sent a binary WebSocket frame; closing");
+            let frame = CloseFrame {
+                code: CloseCode::Unsupported,
+                reason: "binary frames are not MCP messages".into(),
+            };
+            let _ = sink.send(Message::Close(Some(frame))).await;
+            false
+        }
+        Some(Ok(Message::Close(frame))) => {
+            if let Some(f) = frame {
+                let code = u16::from(f.code);
+                tracing::debug!(code, "the server closed the WebSocket: {}", f.reason);
+            }
+            false
+        }
+        Some(Ok(_)) => true,
+        Some(Err(e)) => {
+            tracing::debug!("WebSocket read error: {e}");
+            false
+        }
+        None => false,
+    }
+}
+
+/// Moves messages both ways until either side closes; `control` is the link's stop signal
+/// and the fresh tokens to present.
 async fn run(
     socket: Socket,
     in_tx: mpsc::Sender<Inbound>,
     mut out_rx: mpsc::Receiver<Outbound>,
-    mut stop: oneshot::Receiver<()>,
+    control: (oneshot::Receiver<()>, mpsc::Receiver<Presented>),
     every: Duration,
 ) {
+    let (mut stop, mut presents) = control;
+    let waiting = Waiting::default();
     let (mut sink, mut stream) = socket.split();
     let mut ping = tokio::time::interval(every);
     ping.tick().await;
@@ -166,30 +229,8 @@ async fn run(
         tokio::select! {
             frame = stream.next() => {
                 heard = Instant::now();
-                match frame {
-                    Some(Ok(Message::Text(text))) => {
-                        if in_tx.send(Inbound::Frame(text.as_bytes().to_vec())).await.is_err() {
-                            break;
-                        }
-                    }
-                    Some(Ok(Message::Binary(_))) => {
-                        tracing::warn!("the server sent a binary WebSocket frame; closing");
-                        let frame = CloseFrame { code: CloseCode::Unsupported, reason: "binary frames are not MCP messages".into() };
-                        let _ = sink.send(Message::Close(Some(frame))).await;
-                        break;
-                    }
-                    Some(Ok(Message::Close(frame))) => {
-                        if let Some(f) = frame {
-                            tracing::debug!(code = u16::from(f.code), "the server closed the WebSocket: {}", f.reason);
-                        }
-                        break;
-                    }
-                    Some(Ok(_)) => {}
-                    Some(Err(e)) => {
-                        tracing::debug!("WebSocket read error: {e}");
-                        break;
-                    }
-                    None => break,
+                if !on_frame(frame, &waiting, &in_tx, &mut sink).await {
+                    break;
                 }
             }
             out = out_rx.recv() => match out {
@@ -204,6 +245,12 @@ async fn run(
                     break;
                 }
             },
+            Some(presented) = presents.recv() => {
+                let line = waiting.sent(presented);
+                if sink.send(Message::Text(line.into())).await.is_err() {
+                    break;
+                }
+            }
             _ = ping.tick() => {
                 if heard.elapsed() > every * 2 {
                     tracing::warn!("the WebSocket server stopped answering pings");

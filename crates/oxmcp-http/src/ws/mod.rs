@@ -9,7 +9,10 @@
 //! - One connection is one session in the legacy era (`initialize` first, then requests both
 //!   ways on the same socket); 2026-07-28 requests carry their `_meta` each, and
 //!   `subscriptions/listen` streams its notifications over the socket.
-//! - The upgrade request passes the same Host/Origin and bearer checks as `/mcp`.
+//! - The upgrade request passes the same Host/Origin and bearer checks as `/mcp`. The
+//!   connection closes with 1008 when its token expires or is refused when verified again
+//!   (`HttpConfig::token_recheck_interval`); an `oxmcp/authorize` request presents a fresh
+//!   one ([`crate::reauth`]).
 //! - Both sides ping; a peer that answers no pong within two intervals is gone.
 
 #[cfg(feature = "client")]

@@ -13,14 +13,16 @@ use oxmcp_jsonrpc::{Inbound, Outbound};
 use tokio::sync::mpsc;
 
 use super::{SUBPROTOCOL, close};
-use crate::auth::Identity;
-use crate::clients::Principal;
+use crate::clients::{Client, ClientTable, Held, Principal, Refused};
 use crate::config::HttpConfig;
+use crate::lease::{Lease, Watched};
 use crate::respond::{bad_request, header_str};
 
 /// WebSocket settings (the rest comes from the [`HttpConfig`]: allowed hosts, auth, the
 /// message size limit `max_body`, the idle timeout `session_idle_timeout`, the most
-/// connections open at once `max_sessions` (503 above it), shutdown).
+/// connections open at once `max_sessions` (503 above it), the per-client limits of
+/// sessions `max_sessions_per_principal` / `_per_address`, `client_session_rate` /
+/// `_burst` (429 above them), shutdown).
 #[derive(Debug, Clone, derive_setters::Setters)]
 #[non_exhaustive]
 #[setters(prefix = "", generate_private = false)]
@@ -47,6 +49,8 @@ struct Inner {
     ws: WsConfig,
     /// One permit per open connection: at most `max_sessions` at once.
     connections: Arc<tokio::sync::Semaphore>,
+    /// Connections per client, counted like sessions.
+    clients: Arc<ClientTable>,
 }
 
 /// An MCP endpoint over WebSocket hosting one service. Cheap to clone.
@@ -71,6 +75,7 @@ impl WebSocket {
                 engine: http.engine(service.engine_config()),
                 service: Arc::new(service),
                 connections: Arc::new(tokio::sync::Semaphore::new(http.max_sessions.max(1))),
+                clients: Arc::new(ClientTable::default()),
                 http: Arc::new(http),
                 ws,
             }),
@@ -109,8 +114,17 @@ async fn upgrade(State(inner): State<Arc<Inner>>, request: Request) -> Response 
         )
             .into_response();
     };
+    let held = match Held::take(
+        &inner.clients,
+        &inner.http,
+        &Client::of(&inner.http, &parts.extensions),
+        true,
+    ) {
+        Ok(held) => held,
+        Err(refused) => return too_many(&refused),
+    };
     let principal = parts.extensions.get::<Principal>().map(|p| p.0.clone());
-    let identity = parts.extensions.get::<Arc<Identity>>().cloned();
+    let lease = Lease::open(&inner.http, &parts);
     let ws = match WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
         Ok(ws) => ws,
         Err(e) => return (StatusCode::BAD_REQUEST, e.to_string()).into_response(),
@@ -120,9 +134,32 @@ async fn upgrade(State(inner): State<Arc<Inner>>, request: Request) -> Response 
         .max_message_size(max)
         .max_frame_size(max)
         .on_upgrade(move |socket| async move {
-            serve(inner, socket, principal, identity).await;
+            serve(inner, socket, principal, lease).await;
             drop(permit);
+            drop(held);
         })
+}
+
+/// 429 for a client at its limit of connections, or opening them too fast.
+fn too_many(refused: &Refused) -> Response {
+    let (wait, text) = match refused {
+        Refused::TooMany => (
+            Duration::from_secs(1),
+            "too many WebSocket connections from this client; close one first",
+        ),
+        Refused::TooFast(wait) => (
+            *wait,
+            "too many new WebSocket connections from this client; slow down",
+        ),
+    };
+    tracing::debug!("WebSocket upgrade refused: {text}");
+    let secs = wait.as_secs_f64().ceil().max(1.0).to_string();
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [(axum::http::header::RETRY_AFTER, secs)],
+        text,
+    )
+        .into_response()
 }
 
 /// Why a connection ended, as its close frame.
@@ -133,21 +170,80 @@ fn closing(code: u16, reason: &str) -> Message {
     }))
 }
 
-async fn serve(
-    inner: Arc<Inner>,
-    socket: Socket,
+/// The close frame for a connection whose token ended (1008; a reason fits in 123 bytes).
+fn token_ended(why: &str) -> Message {
+    let mut reason = why.to_owned();
+    while reason.len() > 123 {
+        reason.pop();
+    }
+    closing(close::POLICY, &reason)
+}
+
+type Sink = futures::stream::SplitSink<Socket, Message>;
+
+/// One text frame from the client: a fresh token (answered here), a request refused for a
+/// scope the token lacks (answered here), or a message for the engine. `Err`: the
+/// connection ends, with this close frame if any.
+async fn on_text(
+    inner: &Inner,
+    lease: Option<&Watched>,
+    sink: &mut Sink,
+    tx: &mpsc::Sender<Inbound>,
+    text: &[u8],
+) -> Result<(), Option<Message>> {
+    if let Some(lease) = lease
+        && let Some(answer) = lease.authorize_frame(text).await
+    {
+        if let Some(line) = answer {
+            sink.send(Message::Text(line.into()))
+                .await
+                .map_err(|_| None)?;
+        }
+        return Ok(());
+    }
+    let identity = lease.map(|l| l.identity());
+    let auth = inner.http.auth.as_deref();
+    if let Some(refusals) = crate::auth::frame_refusals(auth, identity.as_deref(), text) {
+        for line in refusals {
+            if sink.send(Message::Text(line.into())).await.is_err() {
+                break;
+            }
+        }
+        return Ok(());
+    }
+    if tx.send(Inbound::Frame(text.to_vec())).await.is_err() {
+        return Err(Some(closing(close::NORMAL, "the session ended")));
+    }
+    Ok(())
+}
+
+/// Starts serving a connection of `principal`: the engine's input, its output, its task.
+fn start_engine(
+    inner: &Inner,
     principal: Option<String>,
-    identity: Option<Arc<Identity>>,
+) -> (
+    mpsc::Sender<Inbound>,
+    mpsc::Receiver<Outbound>,
+    tokio::task::JoinHandle<()>,
 ) {
     let (in_tx, in_rx) = mpsc::channel(64);
-    let (out_tx, mut out_rx) = mpsc::channel::<Outbound>(1024);
+    let (out_tx, out_rx) = mpsc::channel::<Outbound>(1024);
     let serving = inner.service.serve(Connection {
         incoming: in_rx,
         outgoing: out_tx,
         config: inner.engine.clone(),
         principal,
     });
-    let engine = tokio::spawn(serving);
+    (in_tx, out_rx, tokio::spawn(serving))
+}
+
+async fn serve(
+    inner: Arc<Inner>,
+    socket: Socket,
+    principal: Option<String>,
+    lease: Option<Watched>,
+) {
+    let (in_tx, mut out_rx, engine) = start_engine(&inner, principal);
     let (mut sink, mut stream) = socket.split();
     let mut ping = tokio::time::interval(inner.ws.ping_interval);
     ping.tick().await;
@@ -165,17 +261,8 @@ async fn serve(
                     Some(Ok(Message::Text(text))) => {
                         last_message = heard;
                         let Some(tx) = &in_tx else { continue };
-                        let auth = inner.http.auth.as_deref();
-                        if let Some(refusals) = crate::auth::frame_refusals(auth, identity.as_deref(), text.as_bytes()) {
-                            for line in refusals {
-                                if sink.send(Message::Text(line.into())).await.is_err() {
-                                    break;
-                                }
-                            }
-                            continue;
-                        }
-                        if tx.send(Inbound::Frame(text.as_bytes().to_vec())).await.is_err() {
-                            break Some(closing(close::NORMAL, "the session ended"));
+                        if let Err(end) = on_text(&inner, lease.as_ref(), &mut sink, tx, text.as_bytes()).await {
+                            break end;
                         }
                     }
                     Some(Ok(Message::Binary(_))) => {
@@ -209,6 +296,7 @@ async fn serve(
                     break None;
                 }
             }
+            why = crate::lease::ended(lease.as_ref()) => break Some(token_ended(&why)),
             () = shutdown.cancelled(), if in_tx.is_some() => {
                 // No more input; what the engine accepted is still answered, then the socket
                 // closes with 1001.

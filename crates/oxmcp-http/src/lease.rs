@@ -1,0 +1,369 @@
+//! A long-lived connection's hold on its bearer token (a WebSocket connection, a gRPC
+//! `Connect` stream, a legacy SSE stream): verified when the connection opened, it is kept
+//! with the connection, which ends at the token's `exp` and when the token, verified again
+//! every [`HttpConfig::token_recheck_interval`], is refused (revoked, say). A fresh token of
+//! the same principal takes its place without dropping the session: an `oxmcp/authorize`
+//! request ([`crate::reauth`]) over WebSocket and gRPC, any POST to `/message` on legacy SSE.
+//!
+//! A check that cannot be made (the authorization server is unreachable) keeps the
+//! connection, and is made again at the next interval; the `exp` still holds.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::http::{HeaderValue, StatusCode, header};
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::{HttpAuth, Identity};
+use crate::clients::Principal;
+use crate::config::HttpConfig;
+use crate::reauth::{METHOD, TOKEN_REFUSED, contains};
+
+/// The token a connection runs on, and when it was last verified.
+struct Held {
+    token: String,
+    identity: Arc<Identity>,
+    /// The token's `exp`, if it has one.
+    expires: Option<Instant>,
+    checked: Instant,
+    /// Counts the tokens taken, so that a check of an old token does not end the connection.
+    generation: u64,
+}
+
+/// One connection's token. See the module docs.
+pub(crate) struct Lease {
+    auth: Arc<HttpAuth>,
+    recheck: Duration,
+    /// The connection's principal: a fresh token must have the same.
+    principal: Option<String>,
+    held: Mutex<Held>,
+    renewed: Notify,
+    ended: CancellationToken,
+    why: Mutex<String>,
+}
+
+/// A [`Lease`] and its watch, which stops when this is dropped (with the connection).
+pub(crate) struct Watched {
+    lease: Arc<Lease>,
+    watch: tokio::task::AbortHandle,
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        self.watch.abort();
+    }
+}
+
+impl std::ops::Deref for Watched {
+    type Target = Lease;
+    fn deref(&self) -> &Lease {
+        &self.lease
+    }
+}
+
+/// Why a token was not taken (or kept).
+enum Refusal {
+    /// Not valid, or not enough: the connection cannot run on it.
+    Invalid(&'static str, String),
+    /// It could not be checked now.
+    Unavailable,
+}
+
+impl Lease {
+    /// The lease of a connection whose opening request `parts` passed
+    /// [`crate::auth::authenticate`], watched from now on; `None` when the endpoint is not
+    /// protected.
+    pub(crate) fn open(config: &HttpConfig, parts: &axum::http::request::Parts) -> Option<Watched> {
+        let auth = config.auth.clone()?;
+        let token = crate::auth::bearer_token(&parts.headers).ok()??.to_owned();
+        let identity = parts.extensions.get::<Arc<Identity>>()?.clone();
+        let lease = Arc::new(Lease {
+            auth,
+            recheck: config
+                .token_recheck_interval
+                .max(Duration::from_millis(100)),
+            principal: parts.extensions.get::<Principal>().map(|p| p.0.clone()),
+            held: Mutex::new(Held {
+                expires: expiry(&identity),
+                token,
+                identity,
+                checked: Instant::now(),
+                generation: 0,
+            }),
+            renewed: Notify::new(),
+            ended: CancellationToken::new(),
+            why: Mutex::new(String::new()),
+        });
+        let watch = tokio::spawn(lease.clone().watch()).abort_handle();
+        Some(Watched { lease, watch })
+    }
+
+    /// The identity of the token the connection runs on now.
+    pub(crate) fn identity(&self) -> Arc<Identity> {
+        self.held.lock().identity.clone()
+    }
+
+    /// Completes when the connection must end: why (for a close frame or a status).
+    pub(crate) async fn ended(&self) -> String {
+        self.ended.cancelled().await;
+        self.why.lock().clone()
+    }
+
+    fn end(&self, why: &str) {
+        tracing::debug!("a connection's token is no longer good: {why}");
+        why.clone_into(&mut self.why.lock());
+        self.ended.cancel();
+    }
+
+    async fn watch(self: Arc<Self>) {
+        loop {
+            let renewed = self.renewed.notified();
+            tokio::pin!(renewed);
+            renewed.as_mut().enable();
+            let (expires, due, generation) = {
+                let held = self.held.lock();
+                (held.expires, held.checked + self.recheck, held.generation)
+            };
+            let expiry = async {
+                match expires {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = expiry => {
+                    if self.held.lock().generation == generation {
+                        return self.end("the access token expired");
+                    }
+                }
+                () = tokio::time::sleep_until(due) => {
+                    if let Err(why) = self.check(generation).await {
+                        return self.end(&why);
+                    }
+                }
+                () = &mut renewed => {}
+            }
+        }
+    }
+
+    /// Verifies the token of `generation` again: `Err` with why the connection must end.
+    async fn check(&self, generation: u64) -> Result<(), String> {
+        let token = self.held.lock().token.clone();
+        let verdict = verify(&self.auth, &token).await;
+        let mut held = self.held.lock();
+        if held.generation != generation {
+            return Ok(()); // a fresh token came in meanwhile
+        }
+        held.checked = Instant::now();
+        match verdict {
+            Ok((identity, principal)) if principal == self.principal => {
+                held.expires = expiry(&identity);
+                held.identity = identity;
+                Ok(())
+            }
+            Ok(_) => Err("the access token now names another principal".to_owned()),
+            Err(Refusal::Invalid(_, why)) => Err(format!("the access token was refused: {why}")),
+            Err(Refusal::Unavailable) => {
+                tracing::warn!("a connection's token could not be checked again; kept for now");
+                Ok(())
+            }
+        }
+    }
+
+    /// Takes `token`, already verified as `identity` of this connection's principal (a legacy
+    /// POST's), if it is not the one held and expires no sooner (a token without `exp`
+    /// counts as never expiring).
+    pub(crate) fn adopt(&self, token: &str, identity: Arc<Identity>) {
+        let mut held = self.held.lock();
+        if held.token == token || self.ended.is_cancelled() {
+            return;
+        }
+        let sooner = match (expiry(&identity), held.expires) {
+            (Some(new), Some(old)) => new < old,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if !sooner {
+            self.replace(&mut held, token, identity);
+        }
+    }
+
+    fn replace(&self, held: &mut Held, token: &str, identity: Arc<Identity>) {
+        token.clone_into(&mut held.token);
+        held.expires = expiry(&identity);
+        held.identity = identity;
+        held.checked = Instant::now();
+        held.generation += 1;
+        self.renewed.notify_one();
+    }
+
+    /// Verifies `token` and takes it if it belongs to this connection's principal: its `exp`.
+    async fn renew(&self, token: &str) -> Result<Option<u64>, Refusal> {
+        let (identity, principal) = verify(&self.auth, token).await?;
+        if principal != self.principal {
+            return Err(Refusal::Invalid(
+                "invalid_token",
+                "the token belongs to another principal".to_owned(),
+            ));
+        }
+        if self.ended.is_cancelled() {
+            return Err(Refusal::Invalid(
+                "invalid_token",
+                "the connection's token already ended".to_owned(),
+            ));
+        }
+        let exp = exp_claim(&identity);
+        self.replace(&mut self.held.lock(), token, identity);
+        Ok(exp)
+    }
+
+    /// If `frame` is an `oxmcp/authorize` request, handles it: the answer (JSON) to send back
+    /// (`Some(None)` for one without an id). `None`: not such a request, for the engine.
+    pub(crate) async fn authorize_frame(&self, frame: &[u8]) -> Option<Option<String>> {
+        if !contains(frame, METHOD.as_bytes()) {
+            return None;
+        }
+        #[derive(serde::Deserialize)]
+        struct Request {
+            id: Option<serde_json::Value>,
+            method: String,
+            params: Option<serde_json::Value>,
+        }
+        let request: Request = serde_json::from_slice(frame).ok()?;
+        if request.method != METHOD {
+            return None;
+        }
+        let token = request
+            .params
+            .as_ref()
+            .and_then(|p| p.get("token"))
+            .and_then(|t| t.as_str());
+        let mut answer = match token {
+            None => error(-32602, "Invalid params: a `token` string is required"),
+            Some(token) => match self.renew(token).await {
+                Ok(exp) => serde_json::json!({"jsonrpc": "2.0", "result": {"expiresAt": exp}}),
+                Err(Refusal::Invalid(code, why)) => {
+                    tracing::debug!("a fresh token was refused: {why}");
+                    let mut e = error(TOKEN_REFUSED, &format!("Unauthorized: {why}"));
+                    e["error"]["data"] = serde_json::json!({ "error": code });
+                    e
+                }
+                Err(Refusal::Unavailable) => {
+                    error(-32000, "the token could not be checked now; retry later")
+                }
+            },
+        };
+        Some(request.id.map(|id| {
+            answer["id"] = id;
+            answer.to_string()
+        }))
+    }
+}
+
+/// A JSON-RPC error answer, its id to be set.
+fn error(code: i64, message: &str) -> serde_json::Value {
+    serde_json::json!({"jsonrpc": "2.0", "error": {"code": code, "message": message}})
+}
+
+/// Verifies `token` as a request's would be ([`crate::auth::authenticate`]): its identity
+/// and principal.
+async fn verify(
+    auth: &Arc<HttpAuth>,
+    token: &str,
+) -> Result<(Arc<Identity>, Option<String>), Refusal> {
+    let invalid = |why: &str| Refusal::Invalid("invalid_token", why.to_owned());
+    let value = HeaderValue::from_str(&format!("Bearer {token}"))
+        .map_err(|_| invalid("the token is not a usable header value"))?;
+    let (mut parts, ()) = axum::http::Request::new(()).into_parts();
+    parts.headers.insert(header::AUTHORIZATION, value);
+    if let Err(refusal) = crate::auth::authenticate(Some(auth), &mut parts).await {
+        return Err(match refusal.status() {
+            StatusCode::SERVICE_UNAVAILABLE => Refusal::Unavailable,
+            StatusCode::FORBIDDEN => Refusal::Invalid(
+                "insufficient_scope",
+                "the token lacks the scopes every request needs".to_owned(),
+            ),
+            _ => invalid("the token is not valid (expired, revoked or malformed)"),
+        });
+    }
+    let identity = parts
+        .extensions
+        .get::<Arc<Identity>>()
+        .cloned()
+        .ok_or_else(|| invalid("the token has no identity"))?;
+    let principal = parts.extensions.get::<Principal>().map(|p| p.0.clone());
+    Ok((identity, principal))
+}
+
+/// The `exp` claim (seconds since the epoch), if there is one.
+fn exp_claim(identity: &Identity) -> Option<u64> {
+    let exp = identity.claims.get("exp")?;
+    exp.as_u64().or_else(|| {
+        exp.as_f64()
+            .filter(|f| f.is_finite() && *f >= 0.0)
+            .map(|f| f as u64)
+    })
+}
+
+/// When the token expires, as an instant (now if it already has).
+fn expiry(identity: &Identity) -> Option<Instant> {
+    let exp = exp_claim(identity)?;
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_secs();
+    Instant::now().checked_add(Duration::from_secs(exp.saturating_sub(now)))
+}
+
+/// Completes when a connection's token ends (never for a connection without one): why.
+pub(crate) async fn ended(lease: Option<&Watched>) -> String {
+    match lease {
+        Some(lease) => lease.ended().await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn with_exp(exp: serde_json::Value) -> Identity {
+        let mut identity = Identity::default();
+        identity.claims.insert("exp".into(), exp);
+        identity
+    }
+
+    fn unix_now() -> u64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    }
+
+    #[test]
+    fn the_exp_claim_sets_the_end() {
+        assert_eq!(
+            exp_claim(&with_exp(serde_json::json!(1_700_000_000))),
+            Some(1_700_000_000)
+        );
+        assert_eq!(
+            exp_claim(&with_exp(serde_json::json!(1.7e9))),
+            Some(1_700_000_000)
+        );
+        assert_eq!(exp_claim(&with_exp(serde_json::json!(-5))), None);
+        assert_eq!(exp_claim(&with_exp(serde_json::json!("soon"))), None);
+        assert_eq!(
+            exp_claim(&Identity::default()),
+            None,
+            "no exp: no end but the checks"
+        );
+        // An exp in the past ends the connection at once; one far away does not overflow.
+        let past = expiry(&with_exp(serde_json::json!(unix_now() - 10))).unwrap();
+        assert!(past <= Instant::now());
+        let later = expiry(&with_exp(serde_json::json!(unix_now() + 100))).unwrap();
+        assert!(later > Instant::now() + Duration::from_secs(95));
+        assert!(expiry(&with_exp(serde_json::json!(u64::MAX))).is_none_or(|at| at > later));
+    }
+}
