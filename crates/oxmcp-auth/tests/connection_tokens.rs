@@ -538,3 +538,73 @@ async fn a_raw_client_presents_a_token_on_the_websocket() {
     let answer = ws_next(&mut s, NOTICE).await.expect("still open");
     assert_eq!(answer["id"], 10, "{answer}");
 }
+
+/// Whether an SSE response body ends within [`NOTICE`] (keep-alive comments do not count).
+async fn http_stream_ends(mut r: reqwest::Response) -> bool {
+    let deadline = tokio::time::Instant::now() + NOTICE;
+    loop {
+        match tokio::time::timeout_at(deadline, r.chunk()).await {
+            Err(_) => return false,
+            Ok(Ok(Some(_))) => {}
+            Ok(_) => return true,
+        }
+    }
+}
+
+/// Streamable HTTP's long-lived streams hold their token too: the standalone GET stream of a
+/// 2025-11-25 session and a 2026-07-28 `subscriptions/listen` stream end at the token's
+/// `exp`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_jwt_ends_the_streamable_http_streams() {
+    let (issuer, _as) = start_as().await;
+    let base = serve_all(&issuer, jwt_verifier(&issuer)).await;
+    let url = format!("{base}/mcp");
+    let token = jwt(&issuer, &base, "alice", 3);
+    let http = reqwest::Client::new();
+    let post = |body: Value| {
+        http.post(&url)
+            .bearer_auth(&token)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string())
+    };
+    let init = post(initialize(1)).send().await.unwrap();
+    assert_eq!(init.status(), 200);
+    let sid = init.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let note = post(initialized())
+        .header("mcp-session-id", &sid)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(note.status(), 202);
+    let get = http
+        .get(&url)
+        .bearer_auth(&token)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &sid)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.status(), 200);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let listen = json!({"jsonrpc":"2.0","id":2,"method":"subscriptions/listen",
+        "params":{"notifications":{"toolsListChanged":true},"_meta":meta}});
+    let listen = post(listen)
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(listen.status(), 200);
+    let (get_ended, listen_ended) = tokio::join!(http_stream_ends(get), http_stream_ends(listen));
+    assert_eq!((get_ended, listen_ended), (true, true));
+}

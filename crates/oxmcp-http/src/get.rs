@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use oxmcp_jsonrpc::ErrorCode;
@@ -14,13 +15,13 @@ use crate::respond::*;
 use crate::server::Inner;
 use crate::sse_out::{priming, sse_event, sse_response};
 
-/// Host/Origin checks, then the bearer token: the request's headers and principal.
-async fn checked(inner: &Inner, request: Request) -> Result<(HeaderMap, Option<String>), Response> {
+/// Host/Origin checks, then the bearer token: the request's parts and principal.
+async fn checked(inner: &Inner, request: Request) -> Result<(Parts, Option<String>), Response> {
     let (mut parts, _) = request.into_parts();
     common_checks(&inner.config, &parts.headers)?;
     crate::auth::authenticate(inner.config.auth.as_deref(), &mut parts).await?;
     let principal = parts.extensions.get::<Principal>().map(|p| p.0.clone());
-    Ok((parts.headers, principal))
+    Ok((parts, principal))
 }
 
 /// The session a request names, if it exists (here or in the shared store) and belongs to
@@ -51,10 +52,18 @@ pub(crate) async fn handle_get(State(inner): State<Arc<Inner>>, request: Request
 }
 
 async fn get(inner: Arc<Inner>, request: Request) -> Response {
-    let (headers, principal) = match checked(&inner, request).await {
+    let (parts, principal) = match checked(&inner, request).await {
         Ok(c) => c,
         Err(r) => return r,
     };
+    // The stream lives no longer than the token it was opened with.
+    let lease = crate::lease::Lease::open(&inner.config, &parts);
+    crate::sse_out::until_lease_ends(stream(inner, &parts.headers, principal).await, lease)
+}
+
+/// The GET stream a checked request asks for: a resumed one, or the standalone stream.
+async fn stream(inner: Arc<Inner>, headers: &HeaderMap, principal: Option<String>) -> Response {
+    let headers = headers.clone();
     if !accepts(&headers, "text/event-stream") {
         return rpc_error(
             StatusCode::NOT_ACCEPTABLE,
@@ -117,10 +126,11 @@ async fn get(inner: Arc<Inner>, request: Request) -> Response {
 }
 
 pub(crate) async fn handle_delete(State(inner): State<Arc<Inner>>, request: Request) -> Response {
-    let (headers, principal) = match checked(&inner, request).await {
+    let (parts, principal) = match checked(&inner, request).await {
         Ok(c) => c,
         Err(r) => return r,
     };
+    let headers = parts.headers;
     let session = match session_of(&inner, &headers, principal.as_deref()).await {
         Ok(s) => s,
         Err(r) => return r,

@@ -1,9 +1,12 @@
 //! A long-lived connection's hold on its bearer token (a WebSocket connection, a gRPC
-//! `Connect` stream, a legacy SSE stream): verified when the connection opened, it is kept
+//! `Connect` stream, a legacy SSE stream, a Streamable HTTP GET or `subscriptions/listen`
+//! stream): verified when the connection opened, it is kept
 //! with the connection, which ends at the token's `exp` and when the token, verified again
 //! every [`HttpConfig::token_recheck_interval`], is refused (revoked, say). A fresh token of
 //! the same principal takes its place without dropping the session: an `oxmcp/authorize`
 //! request ([`crate::reauth`]) over WebSocket and gRPC, any POST to `/message` on legacy SSE.
+//! (A Streamable HTTP stream cannot take one: the client opens a new stream with its new
+//! token, resuming the old one with `Last-Event-ID`.)
 //!
 //! A check that cannot be made (the authorization server is unreachable) keeps the
 //! connection, and is made again at the next interval; the `exp` still holds.

@@ -169,6 +169,12 @@ async fn post(inner: Arc<Inner>, request: Request) -> Response {
         return r;
     }
     let client = Client::of(&inner.config, &parts.extensions);
+    // A listen stream lives no longer than the token it was opened with.
+    let listens =
+        |m: &Message| matches!(m, Message::Request(r) if r.method == "subscriptions/listen");
+    let lease = (modern && posted.messages.iter().any(listens))
+        .then(|| crate::lease::Lease::open(&inner.config, &parts))
+        .flatten();
     // Moved, not cloned: nothing here reads the extensions after this.
     let context: oxmcp_jsonrpc::TransportContext = Arc::new(std::mem::take(&mut parts.extensions));
     if modern {
@@ -178,7 +184,8 @@ async fn post(inner: Arc<Inner>, request: Request) -> Response {
         return match posted.messages.into_iter().next() {
             Some(m) => {
                 let principal = client.principal().map(str::to_owned);
-                crate::stateless::handle(&inner, headers, m, principal, context).await
+                let answer = crate::stateless::handle(&inner, headers, m, principal, context).await;
+                crate::sse_out::until_lease_ends(answer, lease)
             }
             None => bad_request("empty request"),
         };

@@ -36,6 +36,23 @@ pub(crate) fn sse_body(
     resp
 }
 
+/// Ends `resp`'s body when `lease` ends (its token expired, or was refused when checked
+/// again): a long-lived stream lives no longer than the token it was opened with. The lease
+/// is watched as long as the body lives.
+pub(crate) fn until_lease_ends(resp: Response, lease: Option<crate::lease::Watched>) -> Response {
+    use futures::StreamExt as _;
+    let Some(lease) = lease else {
+        return resp;
+    };
+    resp.map(move |body| {
+        let ended = async move {
+            let why = lease.ended().await;
+            tracing::debug!("an SSE stream ends with its token: {why}");
+        };
+        Body::from_stream(body.into_data_stream().take_until(ended))
+    })
+}
+
 /// One `message` event without an id (streams that are never resumed).
 pub(crate) fn sse_message(data: &str) -> Bytes {
     Bytes::from(format!("event: message\ndata: {data}\n\n"))
