@@ -6,18 +6,32 @@
 //! the host and `%xx` and escaped unreserved characters irrelevant, a file server may resolve
 //! `..`, and a gateway's upstream compares its own part of a `gateway://NAME/URI` by its own
 //! rules. The policy cannot know them all, so it compares in a form at least as coarse as any
-//! of them: every escape decoded (invalid UTF-8 replaced), dot segments removed from the path
+//! of them: every escape decoded, again until none is left (invalid UTF-8 replaced), dot segments removed from the path
 //! (RFC 3986 §5.2.4), then everything lowercased. Two URIs that differ only in case or
 //! escaping therefore share a rule: a protected URI can be reached by no spelling without the
 //! rule's scopes, at the cost of also protecting its case and escaping variants.
 
 use std::collections::HashMap;
 
+/// Most rounds of percent-decoding a URI gets.
+const DECODE_ROUNDS: usize = 8;
+
 /// The form resource URIs are compared in (see the module documentation).
 pub fn canonical_resource_uri(uri: &str) -> String {
-    let plain = percent_encoding::percent_decode_str(uri)
-        .decode_utf8_lossy()
-        .to_lowercase();
+    // Decoded until nothing changes (`%2561` is `%61`, then `a`), so that a layer that
+    // decodes twice finds no spelling the rule missed; a few rounds are all any real URI
+    // takes.
+    let mut plain = uri.to_owned();
+    for _ in 0..DECODE_ROUNDS {
+        let decoded = percent_encoding::percent_decode_str(&plain)
+            .decode_utf8_lossy()
+            .into_owned();
+        if decoded == plain {
+            break;
+        }
+        plain = decoded;
+    }
+    let plain = plain.to_lowercase();
     let (head, path, tail) = split_path(&plain);
     format!("{head}{}{tail}", remove_dot_segments(path))
 }
@@ -148,6 +162,8 @@ mod tests {
             "gateway://demo/demo://greeting/./admin",
             "gateway://demo/demo://greeting/x/%2E%2E/admin",
             "gateway://demo/demo%3A%2F%2Fgreeting%2Fadmin",
+            "gateway://demo/demo://greeting/%2561dmin",
+            "gateway://demo/demo://greeting/%252561%2564min",
         ] {
             assert_eq!(c(spelling), want, "{spelling}");
         }
