@@ -208,3 +208,68 @@ async fn an_oversized_initialize_is_not_stored() {
     open_session(&a.url, V).await;
     assert_eq!(redis.keys("mcp:{*}:sess").len(), 1);
 }
+
+/// What the transport refuses itself (a batch the version does not allow, two requests of
+/// one id in a batch, an id already in use) leaves no state change behind that a later
+/// success of the same id would share.
+#[tokio::test]
+async fn refused_requests_leave_no_change_behind() {
+    let redis = Redis::start().await;
+    let a = Instance::start(&redis, "a", &[]).await;
+    let subscribe = |id: i64, uri: &str| json!({"jsonrpc":"2.0","id":id,"method":"resources/subscribe","params":{"uri":uri}});
+    let ping = |id: i64| json!({"jsonrpc":"2.0","id":id,"method":"ping"});
+    let stored = |sid: &str| redis.cli(&["SCARD", &format!("mcp:{{{sid}}}:subs")]);
+
+    // A batch on a version without batching is refused; a later ping of its id shares nothing.
+    let sid = open_session(&a.url, "2025-06-18").await;
+    let (status, _) = call(
+        &a.url,
+        &sid,
+        "2025-06-18",
+        &json!([subscribe(5, "nowhere://a")]),
+    )
+    .await;
+    assert_eq!(status, 400);
+    let (status, _) = call(&a.url, &sid, "2025-06-18", &ping(5)).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        stored(&sid),
+        "0",
+        "a refused batch's subscription was shared"
+    );
+
+    // Two requests of one id in a batch: refused, nothing shared.
+    let sid = open_session(&a.url, "2025-03-26").await;
+    let batch = json!([ping(6), subscribe(6, "nowhere://b")]);
+    let (_, answer) = call(&a.url, &sid, "2025-03-26", &batch).await;
+    assert_eq!(
+        stored(&sid),
+        "0",
+        "a duplicate id shared its twin's change: {answer:?}"
+    );
+
+    // An id in use: refused, and the first request's success shares nothing of it.
+    let sid = open_session(&a.url, V).await;
+    let slow = {
+        let (url, sid) = (a.url.clone(), sid.clone());
+        tokio::spawn(async move {
+            call(
+                &url,
+                &sid,
+                V,
+                &tool(7, "slow", json!({"steps": 2, "delay_ms": 500})),
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (_, answer) = call(&a.url, &sid, V, &subscribe(7, "nowhere://c")).await;
+    assert!(answer[0].get("error").is_some(), "{answer:?}");
+    let (status, _) = slow.await.unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(
+        stored(&sid),
+        "0",
+        "an id in use shared the first request's success"
+    );
+}

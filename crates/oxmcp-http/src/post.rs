@@ -326,12 +326,6 @@ async fn answer(
     {
         return r;
     }
-    // An id still in flight must not be reused: answering it here keeps the first request's
-    // response on its own stream.
-    if let Some(dup) = ids.iter().find(|id| session.in_flight(id)) {
-        let e = ErrorObject::invalid_request(format!("request id {dup} is already in use"));
-        return json_response(Message::error(Some(dup.clone()), e).encode(), None);
-    }
     // A batch gets one answer (an array), related to its first request.
     let (routed, answers) = if posted.batch {
         (vec![ids[0].clone()], 1)
@@ -340,7 +334,20 @@ async fn answer(
     };
     let batch = posted.batch.then_some(ids.as_slice());
     let sse = mode == ResponseMode::Sse;
-    let (token, rx) = session.open_post_stream(&routed, answers, sse, batch);
+    // An id still in flight (or twice in one batch) must not be reused: answering it here
+    // keeps the first request's response on its own stream.
+    let (token, rx) = match session.open_post_stream(&routed, answers, sse, batch) {
+        Ok(opened) => opened,
+        Err(dup) => {
+            let e = ErrorObject::invalid_request(format!("request id {dup} is already in use"));
+            return json_response(Message::error(Some(dup), e).encode(), None);
+        }
+    };
+    // Its requests are in flight now: a state change they ask for is shared with their
+    // answers, once accepted.
+    if session.shared().is_some() {
+        crate::shared::expect_changes(&session, &posted.messages);
+    }
     if mode == ResponseMode::Json {
         session.answer_as_json(&token);
     }

@@ -67,6 +67,7 @@ impl RedisStore {
 
     pub(crate) async fn update(&self, id: &str, change: &StateChange) -> StoreResult<()> {
         let [sess, subs, ..] = self.session_keys(id);
+        change.check_size(self.inner.config.max_record)?;
         let ttl = self.ttl() as i64;
         if let StateChange::Subscribe(u) = change {
             return self.subscribe(&sess, &subs, u).await;

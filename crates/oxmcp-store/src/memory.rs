@@ -150,6 +150,9 @@ impl Store for MemoryStore {
         id: &'a str,
         change: &'a StateChange,
     ) -> BoxFuture<'a, StoreResult<()>> {
+        if let Err(e) = change.check_size(self.shared.config.max_record) {
+            return Box::pin(std::future::ready(Err(e)));
+        }
         let max = self.shared.config.max_subscriptions;
         let applied = self.with_live(id, |s| change.apply_within(&mut s.record, max));
         Box::pin(std::future::ready(applied.unwrap_or(Ok(()))))
@@ -399,6 +402,11 @@ mod tests {
         a.update_session("s", &sub("x://1")).await.unwrap();
         let refused = a.update_session("s", &sub("x://2")).await.unwrap_err();
         assert!(!refused.is_transient(), "{refused}");
+        let long = "x".repeat(StoreConfig::default().max_record + 1);
+        a.update_session("s", &StateChange::Unsubscribe("x://1".into()))
+            .await
+            .unwrap();
+        assert!(a.update_session("s", &sub(&long)).await.is_err());
         let big = BusEvent::SessionEnded {
             session: "s".repeat(200),
         };

@@ -66,6 +66,22 @@ impl StateChange {
         }
     }
 
+    /// Checks the value the change stores (a URI, a level) against `max_bytes` (a store's
+    /// [`StoreConfig::max_record`]).
+    ///
+    /// # Errors
+    /// [`crate::StoreError::Refused`] when it is larger.
+    pub fn check_size(&self, max_bytes: usize) -> crate::StoreResult<()> {
+        let (Self::LogLevel(v) | Self::Subscribe(v) | Self::Unsubscribe(v)) = self;
+        if v.len() > max_bytes {
+            return Err(crate::StoreError::Refused(format!(
+                "a session state value of {} bytes is over the limit of {max_bytes}",
+                v.len()
+            )));
+        }
+        Ok(())
+    }
+
     /// Applies the change to a record, within `max_subscriptions` stored subscriptions.
     ///
     /// # Errors

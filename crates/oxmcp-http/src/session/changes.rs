@@ -15,13 +15,26 @@ use super::Session;
 pub(super) struct Changes(HashMap<RequestId, StateChange>);
 
 impl Session {
-    /// Holds `change` until request `id` is answered (shared sessions only).
+    /// Holds `change` until request `id` is answered (shared sessions only). Only for a
+    /// request whose stream is open (its id is in flight, so no other request's answer can
+    /// carry that id until it is answered).
     pub(crate) fn expect_change(&self, id: RequestId, change: StateChange) {
         self.changes.lock().0.insert(id, change);
     }
 
+    /// Drops what is held for requests that ended (answered or not).
+    pub(super) fn forget_changes(&self, ended: &[RequestId]) {
+        let mut changes = self.changes.lock();
+        if changes.0.is_empty() {
+            return;
+        }
+        for id in ended {
+            changes.0.remove(id);
+        }
+    }
+
     /// Shares the changes whose requests `line` answers with success; a change that cannot
-    /// be shared turns its answer into an error. Changes of requests it refused are
+    /// be shared turns its answer into an error (which asks the client to try again). Changes of requests it refused are
     /// dropped. `related`: the request the line ends (`None` with no line: it was cancelled).
     pub(super) async fn share_answered(
         &self,
@@ -88,15 +101,9 @@ impl Session {
             }
             Err(e) => e,
         };
+        // The client is told to try again (this instance holds the change; the others and
+        // the store do not yet). Not undone here: the same change may have been held before.
         tracing::warn!(session = %self.id, "a state change was not saved: {error}");
-        if let StateChange::Subscribe(uri) = &change {
-            // Not held anywhere else: not held here either.
-            let undo = StateChange::Unsubscribe(uri.clone());
-            let (method, params) = undo.as_request();
-            let n = UNDONE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let own = RequestId::String(format!("oxmcp-store-undo-{n}"));
-            self.feed_own_later(own, method, params);
-        }
         let failed = oxmcp_jsonrpc::Message::error(Some(id), refusal(&error));
         *answer = serde_json::from_str(&failed.encode()).unwrap_or(Value::Null);
         true
@@ -117,6 +124,3 @@ fn refusal(e: &StoreError) -> ErrorObject {
         ErrorObject::invalid_params(e.to_string())
     }
 }
-
-/// Numbers the undo requests (unique in the process).
-static UNDONE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);

@@ -168,23 +168,6 @@ impl Session {
             .await
     }
 
-    /// [`Session::feed_own`] without waiting: for callers the engine may be waiting on
-    /// (routing its output), which must not wait for its input in turn.
-    pub(crate) fn feed_own_later(&self, id: RequestId, method: &str, params: serde_json::Value) {
-        let Some(tx) = self.incoming.lock().clone() else {
-            return;
-        };
-        self.swallow.lock().insert(id.clone());
-        let request = serde_json::json!({
-            "jsonrpc": "2.0", "id": id.to_value(), "method": method, "params": params
-        });
-        tokio::spawn(async move {
-            let _ = tx
-                .send(Inbound::Frame(request.to_string().into_bytes()))
-                .await;
-        });
-    }
-
     /// Whether an answer is to a request of the transport's own (and forgets the request).
     fn swallowed(&self, id: &RequestId) -> bool {
         let mut s = self.swallow.lock();
@@ -289,7 +272,7 @@ impl Session {
 
     /// A request id of this session still waiting for its response.
     pub(crate) fn in_flight(&self, id: &RequestId) -> bool {
-        self.lock().routes.contains_key(id)
+        self.lock().busy.contains(id)
     }
 
     /// Drops what the store holds for this session.
@@ -338,7 +321,9 @@ mod tests {
     #[tokio::test]
     async fn routes_and_resumes() {
         let (s, _rx) = session();
-        let (tok, mut live) = s.open_post_stream(&[RequestId::Number(1)], 1, true, None);
+        let (tok, mut live) = s
+            .open_post_stream(&[RequestId::Number(1)], 1, true, None)
+            .unwrap();
         s.route(out(
             r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#,
             Some(1),
@@ -371,9 +356,42 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn ids_in_flight_are_not_reused() {
+        let (s, _rx) = session();
+        let (one, two) = (RequestId::Number(1), RequestId::Number(2));
+        let batch = [one.clone(), two.clone()];
+        let (tok, _live) = s
+            .open_post_stream(&batch[..1], 1, false, Some(&batch))
+            .unwrap();
+        // Every entry of a batch is in flight, not only the one its answer is routed by.
+        assert_eq!(
+            s.open_post_stream(&[two.clone()], 1, false, None).err(),
+            Some(two.clone())
+        );
+        assert!(s.in_flight(&two));
+        // Twice in one batch.
+        let twice = [RequestId::Number(3), RequestId::Number(3)];
+        assert!(
+            s.open_post_stream(&twice[..1], 1, false, Some(&twice))
+                .is_err()
+        );
+        assert!(!s.in_flight(&RequestId::Number(3)));
+        // Answered: free again.
+        s.route(out(
+            r#"[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"result":{}}]"#,
+            Some(1),
+        ))
+        .await;
+        assert!(!s.in_flight(&one) && !s.in_flight(&two), "{tok}");
+        assert!(s.open_post_stream(&[two], 1, false, None).is_ok());
+    }
+
+    #[tokio::test]
     async fn resume_mid_stream_neither_misses_nor_repeats() {
         let (s, _rx) = session();
-        let (tok, live) = s.open_post_stream(&[RequestId::Number(1)], 1, true, None);
+        let (tok, live) = s
+            .open_post_stream(&[RequestId::Number(1)], 1, true, None)
+            .unwrap();
         drop(live);
         for i in 0..3 {
             s.route(out(

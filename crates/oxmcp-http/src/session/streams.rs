@@ -1,7 +1,7 @@
 //! The SSE streams of a session: which stream each outgoing message goes on, the events
 //! stored for resumption, and the live feeds of attached responses.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use oxmcp_jsonrpc::{OutKind, Outbound, RequestId};
 use oxmcp_store::StreamInfo;
@@ -53,6 +53,8 @@ struct Placed {
     info: Option<StreamInfo>,
     /// No client is attached: another instance may be tailing the stream.
     detached: bool,
+    /// The requests whose stream this message ended: no longer in flight.
+    ended: Vec<RequestId>,
 }
 
 /// Events queued per attached response before the client counts as too slow (it can resume).
@@ -77,6 +79,8 @@ pub(super) struct Stream {
     pub(super) stored: bool,
     /// Who writes it and what it answers, stored with its first event (shared store only).
     pub(super) info: Option<StreamInfo>,
+    /// The ids of the requests it answers (every entry of a batch): in flight until it ends.
+    pub(super) ids: Vec<RequestId>,
 }
 
 impl Stream {
@@ -91,6 +95,7 @@ impl Stream {
             json: false,
             stored: false,
             info,
+            ids: Vec::new(),
         }
     }
 
@@ -104,40 +109,51 @@ impl Stream {
 pub(crate) struct Streams {
     pub(super) by_token: HashMap<String, Stream>,
     pub(super) routes: HashMap<RequestId, String>,
+    /// Every request id of the session in flight (a batch's entries too): a new request may
+    /// use none of them.
+    pub(super) busy: HashSet<RequestId>,
     pub(super) standalone: Option<String>,
     pub(super) finished: VecDeque<String>,
 }
 
 impl Session {
     /// Opens the stream for a POST carrying requests `ids`; `answers` is how many responses
-    /// will come (one per request, or one for a whole batch). `sse`: answered as SSE from the
-    /// start.
+    /// will come (one per request, or one for a whole batch, whose entries are `batch` and
+    /// whose answer is routed by its first id). `sse`: answered as SSE from the start.
+    ///
+    /// # Errors
+    /// A request id that is in flight already, or twice in the batch: nothing is opened.
     pub(crate) fn open_post_stream(
         &self,
         ids: &[RequestId],
         answers: usize,
         sse: bool,
         batch: Option<&[RequestId]>,
-    ) -> (String, mpsc::Receiver<Event>) {
+    ) -> Result<(String, mpsc::Receiver<Event>), RequestId> {
+        let all = batch.unwrap_or(ids);
+        let mut streams = self.lock();
+        let mut seen = HashSet::with_capacity(all.len());
+        if let Some(dup) = all
+            .iter()
+            .find(|id| streams.busy.contains(*id) || !seen.insert(*id))
+        {
+            return Err(dup.clone());
+        }
         let token = self.new_token();
         let info = self.shared().map(|shared| StreamInfo {
             owner: shared.store.instance().to_owned(),
-            ids: batch
-                .unwrap_or(ids)
-                .iter()
-                .map(RequestId::to_value)
-                .collect(),
+            ids: all.iter().map(RequestId::to_value).collect(),
             batch: batch.is_some(),
         });
         let (tx, rx) = mpsc::channel(LIVE_DEPTH);
-        let mut streams = self.lock();
         for id in ids {
             streams.routes.insert(id.clone(), token.clone());
         }
-        streams
-            .by_token
-            .insert(token.clone(), Stream::new(answers, tx, sse, info));
-        (token, rx)
+        streams.busy.extend(all.iter().cloned());
+        let mut stream = Stream::new(answers, tx, sse, info);
+        stream.ids = all.to_vec();
+        streams.by_token.insert(token.clone(), stream);
+        Ok((token, rx))
     }
 
     /// Says that the POST of stream `token` is answered with a JSON body whatever comes
@@ -173,7 +189,11 @@ impl Session {
             self.events.forget_stream(&self.id, token).await;
         }
         let mut streams = self.lock();
-        streams.by_token.remove(token);
+        if let Some(gone) = streams.by_token.remove(token) {
+            for id in &gone.ids {
+                streams.busy.remove(id);
+            }
+        }
         streams.finished.retain(|t| t != token);
         // An idle session should cost as little as possible: give emptied tables back.
         if streams.by_token.is_empty() {
@@ -182,6 +202,9 @@ impl Session {
         }
         if streams.routes.is_empty() {
             streams.routes = HashMap::new();
+        }
+        if streams.busy.is_empty() {
+            streams.busy = HashSet::new();
         }
     }
 
@@ -318,6 +341,9 @@ impl Session {
             }
             return;
         };
+        if own {
+            self.forget_changes(&placed.ended);
+        }
         if placed.store {
             let data = routed.line.as_deref().unwrap_or_default();
             let (token, seq) = (&placed.token, placed.seq);
@@ -389,8 +415,10 @@ impl Session {
         if routed.line.is_some() {
             stream.next_seq += 1;
         }
+        let mut ended = Vec::new();
         if last {
             stream.finished = true;
+            ended = std::mem::take(&mut stream.ids);
         }
         let attached = stream.live.as_ref().is_some_and(|l| !l.is_closed());
         // A POST's one answer, going to its waiting response as a JSON body: the client
@@ -401,13 +429,18 @@ impl Session {
         if store {
             stream.stored = true;
         }
+        let info = if store { stream.info.take() } else { None };
+        for id in &ended {
+            streams.busy.remove(id);
+        }
         Some(Placed {
             token,
             seq,
             last,
             store,
-            info: if store { stream.info.take() } else { None },
+            info,
             detached: !attached,
+            ended,
         })
     }
 

@@ -1,7 +1,8 @@
 //! What a POST of a shared session must tell the other instances before its messages reach
 //! this instance's engine: the answers to requests another instance sent, and cancellations
-//! (as their request id only). State changes (log level, subscriptions) are not shared here:
-//! the session shares them once the engine has accepted them (`Session::route`).
+//! (as their request id only). State changes (log level, subscriptions) are only noted here
+//! ([`expect_changes`], once their requests' stream is open): the session shares them once
+//! the engine has accepted them (`Session::route`).
 
 use std::sync::Arc;
 
@@ -26,6 +27,18 @@ fn state_change(r: &Request) -> Option<StateChange> {
         "resources/subscribe" => read()?.uri.map(StateChange::Subscribe),
         "resources/unsubscribe" => read()?.uri.map(StateChange::Unsubscribe),
         _ => None,
+    }
+}
+
+/// Holds the state changes `messages` ask for until the engine answers them (shared with
+/// the answer when accepted, see `Session::route`). Only for requests whose stream is open.
+pub(crate) fn expect_changes(session: &Session, messages: &[Message]) {
+    for m in messages {
+        if let Message::Request(r) = m
+            && let Some(change) = state_change(r)
+        {
+            session.expect_change(r.id.clone(), change);
+        }
     }
 }
 
@@ -100,13 +113,7 @@ pub(crate) async fn share(
                     deliver(None, cancellation_of(&id)).await?;
                 }
             }
-            Message::Request(r) => {
-                if let Some(change) = state_change(r) {
-                    // Shared once the engine has accepted it, with its answer.
-                    session.expect_change(r.id.clone(), change);
-                }
-            }
-            Message::Notification(_) => {}
+            Message::Request(_) | Message::Notification(_) => {}
         }
         keep.push(m.clone());
     }

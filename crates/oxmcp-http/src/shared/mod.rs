@@ -33,7 +33,7 @@ use parking_lot::Mutex;
 use tokio::sync::{Notify, Semaphore};
 
 pub(crate) use bus::start as start_tasks;
-pub(crate) use incoming::share;
+pub(crate) use incoming::{expect_changes, share};
 pub(crate) use restore::lookup;
 
 pub(crate) use tail::{Elsewhere, resume_elsewhere};
