@@ -405,25 +405,30 @@ async fn one_process_serves_both_eras_at_once() {
 
 /// A session holds at most 1,000 resource subscriptions (the default `max_subscriptions`); one
 /// more is refused with -32602 and not stored. A `subscriptions/listen` names at most as many.
+/// A resource the server does not serve is not subscribed to at all.
 #[tokio::test]
 async fn subscriptions_per_session_are_capped() {
     let mut s = Raw::spawn();
     s.initialize("2025-06-18").await;
+    let r = s
+        .request(9999, "resources/subscribe", json!({"uri":"nowhere://junk"}))
+        .await;
+    assert_eq!(code(&r), -32002, "{r}");
     for i in 0..1000 {
-        s.send(json!({"jsonrpc":"2.0","id":i + 1,"method":"resources/subscribe","params":{"uri":format!("demo://many/{i}")}}))
+        s.send(json!({"jsonrpc":"2.0","id":i + 1,"method":"resources/subscribe","params":{"uri":format!("demo://greeting/many-{i}")}}))
             .await;
     }
     for _ in 0..1000 {
         let r = s.recv().await;
         assert_eq!(r["result"], json!({}), "{r}");
     }
-    let over = json!({"uri":"demo://many/1000"});
+    let over = json!({"uri":"demo://greeting/many-1000"});
     let r = s.request(2001, "resources/subscribe", over.clone()).await;
     assert_eq!(code(&r), -32602, "{r}");
     assert_eq!(r["error"]["data"]["limit"], 1000, "{r}");
     // Held already: not one more.
     let r = s
-        .request(2002, "resources/subscribe", json!({"uri":"demo://many/0"}))
+        .request(2002, "resources/subscribe", json!({"uri":"demo://greeting/many-0"}))
         .await;
     assert_eq!(r["result"], json!({}), "{r}");
     // One released: room for one.
@@ -431,14 +436,14 @@ async fn subscriptions_per_session_are_capped() {
         .request(
             2003,
             "resources/unsubscribe",
-            json!({"uri":"demo://many/0"}),
+            json!({"uri":"demo://greeting/many-0"}),
         )
         .await;
     assert_eq!(r["result"], json!({}), "{r}");
     let r = s.request(2004, "resources/subscribe", over.clone()).await;
     assert_eq!(r["result"], json!({}), "{r}");
     let r = s
-        .request(2005, "resources/subscribe", json!({"uri":"demo://many/0"}))
+        .request(2005, "resources/subscribe", json!({"uri":"demo://greeting/many-0"}))
         .await;
     assert_eq!(code(&r), -32602, "{r}");
 
