@@ -377,3 +377,24 @@ async fn gateways_share_sessions_through_the_config_file_store() {
         "g2 is the instance id of the file"
     );
 }
+
+/// A request on an instance that restores the session is a use of it like any other: the
+/// session's keys in the store live on from it (idle timeout 4 s; a first request on each of
+/// B, then C, 2.5 s apart, keeps the session alive).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restoring_instance_keeps_the_session_alive() {
+    let redis = Redis::start().await;
+    let all = three(&redis, &["--session-idle-timeout", "4s"]).await;
+    let sid = open_session(&all[0].url, V).await;
+    for i in [1, 2] {
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        let (status, m) = call(
+            &all[i].url,
+            &sid,
+            V,
+            &tool(i as i64, "echo", json!({"message":"x"})),
+        )
+        .await;
+        assert_eq!(status, 200, "on instance {i}: {m:?}");
+    }
+}

@@ -428,7 +428,11 @@ async fn subscriptions_per_session_are_capped() {
     assert_eq!(r["error"]["data"]["limit"], 1000, "{r}");
     // Held already: not one more.
     let r = s
-        .request(2002, "resources/subscribe", json!({"uri":"demo://greeting/many-0"}))
+        .request(
+            2002,
+            "resources/subscribe",
+            json!({"uri":"demo://greeting/many-0"}),
+        )
         .await;
     assert_eq!(r["result"], json!({}), "{r}");
     // One released: room for one.
@@ -443,7 +447,11 @@ async fn subscriptions_per_session_are_capped() {
     let r = s.request(2004, "resources/subscribe", over.clone()).await;
     assert_eq!(r["result"], json!({}), "{r}");
     let r = s
-        .request(2005, "resources/subscribe", json!({"uri":"demo://greeting/many-0"}))
+        .request(
+            2005,
+            "resources/subscribe",
+            json!({"uri":"demo://greeting/many-0"}),
+        )
         .await;
     assert_eq!(code(&r), -32602, "{r}");
 

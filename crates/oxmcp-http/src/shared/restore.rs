@@ -65,6 +65,10 @@ pub(crate) async fn restore(
         Ok(_) => return Err(session_not_found()),
         Err(e) => return Err(store_failed(&e)),
     };
+    // A request here is a use of the session like any other: its keys live on.
+    if let Err(e) = shared.op(shared.store.touch_session(id)).await {
+        return Err(store_failed(&e));
+    }
     inner.session_room()?;
     let block = match shared.op(shared.store.next_block(id)).await {
         Ok(b) => b % BLOCKS,
