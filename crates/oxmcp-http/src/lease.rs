@@ -1,6 +1,6 @@
 //! A long-lived connection's hold on its bearer token (a WebSocket connection, a gRPC
-//! `Connect` stream, a legacy SSE stream, a Streamable HTTP GET or `subscriptions/listen`
-//! stream): verified when the connection opened, it is kept
+//! `Connect` stream or unary `Call`, a legacy SSE stream, a Streamable HTTP GET or
+//! `subscriptions/listen` stream): verified when the connection opened, it is kept
 //! with the connection, which ends at the token's `exp` and when the token, verified again
 //! every [`HttpConfig::token_recheck_interval`], is refused (revoked, say). A fresh token of
 //! the same principal takes its place without dropping the session: an `oxmcp/authorize`
