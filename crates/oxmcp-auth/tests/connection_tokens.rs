@@ -682,3 +682,65 @@ async fn a_grpc_call_ends_with_its_token() {
         .unwrap_err();
     assert_eq!(status.code(), tonic::Code::Unauthenticated, "{status:?}");
 }
+
+/// A fresh token whose check is slow (its introspection takes 3 s) does not hold up the
+/// connection it is presented on: a `ping` sent right after the presentation is answered
+/// first, on a WebSocket and on a gRPC `Connect` stream; the presentation's answer follows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_token_check_does_not_hold_up_the_connection() {
+    let (issuer, st) = start_as().await;
+    let base = serve_all(&issuer, |_| introspection(&issuer)).await;
+    {
+        let mut s = st.lock();
+        for token in ["opaque-1", "slow-ws", "slow-grpc"] {
+            s.opaque.insert(
+                token.into(),
+                json!({"active": true, "sub": "dave", "scope": "mcp", "exp": now() + 3600, "iss": issuer, "aud": INTROSPECTED_FOR}),
+            );
+        }
+        s.slow.insert("slow-ws".into(), Duration::from_secs(3));
+        s.slow.insert("slow-grpc".into(), Duration::from_secs(3));
+    }
+    let present = |token: &str| json!({"jsonrpc":"2.0","id":7,"method":"oxmcp/authorize","params":{"token":token}});
+    let ping = json!({"jsonrpc":"2.0","id":8,"method":"ping"});
+
+    let mut ws = ws_session(&base, "opaque-1").await;
+    ws_send(&mut ws, present("slow-ws")).await;
+    ws_send(&mut ws, ping.clone()).await;
+    // Another presentation while one is being checked is answered at once: not now.
+    let mut again = present("opaque-1");
+    again["id"] = json!(9);
+    ws_send(&mut ws, again).await;
+    let mut first_two = Vec::new();
+    for _ in 0..2 {
+        let answer = ws_next(&mut ws, NOTICE).await.unwrap();
+        if answer["id"] == 9 {
+            assert_eq!(answer["error"]["code"], -32000, "{answer}");
+        }
+        first_two.push(answer["id"].clone());
+    }
+    first_two.sort_by_key(|id| id.as_u64());
+    assert_eq!(
+        first_two,
+        [8, 9],
+        "the ping or the second presentation waited for the token check"
+    );
+    let last = ws_next(&mut ws, NOTICE).await.unwrap();
+    assert_eq!(last["id"], 7, "{last}");
+    assert!(last.get("result").is_some(), "the token was taken: {last}");
+
+    let mut grpc = grpc_session(&base, "opaque-1").await;
+    grpc.send(present("slow-grpc")).await;
+    grpc.send(ping).await;
+    let first = grpc.next(NOTICE).await.unwrap();
+    assert_eq!(
+        first["id"], 8,
+        "the ping waited for the token check: {first}"
+    );
+    let second = grpc.next(NOTICE).await.unwrap();
+    assert_eq!(second["id"], 7, "{second}");
+    assert!(
+        second.get("result").is_some(),
+        "the token was taken: {second}"
+    );
+}

@@ -442,9 +442,9 @@ impl Reader {
             .await;
     }
 
-    /// One envelope from the client: a fresh token (answered here), a request refused for
-    /// a scope the token lacks (answered here), or a message for the engine. `false` when
-    /// the engine is gone.
+    /// One envelope from the client: a fresh token (checked in a task of its own, which
+    /// answers it), a request refused for a scope the token lacks (answered here), or a
+    /// message for the engine. `false` when the engine is gone.
     async fn on_envelope(&self, envelope: Envelope) -> bool {
         if let Some(form) = Form::of(&envelope) {
             self.form.settle(form);
@@ -456,8 +456,12 @@ impl Reader {
                 return true;
             }
         };
+        let (answers, form) = (self.answers.clone(), self.form.clone());
+        let reply = |line: String| async move {
+            let _ = answers.send(Ok(from_json(&line, form.get()))).await;
+        };
         if let Some(lease) = &self.lease
-            && let Some(answer) = lease.authorize_frame(&bytes).await
+            && let Some(answer) = lease.authorize_frame(&bytes, reply)
         {
             if let Some(line) = answer {
                 self.answer(&line).await;
