@@ -1,10 +1,11 @@
 //! Long-lived connections keep checking their bearer token, over real sockets against the test
-//! authorization server: a WebSocket connection, a gRPC `Connect` stream and a legacy
-//! HTTP+SSE stream end when their token expires (WebSocket close 1008, gRPC
-//! `UNAUTHENTICATED`, the SSE stream ends) or when the authorization server revokes it
-//! (introspection, re-checked every `token_recheck_interval`); a client that presents a fresh
-//! token of the same principal keeps its connection and session past the first token's
-//! expiry, and another principal's token is refused.
+//! authorization server: a WebSocket connection, a gRPC `Connect` stream or unary `Call`, a
+//! legacy HTTP+SSE stream and Streamable HTTP's GET and `subscriptions/listen` streams end
+//! when their token expires (WebSocket close 1008, gRPC `UNAUTHENTICATED`, the SSE stream
+//! ends) or when the authorization server revokes it (introspection, re-checked every
+//! `token_recheck_interval`); a client that presents a fresh token of the same principal
+//! keeps its connection and session past the first token's expiry, and another principal's
+//! token is refused; a slow check of a fresh token does not hold up its connection.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -607,4 +608,139 @@ async fn an_expired_jwt_ends_the_streamable_http_streams() {
     assert_eq!(listen.status(), 200);
     let (get_ended, listen_ended) = tokio::join!(http_stream_ends(get), http_stream_ends(listen));
     assert_eq!((get_ended, listen_ended), (true, true));
+}
+
+/// One gRPC unary `Call` of `request` with `token`: its answer, or the status it ended with.
+async fn grpc_call(base: &str, token: &str, request: Value) -> Result<Value, tonic::Status> {
+    let channel = tonic::transport::Endpoint::from_shared(base.to_owned())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.unwrap();
+    let mut call = tonic::Request::new(Envelope {
+        body: Some(Body::Json(request.to_string().into_bytes())),
+    });
+    call.metadata_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    let path = axum::http::uri::PathAndQuery::from_static(oxmcp_http::grpc::CALL_PATH);
+    let codec = tonic_prost::ProstCodec::<Envelope, Envelope>::default();
+    let answer = grpc.unary(call, path, codec).await?.into_inner();
+    Ok(serde_json::from_slice(&oxmcp_http::grpc::to_json(answer).unwrap()).unwrap())
+}
+
+/// `request` as a 2026-07-28 request (its `_meta` says who is asking, and in which revision).
+fn modern(mut request: Value) -> Value {
+    request["params"]["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    request
+}
+
+/// A 2026-07-28 call of the `sleep` tool, which takes a minute.
+fn slow_call(id: u64) -> Value {
+    modern(json!({"jsonrpc":"2.0","id":id,"method":"tools/call",
+        "params":{"name":"sleep","arguments":{"secs":60}}}))
+}
+
+/// A gRPC unary `Call` holds its token like a `Connect` stream: a slow tool call through
+/// `Call` ends `UNAUTHENTICATED` at the token's `exp`, and when an opaque token is revoked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_call_ends_with_its_token() {
+    let (issuer, st) = start_as().await;
+    let base = serve_all(&issuer, jwt_verifier(&issuer)).await;
+    let token = jwt(&issuer, &base, "alice", 3);
+    // The call works with a good token (a `whoami` is answered).
+    let answer = grpc_call(&base, &token, modern(whoami(1))).await.unwrap();
+    assert!(answer.get("result").is_some(), "{answer}");
+    let call = grpc_call(&base, &token, slow_call(2));
+    let ended = tokio::time::timeout(NOTICE, call).await;
+    let status = ended
+        .expect("the call ends at the token's exp")
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unauthenticated, "{status:?}");
+
+    let base = serve_all(&issuer, |_| introspection(&issuer)).await;
+    st.lock().opaque.insert(
+        "opaque-call".into(),
+        json!({"active": true, "sub": "dave", "scope": "mcp", "exp": now() + 3600, "iss": issuer, "aud": INTROSPECTED_FOR}),
+    );
+    let call = tokio::spawn({
+        let base = base.clone();
+        async move { grpc_call(&base, "opaque-call", slow_call(3)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(!call.is_finished(), "the call runs while its token is good");
+    st.lock().opaque.remove("opaque-call");
+    let ended = tokio::time::timeout(NOTICE, call).await;
+    let status = ended
+        .expect("the call ends once its token is revoked")
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unauthenticated, "{status:?}");
+}
+
+/// A fresh token whose check is slow (its introspection takes 3 s) does not hold up the
+/// connection it is presented on: a `ping` sent right after the presentation is answered
+/// first, on a WebSocket and on a gRPC `Connect` stream; the presentation's answer follows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_token_check_does_not_hold_up_the_connection() {
+    let (issuer, st) = start_as().await;
+    let base = serve_all(&issuer, |_| introspection(&issuer)).await;
+    {
+        let mut s = st.lock();
+        for token in ["opaque-1", "slow-ws", "slow-grpc"] {
+            s.opaque.insert(
+                token.into(),
+                json!({"active": true, "sub": "dave", "scope": "mcp", "exp": now() + 3600, "iss": issuer, "aud": INTROSPECTED_FOR}),
+            );
+        }
+        s.slow.insert("slow-ws".into(), Duration::from_secs(3));
+        s.slow.insert("slow-grpc".into(), Duration::from_secs(3));
+    }
+    let present = |token: &str| json!({"jsonrpc":"2.0","id":7,"method":"oxmcp/authorize","params":{"token":token}});
+    let ping = json!({"jsonrpc":"2.0","id":8,"method":"ping"});
+
+    let mut ws = ws_session(&base, "opaque-1").await;
+    ws_send(&mut ws, present("slow-ws")).await;
+    ws_send(&mut ws, ping.clone()).await;
+    // Another presentation while one is being checked is answered at once: not now.
+    let mut again = present("opaque-1");
+    again["id"] = json!(9);
+    ws_send(&mut ws, again).await;
+    let mut first_two = Vec::new();
+    for _ in 0..2 {
+        let answer = ws_next(&mut ws, NOTICE).await.unwrap();
+        if answer["id"] == 9 {
+            assert_eq!(answer["error"]["code"], -32000, "{answer}");
+        }
+        first_two.push(answer["id"].clone());
+    }
+    first_two.sort_by_key(|id| id.as_u64());
+    assert_eq!(
+        first_two,
+        [8, 9],
+        "the ping or the second presentation waited for the token check"
+    );
+    let last = ws_next(&mut ws, NOTICE).await.unwrap();
+    assert_eq!(last["id"], 7, "{last}");
+    assert!(last.get("result").is_some(), "the token was taken: {last}");
+
+    let mut grpc = grpc_session(&base, "opaque-1").await;
+    grpc.send(present("slow-grpc")).await;
+    grpc.send(ping).await;
+    let first = grpc.next(NOTICE).await.unwrap();
+    assert_eq!(
+        first["id"], 8,
+        "the ping waited for the token check: {first}"
+    );
+    let second = grpc.next(NOTICE).await.unwrap();
+    assert_eq!(second["id"], 7, "{second}");
+    assert!(
+        second.get("result").is_some(),
+        "the token was taken: {second}"
+    );
 }

@@ -156,9 +156,9 @@ pub(crate) struct Limits {
     /// A client whose messages wait this long for it to read is disconnected [default: 10s]
     #[arg(long, value_name = "DURATION")]
     pub(crate) stall_timeout: Option<Dur>,
-    /// An open WebSocket, gRPC stream or legacy SSE stream has its bearer token verified
-    /// again this often, and ends once it is refused (it ends at the token's exp in any
-    /// case) [default: 60s]
+    /// An open WebSocket, gRPC stream or call, legacy SSE stream, or Streamable HTTP GET or
+    /// listen stream has its bearer token verified again this often, and ends once it is
+    /// refused (it ends at the token's exp in any case) [default: 60s]
     #[arg(long, value_name = "DURATION")]
     pub(crate) token_recheck_interval: Option<Dur>,
     /// On SIGTERM or Ctrl-C, requests in flight get this long to finish [default: 10s]

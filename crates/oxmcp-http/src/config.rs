@@ -97,8 +97,10 @@ pub struct HttpConfig {
     pub shutdown: tokio_util::sync::CancellationToken,
     /// Bearer-token protection (OAuth 2.1 resource server); `None`: no authentication.
     pub auth: Option<std::sync::Arc<crate::auth::HttpAuth>>,
-    /// How often an open WebSocket connection, gRPC `Connect` stream, legacy SSE stream, or
-    /// Streamable HTTP GET or `subscriptions/listen` stream has its bearer token verified again (with `auth`). A revoked token then ends it within
+    /// How often an open WebSocket connection, gRPC `Connect` stream or unary `Call`, legacy
+    /// SSE stream, or Streamable HTTP GET or `subscriptions/listen` stream has its bearer
+    /// token verified again (with `auth`). (A POST's own SSE stream, the answer to one request,
+    /// is not checked again.) A revoked token then ends it within
     /// this time plus the verifier's own cache time (an introspection answer is reused for
     /// `IntrospectionConfig::cache_for`); an expired one ends it at its `exp`, whatever this
     /// says.

@@ -1,16 +1,19 @@
 //! A long-lived connection's hold on its bearer token (a WebSocket connection, a gRPC
-//! `Connect` stream, a legacy SSE stream, a Streamable HTTP GET or `subscriptions/listen`
-//! stream): verified when the connection opened, it is kept
+//! `Connect` stream or unary `Call`, a legacy SSE stream, a Streamable HTTP GET or
+//! `subscriptions/listen` stream): verified when the connection opened, it is kept
 //! with the connection, which ends at the token's `exp` and when the token, verified again
 //! every [`HttpConfig::token_recheck_interval`], is refused (revoked, say). A fresh token of
 //! the same principal takes its place without dropping the session: an `oxmcp/authorize`
 //! request ([`crate::reauth`]) over WebSocket and gRPC, any POST to `/message` on legacy SSE.
+//! A presented token is verified in a task of its own, one at a time per connection, so that
+//! a slow check (an introspection request) does not hold up the connection's other traffic.
 //! (A Streamable HTTP stream cannot take one: the client opens a new stream with its new
 //! token, resuming the old one with `Last-Event-ID`.)
 //!
 //! A check that cannot be made (the authorization server is unreachable) keeps the
 //! connection, and is made again at the next interval; the `exp` still holds.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -48,15 +51,21 @@ pub(crate) struct Lease {
     why: Mutex<String>,
 }
 
-/// A [`Lease`] and its watch, which stops when this is dropped (with the connection).
+/// A [`Lease`] and its watch, which stops when this is dropped (with the connection), as
+/// does the check of a presented token.
 pub(crate) struct Watched {
     lease: Arc<Lease>,
     watch: tokio::task::AbortHandle,
+    /// The check of a token presented with `oxmcp/authorize`, while it runs.
+    checking: Mutex<Option<tokio::task::AbortHandle>>,
 }
 
 impl Drop for Watched {
     fn drop(&mut self) {
         self.watch.abort();
+        if let Some(check) = self.checking.lock().take() {
+            check.abort();
+        }
     }
 }
 
@@ -101,7 +110,11 @@ impl Lease {
             why: Mutex::new(String::new()),
         });
         let watch = tokio::spawn(lease.clone().watch()).abort_handle();
-        Some(Watched { lease, watch })
+        Some(Watched {
+            lease,
+            watch,
+            checking: Mutex::new(None),
+        })
     }
 
     /// The identity of the token the connection runs on now.
@@ -223,46 +236,89 @@ impl Lease {
         Ok(exp)
     }
 
-    /// If `frame` is an `oxmcp/authorize` request, handles it: the answer (JSON) to send back
-    /// (`Some(None)` for one without an id). `None`: not such a request, for the engine.
-    pub(crate) async fn authorize_frame(&self, frame: &[u8]) -> Option<Option<String>> {
+    /// The answer (JSON-RPC, its id to be set) to a presentation of `token`.
+    async fn answer(&self, token: &str) -> serde_json::Value {
+        match self.renew(token).await {
+            Ok(exp) => serde_json::json!({"jsonrpc": "2.0", "result": {"expiresAt": exp}}),
+            Err(Refusal::Invalid(code, why)) => {
+                tracing::debug!("a fresh token was refused: {why}");
+                let mut e = error(TOKEN_REFUSED, &format!("Unauthorized: {why}"));
+                e["error"]["data"] = serde_json::json!({ "error": code });
+                e
+            }
+            Err(Refusal::Unavailable) => {
+                error(-32000, "the token could not be checked now; retry later")
+            }
+        }
+    }
+}
+
+/// An `oxmcp/authorize` request.
+#[derive(serde::Deserialize)]
+struct Presentation {
+    id: Option<serde_json::Value>,
+    method: String,
+    params: Option<serde_json::Value>,
+}
+
+impl Presentation {
+    /// `frame` as an `oxmcp/authorize` request, if it is one.
+    fn of(frame: &[u8]) -> Option<Self> {
         if !contains(frame, METHOD.as_bytes()) {
             return None;
         }
-        #[derive(serde::Deserialize)]
-        struct Request {
-            id: Option<serde_json::Value>,
-            method: String,
-            params: Option<serde_json::Value>,
-        }
-        let request: Request = serde_json::from_slice(frame).ok()?;
-        if request.method != METHOD {
-            return None;
-        }
-        let token = request
-            .params
-            .as_ref()
-            .and_then(|p| p.get("token"))
-            .and_then(|t| t.as_str());
-        let mut answer = match token {
-            None => error(-32602, "Invalid params: a `token` string is required"),
-            Some(token) => match self.renew(token).await {
-                Ok(exp) => serde_json::json!({"jsonrpc": "2.0", "result": {"expiresAt": exp}}),
-                Err(Refusal::Invalid(code, why)) => {
-                    tracing::debug!("a fresh token was refused: {why}");
-                    let mut e = error(TOKEN_REFUSED, &format!("Unauthorized: {why}"));
-                    e["error"]["data"] = serde_json::json!({ "error": code });
-                    e
-                }
-                Err(Refusal::Unavailable) => {
-                    error(-32000, "the token could not be checked now; retry later")
-                }
-            },
+        let request: Self = serde_json::from_slice(frame).ok()?;
+        (request.method == METHOD).then_some(request)
+    }
+
+    fn token(&self) -> Option<String> {
+        let token = self.params.as_ref()?.get("token")?.as_str()?;
+        Some(token.to_owned())
+    }
+
+    /// `answer` with this request's id, as JSON; `None` for a request without an id.
+    fn answered(&self, mut answer: serde_json::Value) -> Option<String> {
+        let id = self.id.clone()?;
+        answer["id"] = id;
+        Some(answer.to_string())
+    }
+}
+
+impl Watched {
+    /// If `frame` is an `oxmcp/authorize` request, handles it without waiting for the token's
+    /// check: `Some(answer)` (JSON) to send back now, `Some(None)` when there is nothing to
+    /// send now (the check runs in a task of its own, which hands its answer to `reply`, or
+    /// the request has no id). Only one check runs at a time on a connection: a presentation
+    /// during another one's check is answered -32000 at once. `None`: not such a request,
+    /// for the engine.
+    pub(crate) fn authorize_frame<R, F>(&self, frame: &[u8], reply: R) -> Option<Option<String>>
+    where
+        R: FnOnce(String) -> F + Send + 'static,
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let request = Presentation::of(frame)?;
+        let Some(token) = request.token() else {
+            let refused = error(-32602, "Invalid params: a `token` string is required");
+            return Some(request.answered(refused));
         };
-        Some(request.id.map(|id| {
-            answer["id"] = id;
-            answer.to_string()
-        }))
+        let mut checking = self.checking.lock();
+        if checking.as_ref().is_some_and(|c| !c.is_finished()) {
+            let busy = error(
+                -32000,
+                "another token is being checked on this connection; present this one after \
+                 its answer",
+            );
+            return Some(request.answered(busy));
+        }
+        let lease = self.lease.clone();
+        let check = tokio::spawn(async move {
+            let answer = lease.answer(&token).await;
+            if let Some(line) = request.answered(answer) {
+                reply(line).await;
+            }
+        });
+        *checking = Some(check.abort_handle());
+        Some(None)
     }
 }
 

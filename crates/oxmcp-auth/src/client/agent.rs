@@ -5,7 +5,7 @@ use futures::future::BoxFuture;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpListener;
 
-use super::guard::check_authorization_url;
+use super::guard::{HostPolicy, check_authorization_url, http_client};
 use crate::AuthError;
 
 /// Takes the user through authorization.
@@ -26,16 +26,41 @@ pub trait UserAgent: std::fmt::Debug + Send + Sync + 'static {
     /// Shows `url` (already checked: http(s) only) to the user, and returns the URL the
     /// authorization server redirected back to, with its query (`code`, `state`...).
     fn authorize<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<String, AuthError>>;
+
+    /// What the OAuth client calls: [`authorize`](Self::authorize), told the client's
+    /// [`HostPolicy`] (the hosts its own requests may reach). An agent that fetches `url`
+    /// itself, as [`Headless`] does, holds that request to the policy; the default, for an
+    /// agent that hands the URL to a person's browser, does not need it.
+    fn authorize_within<'a>(
+        &'a self,
+        url: &'a str,
+        policy: HostPolicy,
+    ) -> BoxFuture<'a, Result<String, AuthError>> {
+        let _ = policy;
+        self.authorize(url)
+    }
 }
 
 /// Follows the authorization URL itself, for authorization servers that approve without a
 /// person (tests, the conformance suite, pre-consented machine clients): GETs it and reads
-/// the redirect's `Location`.
+/// the redirect's `Location`. The GET is one of the OAuth client's own requests, made like
+/// the others (see [`HostPolicy`]): never through a proxy, never to a host the client's
+/// policy refuses (checked on the URL and again on each address a name resolves to), no
+/// redirects followed. Called through the OAuth client it has the client's policy (loopback
+/// allowed for a server on loopback, private hosts when allowed); called directly
+/// ([`UserAgent::authorize`]), public hosts only.
 #[derive(Debug, Clone)]
 pub struct Headless {
     redirect_uri: String,
-    http: reqwest::Client,
+    /// The client for public hosts only.
+    public: reqwest::Client,
 }
+
+/// The policy of a [`Headless`] agent called without one: public hosts only.
+const PUBLIC_ONLY: HostPolicy = HostPolicy {
+    loopback: false,
+    private: false,
+};
 
 impl Headless {
     /// A headless agent that registers `redirect_uri` (nothing needs to listen there).
@@ -43,15 +68,33 @@ impl Headless {
     /// # Errors
     /// The HTTP client cannot be built.
     pub fn new(redirect_uri: impl Into<String>) -> Result<Self, AuthError> {
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(std::time::Duration::from_secs(30))
-            .build()
-            .map_err(AuthError::Http)?;
         Ok(Self {
             redirect_uri: redirect_uri.into(),
-            http,
+            public: http_client(PUBLIC_ONLY)?,
         })
+    }
+
+    /// GETs `url` under `policy`: the redirect's `Location`.
+    async fn follow(&self, url: &str, policy: HostPolicy) -> Result<String, AuthError> {
+        let checked = check_authorization_url(url)?;
+        policy.check(&checked, "authorization endpoint")?;
+        let http = if policy == PUBLIC_ONLY {
+            self.public.clone()
+        } else {
+            http_client(policy)?
+        };
+        let resp = http.get(checked).send().await.map_err(AuthError::Http)?;
+        let location = resp
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| {
+                AuthError::Server(format!(
+                    "the authorization endpoint answered {} without a redirect",
+                    resp.status()
+                ))
+            })?;
+        Ok(location.to_owned())
     }
 }
 
@@ -61,20 +104,15 @@ impl UserAgent for Headless {
     }
 
     fn authorize<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<String, AuthError>> {
-        Box::pin(async move {
-            let resp = self.http.get(url).send().await.map_err(AuthError::Http)?;
-            let location = resp
-                .headers()
-                .get(reqwest::header::LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .ok_or_else(|| {
-                    AuthError::Server(format!(
-                        "the authorization endpoint answered {} without a redirect",
-                        resp.status()
-                    ))
-                })?;
-            Ok(location.to_owned())
-        })
+        Box::pin(self.follow(url, PUBLIC_ONLY))
+    }
+
+    fn authorize_within<'a>(
+        &'a self,
+        url: &'a str,
+        policy: HostPolicy,
+    ) -> BoxFuture<'a, Result<String, AuthError>> {
+        Box::pin(self.follow(url, policy))
     }
 }
 

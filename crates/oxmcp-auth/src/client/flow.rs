@@ -311,7 +311,7 @@ pub(super) async fn authorization_code(
         scope: scope.as_deref(),
     }
     .url()?;
-    let callback = agent.authorize(url.as_str()).await?;
+    let callback = agent.authorize_within(url.as_str(), oauth.policy).await?;
     let code = read_callback(&callback, &state, meta)?;
     let form = vec![
         ("grant_type", "authorization_code".to_owned()),

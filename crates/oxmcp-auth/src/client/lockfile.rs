@@ -1,7 +1,9 @@
 //! The token file on disk: an exclusive lock around each read-modify-write (an advisory
-//! `flock` on `FILE.lock` beside it, so that other processes wait too), and replacement
-//! through a temporary file this process created (random name, `O_EXCL`, mode 0600), renamed
-//! over the file. The lock is Unix only: elsewhere writers are not serialised.
+//! `flock` on `FILE.lock` beside it, so that other processes wait too), reads that never
+//! follow a symbolic link, and replacement through a temporary file this process created
+//! (random name, `O_EXCL`, mode 0600), renamed over the file. A symbolic link planted as the
+//! token file or its lock file is refused: nothing is read, written or created through it.
+//! The lock is Unix only: elsewhere writers are not serialised.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -50,6 +52,25 @@ pub(crate) fn create_dir(path: &Path) -> Result<(), AuthError> {
     builder.create(dir).map_err(|e| store_error(dir, &e))
 }
 
+/// The error of an open of `path` that failed with `e`: a symbolic link there (`ELOOP` from
+/// `O_NOFOLLOW`) is named as such.
+#[cfg(unix)]
+fn open_error(path: &Path, e: &std::io::Error) -> AuthError {
+    if e.raw_os_error() == Some(nix::errno::Errno::ELOOP as i32) {
+        symlink_refused(path)
+    } else {
+        store_error(path, e)
+    }
+}
+
+fn symlink_refused(path: &Path) -> AuthError {
+    AuthError::Store(format!(
+        "{} is a symbolic link; refusing to follow it (remove it, or point the store at the \
+         file itself)",
+        path.display()
+    ))
+}
+
 /// Opens (creating it, mode 0600) the lock file; a symlink there is refused.
 #[cfg(unix)]
 fn open_lock(path: &Path) -> Result<std::fs::File, AuthError> {
@@ -64,16 +85,36 @@ fn open_lock(path: &Path) -> Result<std::fs::File, AuthError> {
         .mode(0o600)
         .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
         .open(&lock)
-        .map_err(|e| {
-            if e.raw_os_error() == Some(nix::errno::Errno::ELOOP as i32) {
-                AuthError::Store(format!(
-                    "{} is a symbolic link; refusing to follow it",
-                    lock.display()
-                ))
-            } else {
-                store_error(&lock, &e)
-            }
-        })
+        .map_err(|e| open_error(&lock, &e))
+}
+
+/// The token file's bytes, `None` if there is none; a symbolic link there is refused (its
+/// target is not read).
+pub(crate) fn read(path: &Path) -> Result<Option<Vec<u8>>, AuthError> {
+    use std::io::Read as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        nix::fcntl::OFlag::O_NOFOLLOW.bits(),
+    );
+    #[cfg(not(unix))]
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(symlink_refused(path));
+    }
+    let mut file = match options.open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        #[cfg(unix)]
+        Err(e) => return Err(open_error(path, &e)),
+        #[cfg(not(unix))]
+        Err(e) => return Err(store_error(path, &e)),
+    };
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|e| store_error(path, &e))?;
+    Ok(Some(bytes))
 }
 
 /// One attempt at the lock: `Ok(Err(file))` when another holder has it.

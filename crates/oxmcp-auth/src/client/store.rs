@@ -100,7 +100,8 @@ struct File {
 /// token meanwhile). Each change is one read-modify-write under an exclusive lock (`PATH.lock`
 /// beside the file, a `flock` other processes honour too; Unix only), waiting up to a minute
 /// for another writer, and replaces the file atomically through a new temporary file of mode
-/// 0600 (never a file or symlink already there).
+/// 0600 (never a file or symlink already there). A symbolic link as the file (or as its lock
+/// file) is refused, not followed: reads and writes fail with [`AuthError::Store`].
 #[derive(Debug, Clone)]
 pub struct TokenStore {
     path: PathBuf,
@@ -192,11 +193,10 @@ impl TokenStore {
     }
 
     fn read(&self) -> Result<File, AuthError> {
-        match std::fs::read(&self.path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
+        match lockfile::read(&self.path)? {
+            Some(bytes) => serde_json::from_slice(&bytes)
                 .map_err(|e| AuthError::Store(format!("{}: {e}", self.path.display()))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(File::default()),
-            Err(e) => Err(AuthError::Store(format!("{}: {e}", self.path.display()))),
+            None => Ok(File::default()),
         }
     }
 

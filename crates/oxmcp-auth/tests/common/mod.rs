@@ -66,6 +66,8 @@ pub struct AsState {
     pub ttl: u64,
     /// Opaque tokens known to introspection: token -> answer.
     pub opaque: HashMap<String, Value>,
+    /// Opaque tokens whose introspection answers only after a while: token -> how long.
+    pub slow: HashMap<String, std::time::Duration>,
     pub next: u64,
     /// Refuse refresh requests.
     pub refuse_refresh: bool,
@@ -269,8 +271,12 @@ async fn token(
 }
 
 async fn introspect(State(st): State<As>, Form(f): Form<HashMap<String, String>>) -> Json<Value> {
-    let s = st.lock();
     let token = f.get("token").cloned().unwrap_or_default();
+    let delay = st.lock().slow.get(&token).copied();
+    if let Some(delay) = delay {
+        tokio::time::sleep(delay).await;
+    }
+    let s = st.lock();
     Json(
         s.opaque
             .get(&token)
@@ -282,8 +288,14 @@ async fn introspect(State(st): State<As>, Form(f): Form<HashMap<String, String>>
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 pub struct Nothing {}
 
-/// A server whose `whoami` tool answers "SUBJECT SCOPES" from `Ctx::identity`, and whose
-/// `admin` tool needs the `admin` scope.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct Sleep {
+    /// How long to take, in seconds.
+    pub secs: u64,
+}
+
+/// A server whose `whoami` tool answers "SUBJECT SCOPES" from `Ctx::identity`, whose
+/// `admin` tool needs the `admin` scope, and whose `sleep` tool takes `secs` seconds.
 pub fn oxmcp_server() -> Server {
     Server::builder("protected", "1")
         .tool(
@@ -299,6 +311,10 @@ pub fn oxmcp_server() -> Server {
             "needs the admin scope",
             |_c: Ctx, _a: Nothing| async move { Ok::<_, String>("admin done".to_owned()) },
         )
+        .tool("sleep", "takes a while", |_c: Ctx, a: Sleep| async move {
+            tokio::time::sleep(std::time::Duration::from_secs(a.secs)).await;
+            Ok::<_, String>(format!("slept {} s", a.secs))
+        })
         .build()
         .unwrap()
 }

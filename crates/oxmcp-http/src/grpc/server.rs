@@ -40,7 +40,9 @@ struct Slot {
 }
 
 /// The gRPC service `mcp.v1.Mcp` hosting one MCP service, with the checks and limits of an
-/// [`HttpConfig`]: Host/Origin, the bearer check on `authorization` metadata, the message size
+/// [`HttpConfig`]: Host/Origin, the bearer check on `authorization` metadata (the token is
+/// held while a `Connect` stream or a `Call` lasts, which ends `UNAUTHENTICATED` at its `exp`
+/// or once a check every `token_recheck_interval` refuses it), the message size
 /// limit (`max_body`), the idle timeout (`session_idle_timeout`), the most streams and calls
 /// at once (`max_sessions`; `RESOURCE_EXHAUSTED` above it), the per-client limits (a
 /// `Connect` stream counts as a session against `max_sessions_per_principal` /
@@ -128,8 +130,8 @@ fn refusal(response: &Response) -> Status {
     status
 }
 
-/// Who is calling: the principal sessions belong to, the token's identity, and (for a
-/// `Connect` stream on a protected endpoint) the token's lease, which ends the stream.
+/// Who is calling: the principal sessions belong to, the token's identity, and (on a
+/// protected endpoint) the token's lease, which ends the `Connect` stream or the `Call`.
 #[derive(Clone, Default)]
 struct Caller {
     principal: Option<String>,
@@ -176,9 +178,9 @@ fn grpc_handler(inner: &Inner) -> tonic::server::Grpc<super::EnvelopeCodec> {
         .max_encoding_message_size(usize::MAX)
 }
 
-/// The shared checks of both methods: the caller, the form it chose, the request to hand to
-/// tonic and its slot (a `Connect` stream, `session`, is admitted as a new session of its
-/// client); or the refusal as a gRPC status.
+/// The shared checks of both methods: the caller (with the lease of its token), the form it
+/// chose, the request to hand to tonic and its slot (a `Connect` stream, `session`, is
+/// admitted as a new session of its client); or the refusal as a gRPC status.
 async fn admitted(
     inner: &Inner,
     request: Request,
@@ -206,9 +208,7 @@ async fn admitted(
         _permit: permit,
         _held: held,
     };
-    if session {
-        caller.lease = Lease::open(&inner.http, &parts).map(Arc::new);
-    }
+    caller.lease = Lease::open(&inner.http, &parts).map(Arc::new);
     Ok((caller, chosen, Request::from_parts(parts, body), slot))
 }
 
@@ -442,9 +442,9 @@ impl Reader {
             .await;
     }
 
-    /// One envelope from the client: a fresh token (answered here), a request refused for
-    /// a scope the token lacks (answered here), or a message for the engine. `false` when
-    /// the engine is gone.
+    /// One envelope from the client: a fresh token (checked in a task of its own, which
+    /// answers it), a request refused for a scope the token lacks (answered here), or a
+    /// message for the engine. `false` when the engine is gone.
     async fn on_envelope(&self, envelope: Envelope) -> bool {
         if let Some(form) = Form::of(&envelope) {
             self.form.settle(form);
@@ -456,8 +456,12 @@ impl Reader {
                 return true;
             }
         };
+        let (answers, form) = (self.answers.clone(), self.form.clone());
+        let reply = |line: String| async move {
+            let _ = answers.send(Ok(from_json(&line, form.get()))).await;
+        };
         if let Some(lease) = &self.lease
-            && let Some(answer) = lease.authorize_frame(&bytes).await
+            && let Some(answer) = lease.authorize_frame(&bytes, reply)
         {
             if let Some(line) = answer {
                 self.answer(&line).await;
@@ -524,18 +528,32 @@ async fn unary(
         config: inner.engine.clone(),
         principal: caller.principal,
     }));
-    // A call the client gives up on stops its engine with it.
+    // A call the client gives up on, or whose token ends, stops its engine with it.
     let _guard = AbortOnDrop(engine.abort_handle());
     if in_tx.send(Inbound::Frame(bytes)).await.is_err() {
         return Err(Status::unavailable("the server is shutting down"));
     }
     drop(in_tx);
+    tokio::select! {
+        answer = answer_of(&mut out_rx, &id, form) => answer,
+        why = crate::lease::ended(caller.lease.as_deref()) => Err(Status::unauthenticated(
+            format!("{why}; call again with a fresh token"),
+        )),
+    }
+}
+
+/// The engine's answer to the request `id` of a unary call, in `form`.
+async fn answer_of(
+    out_rx: &mut mpsc::Receiver<Outbound>,
+    id: &serde_json::Value,
+    form: Form,
+) -> Result<Envelope, Status> {
     while let Some(out) = out_rx.recv().await {
         let Some(line) = out.line() else { continue };
         let Ok(answer) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
-        if answer.get("id") == Some(&id) && answer.get("method").is_none() {
+        if answer.get("id") == Some(id) && answer.get("method").is_none() {
             return Ok(from_json(line, form));
         }
     }

@@ -181,18 +181,22 @@ fn token_ended(why: &str) -> Message {
 
 type Sink = futures::stream::SplitSink<Socket, Message>;
 
-/// One text frame from the client: a fresh token (answered here), a request refused for a
-/// scope the token lacks (answered here), or a message for the engine. `Err`: the
-/// connection ends, with this close frame if any.
+/// One text frame from the client: a fresh token (checked in a task of its own, whose answer
+/// comes through `ours`), a request refused for a scope the token lacks (answered here), or
+/// a message for the engine. `Err`: the connection ends, with this close frame if any.
 async fn on_text(
     inner: &Inner,
     lease: Option<&Watched>,
     sink: &mut Sink,
-    tx: &mpsc::Sender<Inbound>,
+    (tx, ours): (&mpsc::Sender<Inbound>, &mpsc::Sender<String>),
     text: &[u8],
 ) -> Result<(), Option<Message>> {
+    let ours = ours.clone();
+    let reply = |line: String| async move {
+        let _ = ours.send(line).await;
+    };
     if let Some(lease) = lease
-        && let Some(answer) = lease.authorize_frame(text).await
+        && let Some(answer) = lease.authorize_frame(text, reply)
     {
         if let Some(line) = answer {
             sink.send(Message::Text(line.into()))
@@ -244,10 +248,11 @@ async fn serve(
     lease: Option<Watched>,
 ) {
     let (in_tx, mut out_rx, engine) = start_engine(&inner, principal);
+    // Our own answers (to `oxmcp/authorize`), from the tasks that check presented tokens.
+    let (ours_tx, mut ours_rx) = mpsc::channel::<String>(4);
     let (mut sink, mut stream) = socket.split();
     let mut ping = tokio::time::interval(inner.ws.ping_interval);
     ping.tick().await;
-    let idle = inner.http.session_idle_timeout;
     let mut heard = Instant::now();
     let mut last_message = Instant::now();
     let shutdown = inner.http.shutdown.clone();
@@ -261,7 +266,8 @@ async fn serve(
                     Some(Ok(Message::Text(text))) => {
                         last_message = heard;
                         let Some(tx) = &in_tx else { continue };
-                        if let Err(end) = on_text(&inner, lease.as_ref(), &mut sink, tx, text.as_bytes()).await {
+                        let txs = (tx, &ours_tx);
+                        if let Err(end) = on_text(&inner, lease.as_ref(), &mut sink, txs, text.as_bytes()).await {
                             break end;
                         }
                     }
@@ -284,16 +290,14 @@ async fn serve(
                 None if going_away => break Some(closing(close::GOING_AWAY, "the server is shutting down")),
                 None => break Some(closing(close::NORMAL, "")),
             },
+            Some(line) = ours_rx.recv() => {
+                if sink.send(Message::Text(line.into())).await.is_err() {
+                    break None;
+                }
+            }
             _ = ping.tick() => {
-                if heard.elapsed() > inner.ws.ping_interval * 2 {
-                    tracing::debug!("a WebSocket peer stopped answering pings");
-                    break None;
-                }
-                if last_message.elapsed() > idle {
-                    break Some(closing(close::POLICY, "idle for too long"));
-                }
-                if sink.send(Message::Ping(Default::default())).await.is_err() {
-                    break None;
+                if let Err(end) = on_tick(&inner, &mut sink, heard, last_message).await {
+                    break end;
                 }
             }
             why = crate::lease::ended(lease.as_ref()) => break Some(token_ended(&why)),
@@ -312,6 +316,28 @@ async fn serve(
     let _ = sink.close().await;
     // The engine ends once its input is gone; its requests in flight are cancelled with it.
     engine.abort();
+}
+
+/// A tick of the ping interval: a peer silent for two intervals is gone, one that sent no
+/// message for `session_idle_timeout` is idle; else it is pinged. `Err`: the connection ends,
+/// with this close frame if any.
+async fn on_tick(
+    inner: &Inner,
+    sink: &mut Sink,
+    heard: Instant,
+    last_message: Instant,
+) -> Result<(), Option<Message>> {
+    if heard.elapsed() > inner.ws.ping_interval * 2 {
+        tracing::debug!("a WebSocket peer stopped answering pings");
+        return Err(None);
+    }
+    if last_message.elapsed() > inner.http.session_idle_timeout {
+        return Err(Some(closing(close::POLICY, "idle for too long")));
+    }
+    if sink.send(Message::Ping(Default::default())).await.is_err() {
+        return Err(None);
+    }
+    Ok(())
 }
 
 /// The close frame for a read error: too big, not UTF-8, or a protocol error.
