@@ -365,7 +365,8 @@ mod tests {
             .unwrap();
         // Every entry of a batch is in flight, not only the one its answer is routed by.
         assert_eq!(
-            s.open_post_stream(&[two.clone()], 1, false, None).err(),
+            s.open_post_stream(std::slice::from_ref(&two), 1, false, None)
+                .err(),
             Some(two.clone())
         );
         assert!(s.in_flight(&two));
