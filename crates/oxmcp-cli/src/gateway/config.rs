@@ -80,18 +80,19 @@ pub(crate) fn describe_command(command: &[String]) -> String {
     format!("`{name}`")
 }
 
-/// How a bridged URL is named to clients and in the log: without user, password, query or
-/// fragment (where tokens go).
+/// How a bridged URL is named to clients (the bridge's `instructions`) and in the log: its
+/// scheme, host and port only. User, password, path, query and fragment are never shown:
+/// tokens go in all of them (`https://host/s/SECRET/mcp`).
 pub(crate) fn describe_url(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) => {
-            let _ = u.set_username("");
-            let _ = u.set_password(None);
-            u.set_query(None);
-            u.set_fragment(None);
-            u.to_string()
-        }
-        Err(_) => "a remote server".to_owned(),
+    let Ok(u) = url::Url::parse(url) else {
+        return "a remote server".to_owned();
+    };
+    let Some(host) = u.host_str() else {
+        return format!("a {} server", u.scheme());
+    };
+    match u.port() {
+        Some(port) => format!("{}://{host}:{port}", u.scheme()),
+        None => format!("{}://{host}", u.scheme()),
     }
 }
 
