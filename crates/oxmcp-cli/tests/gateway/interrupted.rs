@@ -264,3 +264,68 @@ async fn a_call_given_up_between_rounds_needs_no_quarantine() {
     assert_eq!(starts(&log), 1, "the upstream was restarted");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A stdio server (handshake era) that logs its starts to the file `$1`, reports progress on
+/// each call that asks for it, answers `wait` after 0.2 s, never answers `stubborn`, and
+/// stops reading anything once a call is cancelled (so a `ping` gets no answer).
+const DEAF_AFTER_CANCEL: &str = r#"echo started >> "$1"
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/^{"jsonrpc":"2.0","id":\([0-9][0-9]*\),.*/\1/p')
+  token=$(printf '%s' "$line" | sed -n 's/.*"progressToken":\([0-9][0-9]*\).*/\1/p')
+  if [ -n "$token" ]; then
+    echo '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":'"$token"',"progress":1}}'
+  fi
+  case "$line" in
+    *'"method":"initialize"'*)
+      echo '{"jsonrpc":"2.0","id":'"$id"',"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"deaf","version":"0"}}}' ;;
+    *'"method":"tools/list"'*)
+      echo '{"jsonrpc":"2.0","id":'"$id"',"result":{"tools":[{"name":"stubborn","inputSchema":{"type":"object"}},{"name":"wait","inputSchema":{"type":"object"}}]}}' ;;
+    *'"method":"ping"'*)
+      echo '{"jsonrpc":"2.0","id":'"$id"',"result":{}}' ;;
+    *'"method":"tools/call"'*'"name":"wait"'*)
+      (sleep 0.2; echo '{"jsonrpc":"2.0","id":'"$id"',"result":{"content":[{"type":"text","text":"waited"}]}}') & ;;
+    *'"method":"notifications/cancelled"'*)
+      exec sleep 600 ;;
+  esac
+done
+"#;
+
+/// An upstream that stops answering after a call is cancelled fails the quarantine's `ping`:
+/// its connection is replaced (the server restarted, once), and the next call is served by
+/// the new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_stops_answering_after_a_cancellation_is_replaced() {
+    let (dir, config) = config_file("mcp-gateway-deaf", "");
+    let script = dir.join("deaf.sh");
+    std::fs::write(&script, DEAF_AFTER_CANCEL).unwrap();
+    let log = dir.join("deaf.starts");
+    // No heartbeat during the test: only the quarantine finds the server deaf.
+    std::fs::write(
+        &config,
+        format!(
+            "heartbeat_ms = 600000\n[[upstream]]\nname = \"deaf\"\ncommand = [\"sh\", \"{}\", \"{}\"]\nera = \"legacy\"\n",
+            script.display(),
+            log.display()
+        ),
+    )
+    .unwrap();
+    let (_gateway, url) = serve_gateway(&config).await;
+    let c = client(&url, EraChoice::Legacy).await;
+    until(&c, "the upstream is up", |n| {
+        n.iter().any(|t| t == "deaf__wait")
+    })
+    .await;
+    let (options, progress) = common::first_progress();
+    let call = c.call_tool_with("deaf__stubborn", JsonObject::new(), &options);
+    common::cancel_once_started(call, progress).await;
+    let r = tokio::time::timeout(
+        Duration::from_secs(60),
+        c.call_tool("deaf__wait", JsonObject::new()),
+    )
+    .await
+    .expect("the next call was served")
+    .unwrap();
+    assert_eq!(r.content[0].as_text(), Some("waited"));
+    assert_eq!(starts(&log), 2, "restarted once");
+    let _ = std::fs::remove_dir_all(&dir);
+}
