@@ -283,11 +283,15 @@ impl Lent {
     /// replaced (it is no longer `Up` when this returns, so it is not lent again).
     fn recycle(self, client: &Arc<Client>) {
         self.holder.clear();
+        let name = &self.pool.link.name;
         match self.extra {
-            Some(conn) => close(conn),
+            Some(conn) => {
+                tracing::warn!(upstream = %name, "closed a connection: a request ended before its answer, and the upstream did not go quiet");
+                close(conn);
+            }
             None => {
                 if self.pool.primary.recycle(client) {
-                    tracing::warn!(upstream = %self.pool.link.name, "replaced the connection: a request ended before its answer, and the upstream did not go quiet");
+                    tracing::warn!(upstream = %name, "replaced the connection: a request ended before its answer, and the upstream did not go quiet");
                 }
                 self.pool.primary_lent.store(false, Ordering::Release);
             }
