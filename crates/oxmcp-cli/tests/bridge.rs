@@ -240,8 +240,44 @@ async fn a_bridge_names_the_program_not_its_arguments() {
     let init = raw.initialize("2025-11-25").await;
     let instructions = init["result"]["instructions"].as_str().unwrap();
     assert!(!instructions.contains(secret), "{instructions}");
-    assert!(instructions.contains(&upstream_url), "{instructions}");
+    let origin = upstream_url.trim_end_matches("/mcp");
+    assert!(instructions.contains(origin), "{instructions}");
     raw.close().await;
+}
+
+/// A URL whose path holds a secret (`https://host/s/SECRET/mcp`, as some hosted servers hand
+/// out): the bridge names it by scheme, host and port only, to its clients (`instructions`,
+/// and the errors of an upstream it cannot reach) and in its log.
+#[tokio::test]
+async fn a_bridge_never_shows_the_path_of_its_url() {
+    let secret = "path-SECRET-4711";
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("bridge.log");
+    // Nothing listens on port 1: connecting fails, and says why.
+    let url = format!("http://127.0.0.1:1/s/{secret}/mcp");
+    let stderr = std::fs::File::create(&log).unwrap();
+    let mut raw = common::Raw::spawn_logging(&["--upstream", &url], "debug", stderr);
+    let init = raw.initialize("2025-11-25").await;
+    let instructions = init["result"]["instructions"].as_str().unwrap();
+    assert!(!instructions.contains(secret), "{instructions}");
+    assert!(!instructions.contains("/s/"), "{instructions}");
+    assert!(
+        instructions.contains("http://127.0.0.1:1"),
+        "{instructions}"
+    );
+    // A request that needs the upstream fails, saying why.
+    let complete = json!({
+        "ref": {"type": "ref/prompt", "name": "greet"},
+        "argument": {"name": "name", "value": "A"}
+    });
+    let failed = raw.request(1, "completion/complete", complete).await;
+    let error = failed["error"]["message"].as_str().unwrap();
+    assert!(error.contains("127.0.0.1:1"), "{failed}");
+    assert!(!error.contains(secret), "{failed}");
+    raw.close().await;
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains("127.0.0.1:1"), "{logged}");
+    assert!(!logged.contains(secret), "{logged}");
 }
 
 /// The fields of `result` that a client of 2025-11-25 cannot know: `resultType`, the cache

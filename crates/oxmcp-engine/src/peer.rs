@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
@@ -39,6 +39,8 @@ pub(crate) struct Inner {
     closed: AtomicBool,
     /// Set by [`Peer::drain`]: no new requests.
     draining: AtomicBool,
+    /// Progress notifications that matched no request awaiting its answer.
+    unmatched_progress: AtomicU64,
 }
 
 /// A handle to one connection: send requests and notifications to the other side.
@@ -105,6 +107,7 @@ impl Peer {
                 pending: Mutex::new(HashMap::new()),
                 closed: AtomicBool::new(false),
                 draining: AtomicBool::new(false),
+                unmatched_progress: AtomicU64::new(0),
             }),
             related: None,
             silenced: None,
@@ -220,6 +223,28 @@ impl Peer {
     /// Number of outgoing requests awaiting a response.
     pub fn pending_count(&self) -> usize {
         self.lock_pending().len()
+    }
+
+    /// The id the next request sent on this connection gets (ids only grow): with
+    /// [`Peer::pending_since`], what was sent from now on.
+    pub fn next_id(&self) -> i64 {
+        self.inner.next_id.load(Ordering::Relaxed)
+    }
+
+    /// Outgoing requests awaiting a response whose id is `first` or later (see
+    /// [`Peer::next_id`]).
+    pub fn pending_since(&self, first: i64) -> usize {
+        self.lock_pending()
+            .keys()
+            .filter(|id| **id >= first)
+            .count()
+    }
+
+    /// Progress notifications received so far that matched no request awaiting its answer
+    /// (one cancelled or timed out, say): they are dropped, and counted here, so that the
+    /// owner of the connection can tell the other side is still working on such a request.
+    pub fn unmatched_progress(&self) -> u64 {
+        self.inner.unmatched_progress.load(Ordering::Relaxed)
     }
 
     fn lock_pending(&self) -> parking_lot::MutexGuard<'_, HashMap<i64, Pending>> {
@@ -535,6 +560,9 @@ impl Peer {
     pub(crate) fn progress(&self, params: ProgressParams) {
         let ProgressToken::Number(key) = params.progress_token else {
             tracing::debug!("progress for a token we never issued; ignored");
+            self.inner
+                .unmatched_progress
+                .fetch_add(1, Ordering::Relaxed);
             return;
         };
         let (cb, touched) = {
@@ -543,6 +571,9 @@ impl Peer {
                 Some(p) => (p.on_progress.clone(), p.touched.clone()),
                 None => {
                     tracing::debug!(token = key, "progress for an unknown token; ignored");
+                    self.inner
+                        .unmatched_progress
+                        .fetch_add(1, Ordering::Relaxed);
                     return;
                 }
             }

@@ -465,3 +465,47 @@ async fn duplicate_ids_in_batches_are_refused() {
     );
     assert_eq!(entries(&remote.recv().await), [(4, None)]);
 }
+
+/// What an owner sharing a connection can tell of the requests it sent from some point on
+/// (`next_id`, `pending_since`), and of progress that came for no waiting request.
+#[tokio::test(start_paused = true)]
+async fn requests_sent_from_a_point_on_and_stray_progress_are_counted() {
+    let (peer, mut remote) = start(Arc::default(), EngineConfig::default());
+    let p1 = peer.clone();
+    let before = tokio::spawn(async move {
+        p1.request_raw("old", json!({}), &RequestOptions::default())
+            .await
+    });
+    let old = remote.recv().await;
+    let first = peer.next_id();
+    assert_eq!(
+        peer.pending_since(first),
+        0,
+        "the older request is not counted"
+    );
+    let p2 = peer.clone();
+    let mine = tokio::spawn(async move {
+        p2.request_raw("mine", json!({}), &RequestOptions::default())
+            .await
+    });
+    let new = remote.recv().await;
+    assert_eq!(new["id"], json!(first));
+    assert_eq!((peer.pending_since(first), peer.pending_count()), (1, 2));
+    remote
+        .send(json!({"jsonrpc":"2.0","id":new["id"],"result":{}}))
+        .await;
+    mine.await.unwrap().unwrap();
+    assert_eq!(peer.pending_since(first), 0);
+    // Progress for a request nobody waits for (answered, or never sent) is counted.
+    assert_eq!(peer.unmatched_progress(), 0);
+    for token in [new["id"].clone(), json!("stray")] {
+        remote
+            .send(json!({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":token,"progress":1}}))
+            .await;
+    }
+    remote
+        .send(json!({"jsonrpc":"2.0","id":old["id"],"result":{}}))
+        .await;
+    before.await.unwrap().unwrap();
+    assert_eq!(peer.unmatched_progress(), 2);
+}

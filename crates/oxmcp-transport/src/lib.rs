@@ -5,8 +5,9 @@
 //! oversized line is skipped and logged, and reading goes on with the next one. A child
 //! server runs in its own process group so that shutting it down reaches its children too,
 //! and starts with a small safe environment (see [`mod@env`]) unless told otherwise. Its exit
-//! is watched, not only the end of its output: one that exits on its own is reaped, its group
-//! ended and the connection's input closed (see [`ChildProcess`]).
+//! is watched, not only the end of its output: one that exits on its own has its group ended,
+//! is reaped (never the other way round: a reaped child's group id may be reused) and the
+//! connection's input is closed (see [`ChildProcess`]).
 //!
 //! ```
 //! use oxmcp_jsonrpc::Inbound;

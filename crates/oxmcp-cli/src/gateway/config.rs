@@ -26,6 +26,13 @@ pub(crate) struct Config {
     /// that subscribes all it can leaves room for the others.
     #[serde(default = "default_max_subscriptions_per_principal")]
     pub(crate) max_subscriptions_per_principal: usize,
+    /// Requests one principal may end before their upstream answered them (cancelled, or
+    /// paused for a 2026-07-28 `input_required` round) per upstream within a minute, when
+    /// they leave its connection in quarantine (default 30, at least 1); past that its
+    /// requests to that upstream are refused (-32000 with `data.retryAfterMs`) until the
+    /// oldest leaves the minute. All unauthenticated clients count as one principal.
+    #[serde(default = "default_max_interrupted_per_principal")]
+    pub(crate) max_interrupted_per_principal: usize,
     /// The upstream servers (`[[upstream]]` tables).
     #[serde(default)]
     pub(crate) upstream: Vec<Upstream>,
@@ -53,6 +60,7 @@ pub(crate) fn bridge(upstream: Upstream, what: String) -> Config {
         heartbeat_ms: default_heartbeat_ms(),
         max_subscriptions: default_max_subscriptions(),
         max_subscriptions_per_principal: default_max_subscriptions_per_principal(),
+        max_interrupted_per_principal: default_max_interrupted_per_principal(),
         upstream: vec![upstream],
         limits: crate::limits::Limits::default(),
         auth: None,
@@ -72,18 +80,19 @@ pub(crate) fn describe_command(command: &[String]) -> String {
     format!("`{name}`")
 }
 
-/// How a bridged URL is named to clients and in the log: without user, password, query or
-/// fragment (where tokens go).
+/// How a bridged URL is named to clients (the bridge's `instructions`) and in the log: its
+/// scheme, host and port only. User, password, path, query and fragment are never shown:
+/// tokens go in all of them (`https://host/s/SECRET/mcp`).
 pub(crate) fn describe_url(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) => {
-            let _ = u.set_username("");
-            let _ = u.set_password(None);
-            u.set_query(None);
-            u.set_fragment(None);
-            u.to_string()
-        }
-        Err(_) => "a remote server".to_owned(),
+    let Ok(u) = url::Url::parse(url) else {
+        return "a remote server".to_owned();
+    };
+    let Some(host) = u.host_str() else {
+        return format!("a {} server", u.scheme());
+    };
+    match u.port() {
+        Some(port) => format!("{}://{host}:{port}", u.scheme()),
+        None => format!("{}://{host}", u.scheme()),
     }
 }
 
@@ -97,6 +106,10 @@ pub(super) fn default_max_subscriptions() -> usize {
 
 pub(super) fn default_max_subscriptions_per_principal() -> usize {
     250
+}
+
+pub(super) fn default_max_interrupted_per_principal() -> usize {
+    30
 }
 
 /// `max_connections` when the file does not say: one process for a stdio server (a second
@@ -216,6 +229,9 @@ pub(crate) fn load(path: &std::path::Path) -> anyhow::Result<Config> {
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let config: Config =
         toml::from_str(&text).with_context(|| format!("invalid config {}", path.display()))?;
+    if config.max_interrupted_per_principal == 0 {
+        bail!("max_interrupted_per_principal is at least 1");
+    }
     let mut seen = std::collections::HashSet::new();
     for u in &config.upstream {
         let ok_chars = u

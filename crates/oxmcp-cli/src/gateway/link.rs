@@ -140,50 +140,66 @@ pub(super) fn relay_input<T>(call: &Call, answer: Result<T, InputError>) -> Resu
     })
 }
 
-/// The answer to an upstream's request that arrives while no downstream request holds its
-/// connection: there is nobody it may be asked of.
-pub(super) fn no_request() -> ErrorObject {
-    ErrorObject::internal("no client request is in progress to ask")
-}
-
 /// Runs a downstream request's upstream call on a connection lent to it alone (see
 /// [`Pool`]): what the upstream sends on it meanwhile is this request's; notifications sent
 /// before its answer are passed on first; the client's cancellation drops (and so cancels)
-/// the call, also while it waits for a connection.
+/// the call, also while it waits for a connection. A principal past its budget of requests
+/// ended early is refused first (-32000, `data.retryAfterMs`).
 pub(super) async fn relay<T, F, Fut>(pool: &Arc<Pool>, ctx: &Ctx, f: F) -> Result<T, ErrorObject>
 where
     F: FnOnce(Arc<Client>) -> Fut,
     Fut: Future<Output = Result<T, CallError>>,
 {
     let link = &pool.link;
+    pool.admit(ctx.principal())?;
     let call = Call {
         ctx: ctx.clone(),
         asked: CancellationToken::new(),
     };
     let asked = call.asked.clone();
-    let cancelled = || ErrorObject::internal("cancelled");
     let lease = tokio::select! {
         l = pool.lease(call) => l.map_err(|e| upstream_error(link, e))?,
-        () = ctx.cancellation().cancelled() => return Err(cancelled()),
+        () = ctx.cancellation().cancelled() => return Err(ErrorObject::internal("cancelled")),
     };
-    // Returning early (or being dropped) keeps the connection lent for a grace period, then
-    // recycles it.
-    let result = tokio::select! {
-        r = f(lease.client()) => r,
-        () = ctx.cancellation().cancelled() => return Err(cancelled()),
+    // Again: the request this one waited for may have been ended early meanwhile (by the
+    // same client, cancelling and calling again at once).
+    if let Err(e) = pool.admit(ctx.principal()) {
+        lease.release();
+        return Err(e);
+    }
+    // What this request sends on the connection has ids from here on.
+    let first = lease.client().peer().next_id();
+    // Dropped here (the request itself dropped), the lease quarantines the connection.
+    let mut running = Box::pin(f(lease.client()));
+    let early = tokio::select! {
+        r = &mut running => Ok(r),
+        () = ctx.cancellation().cancelled() => Err(ErrorObject::internal("cancelled")),
         // The answer is an input_required result; what this returns is not sent.
-        () = asked.cancelled() => return Err(ErrorObject::internal("input required")),
+        () = asked.cancelled() => Err(ErrorObject::internal("input required")),
+    };
+    let result = match early {
+        Ok(result) => result,
+        Err(e) => {
+            // Whether something this request sent still awaits its answer (the call, as a
+            // 2025 upstream asks its question while it runs; a 2026-07-28 upstream's round
+            // has been answered; a heartbeat sent meanwhile counts too). Dropping the call
+            // cancels it upstream, before the quarantine's ping goes out.
+            let outstanding = lease.client().peer().pending_since(first) > 0;
+            drop(running);
+            lease.interrupt(outstanding);
+            return Err(e);
+        }
     };
     link.flush().await;
     // Returned only when the upstream answered; a request it did not answer (timed out and
-    // cancelled, its transport failed) may still be running there: recycled, as when dropped.
+    // cancelled, its transport failed) may still be running there: quarantined.
     if matches!(
         &result,
         Ok(_) | Err(CallError::Rpc(_) | CallError::Decode(_))
     ) {
         lease.release();
     } else {
-        drop(lease);
+        lease.fail();
     }
     result.map_err(|e| match e {
         CallError::Rpc(e) => e,

@@ -20,7 +20,9 @@
 //! connection are that request's, and go to its client only. Never a guess: what arrives while
 //! no request holds the connection is refused (requests) or only logged by the gateway (log
 //! messages), and a connection whose request ended before its answer (cancelled) is
-//! recycled, never lent again. Stdio children get a small safe environment plus the
+//! quarantined until its upstream is quiet (see [`quarantine`]; replaced only if it does not
+//! go quiet, and each principal may end `max_interrupted_per_principal` requests early per
+//! upstream a minute, 30 by default). Stdio children get a small safe environment plus the
 //! upstream's `env`.
 //!
 //! Resource subscriptions: only to resources an upstream lists or URIs matching a template it
@@ -37,6 +39,7 @@ mod forward;
 mod handler;
 mod link;
 mod pool;
+mod quarantine;
 mod subscriptions;
 mod upstream;
 
@@ -46,6 +49,7 @@ pub(crate) use config::{Upstream, UpstreamAuth, bridge, describe_command, descri
 use handler::Gateway;
 use link::*;
 use pool::*;
+use quarantine::*;
 use subscriptions::*;
 use upstream::*;
 
@@ -182,7 +186,13 @@ fn supervise(
                 misses: 2,
             })),
         );
-        let pool = Pool::new(link.clone(), upstream.clone(), sup.clone(), holder);
+        let pool = Pool::new(
+            link.clone(),
+            upstream.clone(),
+            sup.clone(),
+            holder,
+            config.max_interrupted_per_principal,
+        );
         pools.insert(upstream.name.clone(), pool);
         supervised.push(sup);
     }

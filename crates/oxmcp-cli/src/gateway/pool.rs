@@ -13,14 +13,8 @@
 //! for [`IDLE_TIMEOUT`] are closed. What arrives while no request holds a connection (an
 //! upstream's own log lines) belongs to no client: it is only logged by the gateway.
 //!
-//! A request that ends before its answer (cancelled by its client, or giving way to a
-//! 2026-07-28 `input_required`) leaves the upstream still working on it, and nothing says when
-//! the upstream is done: a cancelled request gets no answer, and whatever it still sends
-//! (sampling, elicitation, log lines) names no request. So its connection is never lent
-//! again: it stays with that request for [`CANCEL_GRACE`] (its last words reach its own
-//! client), then is recycled, an extra one closed, the supervised one replaced by a new
-//! connection (a stdio server restarted; not counted as a crash). The next request gets a
-//! fresh connection, on which nothing about the old request can arrive.
+//! A request that ends before its upstream answered it leaves its connection in quarantine,
+//! not lent to anyone until the upstream is quiet (see [`quarantine`](super::quarantine)).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -29,6 +23,7 @@ use parking_lot::Mutex;
 use std::time::Duration;
 
 use oxmcp_client::{Client, ConnectError, Status, Supervised, SupervisorError};
+use oxmcp_jsonrpc::ErrorObject;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
@@ -36,27 +31,6 @@ use super::*;
 
 /// How long an extra connection may stay idle before it is closed.
 pub(super) const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long a cancelled request keeps its connection before it is recycled.
-pub(super) const CANCEL_GRACE: Duration = Duration::from_secs(1);
-
-/// The downstream request a connection is lent to, if any; its handlers ask.
-#[derive(Default)]
-pub(super) struct Holder(Mutex<Option<Call>>);
-
-impl Holder {
-    fn lock(&self) -> parking_lot::MutexGuard<'_, Option<Call>> {
-        self.0.lock()
-    }
-
-    /// The request holding the connection now.
-    pub(super) fn current(&self) -> Option<Call> {
-        self.lock().clone()
-    }
-
-    fn set(&self, call: Option<Call>) {
-        *self.lock() = call;
-    }
-}
 
 /// An extra connection and the holder its handlers read.
 struct Extra {
@@ -83,11 +57,13 @@ pub(super) struct Pool {
     idle: Mutex<Vec<Extra>>,
     /// One per connection that may be lent (`max_connections`).
     permits: Arc<Semaphore>,
+    /// Requests each principal ended before their answer (`max_interrupted_per_principal`).
+    budget: Budget,
 }
 
-/// A connection lent to one request. [`Lease::release`] returns it; dropped otherwise (the
-/// request was cancelled or gave way to `input_required`), it is recycled after
-/// [`CANCEL_GRACE`] (meanwhile what the upstream still sends goes to that request).
+/// A connection lent to one request. [`Lease::release`] returns it (answered);
+/// [`Lease::interrupt`] and [`Lease::fail`] say the request ended without its answer; dropped
+/// otherwise (the request was dropped), it is quarantined as when interrupted.
 pub(super) struct Lease {
     client: Arc<Client>,
     lent: Option<Lent>,
@@ -98,16 +74,20 @@ struct Lent {
     holder: Arc<Holder>,
     /// An extra connection (`None`: the supervised one).
     extra: Option<Conn>,
+    /// Who the request's client is (its budget pays for a quarantine it causes).
+    principal: Option<String>,
     _permit: OwnedSemaphorePermit,
 }
 
 impl Pool {
-    /// A pool around the supervised connection, whose handlers read `primary_holder`.
+    /// A pool around the supervised connection, whose handlers read `primary_holder`; each
+    /// principal may end `interruptions` requests early per [`BUDGET_WINDOW`].
     pub(super) fn new(
         link: Arc<Link>,
         upstream: Upstream,
         primary: Supervised,
         primary_holder: Arc<Holder>,
+        interruptions: usize,
     ) -> Arc<Pool> {
         let pool = Arc::new(Pool {
             link,
@@ -117,6 +97,7 @@ impl Pool {
             primary_holder,
             primary_lent: AtomicBool::new(false),
             idle: Mutex::new(Vec::new()),
+            budget: Budget::new(interruptions),
         });
         tokio::spawn(close_idle(Arc::downgrade(&pool)));
         pool
@@ -124,6 +105,15 @@ impl Pool {
 
     fn idle(&self) -> parking_lot::MutexGuard<'_, Vec<Extra>> {
         self.idle.lock()
+    }
+
+    /// Whether a request of `principal` may be served: not while it is past its budget of
+    /// requests ended early.
+    ///
+    /// # Errors
+    /// -32000 with `data.retryAfterMs`.
+    pub(super) fn admit(&self, principal: Option<&str>) -> Result<(), ErrorObject> {
+        self.budget.admit(&self.link.name, principal)
     }
 
     /// Lends a connection to `call`, waiting for one to be free if all are lent.
@@ -152,13 +142,15 @@ impl Pool {
                 (conn.client.clone(), conn.holder.clone(), Some(conn))
             }
         };
-        holder.set(Some(call));
+        let principal = call.ctx.principal().map(str::to_owned);
+        holder.lend(call);
         Ok(Lease {
             client,
             lent: Some(Lent {
                 pool: self.clone(),
                 holder,
                 extra,
+                principal,
                 _permit: permit,
             }),
         })
@@ -210,37 +202,51 @@ impl Lease {
         self.client.clone()
     }
 
-    /// Returns the connection now: the request is over.
+    /// Returns the connection now: the upstream answered.
     pub(super) fn release(mut self) {
         if let Some(lent) = self.lent.take() {
             lent.give_back();
+        }
+    }
+
+    /// The request ended before its answer, on its client's account (cancelled, or paused
+    /// for `input_required`). `outstanding`: something it sent upstream was still unanswered
+    /// (and has been cancelled): the connection is quarantined, and the principal's budget
+    /// pays for it. Otherwise the upstream is not working on it: the connection is returned.
+    pub(super) fn interrupt(mut self, outstanding: bool) {
+        if let Some(lent) = self.lent.take() {
+            if outstanding {
+                lent.pool.budget.spend(lent.principal.as_deref());
+                lent.quarantine(self.client.clone());
+            } else {
+                lent.give_back();
+            }
+        }
+    }
+
+    /// The request ended without an answer on no client's account (timed out, the transport
+    /// failed): the connection is quarantined.
+    pub(super) fn fail(mut self) {
+        if let Some(lent) = self.lent.take() {
+            lent.quarantine(self.client.clone());
         }
     }
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        let Some(lent) = self.lent.take() else {
-            return;
-        };
-        // Not released: the request was dropped before its answer (cancelled), and the
-        // upstream may still send things about it on this connection.
-        let client = self.client.clone();
-        match tokio::runtime::Handle::try_current() {
-            Ok(rt) => {
-                rt.spawn(async move {
-                    tokio::time::sleep(CANCEL_GRACE).await;
-                    lent.recycle(client);
-                });
-            }
-            Err(_) => lent.recycle(client),
+        // Neither returned nor interrupted: the request was dropped before its answer, and
+        // the upstream may still send things about it on this connection.
+        if let Some(lent) = self.lent.take() {
+            lent.pool.budget.spend(lent.principal.as_deref());
+            lent.quarantine(self.client.clone());
         }
     }
 }
 
 impl Lent {
     fn give_back(self) {
-        self.holder.set(None);
+        self.holder.clear();
         match self.extra {
             None => self.pool.primary_lent.store(false, Ordering::Release),
             Some(conn) if conn.client.is_closed() => close(conn),
@@ -252,16 +258,40 @@ impl Lent {
         // The permit is released after this: the connection is back first.
     }
 
-    /// Takes the connection out of use (a request ended before its answer): an extra one is
-    /// closed, the supervised one replaced (it is no longer `Up` when this returns, so it is
-    /// not lent again).
-    fn recycle(self, client: Arc<Client>) {
-        self.holder.set(None);
+    /// Keeps the connection out of use (it stays taken, and so does its permit) until its
+    /// upstream is quiet, then returns it; replaces it if the upstream is not.
+    fn quarantine(self, client: Arc<Client>) {
+        self.holder.quarantine();
+        if client.is_closed() {
+            // Gone already (the supervisor replaces the supervised one).
+            return self.give_back();
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return self.recycle(&client);
+        };
+        rt.spawn(async move {
+            if settle(&client, &self.holder).await {
+                tracing::debug!(upstream = %self.pool.link.name, "a quarantined connection is quiet; lent again");
+                self.give_back();
+            } else {
+                self.recycle(&client);
+            }
+        });
+    }
+
+    /// Takes the connection out of use for good: an extra one is closed, the supervised one
+    /// replaced (it is no longer `Up` when this returns, so it is not lent again).
+    fn recycle(self, client: &Arc<Client>) {
+        self.holder.clear();
+        let name = &self.pool.link.name;
         match self.extra {
-            Some(conn) => close(conn),
+            Some(conn) => {
+                tracing::warn!(upstream = %name, "closed a connection: a request ended before its answer, and the upstream did not go quiet");
+                close(conn);
+            }
             None => {
-                if self.pool.primary.recycle(&client) {
-                    tracing::debug!(upstream = %self.pool.link.name, "recycled the connection of a cancelled request");
+                if self.pool.primary.recycle(client) {
+                    tracing::warn!(upstream = %name, "replaced the connection: a request ended before its answer, and the upstream did not go quiet");
                 }
                 self.pool.primary_lent.store(false, Ordering::Release);
             }

@@ -23,8 +23,9 @@ pub(super) fn connector(
 
 /// Connects to `upstream`. Sampling, elicitation and roots requests and log messages that arrive on
 /// the connection go to the request `holder` names (requests are refused, log messages kept
-/// to the gateway's own log, when none does). List changes and resource updates are taken
-/// from the `primary` (supervised) connection only. The client owns what its transport opened:
+/// to the gateway's own log, when none does; see [`Holder`] for a quarantined connection), and
+/// `holder` hears of every message that may be about a request. List changes and resource
+/// updates are taken from the `primary` (supervised) connection only. The client owns what its transport opened:
 /// closing it ends a child, or an HTTP session with DELETE.
 pub(super) async fn connect(
     upstream: Upstream,
@@ -35,32 +36,33 @@ pub(super) async fn connect(
     let (sampling, elicitation, roots) = (holder.clone(), holder.clone(), holder.clone());
     let handlers = ClientHandlers::new()
         .on_event(move |e| match e {
-            ServerEvent::Log(p) => link.send(Event::Log(holder.current(), p)),
+            ServerEvent::Log(p) => link.send(Event::Log(holder.speaker(), p)),
             ServerEvent::ToolsChanged if primary => link.send(Event::Changed(Kind::Tools)),
             ServerEvent::PromptsChanged if primary => link.send(Event::Changed(Kind::Prompts)),
             ServerEvent::ResourcesChanged if primary => link.send(Event::Changed(Kind::Resources)),
             ServerEvent::ResourceUpdated(uri) if primary => link.send(Event::Updated(uri)),
+            ServerEvent::ElicitationComplete(_) | ServerEvent::Other { .. } => holder.heard(),
             _ => {}
         })
         .sampling(move |params| {
-            let call = sampling.current();
+            let call = sampling.asker();
             async move {
-                let call = call.ok_or_else(no_request)?;
+                let call = call?;
                 relay_input(&call, call.ctx.create_message(&params).await)
             }
         })
         .elicitation(move |params| {
-            let call = elicitation.current();
+            let call = elicitation.asker();
             async move {
-                let call = call.ok_or_else(no_request)?;
+                let call = call?;
                 relay_input(&call, call.ctx.elicit(&params).await)
             }
         })
         .url_elicitation()
         .roots(move || {
-            let call = roots.current();
+            let call = roots.asker();
             async move {
-                let call = call.ok_or_else(no_request)?;
+                let call = call?;
                 relay_input(&call, call.ctx.list_roots().await)
             }
         });

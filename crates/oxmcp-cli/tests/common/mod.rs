@@ -60,13 +60,18 @@ impl Raw {
 
     /// `oxmcp serve --stdio ARGS`.
     pub fn spawn_with(args: &[&str]) -> Self {
+        Self::spawn_logging(args, "off", Stdio::null())
+    }
+
+    /// `oxmcp serve --stdio ARGS` logging at `level` (an `MCP_LOG` filter) to `stderr`.
+    pub fn spawn_logging(args: &[&str], level: &str, stderr: impl Into<Stdio>) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_oxmcp"))
             .args(["serve", "--stdio"])
             .args(args)
-            .env("MCP_LOG", "off")
+            .env("MCP_LOG", level)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .kill_on_drop(true)
             .spawn()
             .expect("spawn mcp");

@@ -8,6 +8,7 @@
 mod common;
 mod environment;
 mod hostile;
+mod interrupted;
 mod isolation;
 mod passthrough;
 mod subscriptions;

@@ -4,9 +4,22 @@
 use futures::StreamExt;
 use oxmcp_jsonrpc::{ErrorObject, Message, TransportError};
 
-/// A request that got no HTTP answer at all.
-pub(super) fn no_answer(e: &impl std::fmt::Display) -> TransportError {
-    TransportError::Io(format!("HTTP request failed: {e}"))
+/// A request that got no HTTP answer at all, and why (the causes, one after the other). The
+/// server is named by scheme, host and port only: this goes to logs and on to clients, and a
+/// URL's path and query may hold a secret.
+pub(super) fn no_answer(e: reqwest::Error) -> TransportError {
+    let to = e
+        .url()
+        .map(|u| format!(" to {}", u.origin().ascii_serialization()))
+        .unwrap_or_default();
+    let e = e.without_url();
+    let mut why = e.to_string();
+    let mut cause = std::error::Error::source(&e);
+    while let Some(c) = cause {
+        why = format!("{why}: {c}");
+        cause = c.source();
+    }
+    TransportError::Io(format!("HTTP request{to} failed: {why}"))
 }
 
 /// What an HTTP answer's status and headers say about a failure, taken before its body is
@@ -88,8 +101,9 @@ pub(super) async fn read_limited(
     let mut body = Vec::new();
     let mut stream = resp.bytes_stream();
     while let Some(chunk) = stream.next().await {
-        let chunk =
-            chunk.map_err(|e| TransportError::Io(format!("reading the response failed: {e}")))?;
+        let chunk = chunk.map_err(|e| {
+            TransportError::Io(format!("reading the response failed: {}", e.without_url()))
+        })?;
         if body.len() + chunk.len() > max {
             return Err(TransportError::Invalid(format!(
                 "response larger than {max} bytes"

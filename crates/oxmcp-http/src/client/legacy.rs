@@ -28,7 +28,7 @@ impl State {
             .header("accept", "text/event-stream")
             .send()
             .await
-            .map_err(|e| Fallback::NotLegacy(e.to_string()))?;
+            .map_err(|e| Fallback::NotLegacy(e.without_url().to_string()))?;
         if resp.status().is_redirection() {
             return Err(Fallback::Refused(Failure::of(&resp).error("")));
         }
@@ -86,7 +86,7 @@ impl State {
                 let body = r.text().await.unwrap_or_default();
                 self.fail(request, failure.error(&body)).await;
             }
-            Err(e) => self.fail(request, no_answer(&e)).await,
+            Err(e) => self.fail(request, no_answer(e)).await,
         }
     }
 }

@@ -80,7 +80,7 @@ impl State {
         let resp = loop {
             let resp = match self.modern_request(posted, &h).send().await {
                 Ok(r) => r,
-                Err(e) => return self.fail(request, no_answer(&e)).await,
+                Err(e) => return self.fail(request, no_answer(e)).await,
             };
             if self.refused_protobuf(resp.status()) {
                 continue;

@@ -82,7 +82,7 @@ impl State {
         {
             Ok(r) => r,
             Err(e) => {
-                self.fail(posted.request.clone(), no_answer(&e)).await;
+                self.fail(posted.request.clone(), no_answer(e)).await;
                 return Next::Done;
             }
         };

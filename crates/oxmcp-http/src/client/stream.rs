@@ -208,7 +208,7 @@ impl State {
                 None
             }
             Err(e) => {
-                tracing::debug!("GET stream failed: {e}");
+                tracing::debug!("GET stream failed: {}", e.without_url());
                 None
             }
         }
