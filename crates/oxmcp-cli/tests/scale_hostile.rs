@@ -238,7 +238,7 @@ async fn refused_requests_leave_no_change_behind() {
         "a refused batch's subscription was shared"
     );
 
-    // Two requests of one id in a batch: refused, nothing shared.
+    // Two requests of one id in a batch: the engine refuses the second, nothing is shared.
     let sid = open_session(&a.url, "2025-03-26").await;
     let batch = json!([ping(6), subscribe(6, "nowhere://b")]);
     let (_, answer) = call(&a.url, &sid, "2025-03-26", &batch).await;

@@ -370,13 +370,6 @@ mod tests {
             Some(two.clone())
         );
         assert!(s.in_flight(&two));
-        // Twice in one batch.
-        let twice = [RequestId::Number(3), RequestId::Number(3)];
-        assert!(
-            s.open_post_stream(&twice[..1], 1, false, Some(&twice))
-                .is_err()
-        );
-        assert!(!s.in_flight(&RequestId::Number(3)));
         // Answered: free again.
         s.route(out(
             r#"[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"result":{}}]"#,

@@ -121,8 +121,11 @@ impl Session {
     /// will come (one per request, or one for a whole batch, whose entries are `batch` and
     /// whose answer is routed by its first id). `sse`: answered as SSE from the start.
     ///
+    /// An id twice in one batch is the engine's to refuse (its second entry is answered
+    /// with an error within the batch's answer).
+    ///
     /// # Errors
-    /// A request id that is in flight already, or twice in the batch: nothing is opened.
+    /// A request id that is in flight already: nothing is opened.
     pub(crate) fn open_post_stream(
         &self,
         ids: &[RequestId],
@@ -132,11 +135,7 @@ impl Session {
     ) -> Result<(String, mpsc::Receiver<Event>), RequestId> {
         let all = batch.unwrap_or(ids);
         let mut streams = self.lock();
-        let mut seen = HashSet::with_capacity(all.len());
-        if let Some(dup) = all
-            .iter()
-            .find(|id| streams.busy.contains(*id) || !seen.insert(*id))
-        {
+        if let Some(dup) = all.iter().find(|id| streams.busy.contains(*id)) {
             return Err(dup.clone());
         }
         let token = self.new_token();

@@ -31,12 +31,21 @@ fn state_change(r: &Request) -> Option<StateChange> {
 }
 
 /// Holds the state changes `messages` ask for until the engine answers them (shared with
-/// the answer when accepted, see `Session::route`). Only for requests whose stream is open.
+/// the answer when accepted, see `Session::route`). Only for requests whose stream is open,
+/// and never for an id that two entries of a batch share (the engine refuses the second, and
+/// the answer of the first must not stand for it).
 pub(crate) fn expect_changes(session: &Session, messages: &[Message]) {
-    for m in messages {
-        if let Message::Request(r) = m
-            && let Some(change) = state_change(r)
-        {
+    let requests = || {
+        messages.iter().filter_map(|m| match m {
+            Message::Request(r) => Some(r),
+            _ => None,
+        })
+    };
+    for r in requests() {
+        let Some(change) = state_change(r) else {
+            continue;
+        };
+        if requests().filter(|other| other.id == r.id).count() == 1 {
             session.expect_change(r.id.clone(), change);
         }
     }
