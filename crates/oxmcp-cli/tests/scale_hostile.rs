@@ -209,9 +209,9 @@ async fn an_oversized_initialize_is_not_stored() {
     assert_eq!(redis.keys("mcp:{*}:sess").len(), 1);
 }
 
-/// What the transport refuses itself (a batch the version does not allow, two requests of
-/// one id in a batch, an id already in use) leaves no state change behind that a later
-/// success of the same id would share.
+/// What is refused before it runs (a batch the version does not allow, the second of two
+/// requests of one id in a batch, an id already in use) leaves no state change behind that
+/// a success of the same id would share.
 #[tokio::test]
 async fn refused_requests_leave_no_change_behind() {
     let redis = Redis::start().await;
