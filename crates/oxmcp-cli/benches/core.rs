@@ -97,7 +97,7 @@ async fn exchange(
         .unwrap();
     loop {
         if let Some(Outbound::Message(m)) = rx.recv().await
-            && matches!(m.kind, oxmcp_jsonrpc::OutKind::Response)
+            && matches!(m.kind, oxmcp_jsonrpc::OutKind::Response { .. })
         {
             return m.line;
         }

@@ -236,11 +236,10 @@ async fn stubborn_children_are_killed_with_their_group() {
             ChildProcess::spawn("sh", ["-c", script], config.clone()).unwrap();
         let pid = i32::try_from(child.id().unwrap()).unwrap();
         let line = io.incoming.recv().await.unwrap();
-        let grandchild: i32 = String::from_utf8(line.frame().unwrap().to_vec())
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        let oxmcp_jsonrpc::Inbound::Frame(line) = line else {
+            panic!("not a frame: {line:?}")
+        };
+        let grandchild: i32 = String::from_utf8(line).unwrap().trim().parse().unwrap();
         assert!(alive(grandchild));
         assert_eq!(child.shutdown().await.unwrap(), Exit::Killed);
         assert!(!alive(pid), "child left behind");

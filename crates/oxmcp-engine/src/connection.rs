@@ -10,7 +10,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use oxmcp_jsonrpc::{
     DecodeError, ErrorObject, Frame, Inbound, Message, Notification, Request, RequestId,
-    encode_batch, parse_params,
+    parse_params,
 };
 use oxmcp_types::{CancelledParams, ProgressParams};
 use tokio::sync::{Semaphore, mpsc, oneshot};
@@ -162,7 +162,7 @@ fn spawn_request(
             Err(e) => Message::error(Some(q.id), e),
         };
         match q.reply {
-            Reply::Alone => peer.send_response(msg.encode()).await,
+            Reply::Alone => peer.send_response(&msg).await,
             Reply::Batch(answer) => {
                 let _ = answer.send(msg);
             }
@@ -197,7 +197,7 @@ fn on_frame(cx: &Conn<'_>, bytes: &[u8], queue: &mut VecDeque<Queued>, tasks: &m
                     }
                     _ => cx.peer.clone(),
                 };
-                scoped.try_send_response(reply.encode());
+                scoped.try_send_response(&reply);
             }
         }
         Frame::Batch(items) => on_batch(cx, items, queue, tasks),
@@ -244,7 +244,7 @@ fn on_message(
             if let Err(e) = accept(cx, r, Reply::Alone, context, queue) {
                 cx.peer
                     .scoped(id.clone())
-                    .try_send_response(Message::error(Some(id), e).encode());
+                    .try_send_response(&Message::error(Some(id), e));
             }
         }
     }
@@ -392,7 +392,7 @@ fn on_batch(
         let e = ErrorObject::invalid_request(
             "JSON-RPC batches are not supported by the negotiated protocol version",
         );
-        cx.peer.try_send_response(Message::error(None, e).encode());
+        cx.peer.try_send_response(&Message::error(None, e));
         return;
     }
     let mut slots = Vec::with_capacity(items.len());
@@ -434,7 +434,7 @@ fn on_batch(
             // Every request was cancelled: no answer, but the transport may end its stream.
             peer.try_send_ended();
         } else {
-            peer.send_response(encode_batch(&replies)).await;
+            peer.send_batch(&replies).await;
         }
     });
 }

@@ -162,17 +162,3 @@ pub(crate) fn json_response(body: String, session: Option<&str>) -> Response {
     }
     resp
 }
-
-/// The error code of an encoded answer, if it is a JSON-RPC error response (decided by
-/// decoding it, not by its text; a result, which may be large, is not decoded at all).
-pub(crate) fn error_code(line: &str) -> Option<i32> {
-    if !line.contains(r#""error""#) {
-        return None;
-    }
-    match Message::decode_str(line) {
-        Ok(Message::Response(oxmcp_jsonrpc::Response {
-            outcome: Err(e), ..
-        })) => Some(e.code.0),
-        _ => None,
-    }
-}

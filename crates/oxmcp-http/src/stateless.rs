@@ -278,10 +278,14 @@ fn check_headers(headers: &HeaderMap, req: &Request, params: &Value) -> Result<(
 
 /// The HTTP status of an answer: errors that say the request is unknown or malformed get
 /// 404 or 400 (read from the decoded error, not from the text).
-fn status_for(line: &str) -> StatusCode {
-    match crate::respond::error_code(line) {
-        Some(-32601) => StatusCode::NOT_FOUND,
-        Some(-32022..=-32020) => StatusCode::BAD_REQUEST,
+fn status_for(answer: &OutMessage) -> StatusCode {
+    match answer.error_code() {
+        Some(ErrorCode::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
+        Some(
+            ErrorCode::HEADER_MISMATCH
+            | ErrorCode::MISSING_CLIENT_CAPABILITY
+            | ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+        ) => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
     }
 }
@@ -375,7 +379,7 @@ pub(crate) async fn handle(
         );
     };
     // An error answer is always JSON, so its HTTP status can say what went wrong.
-    let failed = first.is_response() && status_for(&first.line) != StatusCode::OK;
+    let failed = status_for(&first) != StatusCode::OK;
     let json = failed
         || match inner.config.response_mode {
             ResponseMode::Json => true,
@@ -423,7 +427,7 @@ async fn json_answer(
         }
     }
     watch.answered();
-    let status = status_for(&last.line);
+    let status = status_for(&last);
     (
         status,
         [(header::CONTENT_TYPE, "application/json")],
@@ -491,6 +495,7 @@ async fn next_message(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use oxmcp_jsonrpc::OutKind;
 
     #[test]
     fn only_the_meta_member_makes_a_request_modern() {
@@ -504,15 +509,31 @@ mod tests {
     }
 
     #[test]
-    fn statuses_come_from_the_decoded_error() {
+    fn statuses_come_from_the_engines_error_code() {
+        let answer = |kind| OutMessage {
+            // The line is not read: a result that mentions an error code stays a 200.
+            line: r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"m"}}"#.into(),
+            related: None,
+            kind,
+        };
+        let error = |code| OutKind::Response { error: Some(code) };
         assert_eq!(
-            status_for(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"m"}}"#),
+            status_for(&answer(error(ErrorCode::METHOD_NOT_FOUND))),
             StatusCode::NOT_FOUND
         );
+        for code in [
+            ErrorCode::HEADER_MISMATCH,
+            ErrorCode::MISSING_CLIENT_CAPABILITY,
+            ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+        ] {
+            assert_eq!(status_for(&answer(error(code))), StatusCode::BAD_REQUEST);
+        }
         assert_eq!(
-            status_for(
-                r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"\"error\":{\"code\":-32601}"}]}}"#
-            ),
+            status_for(&answer(error(ErrorCode::INVALID_PARAMS))),
+            StatusCode::OK
+        );
+        assert_eq!(
+            status_for(&answer(OutKind::Response { error: None })),
             StatusCode::OK
         );
     }

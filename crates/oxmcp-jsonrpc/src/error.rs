@@ -34,18 +34,6 @@ impl ErrorCode {
     pub const UNSUPPORTED_PROTOCOL_VERSION: ErrorCode = ErrorCode(-32022);
     /// MCP: URL elicitation required.
     pub const URL_ELICITATION_REQUIRED: ErrorCode = ErrorCode(-32042);
-
-    /// The standard message for a standard code.
-    pub fn default_message(self) -> &'static str {
-        match self.0 {
-            -32700 => "Parse error",
-            -32600 => "Invalid Request",
-            -32601 => "Method not found",
-            -32602 => "Invalid params",
-            -32603 => "Internal error",
-            _ => "Server error",
-        }
-    }
 }
 
 impl fmt::Display for ErrorCode {

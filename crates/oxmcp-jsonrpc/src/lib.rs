@@ -26,4 +26,6 @@ pub use message::{
     parse_params, to_raw,
 };
 pub use serde_json::value::RawValue;
-pub use transport::{Inbound, OutKind, OutMessage, Outbound, TransportContext, TransportError};
+pub use transport::{
+    Answered, Inbound, OutKind, OutMessage, Outbound, TransportContext, TransportError,
+};

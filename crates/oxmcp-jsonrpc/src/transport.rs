@@ -7,7 +7,9 @@
 
 use std::time::Duration;
 
+use crate::error::ErrorCode;
 use crate::id::RequestId;
+use crate::message::{Message, Response};
 
 /// What a transport knows about one incoming message, passed through the engine to its
 /// handler untouched (Streamable HTTP passes the request's `http::Extensions`).
@@ -34,16 +36,6 @@ pub enum Inbound {
     },
 }
 
-impl Inbound {
-    /// The received bytes, if this is a frame.
-    pub fn frame(&self) -> Option<&[u8]> {
-        match self {
-            Inbound::Frame(bytes) => Some(bytes),
-            Inbound::Message(..) | Inbound::Failed { .. } => None,
-        }
-    }
-}
-
 impl From<Vec<u8>> for Inbound {
     fn from(bytes: Vec<u8>) -> Self {
         Inbound::Frame(bytes)
@@ -65,8 +57,69 @@ pub enum OutKind {
         /// The notification's method.
         method: String,
     },
-    /// A response (or a batch of responses): the last message of the request it answers.
-    Response,
+    /// A response: the last message of the request it answers.
+    Response {
+        /// Its error code, if it is an error response (`None`: a result).
+        error: Option<ErrorCode>,
+    },
+    /// A batch of responses (JSON-RPC batches, protocol 2025-03-26): the last message of
+    /// the batch's requests.
+    Batch {
+        /// Each entry's id and error code, in the batch's order.
+        entries: Vec<Answered>,
+    },
+}
+
+/// How one response answered its request, as its transport needs to know without reading
+/// its line: the HTTP status of an error, whose state change to share.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answered {
+    /// The id of the request it answers (`None`: an error about an unreadable request).
+    pub id: Option<RequestId>,
+    /// Its error code, if it is an error response (`None`: a result).
+    pub error: Option<ErrorCode>,
+}
+
+impl Answered {
+    /// How `response` answers its request.
+    pub fn of(response: &Response) -> Self {
+        Answered {
+            id: response.id.clone(),
+            error: response.outcome.as_ref().err().map(|e| e.code),
+        }
+    }
+}
+
+impl OutKind {
+    /// The kind of `message`: a request's id and method, a notification's method, a
+    /// response's error code.
+    pub fn of(message: &Message) -> Self {
+        match message {
+            Message::Request(r) => OutKind::Request {
+                id: r.id.clone(),
+                method: r.method.clone(),
+            },
+            Message::Notification(n) => OutKind::Notification {
+                method: n.method.clone(),
+            },
+            Message::Response(r) => OutKind::Response {
+                error: r.outcome.as_ref().err().map(|e| e.code),
+            },
+        }
+    }
+
+    /// The kind of a batch answer made of `replies` (responses; anything else in it is
+    /// left out of [`OutKind::Batch::entries`]).
+    pub fn of_batch(replies: &[Message]) -> Self {
+        let entries = replies
+            .iter()
+            .filter_map(|m| match m {
+                Message::Response(r) => Some(Answered::of(r)),
+                _ => None,
+            })
+            .collect();
+        OutKind::Batch { entries }
+    }
 }
 
 /// An encoded message on its way out.
@@ -82,16 +135,25 @@ pub struct OutMessage {
 }
 
 impl OutMessage {
-    /// Whether this is a response: the last message of its related request.
+    /// Whether this is a response (or a batch of them): the last message of its related
+    /// request.
     pub fn is_response(&self) -> bool {
-        self.kind == OutKind::Response
+        matches!(self.kind, OutKind::Response { .. } | OutKind::Batch { .. })
+    }
+
+    /// The error code of an error response (`None` for a result, a batch, or anything else).
+    pub fn error_code(&self) -> Option<ErrorCode> {
+        match self.kind {
+            OutKind::Response { error } => error,
+            _ => None,
+        }
     }
 
     /// The method of a request or notification.
     pub fn method(&self) -> Option<&str> {
         match &self.kind {
             OutKind::Request { method, .. } | OutKind::Notification { method } => Some(method),
-            OutKind::Response => None,
+            OutKind::Response { .. } | OutKind::Batch { .. } => None,
         }
     }
 

@@ -55,26 +55,16 @@ impl Server {
         incoming: mpsc::Receiver<oxmcp_jsonrpc::Inbound>,
         outgoing: mpsc::Sender<oxmcp_jsonrpc::Outbound>,
     ) {
-        self.serve_with(incoming, outgoing, self.inner.config.engine.clone())
+        self.serve_as(incoming, outgoing, self.inner.config.engine.clone(), None)
             .await;
     }
 
     /// [`Server::serve`] with other message-loop settings for this connection (HTTP sessions
-    /// answer "busy" instead of applying backpressure).
-    pub async fn serve_with(
-        &self,
-        incoming: mpsc::Receiver<oxmcp_jsonrpc::Inbound>,
-        outgoing: mpsc::Sender<oxmcp_jsonrpc::Outbound>,
-        engine: EngineConfig,
-    ) {
-        self.serve_as(incoming, outgoing, engine, None).await;
-    }
-
-    /// [`Server::serve_with`] for a connection whose sender the transport has verified
-    /// (`principal`, e.g. the issuer-qualified subject of a bearer token,
-    /// [`oxmcp_engine::Identity::principal`]): handlers see it
-    /// ([`crate::Ctx::principal`]), and the `requestState` of a multi round-trip request is bound
-    /// to it, so that nobody else can continue the request.
+    /// answer "busy" instead of applying backpressure), for a connection whose sender the
+    /// transport may have verified (`principal`, e.g. the issuer-qualified subject of a bearer
+    /// token, [`oxmcp_engine::Identity::principal`]; `None`: nobody verified): handlers see it
+    /// ([`crate::Ctx::principal`]), and the `requestState` of a multi round-trip request is
+    /// bound to it, so that nobody else can continue the request.
     pub async fn serve_as(
         &self,
         incoming: mpsc::Receiver<oxmcp_jsonrpc::Inbound>,

@@ -126,7 +126,10 @@ impl Wire {
             .await
             .expect("an answer in time")
             .expect("the connection is open");
-        serde_json::from_slice(got.frame().unwrap()).unwrap()
+        match got {
+            oxmcp_jsonrpc::Inbound::Frame(bytes) => serde_json::from_slice(&bytes).unwrap(),
+            other => panic!("not a frame: {other:?}"),
+        }
     }
 
     /// Sends request `id` and returns its answer (skipping notifications).

@@ -20,7 +20,10 @@ async fn next(rx: &mut tokio::sync::mpsc::Receiver<Inbound>) -> Option<Vec<u8>> 
     tokio::time::timeout(Duration::from_secs(10), rx.recv())
         .await
         .expect("in time")
-        .map(|i| i.frame().unwrap().to_vec())
+        .map(|i| match i {
+            Inbound::Frame(bytes) => bytes,
+            other => panic!("not a frame: {other:?}"),
+        })
 }
 
 #[tokio::test]

@@ -4,11 +4,11 @@
 
 use std::collections::HashMap;
 
-use oxmcp_jsonrpc::{ErrorCode, ErrorObject, RequestId};
+use oxmcp_jsonrpc::{Answered, ErrorCode, ErrorObject, Message, OutKind, RawValue, RequestId};
 use oxmcp_store::{BusEvent, StateChange, StoreError};
-use serde_json::Value;
 
 use super::Session;
+use super::streams::Routed;
 
 /// Changes waiting for their requests' answers, by request id.
 #[derive(Default)]
@@ -33,54 +33,52 @@ impl Session {
         }
     }
 
-    /// Shares the changes whose requests `line` answers with success; a change that cannot
-    /// be shared turns its answer into an error (which asks the client to try again). Changes of requests it refused are
-    /// dropped. `related`: the request the line ends (`None` with no line: it was cancelled).
-    pub(super) async fn share_answered(
-        &self,
-        line: &mut Option<String>,
-        related: Option<&RequestId>,
-    ) {
+    /// Shares the changes whose requests `routed` answers with success, as the engine said
+    /// (its kind carries each answer's error code; the line is not read). A change that
+    /// cannot be shared turns its answer into an error (which asks the client to try again):
+    /// only then is the line rewritten. Changes of requests it refused are dropped, and so
+    /// is the change of a request that ended without an answer (cancelled).
+    pub(super) async fn share_answered(&self, routed: &mut Routed) {
         if self.changes.lock().0.is_empty() {
             return;
         }
-        let Some(text) = line.as_deref() else {
-            if let Some(id) = related {
-                self.changes.lock().0.remove(id);
-            }
-            return;
-        };
-        let Ok(mut answer) = serde_json::from_str::<Value>(text) else {
-            return;
-        };
-        let mut changed = false;
-        match &mut answer {
-            Value::Array(items) => {
-                for item in items {
-                    changed |= self.share_one(item).await;
+        let answered = match &routed.kind {
+            // A single response answers the request it is related to.
+            Some(OutKind::Response { error }) => vec![Answered {
+                id: routed.related.clone(),
+                error: *error,
+            }],
+            Some(OutKind::Batch { entries }) => entries.clone(),
+            Some(_) => return,
+            None => {
+                if let Some(id) = &routed.related {
+                    self.changes.lock().0.remove(id);
                 }
+                return;
             }
-            item => changed = self.share_one(item).await,
+        };
+        let mut failed = Vec::new();
+        for (i, a) in answered.into_iter().enumerate() {
+            let Some(id) = a.id else { continue };
+            let Some(change) = self.changes.lock().0.remove(&id) else {
+                continue;
+            };
+            if a.error.is_none()
+                && let Err(e) = self.share(change).await
+            {
+                failed.push((i, Message::error(Some(id), e)));
+            }
         }
-        if changed {
-            *line = Some(answer.to_string());
+        if !failed.is_empty() {
+            rewrite(routed, failed);
         }
     }
 
-    /// Shares the change answered by `answer` (one response), if any. True when the answer
-    /// was replaced by an error (the change could not be shared).
-    async fn share_one(&self, answer: &mut Value) -> bool {
-        let Some(id) = answer.get("id").and_then(RequestId::from_value) else {
-            return false;
-        };
-        let Some(change) = self.changes.lock().0.remove(&id) else {
-            return false;
-        };
-        if answer.get("result").is_none() {
-            return false;
-        }
+    /// Saves `change` in the shared store and announces it on the bus; the refusal to send
+    /// instead of the answer when the store did not take it.
+    async fn share(&self, change: StateChange) -> Result<(), ErrorObject> {
         let Some(shared) = self.shared() else {
-            return false;
+            return Ok(());
         };
         let saved = shared
             .op(shared.store.update_session(&self.id, &change))
@@ -97,16 +95,47 @@ impl Session {
                     // it now do not hear of it.
                     tracing::warn!(session = %self.id, "a state change was saved but not announced: {e}");
                 }
-                return false;
+                return Ok(());
             }
             Err(e) => e,
         };
         // The client is told to try again (this instance holds the change; the others and
         // the store do not yet). Not undone here: the same change may have been held before.
         tracing::warn!(session = %self.id, "a state change was not saved: {error}");
-        let failed = oxmcp_jsonrpc::Message::error(Some(id), refusal(&error));
-        *answer = serde_json::from_str(&failed.encode()).unwrap_or(Value::Null);
-        true
+        Err(refusal(&error))
+    }
+}
+
+/// Replaces answers of `routed` by `failed` (position in the answer, error response): the
+/// one response, or entries of a batch.
+fn rewrite(routed: &mut Routed, failed: Vec<(usize, Message)>) {
+    match &mut routed.kind {
+        Some(OutKind::Batch { entries }) => {
+            let Some(line) = routed.line.as_deref() else {
+                return;
+            };
+            let Ok(mut items) = serde_json::from_str::<Vec<Box<RawValue>>>(line) else {
+                return;
+            };
+            for (i, m) in failed {
+                if let (Some(item), Ok(raw)) = (items.get_mut(i), RawValue::from_string(m.encode()))
+                {
+                    *item = raw;
+                    if let (Some(entry), Message::Response(r)) = (entries.get_mut(i), &m) {
+                        *entry = Answered::of(r);
+                    }
+                }
+            }
+            if let Ok(line) = serde_json::to_string(&items) {
+                routed.line = Some(line);
+            }
+        }
+        kind => {
+            if let Some((_, m)) = failed.into_iter().next() {
+                routed.line = Some(m.encode());
+                *kind = Some(OutKind::of(&m));
+            }
+        }
     }
 }
 

@@ -305,7 +305,7 @@ mod tests {
 
     fn out(line: &str, related: Option<i64>) -> Outbound {
         let kind = if line.contains(r#""result""#) {
-            OutKind::Response
+            OutKind::Response { error: None }
         } else {
             OutKind::Notification {
                 method: "notifications/progress".to_owned(),

@@ -21,6 +21,9 @@ pub(crate) struct Event {
     /// Not a message: the stream's request ended without a response (it was cancelled), so
     /// the stream ends with nothing more sent.
     pub(crate) cancelled: bool,
+    /// The message is an error response, as the engine said when it sent it (events
+    /// replayed from the log do not say: false).
+    pub(crate) error: bool,
 }
 
 impl Event {
@@ -31,14 +34,17 @@ impl Event {
 }
 
 /// What an outgoing message asks of the streams, once stream signals are handled.
-struct Routed {
+pub(super) struct Routed {
     /// The message (`None`: its request ended without a response).
-    line: Option<String>,
-    related: Option<RequestId>,
+    pub(super) line: Option<String>,
+    /// The request it belongs to (a response: the request it answers).
+    pub(super) related: Option<RequestId>,
     /// It ends its request (a response, or a cancelled request's end).
     ends: bool,
     /// A request to the client: the id the answer will carry.
     request: Option<RequestId>,
+    /// What the message is, as the engine said (`None`: a cancelled request's end).
+    pub(super) kind: Option<OutKind>,
 }
 
 /// Where [`Session::route`] put a message: the stream, the event's sequence number, and
@@ -274,6 +280,7 @@ impl Session {
                 data: e.data,
                 last: false,
                 cancelled: false,
+                error: false,
             })
             .collect();
         Some(Resumed { replay, live })
@@ -305,6 +312,7 @@ impl Session {
                 related: Some(id),
                 ends: true,
                 request: None,
+                kind: None,
             },
             Outbound::Message(m) => Routed {
                 ends: m.is_response(),
@@ -314,6 +322,7 @@ impl Session {
                 },
                 line: Some(m.line),
                 related: m.related,
+                kind: Some(m.kind),
             },
         };
         // Only a shared session sends requests of the transport's own (see `feed_own`).
@@ -324,8 +333,7 @@ impl Session {
         let mut routed = routed;
         if own {
             // The client's state changes are shared once accepted, before it learns so.
-            self.share_answered(&mut routed.line, routed.related.as_ref())
-                .await;
+            self.share_answered(&mut routed).await;
         }
         if let (Some(id), Some(shared)) = (&routed.request, self.shared()) {
             // The client may answer on another instance: it must find this one.
@@ -354,7 +362,8 @@ impl Session {
                 shared.ring(&self.id, token).await;
             }
         }
-        let forget = self.deliver(routed.line, placed);
+        let error = matches!(routed.kind, Some(OutKind::Response { error: Some(_) }));
+        let forget = self.deliver(routed.line, error, placed);
         for old in forget {
             self.events.forget_stream(&self.id, &old).await;
         }
@@ -446,7 +455,7 @@ impl Session {
     /// Hands an event to the stream's attached response (a client too slow or gone is
     /// detached: it can resume from the store), and retires finished streams past
     /// [`KEEP_FINISHED`]. Returns the streams to forget in the store.
-    fn deliver(&self, line: Option<String>, placed: Placed) -> Vec<String> {
+    fn deliver(&self, line: Option<String>, error: bool, placed: Placed) -> Vec<String> {
         let Placed {
             token, seq, last, ..
         } = placed;
@@ -461,6 +470,7 @@ impl Session {
                 cancelled: line.is_none(),
                 data: line.unwrap_or_default(),
                 last,
+                error,
             };
             if live.try_send(event).is_err() {
                 stream.live = None;

@@ -23,6 +23,7 @@ fn event(token: &str, e: &StoredEvent) -> Event {
         data: e.data.clone(),
         last: e.last,
         cancelled: e.data.is_empty(),
+        error: false,
     }
 }
 
