@@ -1,4 +1,5 @@
-//! OAuth 2.1 authorization for MCP, both sides.
+//! OAuth 2.1 authorization for MCP, both sides. Imports oxmcp-http (the client side plugs
+//! into its Streamable HTTP client, the server side into its endpoint's authentication).
 //!
 //! - [`client`]: what an MCP client needs to reach a protected server: discovery (RFC 9728,
 //!   RFC 8414, OpenID), the authorization code grant with PKCE, client registration (Client

@@ -1,6 +1,7 @@
 //! `oxmcp` (crate `oxmcp-cli`): serve the demo server or a gateway, list and call tools on any
 //! server, bench servers.
-//! The top of the stack: imports every crate of ours.
+//! The top of the stack. Imports oxmcp, oxmcp-auth, oxmcp-client, oxmcp-engine, oxmcp-http,
+//! oxmcp-jsonrpc, oxmcp-server, oxmcp-store, oxmcp-store-redis, oxmcp-transport and oxmcp-types.
 
 mod about;
 mod auth;

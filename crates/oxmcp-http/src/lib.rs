@@ -1,6 +1,7 @@
 //! MCP over Streamable HTTP (2025-03-26 to 2025-11-25 sessions and 2026-07-28 stateless
 //! requests) and the 2024-11-05 HTTP+SSE transport, server and client (feature `client`).
-//! Imports oxmcp-engine, oxmcp-jsonrpc, oxmcp-types and oxmcp-transport; hosts any [`oxmcp_engine::Serve`].
+//! Imports oxmcp-engine, oxmcp-jsonrpc, oxmcp-proto, oxmcp-store, oxmcp-transport and
+//! oxmcp-types; hosts any [`oxmcp_engine::Serve`].
 //!
 //! [`StreamableHttp`] turns a service (an `oxmcp_server::Server`, a gateway, any
 //! [`oxmcp_engine::Serve`]) into an axum `Router` with one endpoint

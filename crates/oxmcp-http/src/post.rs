@@ -190,11 +190,22 @@ async fn post(inner: Arc<Inner>, request: Request) -> Response {
             None => bad_request("empty request"),
         };
     }
-    let (session, new_session) = match find_or_start(&inner, headers, &posted, &client).await {
+    post_in_session(&inner, headers, posted, &client, context).await
+}
+
+/// A legacy POST once its body is decoded and checked: found or started in its session, shared
+/// with the other instances if the session is shared, answered.
+async fn post_in_session(
+    inner: &Arc<Inner>,
+    headers: &HeaderMap,
+    mut posted: Posted,
+    client: &Client,
+    context: oxmcp_jsonrpc::TransportContext,
+) -> Response {
+    let (session, new_session) = match find_or_start(inner, headers, &posted, client).await {
         Ok(s) => s,
         Err(r) => return r,
     };
-    let mut posted = posted;
     if let (Some(shared), false) = (session.shared(), new_session) {
         match crate::shared::share(shared, &session, &posted.messages).await {
             Ok(Some(keep)) => posted.keep_only(keep),
@@ -211,7 +222,7 @@ async fn post(inner: Arc<Inner>, request: Request) -> Response {
             "JSON-RPC batches are not supported by the negotiated protocol version",
         );
     }
-    answer(&inner, session, new_session, posted, context).await
+    answer(inner, session, new_session, posted, context).await
 }
 
 /// The session a POST belongs to, or a new one for an `initialize` without a session id.
@@ -419,7 +430,7 @@ impl Reply<'_> {
             // Cancelled before anything was sent.
             return self.nothing_sent().await;
         }
-        if self.new_session && first.last && error_code(&first.data).is_some() {
+        if self.new_session && first.last && first.error {
             // A failed initialize leaves no session behind.
             self.inner.remove(&self.session.id);
             return json_response(first.data, None);
@@ -510,16 +521,24 @@ impl Reply<'_> {
     }
 }
 
-/// The engine's batch answer (a JSON array) with `extra` answers appended.
+/// The engine's batch answer (a JSON array, never empty; a single answer is made one) with
+/// `extra` answers appended, without reading it again: they go before its closing bracket.
 fn merge_batch(answer: &str, extra: &[Message]) -> String {
-    let mut all: Vec<Box<serde_json::value::RawValue>> =
-        serde_json::from_str(answer).unwrap_or_default();
-    for m in extra {
-        if let Ok(raw) = serde_json::value::RawValue::from_string(m.encode()) {
-            all.push(raw);
+    let answer = answer.trim();
+    let mut all = String::with_capacity(answer.len() + 64 * extra.len() + 2);
+    match answer.strip_suffix(']') {
+        Some(open) if answer.starts_with('[') => all.push_str(open),
+        _ => {
+            all.push('[');
+            all.push_str(answer);
         }
     }
-    serde_json::to_string(&all).unwrap_or_else(|_| answer.to_owned())
+    for m in extra {
+        all.push(',');
+        all.push_str(&m.encode());
+    }
+    all.push(']');
+    all
 }
 
 #[cfg(test)]
@@ -527,17 +546,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn error_responses_are_recognised_by_type() {
-        assert_eq!(
-            error_code(r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"bad"}}"#),
-            Some(-32602)
+    fn extra_batch_answers_join_the_engines_array() {
+        let extra = [Message::error(
+            Some(RequestId::Number(2)),
+            oxmcp_jsonrpc::ErrorObject::invalid_request("dup"),
+        )];
+        let merged = merge_batch(r#"[{"jsonrpc":"2.0","id":1,"result":{}}]"#, &extra);
+        let all: Vec<serde_json::Value> = serde_json::from_str(&merged).unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[0]["id"], 1);
+        assert_eq!(all[1]["id"], 2);
+        assert_eq!(all[1]["error"]["code"], -32600);
+        let single = merge_batch(
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"m"}}"#,
+            &extra,
         );
-        assert_eq!(
-            error_code(
-                r#"{"jsonrpc":"2.0","id":0,"result":{"serverInfo":{"name":"error"},"x":"\"error\""}}"#
-            ),
-            None
-        );
+        let all: Vec<serde_json::Value> = serde_json::from_str(&single).unwrap();
+        assert_eq!(all.len(), 2);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! `ServerBuilder` (`typed_tool`, `prompt`, `resource`, `resource_template`, `completion`,
 //! `complete_argument`), so validation, capabilities and both protocol eras work exactly as
 //! with the builder. Use them through `oxmcp::server` (or `oxmcp_server`, feature `macros`,
-//! on by default); the guide `docs/guide/macros.md` has the full reference.
+//! on by default); the guide `docs/guide/macros.md` has the full reference. Imports no other
+//! crate of ours (the expansions name `oxmcp_server`).
 //!
 //! - [`macro@server`] on an `impl T` block registers its marked functions, which share the
 //!   value (`&self`, held in an `Arc`); `T` gets `into_server()` and `builder()`.

@@ -14,10 +14,8 @@ use crate::sig::analyse;
 
 const KINDS: [&str; 4] = ["tool", "prompt", "resource", "completion"];
 
-/// Expands `#[server(...)] impl T { ... }`.
-pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
-    let mut args: AttrArgs = syn::parse2(attr)?;
-    let mut imp: ItemImpl = syn::parse2(item)?;
+/// Refuses what `#[server]` cannot go on: a trait impl, a generic impl, positional arguments.
+fn check_shape(imp: &ItemImpl, args: &AttrArgs) -> syn::Result<()> {
     if let Some((_, path, _)) = &imp.trait_ {
         return Err(syn::Error::new_spanned(
             path,
@@ -36,6 +34,14 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenS
             "#[server] takes `name = \"...\"`, `version = \"...\"`, `instructions = \"...\"`",
         ));
     }
+    Ok(())
+}
+
+/// Expands `#[server(...)] impl T { ... }`.
+pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    let mut args: AttrArgs = syn::parse2(attr)?;
+    let mut imp: ItemImpl = syn::parse2(item)?;
+    check_shape(&imp, &args)?;
     let name = args
         .str("name")?
         .map_or_else(|| quote!(::core::env!("CARGO_PKG_NAME")), |n| quote!(#n));

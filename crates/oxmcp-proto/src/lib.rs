@@ -1,5 +1,6 @@
 //! The protobuf form of MCP's JSON-RPC messages, as `proto/mcp.proto` describes: the body
-//! of `application/mcp+protobuf`, and the protobuf form of the gRPC envelope.
+//! of `application/mcp+protobuf`, and the protobuf form of the gRPC envelope. Imports no
+//! other crate of ours.
 //!
 //! [`to_proto`] and [`from_proto`] convert between a JSON-RPC message as JSON and its
 //! protobuf form without loss: JSON → protobuf → JSON gives the same JSON value (numbers,

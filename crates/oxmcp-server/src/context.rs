@@ -307,65 +307,9 @@ impl Ctx {
         let caps = self.client_capabilities();
         let task = self.running_task().cloned();
         for r in requests.values() {
-            let (cap, present) = match r.method.as_str() {
-                "sampling/createMessage" => {
-                    let tools = r
-                        .params
-                        .as_ref()
-                        .is_some_and(|p| p.get("tools").is_some() || p.get("toolChoice").is_some());
-                    let ok = caps
-                        .sampling
-                        .as_ref()
-                        .is_some_and(|s| !tools || s.contains_key("tools"));
-                    (if tools { "sampling.tools" } else { "sampling" }, ok)
-                }
-                "elicitation/create" => {
-                    let url = r
-                        .params
-                        .as_ref()
-                        .and_then(|p| p.get("mode"))
-                        .and_then(Value::as_str)
-                        == Some("url");
-                    let ok = caps
-                        .elicitation
-                        .as_ref()
-                        .is_some_and(|e| !url || e.contains_key("url"));
-                    ("elicitation", ok)
-                }
-                "roots/list" => ("roots", caps.roots.is_some()),
-                other => {
-                    return Err(CallError::Protocol(format!(
-                        "{other} is not a client input method"
-                    ))
-                    .into());
-                }
-            };
+            let (cap, present) = capability_for(&caps, r)?;
             if !present {
-                if let Some(m) = &self.modern {
-                    // `sampling.tools` is `{"sampling": {"tools": {}}}`.
-                    let mut required = JsonObject::new();
-                    let empty = || Value::Object(JsonObject::new());
-                    match cap.split_once('.') {
-                        Some((outer, inner)) => {
-                            let mut sub = JsonObject::new();
-                            sub.insert(inner.to_owned(), empty());
-                            required.insert(outer.to_owned(), Value::Object(sub));
-                        }
-                        None => {
-                            required.insert(cap.to_owned(), empty());
-                        }
-                    }
-                    m.mrtr.fail(
-                        ErrorObject::new(
-                            ErrorCode::MISSING_CLIENT_CAPABILITY,
-                            "Missing required client capability",
-                        )
-                        .with_data(serde_json::json!({ "requiredCapabilities": required })),
-                    );
-                }
-                return Err(
-                    CallError::Protocol(format!("the client does not support {cap}")).into(),
-                );
+                return Err(self.missing_capability(cap).into());
             }
         }
         match (&self.modern, task) {
@@ -402,6 +346,34 @@ impl Ctx {
                     .collect())
             }
         }
+    }
+
+    /// The error for a client capability `cap` (`sampling.tools` for a nested one) that the
+    /// client lacks; a 2026-07-28 request is then answered with -32021 naming it.
+    fn missing_capability(&self, cap: &str) -> CallError {
+        if let Some(m) = &self.modern {
+            // `sampling.tools` is `{"sampling": {"tools": {}}}`.
+            let mut required = JsonObject::new();
+            let empty = || Value::Object(JsonObject::new());
+            match cap.split_once('.') {
+                Some((outer, inner)) => {
+                    let mut sub = JsonObject::new();
+                    sub.insert(inner.to_owned(), empty());
+                    required.insert(outer.to_owned(), Value::Object(sub));
+                }
+                None => {
+                    required.insert(cap.to_owned(), empty());
+                }
+            }
+            m.mrtr.fail(
+                ErrorObject::new(
+                    ErrorCode::MISSING_CLIENT_CAPABILITY,
+                    "Missing required client capability",
+                )
+                .with_data(serde_json::json!({ "requiredCapabilities": required })),
+            );
+        }
+        CallError::Protocol(format!("the client does not support {cap}"))
     }
 
     /// Legacy sessions: each input request as a real server-to-client request (tied to its
@@ -543,4 +515,44 @@ fn progress_text(progress: f64, total: Option<f64>, message: Option<&str>) -> St
         Some(m) => format!("{amount}: {m}"),
         None => amount,
     }
+}
+
+/// The client capability an input request needs (`sampling.tools` for a sampling request
+/// with tools, ...) and whether `caps` has it.
+fn capability_for(
+    caps: &ClientCapabilities,
+    r: &InputRequest,
+) -> Result<(&'static str, bool), CallError> {
+    Ok(match r.method.as_str() {
+        "sampling/createMessage" => {
+            let tools = r
+                .params
+                .as_ref()
+                .is_some_and(|p| p.get("tools").is_some() || p.get("toolChoice").is_some());
+            let ok = caps
+                .sampling
+                .as_ref()
+                .is_some_and(|s| !tools || s.contains_key("tools"));
+            (if tools { "sampling.tools" } else { "sampling" }, ok)
+        }
+        "elicitation/create" => {
+            let url = r
+                .params
+                .as_ref()
+                .and_then(|p| p.get("mode"))
+                .and_then(Value::as_str)
+                == Some("url");
+            let ok = caps
+                .elicitation
+                .as_ref()
+                .is_some_and(|e| !url || e.contains_key("url"));
+            ("elicitation", ok)
+        }
+        "roots/list" => ("roots", caps.roots.is_some()),
+        other => {
+            return Err(CallError::Protocol(format!(
+                "{other} is not a client input method"
+            )));
+        }
+    })
 }

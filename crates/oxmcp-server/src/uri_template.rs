@@ -204,15 +204,7 @@ impl UriTemplate {
         search: &mut Search<'_>,
     ) -> bool {
         let uri = search.uri;
-        let prefix = match op {
-            Some('#') => "#",
-            Some('.') => ".",
-            Some('/') => "/",
-            Some(';') => ";",
-            Some('?') => "?",
-            Some('&') => "&",
-            _ => "",
-        };
+        let prefix = expr_prefix(op);
         let Some(rest) = uri.get(pos..) else {
             return false;
         };
@@ -229,13 +221,7 @@ impl UriTemplate {
                 ..
             })
         );
-        let stop: &[u8] = match op {
-            Some('+') if query_follows => b"?",
-            Some('+' | '#') => b"",
-            Some('?' | '&') => b"#",
-            Some('/') => b"?#",
-            _ => b"/?#&",
-        };
+        let stop = value_stops(op, query_follows);
         let max = if stop.is_empty() {
             body.len()
         } else {
@@ -253,11 +239,7 @@ impl UriTemplate {
         // Several variables split one value on a separator: count it once, then keep the
         // count as candidates get shorter (each candidate costs O(1), not its length).
         let multi = vars.len() > 1 && !matches!(op, Some('?' | '&' | ';'));
-        let sep = match op {
-            Some('.') => b'.',
-            Some('/') => b'/',
-            _ => b',',
-        };
+        let sep = value_separator(op);
         let mut seps = if multi {
             body[..max].iter().filter(|&&b| b == sep).count()
         } else {
@@ -396,6 +378,40 @@ fn decode(v: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// What an expression of operator `op` starts with in a URI.
+fn expr_prefix(op: Option<char>) -> &'static str {
+    match op {
+        Some('#') => "#",
+        Some('.') => ".",
+        Some('/') => "/",
+        Some(';') => ";",
+        Some('?') => "?",
+        Some('&') => "&",
+        _ => "",
+    }
+}
+
+/// The bytes that end the value of an expression of operator `op` (none: it may take the
+/// rest of the URI); a `+` expression stops at a `?` when a query expression follows it.
+fn value_stops(op: Option<char>, query_follows: bool) -> &'static [u8] {
+    match op {
+        Some('+') if query_follows => b"?",
+        Some('+' | '#') => b"",
+        Some('?' | '&') => b"#",
+        Some('/') => b"?#",
+        _ => b"/?#&",
+    }
+}
+
+/// The byte between the values of an expression of operator `op` with several variables.
+fn value_separator(op: Option<char>) -> u8 {
+    match op {
+        Some('.') => b'.',
+        Some('/') => b'/',
+        _ => b',',
+    }
 }
 
 #[cfg(test)]

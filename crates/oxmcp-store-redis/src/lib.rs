@@ -1,5 +1,5 @@
 //! [`RedisStore`]: the [`oxmcp_store::Store`] of a scaled-out MCP server, in Redis 7
-//! (standalone or Cluster).
+//! (standalone or Cluster). Imports oxmcp-store.
 //!
 //! Keys (`ns` is [`oxmcp_store::StoreConfig::namespace`]; a session's keys share the hash tag
 //! `{sid}`, so a Cluster keeps them in one slot and a pipeline over them is one round trip):

@@ -1,4 +1,5 @@
 //! Shared state for an MCP server that runs as several instances behind a load balancer.
+//! Imports no other crate of ours.
 //!
 //! A [`Store`] holds what must outlive one instance or cross between instances:
 //! - session records (the client's `initialize`, the negotiated version, the owner, the

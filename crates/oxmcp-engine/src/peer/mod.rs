@@ -7,11 +7,9 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use oxmcp_jsonrpc::{
-    Message, OutKind, OutMessage, Outbound, RawJson, RequestId, TransportError, to_raw,
-};
+use oxmcp_jsonrpc::{Message, OutKind, OutMessage, Outbound, RawJson, RequestId, to_raw};
+use oxmcp_types::CancelledParams;
 use oxmcp_types::methods::{Notification as NotificationMethod, Request as RequestMethod};
-use oxmcp_types::{CancelledParams, ProgressParams, ProgressToken};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -22,6 +20,8 @@ use tokio_util::sync::CancellationToken;
 use crate::error::CallError;
 use crate::options::{EngineConfig, ProgressCallback, RequestOptions};
 use crate::outbox::{Outbox, Refused};
+
+mod answers;
 
 type Outcome = Result<RawJson, CallError>;
 
@@ -155,9 +155,17 @@ impl Peer {
         }))
     }
 
-    /// Sends a response (or batch of responses) to the request this peer is scoped to.
-    pub(crate) async fn send_response(&self, line: String) {
-        let out = self.outbound(line, OutKind::Response);
+    /// Sends a response to the request this peer is scoped to.
+    pub(crate) async fn send_response(&self, response: &Message) {
+        let out = self.outbound(response.encode(), OutKind::of(response));
+        let _ = self.inner.out.send(out).await;
+    }
+
+    /// Sends the answer to a batch (one array of `replies`, in order) to the batch's first
+    /// request, which this peer is scoped to.
+    pub(crate) async fn send_batch(&self, replies: &[Message]) {
+        let line = oxmcp_jsonrpc::encode_batch(replies);
+        let out = self.outbound(line, OutKind::of_batch(replies));
         let _ = self.inner.out.send(out).await;
     }
 
@@ -167,8 +175,8 @@ impl Peer {
     }
 
     /// Queues an error response without waiting; drops it (with a log) if the queue is full.
-    pub(crate) fn try_send_response(&self, line: String) {
-        let out = self.outbound(line, OutKind::Response);
+    pub(crate) fn try_send_response(&self, response: &Message) {
+        let out = self.outbound(response.encode(), OutKind::of(response));
         if let Err(e) = self.inner.out.try_send(out) {
             tracing::warn!("outgoing queue full or closed; dropped a response: {e}");
         }
@@ -286,7 +294,7 @@ impl Peer {
     /// # Errors
     /// [`CallError::Closed`] if the connection is gone.
     pub async fn send(&self, message: &Message) -> Result<(), CallError> {
-        self.send_raw(message.encode(), kind_of(message)).await
+        self.send_raw(message.encode(), OutKind::of(message)).await
     }
 
     /// Sends a typed notification.
@@ -527,82 +535,5 @@ impl Peer {
             };
             let _ = self.inner.out.try_send(self.outbound(msg.encode(), kind));
         }
-    }
-
-    /// Routes an incoming response to its waiting caller. Unknown ids are logged and ignored.
-    pub(crate) fn complete(&self, id: Option<RequestId>, outcome: Outcome) {
-        let key = match id {
-            Some(RequestId::Number(n)) => n,
-            other => {
-                tracing::warn!(id = ?other, "response for an id we never sent; ignored");
-                return;
-            }
-        };
-        match self.take_pending(key) {
-            Some(p) => {
-                let _ = p.tx.send(outcome);
-            }
-            None => {
-                tracing::warn!(
-                    id = key,
-                    "response for an unknown or finished request; ignored"
-                );
-            }
-        }
-    }
-
-    /// Fails our request `id` with the transport's error (see [`oxmcp_jsonrpc::Inbound::Failed`]).
-    pub(crate) fn fail(&self, id: RequestId, error: TransportError) {
-        self.complete(Some(id), Err(CallError::Transport(error)));
-    }
-
-    /// Routes `notifications/progress` to the request that asked for it.
-    pub(crate) fn progress(&self, params: ProgressParams) {
-        let ProgressToken::Number(key) = params.progress_token else {
-            tracing::debug!("progress for a token we never issued; ignored");
-            self.inner
-                .unmatched_progress
-                .fetch_add(1, Ordering::Relaxed);
-            return;
-        };
-        let (cb, touched) = {
-            let pending = self.lock_pending();
-            match pending.get(&key) {
-                Some(p) => (p.on_progress.clone(), p.touched.clone()),
-                None => {
-                    tracing::debug!(token = key, "progress for an unknown token; ignored");
-                    self.inner
-                        .unmatched_progress
-                        .fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
-            }
-        };
-        if let Some(touched) = touched {
-            touched.notify_one();
-        }
-        if let Some(cb) = cb {
-            cb(params);
-        }
-    }
-
-    /// Marks the connection closed and fails every waiting caller with [`CallError::Closed`].
-    pub(crate) fn close(&self) {
-        self.inner.closed.store(true, Ordering::Release);
-        self.lock_pending().clear();
-    }
-}
-
-/// What kind of message `message` is, for the transport.
-fn kind_of(message: &Message) -> OutKind {
-    match message {
-        Message::Request(r) => OutKind::Request {
-            id: r.id.clone(),
-            method: r.method.clone(),
-        },
-        Message::Notification(n) => OutKind::Notification {
-            method: n.method.clone(),
-        },
-        Message::Response(_) => OutKind::Response,
     }
 }
