@@ -3,7 +3,7 @@
 instance without it, in both eras; Redis round trips per call; memory per idle session in
 Redis.
 
-Every figure comes from `oxmcp bench` (raw driver, 64 connections), which checks each answer
+Every figure comes from `oxmcp-bench` (raw driver, 64 connections), which checks each answer
 (status, id and the echoed text: every call sends its own message). A figure with errors is
 printed as its error count, never as a rate, and the script exits 1. With several instances,
 each connection's calls go to the instances in turn (`--also`), so a session opened on one is
@@ -11,8 +11,8 @@ used on all of them, and every call needs the store. The servers and Redis share
 the driver has core 1 (taskset): on two cores, more instances add no CPU, so the figures give
 the per-call cost of the store, not a scaling claim.
 
-Also in the same run, in the same shape: the floor (examples/bare_http.rs, no MCP machinery)
-and rmcp's echo server (bench/compare), for ratios.
+Also in the same run, in the same shape: the floor (crates/oxmcp-bench/examples/bare_http.rs,
+no MCP machinery) and rmcp's echo server (bench/compare), for ratios.
 
 Needs redis-server and a release build (scripts/bench-scale.sh builds it, and bench/compare's
 rmcp example). Arguments: seconds
@@ -35,6 +35,7 @@ SECS = sys.argv[1] if len(sys.argv) > 1 else "5"
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 IDLE = int(os.environ.get("IDLE", "1000"))
 MCP = "target/release/oxmcp"
+BENCH = "target/release/oxmcp-bench"
 PIN = shutil.which("taskset") is not None and (os.cpu_count() or 1) >= 2
 SERVER_CPU = ["taskset", "-c", "0"] if PIN else []
 DRIVER_CPU = ["taskset", "-c", "1"] if PIN else []
@@ -112,7 +113,7 @@ class Instance:
 
 
 def bench(urls, era, label):
-    args = DRIVER_CPU + [MCP, "bench", "--json", urls[0], "--clients", "64",
+    args = DRIVER_CPU + [BENCH, "--json", urls[0], "--clients", "64",
                          "--duration", f"{SECS}s", "--era", era]
     for u in urls[1:]:
         args += ["--also", u]

@@ -2,7 +2,7 @@
 """One run of every figure of the performance table: the floor, our SDK's echo server,
 `oxmcp serve` (the CLI's demo server) and rmcp's echo server, side by side.
 
-Every figure comes from `oxmcp bench`, which checks each answer (status, id, and the echoed
+Every figure comes from `oxmcp-bench`, which checks each answer (status, id, and the echoed
 text: each call sends its own message). A figure with errors is printed as its error count,
 never as a rate, and the script exits 1. With two or more cores the server runs pinned to
 core 0 and the driver to core 1 (taskset), so neither takes the other's core.
@@ -28,6 +28,7 @@ STARTS = os.environ.get("STARTS", "50")
 IDLE = os.environ.get("IDLE", "1000")
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 MCP = "target/release/oxmcp"
+BENCH = "target/release/oxmcp-bench"
 CMP = "bench/compare/target/release/examples"
 PIN = shutil.which("taskset") is not None and (os.cpu_count() or 1) >= 2
 SERVER_CPU = ["taskset", "-c", "0"] if PIN else []
@@ -53,8 +54,8 @@ def free_port():
 
 
 def bench(args, label):
-    """Runs `oxmcp bench --json ARGS` on the driver's core; returns its report, or None."""
-    out = subprocess.run(DRIVER_CPU + [MCP, "bench", "--json"] + args,
+    """Runs `oxmcp-bench --json ARGS` on the driver's core; returns its report, or None."""
+    out = subprocess.run(DRIVER_CPU + [BENCH, "--json"] + args,
                          capture_output=True, text=True)
     try:
         report = json.loads(out.stdout.strip().splitlines()[-1])

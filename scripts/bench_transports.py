@@ -3,15 +3,15 @@
 WebSocket and gRPC, and the bytes on the wire and calls/s of JSON against protobuf with
 `echo` and with a 1 MiB binary resource (demo://payload/1048576).
 
-Every figure comes from `oxmcp bench --driver client` (the SDK's Client over each transport),
+Every figure comes from `oxmcp-bench --driver client` (the SDK's Client over each transport),
 which checks each answer: for echo, the id and the echoed text (every call sends its own
 message); for the resource, contents identical to the first read's. A figure with errors
 is printed as its error count, never as a rate, and the script exits 1. Bytes come from a
 separate `--wire` run (a counting TCP relay; connection setup excluded), so the relay never
 slows a rate.
 
-Same run, same shape: the floors (examples/bare_http.rs, bare_ws.rs, bare_grpc.rs: one
-JSON-RPC answer per message, no MCP machinery) and rmcp's echo server (Streamable HTTP only;
+Same run, same shape: the floors (crates/oxmcp-bench/examples: bare_http.rs, bare_ws.rs,
+bare_grpc.rs: one JSON-RPC answer per message, no MCP machinery) and rmcp's echo server (Streamable HTTP only;
 rmcp has no WebSocket or gRPC transport), for ratios. Servers on core 0, the driver on core 1
 (taskset). Arguments: seconds per figure (default 5). Environment: ROUNDS (default 3; each
 cell is the median).
@@ -29,6 +29,7 @@ import time
 SECS = sys.argv[1] if len(sys.argv) > 1 else "5"
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 MCP = "target/release/oxmcp"
+BENCH = "target/release/oxmcp-bench"
 PIN = shutil.which("taskset") is not None and (os.cpu_count() or 1) >= 2
 SERVER_CPU = ["taskset", "-c", "0"] if PIN else []
 DRIVER_CPU = ["taskset", "-c", "1"] if PIN else []
@@ -73,8 +74,8 @@ class Server:
 
 
 def bench(url, label, clients=1, encoding="json", read=None, wire=False):
-    """The report of one `oxmcp bench` run (None if it had no report)."""
-    args = DRIVER_CPU + [MCP, "bench", "--json", url, "--driver", "client",
+    """The report of one `oxmcp-bench` run (None if it had no report)."""
+    args = DRIVER_CPU + [BENCH, "--json", url, "--driver", "client",
                          "--clients", str(clients), "--encoding", encoding]
     if clients == 1:
         args += ["--mode", "sequential"]
@@ -191,7 +192,7 @@ def main():
     sizes = wire_bytes()
     med = {k: median_cell(v) for k, v in cells.items()}
     print(f"{SECS}s per figure, median of {ROUNDS} rounds; every answer checked; driver: the "
-          f"SDK's Client (`oxmcp bench --driver client`), 2025-11-25 sessions")
+          f"SDK's Client (`oxmcp-bench --driver client`), 2025-11-25 sessions")
     print("servers on core 0, driver on core 1" if PIN else "unpinned")
     print()
     print("## echo, calls/s by transport")

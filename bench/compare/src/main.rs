@@ -1,10 +1,11 @@
-//! Runs `oxmcp bench` against the rmcp echo server and ours in alternating rounds and prints the
-//! median of each mode and the ratio ours/rmcp. `oxmcp bench` checks every answer (the id, and
+//! Runs `oxmcp-bench` against the rmcp echo server and ours in alternating rounds and prints the
+//! median of each mode and the ratio ours/rmcp. `oxmcp-bench` checks every answer (the id, and
 //! the echoed text: each call sends its own message); a round with errors gives no rate, and
 //! the table shows each side's error count beside its figure.
 //!
 //! `scripts/compare-rmcp.sh` builds everything and runs this; by hand:
-//! `mcp-compare --mcp PATH --ours PATH --rmcp PATH [--rounds 5] [--scale 1.0]`.
+//! `mcp-compare --bench PATH --ours PATH --rmcp PATH [--rounds 5] [--scale 1.0]` (`--bench`: the
+//! `oxmcp-bench` binary).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -13,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use anyhow::Context;
 use serde_json::Value;
 
-/// One measured mode: how `oxmcp bench` is run and which phase of its report is the figure.
+/// One measured mode: how `oxmcp-bench` is run and which phase of its report is the figure.
 struct Mode {
     name: &'static str,
     http_clients: Option<usize>,
@@ -61,7 +62,8 @@ const MODES: &[Mode] = &[
 ];
 
 struct Args {
-    mcp: String,
+    /// The `oxmcp-bench` binary.
+    bench: String,
     servers: [(&'static str, String); 2],
     rounds: usize,
     scale: f64,
@@ -76,7 +78,7 @@ fn args() -> anyhow::Result<Args> {
     }
     let get = |k: &str| map.get(k).cloned().with_context(|| format!("missing {k}"));
     Ok(Args {
-        mcp: get("--mcp")?,
+        bench: get("--bench")?,
         servers: [("ours", get("--ours")?), ("rmcp", get("--rmcp")?)],
         rounds: map.get("--rounds").map_or(Ok(5), |r| r.parse())?,
         scale: map.get("--scale").map_or(Ok(1.0), |r| r.parse())?,
@@ -87,12 +89,12 @@ fn args() -> anyhow::Result<Args> {
 /// the check (then there is no rate).
 type Figures = Result<(f64, f64), u64>;
 
-fn bench(mcp: &str, target: &[&str], mode: &Mode, scale: f64) -> anyhow::Result<Figures> {
+fn bench(driver: &str, target: &[&str], mode: &Mode, scale: f64) -> anyhow::Result<Figures> {
     let requests = ((mode.requests as f64 * scale) as usize)
         .max(100)
         .to_string();
-    let mut cmd = Command::new(mcp);
-    cmd.args(["bench", "--json", "--requests", &requests]);
+    let mut cmd = Command::new(driver);
+    cmd.args(["--json", "--requests", &requests]);
     match mode.http_clients {
         Some(c) => cmd.args(["--clients", &c.to_string()]),
         None => cmd.args(["--mode", mode.bench_mode]),
@@ -101,11 +103,11 @@ fn bench(mcp: &str, target: &[&str], mode: &Mode, scale: f64) -> anyhow::Result<
     let out = cmd
         .stderr(Stdio::inherit())
         .output()
-        .context("running oxmcp bench")?;
-    // With errors, oxmcp bench still prints its report, and exits 1.
+        .context("running oxmcp-bench")?;
+    // With errors, oxmcp-bench still prints its report, and exits 1.
     let report: Value = serde_json::from_slice(&out.stdout).with_context(|| {
         format!(
-            "oxmcp bench gave no report (exit {:?}): {}",
+            "oxmcp-bench gave no report (exit {:?}): {}",
             out.status.code(),
             String::from_utf8_lossy(&out.stdout)
         )
@@ -183,7 +185,7 @@ fn main() -> anyhow::Result<()> {
                 .enumerate()
                 .filter(|(_, m)| m.http_clients.is_none())
             {
-                let f = bench(&args.mcp, &["--", server, "--stdio"], mode, args.scale)?;
+                let f = bench(&args.bench, &["--", server, "--stdio"], mode, args.scale)?;
                 results.entry((i, sdk)).or_default().push(f);
             }
             let http = start_http(server)?;
@@ -192,7 +194,7 @@ fn main() -> anyhow::Result<()> {
                 .enumerate()
                 .filter(|(_, m)| m.http_clients.is_some())
             {
-                let f = bench(&args.mcp, &[&http.1], mode, args.scale)?;
+                let f = bench(&args.bench, &[&http.1], mode, args.scale)?;
                 results.entry((i, sdk)).or_default().push(f);
             }
         }
@@ -231,7 +233,7 @@ fn main() -> anyhow::Result<()> {
         );
     }
     println!(
-        "\nMedians of {} alternating rounds; `oxmcp bench` speaks the initialize-handshake era to \
+        "\nMedians of {} alternating rounds; `oxmcp-bench` speaks the initialize-handshake era to \
          both and checks every answer (id and echoed text). stdio: the SDK's Client as driver; \
          HTTP: the raw driver (hyper, one thread), a session per connection. A mode with errors \
          in any round shows no rate (\"-\").",

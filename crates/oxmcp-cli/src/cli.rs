@@ -10,7 +10,7 @@ use crate::{auth, inspect, serve};
 #[command(
     name = "oxmcp",
     version,
-    about = "Serve, call and benchmark Model Context Protocol servers"
+    about = "Serve and call Model Context Protocol servers"
 )]
 pub(crate) struct Cli {
     #[command(subcommand)]
@@ -201,15 +201,6 @@ pub(crate) enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
-    /// Benchmark a server with checked tool calls: sequential and pipelined on one stdio
-    /// connection, or N HTTP connections calling at once (a session each, one shared session,
-    /// or stateless 2026-07-28), or a burst of new sessions. Every answer is checked (id and
-    /// result; for `echo` the text must be the message that call sent, and each call sends
-    /// another); a phase with errors prints them instead of a rate, and the exit code is 1.
-    #[command(
-        after_help = "Examples:\n  oxmcp bench --requests 50000 -- oxmcp serve --stdio\n  oxmcp bench http://127.0.0.1:8080/mcp --clients 64 --duration 5s\n  oxmcp bench http://127.0.0.1:8080/mcp --clients 64 --session shared --duration 5s\n  oxmcp bench http://127.0.0.1:8080/mcp --clients 64 --era modern --duration 5s\n  oxmcp bench http://127.0.0.1:8080/mcp --burst 2000\n  oxmcp bench http://127.0.0.1:8080/mcp --idle-sessions 1000 --server-pid 1234\n  oxmcp bench --pipeline --window 256 --requests 100000 -- oxmcp serve --stdio\n  oxmcp bench --cold-start 50 -- oxmcp serve --stdio\n  oxmcp bench --expect hello -- ./canned_server   (a server answering one fixed text)"
-    )]
-    Bench(Box<BenchArgs>),
 }
 
 /// `--response-mode` of `oxmcp serve`.
@@ -231,120 +222,6 @@ impl From<ResponseModeArg> for oxmcp_http::ResponseMode {
             ResponseModeArg::Sse => oxmcp_http::ResponseMode::Sse,
         }
     }
-}
-
-/// `--driver` of `oxmcp bench`.
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum DriverArg {
-    /// JSON-RPC POSTed straight over hyper, every answer decoded and checked (HTTP only).
-    Raw,
-    /// The SDK's Client.
-    Client,
-}
-
-/// `--session` of `oxmcp bench`.
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum SessionArg {
-    /// A session per connection.
-    Each,
-    /// One session shared by all connections.
-    Shared,
-}
-
-/// Phases of `oxmcp bench`.
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum BenchMode {
-    /// One call at a time.
-    Sequential,
-    /// Up to `--window` calls in flight.
-    Pipelined,
-    /// Both, sequential first.
-    Both,
-}
-
-/// The arguments of `oxmcp bench`.
-#[derive(clap::Args)]
-pub(crate) struct BenchArgs {
-    /// Streamable HTTP endpoint URL.
-    pub(crate) url: Option<String>,
-    /// Connections calling at once (each one call at a time).
-    #[arg(long, visible_alias = "concurrency", default_value_t = 1)]
-    pub(crate) clients: usize,
-    /// Run each phase for this long instead of a number of requests (`10s`, `500ms`, `2m`).
-    #[arg(long, value_parser = parse_duration)]
-    pub(crate) duration: Option<Duration>,
-    /// Who sends the requests: raw (JSON-RPC POSTed over hyper; the default for URLs) or
-    /// client (the SDK's Client; always for stdio).
-    #[arg(long, value_enum)]
-    pub(crate) driver: Option<DriverArg>,
-    /// Sessions of the raw driver's connections (legacy era): each (a session per
-    /// connection) or shared (one session, all connections calling in it).
-    #[arg(long, value_enum, default_value_t = SessionArg::Each)]
-    pub(crate) session: SessionArg,
-    /// Open this many sessions at once (initialize + initialized, a connection each)
-    /// instead of calling; refusals are errors.
-    #[arg(long, conflicts_with_all = ["idle_sessions", "duration"])]
-    pub(crate) burst: Option<usize>,
-    /// The text every result must hold (default: for `echo` with a string `message`,
-    /// the message each call sent; for other tools, any result without isError).
-    #[arg(long)]
-    pub(crate) expect: Option<String>,
-    /// Open this many sessions, leave them idle, and report the server's RSS per session
-    /// (needs --server-pid).
-    #[arg(long)]
-    pub(crate) idle_sessions: Option<usize>,
-    /// Start the stdio server this many times, one after another, and report the time from
-    /// spawn to `initialize` answered and the RSS after its first `tools/call`.
-    #[arg(long, conflicts_with_all = ["idle_sessions", "burst", "duration", "url"])]
-    pub(crate) cold_start: Option<usize>,
-    /// Pid of the server, for RSS and CPU figures of an HTTP target.
-    #[arg(long)]
-    pub(crate) server_pid: Option<u32>,
-    /// Another endpoint of the same deployment (an instance sharing the store); repeat for
-    /// more. Each connection's calls go to URL and these in turn, so a session opened on
-    /// one instance is used on all of them (raw driver).
-    #[arg(long = "also", value_name = "URL")]
-    pub(crate) also: Vec<String>,
-    /// Protocol era to speak: legacy (initialize), modern (2026-07-28) or auto.
-    #[arg(long, default_value = "legacy")]
-    pub(crate) era: oxmcp_client::EraChoice,
-    /// Tool to call.
-    #[arg(long, default_value = "echo")]
-    pub(crate) tool: String,
-    /// Read this resource on each call instead of calling a tool (client driver). Every
-    /// answer must be the same as the first (its text or blob, hashed).
-    #[arg(long, value_name = "URI")]
-    pub(crate) read: Option<String>,
-    /// The encoding of the client's messages: JSON, or the protobuf form (Streamable HTTP
-    /// bodies and SSE events, gRPC envelopes).
-    #[arg(long, value_enum, default_value_t = crate::auth::Encoding::Json)]
-    pub(crate) encoding: crate::auth::Encoding,
-    /// Also count the bytes on the wire: the connections go through a counting TCP relay,
-    /// and the report gives bytes per call each way (connection setup excluded). The relay
-    /// costs time, so take rates from a run without it.
-    #[arg(long)]
-    pub(crate) wire: bool,
-    /// Tool arguments (JSON object); a string `message` gets `-<n>` appended per call.
-    #[arg(long, default_value = r#"{"message":"hello"}"#)]
-    pub(crate) args: String,
-    /// Number of calls per phase.
-    #[arg(long, default_value_t = 10_000)]
-    pub(crate) requests: usize,
-    /// Calls in flight at once in the pipelined phase.
-    #[arg(long, default_value_t = 1024)]
-    pub(crate) window: usize,
-    /// Which phases to run (one client connection, SDK client driver).
-    #[arg(long, value_enum, default_value_t = BenchMode::Both)]
-    pub(crate) mode: BenchMode,
-    /// Only the pipelined phase (`--mode pipelined`): up to `--window` calls in flight.
-    #[arg(long, conflicts_with = "mode")]
-    pub(crate) pipeline: bool,
-    /// Print JSON.
-    #[arg(long)]
-    pub(crate) json: bool,
-    /// The server command and its arguments.
-    #[arg(last = true)]
-    pub(crate) server: Vec<String>,
 }
 
 /// `10s`, `500ms`, `2m` or plain seconds.

@@ -1,4 +1,4 @@
-//! The client commands: `tools`, `call` and `bench` (the others are in `inspect`).
+//! The client commands `tools` and `call` (the others are in `inspect`).
 
 use std::time::Duration;
 
@@ -7,8 +7,7 @@ use oxmcp_client::{CallError, RequestOptions};
 use oxmcp_types::{Content, JsonObject};
 use serde_json::Value;
 
-use crate::cli::{BenchArgs, BenchMode, DriverArg, SessionArg};
-use crate::{auth, bench, progress, target};
+use crate::{auth, progress, target};
 
 /// `oxmcp tools`: the tools of a server, as a table or JSON.
 pub(crate) async fn tools(
@@ -105,83 +104,6 @@ pub(crate) fn print_result(result: &oxmcp_types::CallToolResult, json: bool) -> 
         println!("{}", serde_json::to_string_pretty(s)?);
     }
     Ok(())
-}
-
-/// `oxmcp bench`: the plan from the arguments, then the run.
-pub(crate) async fn bench(args: BenchArgs) -> anyhow::Result<()> {
-    let BenchArgs {
-        url,
-        clients,
-        duration,
-        driver,
-        session,
-        burst,
-        expect,
-        idle_sessions,
-        cold_start,
-        server_pid,
-        also,
-        era,
-        tool,
-        read,
-        encoding,
-        wire,
-        args,
-        requests,
-        window,
-        mode,
-        pipeline,
-        json,
-        server,
-    } = args;
-    let mode = if pipeline { BenchMode::Pipelined } else { mode };
-    let target = target::Target::from_parts(url, server)?;
-    let driver = match (driver, &target) {
-        (Some(DriverArg::Client), _) | (None, target::Target::Command(_)) => bench::Driver::Client,
-        (Some(DriverArg::Raw), target::Target::Command(_)) => {
-            bail!("--driver raw is for http:// URLs (stdio servers use the client)")
-        }
-        (None, target::Target::Url(u)) if target::is_stream_url(u) => bench::Driver::Client,
-        (Some(DriverArg::Raw), target::Target::Url(u)) if target::is_stream_url(u) => {
-            bail!("--driver raw is for http:// URLs (WebSocket and gRPC use the client)")
-        }
-        (Some(DriverArg::Raw) | None, target::Target::Url(_)) => bench::Driver::Raw,
-    };
-    if !also.is_empty() && driver != bench::Driver::Raw {
-        bail!("--also is for the raw driver (http:// URLs)");
-    }
-    let client_only = read.is_some() || wire || encoding != crate::auth::Encoding::Json;
-    if client_only && driver != bench::Driver::Client {
-        bail!("--read, --wire and --encoding protobuf need the SDK client (--driver client)");
-    }
-    if driver == bench::Driver::Raw && mode == BenchMode::Pipelined {
-        bail!("pipelined calls need one connection with the SDK client (--driver client)");
-    }
-    let payload = bench::Payload::new(parse_args(Some(&args), &[])?);
-    let plan = bench::Plan {
-        target,
-        driver,
-        expect: bench::Expect::choose(expect, &tool, &payload),
-        payload,
-        tool,
-        requests,
-        duration,
-        window,
-        mode,
-        clients: clients.max(1),
-        shared_session: session == SessionArg::Shared,
-        burst,
-        idle_sessions,
-        cold_start,
-        server_pid,
-        also,
-        era,
-        json,
-        read: read.map(bench::Read::new),
-        encoding: encoding.into(),
-        wire,
-    };
-    bench::run(plan).await
 }
 
 pub(crate) fn call_error(e: CallError) -> anyhow::Error {

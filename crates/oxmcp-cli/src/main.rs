@@ -1,11 +1,10 @@
 //! `oxmcp` (crate `oxmcp-cli`): serve the demo server or a gateway, list and call tools on any
-//! server, bench servers.
+//! server. (The load generator is another binary of the workspace, `oxmcp-bench`.)
 //! The top of the stack. Imports oxmcp, oxmcp-auth, oxmcp-client, oxmcp-engine, oxmcp-http,
 //! oxmcp-jsonrpc, oxmcp-server, oxmcp-store, oxmcp-store-redis, oxmcp-transport and oxmcp-types.
 
 mod about;
 mod auth;
-mod bench;
 mod cli;
 mod client_side;
 mod commands;
@@ -34,8 +33,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use clap::Parser;
 
-pub(crate) use crate::cli::{BenchMode, ResponseModeArg, parse_duration};
 use crate::cli::{Cli, Command};
+pub(crate) use crate::cli::{ResponseModeArg, parse_duration};
 pub(crate) use crate::commands::call_error;
 
 fn main() -> std::process::ExitCode {
@@ -124,6 +123,5 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             clap_complete::generate(shell, &mut Cli::command(), "oxmcp", &mut std::io::stdout());
             Ok(())
         }
-        Command::Bench(args) => commands::bench(*args).await,
     }
 }

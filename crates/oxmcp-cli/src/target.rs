@@ -74,15 +74,6 @@ pub(crate) async fn connect_as(
     connect_handled(target, http, auth.era, handlers).await
 }
 
-/// Connects to a target with explicit HTTP client settings and no client capabilities.
-pub(crate) async fn connect_with(
-    target: &Target,
-    http_config: oxmcp_http::HttpClientConfig,
-    era: oxmcp_client::EraChoice,
-) -> anyhow::Result<Connection> {
-    connect_handled(target, http_config, era, ClientHandlers::new()).await
-}
-
 /// Connects to a target with explicit HTTP client settings and these handlers.
 async fn connect_handled(
     target: &Target,

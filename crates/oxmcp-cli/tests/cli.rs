@@ -223,13 +223,24 @@ fn shell_completions() {
             "prompts",
             "prompt",
             "ping",
-            "bench",
         ] {
             assert!(out.contains(cmd), "{shell} completes {cmd}");
         }
     }
     let (ok, _, err) = mcp(&["completions", "tcsh"]);
     assert!(!ok && err.contains("invalid value"));
+}
+
+/// The load generator is the workspace's `oxmcp-bench`, not a command of `oxmcp`.
+#[test]
+fn bench_is_no_command() {
+    let (ok, _, err) = mcp(&["bench", "--requests", "1", "--", MCP, "serve", "--stdio"]);
+    assert!(
+        !ok && err.contains("unrecognized subcommand 'bench'"),
+        "{err}"
+    );
+    let (ok, help, _) = mcp(&["--help"]);
+    assert!(ok && !help.contains("bench"), "{help}");
 }
 
 /// Runs `mcp args...` with `env` against a listener that answers 503 (its URL replaces the
@@ -344,144 +355,6 @@ fn bearer_from_the_environment_or_a_file() {
         );
         assert!(!help.contains("env-t0ken"), "{help}");
     }
-}
-
-#[test]
-fn bench_by_duration_with_json() {
-    let (ok, out, err) = mcp(&[
-        "bench",
-        "--duration",
-        "300ms",
-        "--json",
-        "--",
-        MCP,
-        "serve",
-        "--stdio",
-    ]);
-    assert!(ok, "{err}");
-    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-    assert_eq!(v["errors"], 0);
-    let (seq, pipe) = (&v["phases"]["sequential"], &v["phases"]["pipelined"]);
-    assert!(seq["calls"].as_u64().unwrap() > 10, "{v}");
-    assert!(pipe["calls"].as_u64().unwrap() > 10, "{v}");
-    assert_eq!(seq["errors"], 0, "{v}");
-    assert!(seq["calls_per_sec"].as_f64().unwrap() > 0.0, "{v}");
-    for p in ["p50_ms", "p90_ms", "p99_ms", "max_ms"] {
-        assert!(seq["latency"][p].as_f64().unwrap() > 0.0, "{p}: {v}");
-    }
-    assert!(v["server_peak_rss_kib"].as_u64().unwrap() > 0);
-    assert!(v["cpu"]["server_cpu_s"].as_f64().is_some(), "{v}");
-    let (ok, _, err) = mcp(&[
-        "bench",
-        "--duration",
-        "3 parsecs",
-        "--",
-        MCP,
-        "serve",
-        "--stdio",
-    ]);
-    assert!(!ok && err.contains("unknown unit"), "{err}");
-}
-
-#[test]
-fn bench_pipeline_only_and_errors_counted() {
-    let (ok, out, err) = mcp(&[
-        "bench",
-        "--pipeline",
-        "--requests",
-        "500",
-        "--json",
-        "--",
-        MCP,
-        "serve",
-        "--stdio",
-    ]);
-    assert!(ok, "{err}");
-    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-    assert_eq!(v["phases"]["pipelined"]["calls"], 500, "{v}");
-    assert_eq!(v["phases"]["pipelined"]["ok"], 500, "{v}");
-    assert!(v["phases"].get("sequential").is_none(), "{v}");
-    // A tool that fails: every call is counted as an error, no rate printed, the exit code 1.
-    let (ok, out, err) = mcp(&[
-        "bench",
-        "--tool",
-        "fail",
-        "--args",
-        "{}",
-        "--mode",
-        "sequential",
-        "--requests",
-        "300",
-        "--",
-        MCP,
-        "serve",
-        "--stdio",
-    ]);
-    assert!(!ok);
-    assert!(out.contains("300 calls, 300 errors"), "human output: {out}");
-    assert!(out.contains("isError x300"), "human output: {out}");
-    assert!(!out.contains("calls/s"), "a rate despite errors: {out}");
-    assert_eq!(
-        err.trim(),
-        "error: sequential: 300 of 300 calls failed the check",
-        "{err}"
-    );
-    let (ok, _, err) = mcp(&["bench", "--pipeline", "--mode", "sequential", "--", MCP]);
-    assert!(!ok && err.contains("cannot be used with"), "{err}");
-}
-
-#[test]
-fn bench_cold_start_checks_every_start() {
-    let (ok, out, err) = mcp(&[
-        "bench",
-        "--cold-start",
-        "3",
-        "--json",
-        "--",
-        MCP,
-        "serve",
-        "--stdio",
-    ]);
-    assert!(ok, "{err}");
-    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
-    assert_eq!(
-        (v["starts"].as_u64(), v["errors"].as_u64()),
-        (Some(3), Some(0)),
-        "{v}"
-    );
-    assert!(
-        v["spawn_to_initialize"]["p50_ms"].as_f64().unwrap() > 0.0,
-        "{v}"
-    );
-    // The resident memory of a live process after its first call: at least a few hundred KiB.
-    assert!(
-        v["rss_after_first_call_kib"]["median"].as_u64().unwrap() > 100,
-        "{v}"
-    );
-    // The first call is checked like any other: a failing tool makes every start an error.
-    let (ok, out, err) = mcp(&[
-        "bench",
-        "--cold-start",
-        "2",
-        "--tool",
-        "fail",
-        "--args",
-        "{}",
-        "--",
-        MCP,
-        "serve",
-        "--stdio",
-    ]);
-    assert!(!ok);
-    assert!(out.contains("2 starts, 2 errors"), "{out}");
-    assert!(out.contains("isError x2"), "{out}");
-    assert!(!out.contains("spawn to initialize answered"), "{out}");
-    assert!(err.contains("2 of 2 starts failed the check"), "{err}");
-    // A server that is not one: no answer to initialize is an error too, not a hang.
-    let (ok, out, _) = mcp(&["bench", "--cold-start", "1", "--", "true"]);
-    assert!(!ok && out.contains("1 starts, 1 errors"), "{out}");
-    let (ok, _, err) = mcp(&["bench", "--cold-start", "1", "http://127.0.0.1:1/mcp"]);
-    assert!(!ok && err.contains("cannot be used with"), "{err}");
 }
 
 /// An MCP server over HTTP (on its own thread) whose lists never end: every page of

@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::Plan;
-use super::check::{Failure, Tally};
-use super::stats::status_kib;
+use crate::check::{Failure, Tally};
+use crate::run::Plan;
+use crate::stats::status_kib;
 
 /// What the starts measured: spawn to `initialize` answered, and RSS after the first call.
 pub(crate) struct ColdStarts {
@@ -80,7 +80,7 @@ fn start_once(
     if answer["result"]["protocolVersion"].as_str().is_none() {
         return Err(Failure::Wrong(format!(
             "initialize answered without protocolVersion: {}",
-            super::check::clip(&answer.to_string())
+            crate::check::clip(&answer.to_string())
         )));
     }
     send(
@@ -129,7 +129,7 @@ fn answer_to(stdout: &mut BufReader<ChildStdout>, id: u64) -> Result<Value, Fail
             Err(e) => return Err(Failure::Transport(format!("reading: {e}"))),
         }
         let msg: Value = serde_json::from_str(&line).map_err(|e| {
-            Failure::Wrong(format!("not JSON ({e}): {}", super::check::clip(&line)))
+            Failure::Wrong(format!("not JSON ({e}): {}", crate::check::clip(&line)))
         })?;
         if msg.get("method").is_some() {
             continue;

@@ -1,4 +1,4 @@
-//! `oxmcp bench --wire`: a TCP relay on 127.0.0.1 in front of the target that counts the bytes
+//! `oxmcp-bench --wire`: a TCP relay on 127.0.0.1 in front of the target that counts the bytes
 //! each way, so that the bytes a call costs on the wire are measured, not estimated.
 
 use std::net::SocketAddr;

@@ -5,10 +5,10 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use super::Phase;
-use super::check::{Failure, Tally};
-use super::stats::{DONE, Ticker};
-use super::wire::{self, Conn, Endpoint, Session};
+use crate::check::{Failure, Tally};
+use crate::run::Phase;
+use crate::stats::{DONE, Ticker};
+use crate::wire::{self, Conn, Endpoint, Session};
 
 async fn open(ep: &Endpoint) -> Result<(Conn, Session), Failure> {
     let mut conn = Conn::open(ep).await?;

@@ -1,8 +1,8 @@
-//! Run with: cargo run --release -p oxmcp-cli --example bare_grpc -- 127.0.0.1:18097
+//! Run with: cargo run --release -p oxmcp-bench --example bare_grpc -- 127.0.0.1:18097
 //!
 //! The floor for gRPC benches: tonic's server handler for `mcp.v1.Mcp/Connect` answering each
 //! envelope with one JSON-RPC result in a JSON envelope (see `bare/reply.rs`), with no MCP
-//! machinery. Driven by `oxmcp bench grpc://ADDR` like a real server, every answer checked.
+//! machinery. Driven by `oxmcp-bench grpc://ADDR` like a real server, every answer checked.
 
 #[path = "bare/reply.rs"]
 mod reply;

@@ -1,6 +1,7 @@
-//! `oxmcp bench` counts only answers it has checked: against a fake server whose answers are
+//! `oxmcp-bench` counts only answers it has checked: against a fake server whose answers are
 //! wrong (text, id, 429 refusals) it reports the errors, no throughput, and exits non-zero;
-//! against the real `oxmcp serve`, every shape finishes with 0 errors.
+//! against the real `oxmcp serve`, every shape finishes with 0 errors, over every transport
+//! (gRPC with TLS too).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -14,7 +15,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-const MCP: &str = env!("CARGO_BIN_EXE_oxmcp");
+use common::BENCH;
 
 /// A fake MCP endpoint at `/{fault}/mcp`: a valid handshake, then tool calls answered with the
 /// given fault: `text` (a stale text), `id` (another request's id), `busy` (every third call
@@ -79,10 +80,9 @@ async fn start_fake() -> String {
     base
 }
 
-/// Runs `oxmcp bench ARGS --json`: success, the report, stderr.
+/// Runs `oxmcp-bench ARGS --json`: success, the report, stderr.
 async fn bench(args: &[&str]) -> (bool, Value, String) {
-    let out = tokio::process::Command::new(MCP)
-        .arg("bench")
+    let out = tokio::process::Command::new(BENCH)
         .args(args)
         .arg("--json")
         .env("MCP_LOG", "off")
@@ -209,8 +209,8 @@ async fn reads_bytes_on_the_wire_and_encodings_on_every_transport() {
             assert!(protobuf < size * 1.05, "{target}: {protobuf}");
         }
     }
-    let out = tokio::process::Command::new(MCP)
-        .args(["bench", &url, "--read", "demo://readme", "--requests", "5"])
+    let out = tokio::process::Command::new(BENCH)
+        .args([&url, "--read", "demo://readme", "--requests", "5"])
         .output()
         .await
         .unwrap();
@@ -219,4 +219,43 @@ async fn reads_bytes_on_the_wire_and_encodings_on_every_transport() {
         !out.status.success() && err.contains("--driver client"),
         "{err}"
     );
+}
+
+/// Over gRPC with TLS (`grpcs://`, a private CA in `SSL_CERT_FILE`): every answer right.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_over_tls_has_no_errors() {
+    let (_dir, cert, key, ca) = common::certificates();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let tls_listen = format!("127.0.0.1:{port}");
+    let (_server, _url) = common::serve_http(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--grpc-listen",
+        &tls_listen,
+        "--grpc-tls-cert",
+        cert.to_str().unwrap(),
+        "--grpc-tls-key",
+        key.to_str().unwrap(),
+    ])
+    .await;
+    let tls = format!("grpcs://{tls_listen}");
+    let run = tokio::process::Command::new(BENCH)
+        .args([&tls, "--requests", "200", "--clients", "4"])
+        .env("SSL_CERT_FILE", &ca)
+        .env("MCP_LOG", "off")
+        .output();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(30), run)
+        .await
+        .expect("the bench ends")
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("0 errors"), "{stdout}");
 }

@@ -7,10 +7,10 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use super::check::{Failure, Tally};
-use super::stats::{DONE, Ticker};
-use super::wire::{self, Conn, Endpoint, Session, Template, ToolResult};
-use super::{Phase, Plan, Sessions};
+use crate::check::{Failure, Tally};
+use crate::run::{Phase, Plan, Sessions};
+use crate::stats::{DONE, Ticker};
+use crate::wire::{self, Conn, Endpoint, Session, Template, ToolResult};
 
 /// One worker: a connection per endpoint (reopened when the server closes it), its
 /// headers, and which endpoint takes its next call.

@@ -5,8 +5,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
-use super::Plan;
-use super::stats::status_kib;
+use crate::run::Plan;
+use crate::stats::status_kib;
 use crate::target::{Connection, connect_with};
 
 /// Server RSS growth per session for `n` idle sessions opened with `http` settings.

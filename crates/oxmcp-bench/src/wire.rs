@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::check::{Failure, clip};
+use crate::check::{Failure, clip};
 
 /// Longest wait for one answer.
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(30);

@@ -1,24 +1,16 @@
-//! `oxmcp bench`: tool-call throughput and latency of a server (stdio or Streamable HTTP),
-//! bursts of new sessions, and the memory an idle session costs.
+//! The run: the [`Plan`] made from the command line, its measured [`Phase`]s, and the report
+//! (human lines or JSON) of tool-call throughput and latency, bursts of new sessions, the
+//! memory an idle session costs, and cold starts.
 //!
 //! Every answer is checked: its id, then its result (for `echo`, the text must be the
 //! message that call sent, and each call sends another). A phase reports its error count
 //! beside every figure, and a phase with errors reports them instead of a rate.
 //!
-//! Drivers: [`client`] (the SDK's `Client`: stdio servers, or HTTP with `--driver client`) and
-//! the raw HTTP driver ([`wire`]: JSON-RPC POSTed over hyper) for the shapes in [`calls`]
-//! (N connections with a session each, one session shared by all, or stateless 2026-07-28)
-//! and [`burst`] (N new sessions at once). [`idle`]: server memory per idle session.
-
-mod burst;
-mod calls;
-mod check;
-mod client;
-mod cold;
-mod idle;
-mod relay;
-mod stats;
-mod wire;
+//! Drivers: [`crate::client`] (the SDK's `Client`: stdio servers, WebSocket and gRPC, or HTTP
+//! with `--driver client`) and the raw HTTP driver ([`crate::wire`]: JSON-RPC POSTed over
+//! hyper) for the shapes in [`crate::calls`] (N connections with a session each, one session
+//! shared by all, or stateless 2026-07-28) and [`crate::burst`] (N new sessions at once).
+//! [`crate::idle`]: server memory per idle session; [`crate::cold`]: cold starts.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -26,12 +18,12 @@ use std::time::Duration;
 use anyhow::bail;
 use serde_json::{Map, Value, json};
 
-use check::Tally;
-pub(crate) use check::{Expect, Payload};
-use stats::{CpuWatch, percentiles, rate, status_kib};
-
-use crate::BenchMode;
+use crate::args::BenchMode;
+use crate::check::Tally;
+pub(crate) use crate::check::{Expect, Payload};
+use crate::stats::{CpuWatch, percentiles, rate, status_kib};
 use crate::target::Target;
+use crate::{burst, calls, client, cold, idle, relay};
 
 /// Who sends the requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,7 +100,7 @@ pub(crate) struct Phase {
     /// What the tally counts: calls, sessions, setups.
     unit: &'static str,
     connections: usize,
-    tally: Tally,
+    pub(crate) tally: Tally,
     elapsed: Duration,
 }
 
@@ -271,7 +263,7 @@ async fn cold_start(plan: &Plan, n: usize) -> anyhow::Result<()> {
     let Target::Command(command) = &plan.target else {
         bail!("--cold-start starts a stdio server: give its command after --");
     };
-    // Blocking is fine: nothing else runs on the CLI's one-thread runtime meanwhile.
+    // Blocking is fine: nothing else runs on the bench's one-thread runtime meanwhile.
     let starts = cold::run(plan, command, n)?;
     let mut rss = starts.rss_kib;
     rss.sort_unstable();
@@ -384,33 +376,7 @@ pub(crate) async fn run(mut plan: Plan) -> anyhow::Result<()> {
         }
         println!("{report}");
     } else {
-        println!("{:11} {}, {driver}", "target", plan.target.describe());
-        println!("{:11} {check}", "checked");
-        for p in &phases {
-            if p.is_figure() || p.tally.errors() > 0 {
-                println!("{}", p.lines());
-            }
-        }
-        if let Some(line) = cpu_line(&extra["cpu"]) {
-            println!("{line}");
-        }
-        if let Some(w) = extra.get("wire") {
-            println!(
-                "{:11} {:.0} bytes/call sent, {:.0} received (counted by a relay, connection setup excluded)",
-                "wire",
-                w["sent_per_call"].as_f64().unwrap_or_default(),
-                w["received_per_call"].as_f64().unwrap_or_default()
-            );
-        }
-        if let Some(kib) = extra["server_peak_rss_kib"].as_u64() {
-            println!("{:11} peak RSS {:.1} MiB", "server", kib as f64 / 1024.0);
-        }
-        if let Some(n) = extra["connections_reopened"].as_u64().filter(|n| *n > 0) {
-            println!(
-                "{:11} {n} connections closed by the server were reopened",
-                ""
-            );
-        }
+        print_human(&plan, &phases, &extra, &driver, &check);
     }
     if errors > 0 {
         let failed: Vec<String> = phases
@@ -429,4 +395,36 @@ pub(crate) async fn run(mut plan: Plan) -> anyhow::Result<()> {
         bail!("{}", failed.join("; "));
     }
     Ok(())
+}
+
+/// The human report: the target, what was checked, a line per phase, then CPU, bytes on the
+/// wire, server memory and reopened connections where measured.
+fn print_human(plan: &Plan, phases: &[Phase], extra: &Value, driver: &str, check: &str) {
+    println!("{:11} {}, {driver}", "target", plan.target.describe());
+    println!("{:11} {check}", "checked");
+    for p in phases {
+        if p.is_figure() || p.tally.errors() > 0 {
+            println!("{}", p.lines());
+        }
+    }
+    if let Some(line) = cpu_line(&extra["cpu"]) {
+        println!("{line}");
+    }
+    if let Some(w) = extra.get("wire") {
+        println!(
+            "{:11} {:.0} bytes/call sent, {:.0} received (counted by a relay, connection setup excluded)",
+            "wire",
+            w["sent_per_call"].as_f64().unwrap_or_default(),
+            w["received_per_call"].as_f64().unwrap_or_default()
+        );
+    }
+    if let Some(kib) = extra["server_peak_rss_kib"].as_u64() {
+        println!("{:11} peak RSS {:.1} MiB", "server", kib as f64 / 1024.0);
+    }
+    if let Some(n) = extra["connections_reopened"].as_u64().filter(|n| *n > 0) {
+        println!(
+            "{:11} {n} connections closed by the server were reopened",
+            ""
+        );
+    }
 }

@@ -1,9 +1,9 @@
-//! Run with: cargo run --release -p oxmcp-cli --example bare_http -- 127.0.0.1:18099
+//! Run with: cargo run --release -p oxmcp-bench --example bare_http -- 127.0.0.1:18099
 //!
 //! The baseline for HTTP benches: a bare axum server that answers every POST with one JSON-RPC
 //! result (echoing the request id), good for both `initialize` and `tools/call`, its text the
 //! request's `params.arguments.message` (or "hello"), with no MCP machinery and no sessions.
-//! Driven by `oxmcp bench URL --clients N` like a real server, every answer checked.
+//! Driven by `oxmcp-bench URL --clients N` like a real server, every answer checked.
 
 #[path = "bare/reply.rs"]
 mod reply;

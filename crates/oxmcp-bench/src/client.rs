@@ -10,10 +10,10 @@ use oxmcp_client::{CallError, Client};
 use oxmcp_types::Content;
 use serde_json::{Value, json};
 
-use super::check::{Failure, Tally};
-use super::stats::{CpuWatch, DONE, Ticker, status_kib};
-use super::{Phase, Plan};
-use crate::BenchMode;
+use crate::args::BenchMode;
+use crate::check::{Failure, Tally};
+use crate::run::{Phase, Plan};
+use crate::stats::{CpuWatch, DONE, Ticker, status_kib};
 use crate::target::{Connection, connect_with};
 
 fn failure(e: CallError) -> Failure {
@@ -26,7 +26,7 @@ fn failure(e: CallError) -> Failure {
 }
 
 /// One checked read of `--read`'s resource: the same contents as the first read.
-async fn read(client: &Client, read: &super::Read) -> Result<(), Failure> {
+async fn read(client: &Client, read: &crate::run::Read) -> Result<(), Failure> {
     use std::hash::{Hash, Hasher};
     let result = client.read_resource(&read.uri).await.map_err(failure)?;
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
@@ -125,7 +125,7 @@ async fn pipelined(client: &Client, plan: &Plan, budget: &Budget, next: &AtomicU
 }
 
 /// The relay's bytes per call since it was last read (`--wire`), into the report.
-fn wire_figures(extra: &mut Value, relay: Option<&super::relay::Relay>, calls: u64) {
+fn wire_figures(extra: &mut Value, relay: Option<&crate::relay::Relay>, calls: u64) {
     let Some(relay) = relay else { return };
     let (sent, received) = relay.take();
     if extra.get("wire").is_some() || calls == 0 {
@@ -148,7 +148,7 @@ async fn close_all(conns: Vec<Connection>) {
 /// before a child server is closed.
 pub(crate) async fn run(
     plan: &Plan,
-    relay: Option<&super::relay::Relay>,
+    relay: Option<&crate::relay::Relay>,
 ) -> anyhow::Result<(Vec<Phase>, Value)> {
     let http = oxmcp_http::HttpClientConfig::default().encoding(plan.encoding);
     let first = connect_with(&plan.target, http.clone(), plan.era).await?;
@@ -172,7 +172,7 @@ pub(crate) async fn run(
             conns.push(connect_with(&plan.target, http.clone(), plan.era).await?);
         }
         let ticker = Ticker::start(&format!("{} clients", plan.clients));
-        relay.map(super::relay::Relay::take);
+        relay.map(crate::relay::Relay::take);
         let start = Instant::now();
         let budget = Budget::new(plan, start);
         let tallies = futures::future::join_all(
@@ -200,7 +200,7 @@ pub(crate) async fn run(
     } else {
         if plan.mode != BenchMode::Pipelined {
             let ticker = Ticker::start("sequential");
-            relay.map(super::relay::Relay::take);
+            relay.map(crate::relay::Relay::take);
             let start = Instant::now();
             let tally = sequential(&first.client, plan, &Budget::new(plan, start), &next).await;
             let elapsed = start.elapsed();

@@ -1,8 +1,8 @@
-//! Run with: oxmcp bench -- target/release/examples/bare_echo
+//! Run with: oxmcp-bench -- target/release/examples/bare_echo
 //!
 //! The baseline for the stdio bench: a bare serde_json line echo with no MCP machinery. It
 //! answers every request with one result that satisfies both `initialize` and `tools/call`,
-//! its text the request's `params.arguments.message` (or "hello"), so that `oxmcp bench` can
+//! its text the request's `params.arguments.message` (or "hello"), so that `oxmcp-bench` can
 //! drive it like a real server and check each answer like any echo's.
 
 #[path = "bare/reply.rs"]

@@ -8,7 +8,7 @@
 //! - `http/POST tools/call`: one request through the Streamable HTTP router in process
 //!   (admission, session, decode, route, validate, handle, encode, response), no socket.
 //!
-//! Run with: cargo bench -p oxmcp-cli --bench core
+//! Run with: cargo bench -p oxmcp-bench --bench core
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use axum::body::Body;

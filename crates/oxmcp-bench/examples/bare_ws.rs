@@ -1,8 +1,8 @@
-//! Run with: cargo run --release -p oxmcp-cli --example bare_ws -- 127.0.0.1:18098
+//! Run with: cargo run --release -p oxmcp-bench --example bare_ws -- 127.0.0.1:18098
 //!
 //! The floor for WebSocket benches: axum's WebSocket at `/ws` (subprotocol `mcp`) answering
 //! each text frame with one JSON-RPC result (see `bare/reply.rs`), with no MCP machinery.
-//! Driven by `oxmcp bench ws://ADDR/ws` like a real server, every answer checked.
+//! Driven by `oxmcp-bench ws://ADDR/ws` like a real server, every answer checked.
 
 #[path = "bare/reply.rs"]
 mod reply;
