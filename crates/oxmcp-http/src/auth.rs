@@ -16,8 +16,8 @@ use oxmcp_jsonrpc::Message;
 
 pub use oxmcp_engine::Identity;
 
-use crate::clients::Principal;
-pub use crate::resource_scopes::{ResourceScopes, canonical_resource_uri};
+use crate::server::clients::Principal;
+pub use crate::server::resource_scopes::{ResourceScopes, canonical_resource_uri};
 
 /// Why a token was not accepted.
 #[derive(Debug, thiserror::Error)]

@@ -1,5 +1,9 @@
 //! MCP over Streamable HTTP (2025-03-26 to 2025-11-25 sessions and 2026-07-28 stateless
-//! requests) and the 2024-11-05 HTTP+SSE transport, server and client (feature `client`).
+//! requests), the 2024-11-05 HTTP+SSE transport, WebSocket and gRPC: the server side (feature
+//! `server`, in `server/`, `ws/server.rs` and `grpc/server.rs`) and the client side (feature
+//! `client`, in `client/`, `ws/client.rs` and `grpc/client.rs`), both on by default; nothing
+//! of the client side imports the server side, so a client-only build
+//! (`default-features = false, features = ["client"]`) has no axum and no hyper server.
 //! Imports oxmcp-engine, oxmcp-jsonrpc, oxmcp-proto, oxmcp-store, oxmcp-transport and
 //! oxmcp-types; hosts any [`oxmcp_engine::Serve`].
 //!
@@ -58,36 +62,23 @@
 // Handlers return `Result<_, Response>`, the axum idiom; the Err size does not matter there.
 #![allow(clippy::result_large_err)]
 
-mod admission;
+#[cfg(feature = "server")]
 pub mod auth;
 #[cfg(feature = "client")]
 pub mod client;
-mod clients;
-mod config;
-mod encoding;
+#[cfg(feature = "server")]
 pub mod event_store;
-mod get;
 #[cfg(feature = "grpc")]
 pub mod grpc;
-mod guard;
-mod hangup;
-mod lease;
-mod legacy;
 #[cfg(feature = "client")]
 mod origin;
-mod post;
 pub mod reauth;
-mod resource_scopes;
-mod respond;
-mod serve;
+#[cfg(feature = "server")]
 mod server;
-mod session;
-mod shared;
 pub mod sse;
-mod sse_out;
-mod stateless;
 pub mod ws;
 
+#[cfg(feature = "server")]
 pub use auth::{
     HttpAuth, Identity, ResourceScopes, ScopePolicy, TokenError, TokenVerifier,
     canonical_resource_uri,
@@ -96,21 +87,14 @@ pub use auth::{
 pub use client::{
     BodyEncoding, HttpClientConfig, HttpClientError, HttpClientHandle, HttpClientTransport,
 };
-pub use clients::Principal;
-pub use config::{HttpConfig, ResponseMode};
+#[cfg(feature = "server")]
 pub use event_store::{EventStore, MemoryEventStore};
-#[cfg(feature = "grpc")]
+#[cfg(all(feature = "grpc", feature = "server"))]
 pub use grpc::Grpc;
-pub use legacy::LegacySse;
-pub use serve::{ServeOptions, serve_router, serve_router_with, shutdown_on_signal};
-pub use server::StreamableHttp;
+#[cfg(feature = "server")]
+pub use server::{
+    HttpConfig, LegacySse, Principal, ResponseMode, ServeOptions, StreamableHttp, serve_router,
+    serve_router_with, shutdown_on_signal,
+};
+#[cfg(feature = "server")]
 pub use ws::{WebSocket, WsConfig};
-
-/// Client-supplied text for a log line: at most 200 characters, printed with `{:?}` so that
-/// control characters and line breaks are escaped and cannot forge log lines.
-pub(crate) fn loggable(text: &str) -> &str {
-    match text.char_indices().nth(200) {
-        Some((i, _)) => &text[..i],
-        None => text,
-    }
-}

@@ -165,6 +165,7 @@ impl Waiting {
 }
 
 /// Whether `needle` occurs in `hay`.
+#[cfg(any(feature = "server", feature = "client"))]
 pub(crate) fn contains(hay: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
 }

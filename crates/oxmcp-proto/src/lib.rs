@@ -33,6 +33,10 @@ use prost::Message as _;
 /// The media type of the protobuf encoding over HTTP.
 pub const MEDIA_TYPE: &str = "application/mcp+protobuf";
 
+/// The SSE event name of a message in the protobuf encoding: its `data` is the base64 of
+/// the protobuf message (SSE is text). Plain JSON messages keep the default event name.
+pub const SSE_EVENT: &str = "mcp+protobuf";
+
 /// Why a conversion failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ProtoError {

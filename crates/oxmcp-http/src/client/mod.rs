@@ -17,6 +17,7 @@
 
 mod auth;
 mod cancel;
+mod codec;
 mod failure;
 mod legacy;
 mod modern;

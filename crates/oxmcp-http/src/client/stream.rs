@@ -52,8 +52,8 @@ impl Events {
 /// JSON message event it stands for. An event that cannot be decoded keeps no data, so it
 /// is skipped (and logged) like any unusable event.
 fn from_protobuf(mut ev: SseEvent) -> SseEvent {
-    if ev.event == crate::encoding::SSE_EVENT {
-        ev.data = crate::encoding::sse_data_to_json(&ev.data).unwrap_or_else(|e| {
+    if ev.event == oxmcp_proto::SSE_EVENT {
+        ev.data = super::codec::sse_data_to_json(&ev.data).unwrap_or_else(|e| {
             tracing::warn!("an unusable protobuf SSE event: {e}");
             String::new()
         });

@@ -180,7 +180,7 @@ pub async fn connect(
         url: url.to_owned(),
         error: super::error_chain(&e),
     })?;
-    let path = axum::http::uri::PathAndQuery::from_static(CONNECT_PATH);
+    let path = http::uri::PathAndQuery::from_static(CONNECT_PATH);
     let limits = DecodeLimits::for_bytes(config.max_message);
     let answers = tokio::time::timeout(
         config.connect_timeout,
@@ -296,7 +296,7 @@ pub async fn call(
         error: super::error_chain(&e),
     })?;
     let envelope = from_json(&message.to_string(), config.form);
-    let path = axum::http::uri::PathAndQuery::from_static(CALL_PATH);
+    let path = http::uri::PathAndQuery::from_static(CALL_PATH);
     let answer = grpc
         .unary(
             request(envelope, config)?,

@@ -16,12 +16,16 @@
 
 #[cfg(feature = "client")]
 pub mod client;
+#[cfg(feature = "server")]
 mod listen;
+#[cfg(feature = "server")]
 mod server;
 
 use oxmcp_proto::{DecodeLimits, Envelope, envelope::Body};
 
+#[cfg(feature = "server")]
 pub use listen::{ListenError, TlsPem, serve_grpc};
+#[cfg(feature = "server")]
 pub use server::{Grpc, split};
 
 /// The service's full name.

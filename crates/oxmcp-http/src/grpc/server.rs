@@ -17,10 +17,10 @@ use tonic::{Code, Status, Streaming};
 
 use super::{CALL_PATH, CONNECT_PATH, ENCODING_KEY, Form, codec, from_json, to_json};
 use crate::auth::Identity;
-use crate::clients::{Client, ClientTable, Held, Principal, Refused};
-use crate::config::HttpConfig;
-use crate::lease::{Lease, Watched};
-use crate::respond::header_str;
+use crate::server::clients::{Client, ClientTable, Held, Principal, Refused};
+use crate::server::config::HttpConfig;
+use crate::server::lease::{Lease, Watched};
+use crate::server::replies::header_str;
 
 struct Inner {
     service: Arc<dyn Serve>,
@@ -149,11 +149,11 @@ async fn admit(inner: &Inner, parts: &mut axum::http::request::Parts) -> Result<
     {
         parts.headers.insert(header::HOST, value);
     }
-    crate::admission::host_checks(&inner.http, &parts.headers).map_err(|r| refusal(&r))?;
+    crate::server::admission::host_checks(&inner.http, &parts.headers).map_err(|r| refusal(&r))?;
     crate::auth::authenticate(inner.http.auth.as_deref(), parts)
         .await
         .map_err(|r| refusal(&r))?;
-    crate::admission::version_checks(&parts.headers)
+    crate::server::admission::version_checks(&parts.headers)
         .map_err(|_| Status::invalid_argument("unsupported mcp-protocol-version"))?;
     Ok(Caller {
         principal: parts.extensions.get::<Principal>().map(|p| p.0.clone()),
@@ -389,7 +389,7 @@ impl Reader {
                     *self.ending.lock() = Some(Status::unavailable("the server is shutting down"));
                     return;
                 }
-                why = crate::lease::ended(self.lease.as_deref()) => {
+                why = crate::server::lease::ended(self.lease.as_deref()) => {
                     // The token expired or was refused: the stream ends now, its requests
                     // cancelled.
                     let status = Status::unauthenticated(format!("{why}; reconnect with a fresh token"));
@@ -536,7 +536,7 @@ async fn unary(
     drop(in_tx);
     tokio::select! {
         answer = answer_of(&mut out_rx, &id, form) => answer,
-        why = crate::lease::ended(caller.lease.as_deref()) => Err(Status::unauthenticated(
+        why = crate::server::lease::ended(caller.lease.as_deref()) => Err(Status::unauthenticated(
             format!("{why}; call again with a fresh token"),
         )),
     }

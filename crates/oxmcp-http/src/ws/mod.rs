@@ -17,14 +17,17 @@
 
 #[cfg(feature = "client")]
 pub mod client;
+#[cfg(feature = "server")]
 mod server;
 
+#[cfg(feature = "server")]
 pub use server::{WebSocket, WsConfig};
 
 /// The subprotocol of MCP over WebSocket.
 pub const SUBPROTOCOL: &str = "mcp";
 
 /// Close codes (RFC 6455 §7.4.1).
+#[cfg(feature = "server")]
 pub(crate) mod close {
     /// Normal closure.
     pub const NORMAL: u16 = 1000;

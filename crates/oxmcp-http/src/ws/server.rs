@@ -13,10 +13,10 @@ use oxmcp_jsonrpc::{Inbound, Outbound};
 use tokio::sync::mpsc;
 
 use super::{SUBPROTOCOL, close};
-use crate::clients::{Client, ClientTable, Held, Principal, Refused};
-use crate::config::HttpConfig;
-use crate::lease::{Lease, Watched};
-use crate::respond::{bad_request, header_str};
+use crate::server::clients::{Client, ClientTable, Held, Principal, Refused};
+use crate::server::config::HttpConfig;
+use crate::server::lease::{Lease, Watched};
+use crate::server::replies::{bad_request, header_str};
 
 /// WebSocket settings (the rest comes from the [`HttpConfig`]: allowed hosts, auth, the
 /// message size limit `max_body`, the idle timeout `session_idle_timeout`, the most
@@ -92,7 +92,7 @@ impl WebSocket {
 
 async fn upgrade(State(inner): State<Arc<Inner>>, request: Request) -> Response {
     let (mut parts, _) = request.into_parts();
-    if let Err(r) = crate::admission::host_checks(&inner.http, &parts.headers) {
+    if let Err(r) = crate::server::admission::host_checks(&inner.http, &parts.headers) {
         return r;
     }
     if let Err(r) = crate::auth::authenticate(inner.http.auth.as_deref(), &mut parts).await {
@@ -300,7 +300,7 @@ async fn serve(
                     break end;
                 }
             }
-            why = crate::lease::ended(lease.as_ref()) => break Some(token_ended(&why)),
+            why = crate::server::lease::ended(lease.as_ref()) => break Some(token_ended(&why)),
             () = shutdown.cancelled(), if in_tx.is_some() => {
                 // No more input; what the engine accepted is still answered, then the socket
                 // closes with 1001.

@@ -66,8 +66,8 @@ impl Shared {
     /// A handle on `store`: `max_waiting` operations may wait at once, each at most
     /// `timeout`.
     pub(crate) fn new(store: Arc<dyn Store>, max_waiting: usize, timeout: Duration) -> Self {
-        let tag =
-            crate::session::random_hex(4).unwrap_or_else(|| format!("{:08x}", std::process::id()));
+        let tag = crate::server::session::random_hex(4)
+            .unwrap_or_else(|| format!("{:08x}", std::process::id()));
         Self {
             store,
             tag: format!("{tag}s"),
@@ -154,7 +154,7 @@ impl Shared {
 pub(crate) fn store_failed(e: &StoreError) -> Response {
     if !e.is_transient() {
         tracing::debug!("{e}");
-        return crate::respond::rpc_error(
+        return crate::server::replies::rpc_error(
             StatusCode::BAD_REQUEST,
             None,
             oxmcp_jsonrpc::ErrorCode::INVALID_REQUEST,
@@ -162,7 +162,7 @@ pub(crate) fn store_failed(e: &StoreError) -> Response {
         );
     }
     tracing::warn!("{e}");
-    crate::respond::retry_later(
+    crate::server::replies::retry_later(
         StatusCode::SERVICE_UNAVAILABLE,
         None,
         Duration::from_secs(1),

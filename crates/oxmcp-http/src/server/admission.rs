@@ -7,10 +7,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use oxmcp_types::ProtocolVersion;
 
-use crate::config::HttpConfig;
-use crate::guard;
-use crate::respond::*;
-use crate::session::Session;
+use crate::server::config::HttpConfig;
+use crate::server::guard;
+use crate::server::replies::*;
+use crate::server::session::Session;
 
 /// 503 once shutdown has begun.
 pub(crate) fn accepting(config: &HttpConfig) -> Result<(), Response> {

@@ -24,9 +24,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::{HttpAuth, Identity};
-use crate::clients::Principal;
-use crate::config::HttpConfig;
 use crate::reauth::{METHOD, TOKEN_REFUSED, contains};
+use crate::server::clients::Principal;
+use crate::server::config::HttpConfig;
 
 /// The token a connection runs on, and when it was last verified.
 struct Held {

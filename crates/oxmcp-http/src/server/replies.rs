@@ -8,7 +8,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use oxmcp_jsonrpc::{DecodeError, ErrorCode, ErrorObject, Message, RequestId};
 
-use crate::config::HttpConfig;
+use crate::server::config::HttpConfig;
 
 pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 pub(crate) const VERSION_HEADER: &str = "mcp-protocol-version";

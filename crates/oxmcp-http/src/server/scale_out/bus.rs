@@ -7,7 +7,7 @@ use oxmcp_store::BusEvent;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::Shared;
-use crate::server::Inner;
+use crate::server::endpoint::Inner;
 
 /// Starts the heartbeat and the bus reader; both end with the endpoint.
 pub(crate) fn start(inner: &Arc<Inner>, shared: &Arc<Shared>) {

@@ -2,7 +2,7 @@
 
 use axum::http::HeaderMap;
 
-use crate::config::HttpConfig;
+use crate::server::config::HttpConfig;
 
 const LOOPBACK: &[&str] = &["localhost", "127.0.0.1", "[::1]", "::1"];
 

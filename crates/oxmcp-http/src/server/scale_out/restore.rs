@@ -8,9 +8,9 @@ use oxmcp_jsonrpc::{Inbound, Message, RequestId};
 use oxmcp_types::ProtocolVersion;
 
 use super::{Shared, store_failed};
-use crate::respond::session_not_found;
-use crate::server::Inner;
-use crate::session::Session;
+use crate::server::endpoint::Inner;
+use crate::server::replies::session_not_found;
+use crate::server::session::Session;
 
 /// Request-id blocks are 2^32 wide; block numbers wrap below 2^20 so that ids stay exact
 /// in a JSON number (below 2^53).

@@ -11,7 +11,7 @@ use oxmcp_jsonrpc::{Message, Request, RequestId};
 use oxmcp_store::{BusEvent, StateChange};
 
 use super::{Shared, store_failed};
-use crate::session::Session;
+use crate::server::session::Session;
 
 /// The state change a client request asks for, if it is one every instance must know.
 /// Only the field it needs is read.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use oxmcp_store::{AppendEvent, StreamInfo};
 
 use crate::event_store::EventStore;
-use crate::shared::Shared;
+use crate::server::scale_out::Shared;
 
 /// One event read back from the log.
 pub(crate) struct Logged {

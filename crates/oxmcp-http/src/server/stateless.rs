@@ -23,11 +23,11 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
-use crate::config::ResponseMode;
-use crate::hangup::CancelOnHangUp;
-use crate::respond::{error_response, unsupported_version};
-use crate::server::Inner;
-use crate::sse_out::{KEEP_ALIVE, sse_body, sse_message};
+use crate::server::config::ResponseMode;
+use crate::server::endpoint::Inner;
+use crate::server::hangup::CancelOnHangUp;
+use crate::server::replies::{error_response, unsupported_version};
+use crate::server::sse_stream::{KEEP_ALIVE, sse_body, sse_message};
 
 fn invalid_meta(id: &oxmcp_jsonrpc::RequestId, what: &str) -> Response {
     error_response(
@@ -115,7 +115,7 @@ fn header_safe(v: &str) -> bool {
 
 /// `Mcp-Param-{Name}` headers of a tool call, checked against the arguments they mirror.
 fn check_param_headers(
-    lookup: Option<&crate::server::ParamHeaders>,
+    lookup: Option<&crate::server::endpoint::ParamHeaders>,
     headers: &HeaderMap,
     req: &Request,
     params: &Value,
@@ -294,7 +294,7 @@ fn status_for(answer: &OutMessage) -> StatusCode {
 /// answers its most (or, for `subscriptions/listen`, has its most streams open).
 fn admit(inner: &Inner, req: &Request) -> Result<Vec<OwnedSemaphorePermit>, Response> {
     let busy = |what: &str| {
-        crate::respond::retry_later(
+        crate::server::replies::retry_later(
             StatusCode::SERVICE_UNAVAILABLE,
             Some(req.id.clone()),
             Duration::from_secs(1),

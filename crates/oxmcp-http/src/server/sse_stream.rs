@@ -11,8 +11,8 @@ use axum::response::Response;
 use futures::Stream;
 use tokio::sync::mpsc;
 
-use crate::respond::SESSION_HEADER;
-use crate::session::Event;
+use crate::server::replies::SESSION_HEADER;
+use crate::server::session::Event;
 
 /// The comment sent while a stream has nothing to say, so that proxies keep it open.
 pub(crate) const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
@@ -39,7 +39,10 @@ pub(crate) fn sse_body(
 /// Ends `resp`'s body when `lease` ends (its token expired, or was refused when checked
 /// again): a long-lived stream lives no longer than the token it was opened with. The lease
 /// is watched as long as the body lives.
-pub(crate) fn until_lease_ends(resp: Response, lease: Option<crate::lease::Watched>) -> Response {
+pub(crate) fn until_lease_ends(
+    resp: Response,
+    lease: Option<crate::server::lease::Watched>,
+) -> Response {
     use futures::StreamExt as _;
     let Some(lease) = lease else {
         return resp;

@@ -10,8 +10,9 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use futures::StreamExt;
 use oxmcp_jsonrpc::ErrorCode;
+use oxmcp_proto::SSE_EVENT;
 
-use crate::respond::{accepts, header_str, rpc_error};
+use crate::server::replies::{accepts, header_str, rpc_error};
 
 /// Whether the request's body is in the protobuf encoding.
 pub(crate) fn is_protobuf(headers: &HeaderMap) -> bool {
@@ -47,9 +48,6 @@ pub(crate) fn body_to_json(body: &Bytes, max_body: usize) -> Result<Bytes, Respo
         )),
     }
 }
-
-/// The SSE event name of a message in the protobuf encoding.
-pub(crate) const SSE_EVENT: &str = "mcp+protobuf";
 
 /// An answer turned into its protobuf form: a JSON body as protobuf bytes, an SSE stream's
 /// message events as [`SSE_EVENT`] events (anything else is returned as it is).
@@ -143,19 +141,4 @@ fn event_in_protobuf(block: &str) -> String {
     out.push_str(&base64::engine::general_purpose::STANDARD.encode(proto));
     out.push_str("\n\n");
     out
-}
-
-/// The JSON text of an [`SSE_EVENT`] event's data (base64 of a protobuf message or batch).
-///
-/// # Errors
-/// A description, when the data is not base64 of a protobuf message.
-pub(crate) fn sse_data_to_json(data: &str) -> Result<String, String> {
-    use base64::Engine as _;
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(data.trim())
-        .map_err(|e| format!("the event is not base64: {e}"))?;
-    oxmcp_proto::decode(&bytes)
-        .or_else(|_| oxmcp_proto::decode_batch(&bytes))
-        .map(|json| json.to_string())
-        .map_err(|e| e.to_string())
 }

@@ -389,7 +389,7 @@ impl Session {
                         let line = routed.line.as_deref().unwrap_or_default();
                         tracing::debug!(
                             "a JSON answer and no GET stream; dropped: {:?}",
-                            crate::loggable(line)
+                            crate::server::loggable(line)
                         );
                         return None;
                     };
@@ -405,7 +405,7 @@ impl Session {
                     let line = routed.line.as_deref().unwrap_or_default();
                     tracing::debug!(
                         "no stream for a message; dropped: {:?}",
-                        crate::loggable(line)
+                        crate::server::loggable(line)
                     );
                     return None;
                 }

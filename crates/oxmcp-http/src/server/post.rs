@@ -12,13 +12,15 @@ use oxmcp_jsonrpc::{ErrorCode, ErrorObject, Frame, Inbound, Message, RequestId};
 use oxmcp_types::{Feature, InitializeParams, ProtocolVersion};
 use tokio::sync::mpsc;
 
-use crate::admission::{accepting, host_checks, plausible_session_id, stream_slot, version_checks};
-use crate::clients::{Client, Refused};
-use crate::config::ResponseMode;
-use crate::respond::*;
-use crate::server::Inner;
-use crate::session::{Event, Session, handshake_done, random_hex};
-use crate::sse_out::{priming, sse_event, sse_response};
+use crate::server::admission::{
+    accepting, host_checks, plausible_session_id, stream_slot, version_checks,
+};
+use crate::server::clients::{Client, Refused};
+use crate::server::config::ResponseMode;
+use crate::server::endpoint::Inner;
+use crate::server::replies::*;
+use crate::server::session::{Event, Session, handshake_done, random_hex};
+use crate::server::sse_stream::{priming, sse_event, sse_response};
 
 /// What one POST body holds.
 struct Posted {
@@ -102,7 +104,7 @@ fn media_checks(headers: &HeaderMap) -> Result<(), Response> {
         .split(';')
         .next()
         .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"));
-    if !json && !crate::encoding::is_protobuf(headers) {
+    if !json && !crate::server::protobuf::is_protobuf(headers) {
         return Err(rpc_error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             None,
@@ -110,7 +112,8 @@ fn media_checks(headers: &HeaderMap) -> Result<(), Response> {
             "Content-Type must be application/json (or application/mcp+protobuf)",
         ));
     }
-    let plain = accepts(headers, "application/json") || crate::encoding::wants_protobuf(headers);
+    let plain =
+        accepts(headers, "application/json") || crate::server::protobuf::wants_protobuf(headers);
     if !(plain && accepts(headers, "text/event-stream")) {
         return Err(rpc_error(
             StatusCode::NOT_ACCEPTABLE,
@@ -123,11 +126,11 @@ fn media_checks(headers: &HeaderMap) -> Result<(), Response> {
 }
 
 pub(crate) async fn handle_post(State(inner): State<Arc<Inner>>, request: Request) -> Response {
-    if !crate::encoding::wants_protobuf(request.headers()) {
+    if !crate::server::protobuf::wants_protobuf(request.headers()) {
         return post(inner, request).await;
     }
     let max = inner.config.max_body;
-    crate::encoding::answer_in_protobuf(post(inner, request).await, max).await
+    crate::server::protobuf::answer_in_protobuf(post(inner, request).await, max).await
 }
 
 async fn post(inner: Arc<Inner>, request: Request) -> Response {
@@ -143,14 +146,14 @@ async fn post(inner: Arc<Inner>, request: Request) -> Response {
         Ok(b) => b,
         Err(r) => return r,
     };
-    if crate::encoding::is_protobuf(headers) {
-        body = match crate::encoding::body_to_json(&body, inner.config.max_body) {
+    if crate::server::protobuf::is_protobuf(headers) {
+        body = match crate::server::protobuf::body_to_json(&body, inner.config.max_body) {
             Ok(b) => b,
             Err(r) => return r,
         };
     }
     // A modern request's version header is checked where its id is known (in `stateless`).
-    let modern = crate::stateless::is_modern(headers, &body);
+    let modern = crate::server::stateless::is_modern(headers, &body);
     if !modern && let Err(r) = version_checks(headers) {
         return r;
     }
@@ -173,7 +176,7 @@ async fn post(inner: Arc<Inner>, request: Request) -> Response {
     let listens =
         |m: &Message| matches!(m, Message::Request(r) if r.method == "subscriptions/listen");
     let lease = (modern && posted.messages.iter().any(listens))
-        .then(|| crate::lease::Lease::open(&inner.config, &parts))
+        .then(|| crate::server::lease::Lease::open(&inner.config, &parts))
         .flatten();
     // Moved, not cloned: nothing here reads the extensions after this.
     let context: oxmcp_jsonrpc::TransportContext = Arc::new(std::mem::take(&mut parts.extensions));
@@ -184,8 +187,9 @@ async fn post(inner: Arc<Inner>, request: Request) -> Response {
         return match posted.messages.into_iter().next() {
             Some(m) => {
                 let principal = client.principal().map(str::to_owned);
-                let answer = crate::stateless::handle(&inner, headers, m, principal, context).await;
-                crate::sse_out::until_lease_ends(answer, lease)
+                let answer =
+                    crate::server::stateless::handle(&inner, headers, m, principal, context).await;
+                crate::server::sse_stream::until_lease_ends(answer, lease)
             }
             None => bad_request("empty request"),
         };
@@ -207,7 +211,7 @@ async fn post_in_session(
         Err(r) => return r,
     };
     if let (Some(shared), false) = (session.shared(), new_session) {
-        match crate::shared::share(shared, &session, &posted.messages).await {
+        match crate::server::scale_out::share(shared, &session, &posted.messages).await {
             Ok(Some(keep)) => posted.keep_only(keep),
             Ok(None) => {}
             Err(r) => return r,
@@ -238,7 +242,7 @@ async fn find_or_start(
         }
         // A session is only ever used by the principal that opened it: to anyone else it
         // does not exist.
-        Some(id) => crate::shared::lookup(inner, id, client.principal())
+        Some(id) => crate::server::scale_out::lookup(inner, id, client.principal())
             .await
             .map(|s| (s, false)),
         None => {
@@ -357,7 +361,7 @@ async fn answer(
     // Its requests are in flight now: a state change they ask for is shared with their
     // answers, once accepted.
     if session.shared().is_some() {
-        crate::shared::expect_changes(&session, &posted.messages);
+        crate::server::scale_out::expect_changes(&session, &posted.messages);
     }
     if mode == ResponseMode::Json {
         session.answer_as_json(&token);
@@ -463,7 +467,7 @@ impl Reply<'_> {
         let id = &self.session.id;
         if let Err(e) = shared.op(shared.store.create_session(id, &record)).await {
             self.inner.remove(id);
-            return Err(crate::shared::store_failed(&e));
+            return Err(crate::server::scale_out::store_failed(&e));
         }
         Ok(())
     }
@@ -567,8 +571,8 @@ mod tests {
 
     #[test]
     fn no_session_id_without_randomness() {
-        assert_eq!(crate::session::random_hex_from(16, |_| false), None);
-        let id = crate::session::random_hex_from(16, |b| {
+        assert_eq!(crate::server::session::random_hex_from(16, |_| false), None);
+        let id = crate::server::session::random_hex_from(16, |b| {
             b.fill(7);
             true
         });

@@ -24,13 +24,13 @@ use oxmcp_engine::{Connection, EngineConfig, Serve};
 use oxmcp_jsonrpc::{Inbound, Outbound};
 use tokio::sync::mpsc;
 
-use crate::clients::{Client, ClientTable};
-use crate::config::HttpConfig;
-use crate::guard;
-use crate::lease::{Lease, Watched};
-use crate::respond::{decode_error_response, forbidden_host, refuse, session_not_found};
-use crate::session::{handshake_done, random_hex};
-use crate::sse_out::{KEEP_ALIVE, sse_body, sse_message};
+use crate::server::clients::{Client, ClientTable};
+use crate::server::config::HttpConfig;
+use crate::server::guard;
+use crate::server::lease::{Lease, Watched};
+use crate::server::replies::{decode_error_response, forbidden_host, refuse, session_not_found};
+use crate::server::session::{handshake_done, random_hex};
+use crate::server::sse_stream::{KEEP_ALIVE, sse_body, sse_message};
 
 /// One legacy session: the engine's input, and whether the handshake finished.
 #[derive(Clone)]
@@ -254,7 +254,7 @@ impl Outgoing {
                     tracing::debug!("legacy session did not initialize in time; closed");
                     return None;
                 }
-                why = crate::lease::ended(self.lease.as_deref()) => {
+                why = crate::server::lease::ended(self.lease.as_deref()) => {
                     tracing::debug!("legacy session closed: {why}");
                     return None;
                 }
@@ -318,7 +318,7 @@ async fn receive(
     {
         lease.adopt(token, identity.clone());
     }
-    let body = match crate::respond::read_body(&inner.config, headers, body).await {
+    let body = match crate::server::replies::read_body(&inner.config, headers, body).await {
         Ok(b) => b,
         Err(r) => return r,
     };

@@ -11,11 +11,11 @@ use oxmcp_engine::{Connection, EngineConfig, Serve};
 use oxmcp_types::ProtocolVersion;
 use tokio::sync::{Semaphore, mpsc};
 
-use crate::clients::{Client, ClientTable};
-use crate::config::HttpConfig;
 use crate::event_store::{EventStore, MemoryEventStore};
-use crate::session::{Events, Session};
-use crate::shared::Shared;
+use crate::server::clients::{Client, ClientTable};
+use crate::server::config::HttpConfig;
+use crate::server::scale_out::Shared;
+use crate::server::session::{Events, Session};
 
 /// Looks up a tool's `Mcp-Param-{Name}` header mirrors: `(header name, property name)`.
 pub type ParamHeaders = dyn Fn(&str) -> Vec<(String, String)> + Send + Sync;
@@ -47,7 +47,7 @@ impl Inner {
     /// 503 when the endpoint holds `max_sessions` sessions already.
     pub(crate) fn session_room(&self) -> Result<(), axum::response::Response> {
         if self.sessions().len() >= self.config.max_sessions {
-            return Err(crate::respond::retry_later(
+            return Err(crate::server::replies::retry_later(
                 axum::http::StatusCode::SERVICE_UNAVAILABLE,
                 None,
                 Duration::from_secs(1),
@@ -268,7 +268,7 @@ impl StreamableHttp {
     pub fn router(&self) -> axum::Router {
         tokio::spawn(reap(Arc::downgrade(&self.inner)));
         if let Some(shared) = self.inner.shared() {
-            crate::shared::start_tasks(&self.inner, shared);
+            crate::server::scale_out::start_tasks(&self.inner, shared);
         }
         let weak = Arc::downgrade(&self.inner);
         let shutdown = self.inner.config.shutdown.clone();
@@ -286,9 +286,9 @@ impl StreamableHttp {
         let endpoint = axum::Router::new()
             .route(
                 &self.inner.config.path,
-                post(crate::post::handle_post)
-                    .get(crate::get::handle_get)
-                    .delete(crate::get::handle_delete),
+                post(crate::server::post::handle_post)
+                    .get(crate::server::get::handle_get)
+                    .delete(crate::server::get::handle_delete),
             )
             .with_state(self.inner.clone());
         match &self.inner.config.auth {

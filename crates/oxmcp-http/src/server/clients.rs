@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use axum::extract::ConnectInfo;
 use axum::http::Extensions;
 
-use crate::config::HttpConfig;
+use crate::server::config::HttpConfig;
 
 /// The verified identity of a request's sender, put in the request's extensions by an
 /// authentication layer. Per-client limits count sessions under it, and a session remembers

@@ -9,8 +9,8 @@ use oxmcp_store::{AppendEvent, StoreError, StoredEvent, StreamInfo};
 use tokio::sync::mpsc;
 
 use super::Shared;
-use crate::server::Inner;
-use crate::session::{Event, Resumed, Session};
+use crate::server::endpoint::Inner;
+use crate::server::session::{Event, Resumed, Session};
 
 /// How often a followed stream is read without a doorbell (a lost doorbell costs this much).
 const POLL: Duration = Duration::from_millis(500);

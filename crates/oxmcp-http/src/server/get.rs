@@ -9,11 +9,11 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use oxmcp_jsonrpc::ErrorCode;
 
-use crate::admission::{accepting, common_checks, plausible_session_id, stream_slot};
-use crate::clients::Principal;
-use crate::respond::*;
-use crate::server::Inner;
-use crate::sse_out::{priming, sse_event, sse_response};
+use crate::server::admission::{accepting, common_checks, plausible_session_id, stream_slot};
+use crate::server::clients::Principal;
+use crate::server::endpoint::Inner;
+use crate::server::replies::*;
+use crate::server::sse_stream::{priming, sse_event, sse_response};
 
 /// Host/Origin checks, then the bearer token: the request's parts and principal.
 async fn checked(inner: &Inner, request: Request) -> Result<(Parts, Option<String>), Response> {
@@ -31,7 +31,7 @@ async fn session_of(
     inner: &Arc<Inner>,
     headers: &HeaderMap,
     principal: Option<&str>,
-) -> Result<Arc<crate::session::Session>, Response> {
+) -> Result<Arc<crate::server::session::Session>, Response> {
     let Some(id) = header_str(headers, SESSION_HEADER) else {
         return Err(bad_request(
             "Bad Request: Mcp-Session-Id header is required",
@@ -40,15 +40,15 @@ async fn session_of(
     if !plausible_session_id(id) {
         return Err(bad_request("Bad Request: malformed Mcp-Session-Id"));
     }
-    crate::shared::lookup(inner, id, principal).await
+    crate::server::scale_out::lookup(inner, id, principal).await
 }
 
 pub(crate) async fn handle_get(State(inner): State<Arc<Inner>>, request: Request) -> Response {
-    if !crate::encoding::wants_protobuf(request.headers()) {
+    if !crate::server::protobuf::wants_protobuf(request.headers()) {
         return get(inner, request).await;
     }
     let max = inner.config.max_body;
-    crate::encoding::answer_in_protobuf(get(inner, request).await, max).await
+    crate::server::protobuf::answer_in_protobuf(get(inner, request).await, max).await
 }
 
 async fn get(inner: Arc<Inner>, request: Request) -> Response {
@@ -57,8 +57,11 @@ async fn get(inner: Arc<Inner>, request: Request) -> Response {
         Err(r) => return r,
     };
     // The stream lives no longer than the token it was opened with.
-    let lease = crate::lease::Lease::open(&inner.config, &parts);
-    crate::sse_out::until_lease_ends(stream(inner, &parts.headers, principal).await, lease)
+    let lease = crate::server::lease::Lease::open(&inner.config, &parts);
+    crate::server::sse_stream::until_lease_ends(
+        stream(inner, &parts.headers, principal).await,
+        lease,
+    )
 }
 
 /// The GET stream a checked request asks for: a resumed one, or the standalone stream.
@@ -72,7 +75,7 @@ async fn stream(inner: Arc<Inner>, headers: &HeaderMap, principal: Option<String
             "Accept must list text/event-stream",
         );
     }
-    if crate::stateless::is_modern(&headers, &[]) {
+    if crate::server::stateless::is_modern(&headers, &[]) {
         // 2026-07-28 has no GET stream (subscriptions/listen replaces it).
         return StatusCode::METHOD_NOT_ALLOWED.into_response();
     }
@@ -103,13 +106,13 @@ async fn stream(inner: Arc<Inner>, headers: &HeaderMap, principal: Option<String
         // log still holds, then a new GET stream.
         let (token, seq) = last.rsplit_once('-').unwrap_or((last, "0"));
         let seq = seq.parse().unwrap_or(0);
-        match crate::shared::resume_elsewhere(&inner, &session, token, seq).await {
-            Ok(crate::shared::Elsewhere::Request(resumed)) => {
+        match crate::server::scale_out::resume_elsewhere(&inner, &session, token, seq).await {
+            Ok(crate::server::scale_out::Elsewhere::Request(resumed)) => {
                 let chunks: Vec<String> = resumed.replay.iter().map(sse_event).collect();
                 return sse_response(chunks, resumed.live, keep_alive, None);
             }
-            Ok(crate::shared::Elsewhere::Standalone(events)) => replayed = events,
-            Err(e) => return crate::shared::store_failed(&e),
+            Ok(crate::server::scale_out::Elsewhere::Standalone(events)) => replayed = events,
+            Err(e) => return crate::server::scale_out::store_failed(&e),
         }
     }
     let Some((token, rx)) = session.open_standalone().await else {
@@ -139,7 +142,7 @@ pub(crate) async fn handle_delete(State(inner): State<Arc<Inner>>, request: Requ
         // Gone from the store first (every instance then answers 404), then every instance
         // drops what it holds.
         if let Err(e) = shared.op(shared.store.delete_session(&session.id)).await {
-            return crate::shared::store_failed(&e);
+            return crate::server::scale_out::store_failed(&e);
         }
         let ended = oxmcp_store::BusEvent::SessionEnded {
             session: session.id.clone(),

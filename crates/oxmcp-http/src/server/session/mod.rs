@@ -148,7 +148,7 @@ impl Session {
     }
 
     /// The shared store, if the endpoint has one.
-    pub(crate) fn shared(&self) -> Option<&Arc<crate::shared::Shared>> {
+    pub(crate) fn shared(&self) -> Option<&Arc<crate::server::scale_out::Shared>> {
         self.events.shared()
     }
 
