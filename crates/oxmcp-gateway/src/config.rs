@@ -71,7 +71,7 @@ impl Config {
     /// [`Error::Toml`] for text that is not TOML or holds an unknown key or a bad value,
     /// [`Error::Config`] for a config that fails [`Config::check`].
     pub fn from_toml(text: &str) -> Result<Config, Error> {
-        let config: Config = toml::from_str(text).map_err(|e| Error::Toml(Box::new(e)))?;
+        let config: Config = toml::from_str(text).map_err(|e| Error::Toml(e.to_string()))?;
         config.check()?;
         Ok(config)
     }

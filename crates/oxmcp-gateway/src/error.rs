@@ -4,9 +4,10 @@
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// TOML text that is not a gateway config: not TOML, an unknown key or a bad value.
-    #[error(transparent)]
-    Toml(Box<toml::de::Error>),
+    /// TOML text that is not a gateway config: not TOML, an unknown key or a bad value (the
+    /// parser's message, with the line and column).
+    #[error("{0}")]
+    Toml(String),
     /// A config that fails [`Config::check`](crate::Config::check).
     #[error("{0}")]
     Config(String),
