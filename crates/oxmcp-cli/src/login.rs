@@ -4,9 +4,7 @@
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use futures::future::BoxFuture;
-use oxmcp_auth::AuthError;
-use oxmcp_auth::client::{Flow, Loopback, OAuthClient, OAuthConfig, TokenStore, UserAgent};
+use oxmcp_auth::client::{Flow, Loopback, OAuthClient, OAuthConfig, TokenStore};
 
 /// The arguments of `oxmcp login`.
 #[derive(Debug, clap::Args)]
@@ -101,79 +99,16 @@ pub(crate) fn logout(url: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The agent of client commands: there is no browser flow in `oxmcp tools` and the like, so an
-/// authorization that is needed ends with the advice to log in.
-#[derive(Debug)]
-struct LoginFirst(String);
-
-impl LoginFirst {
-    fn advice(&self) -> AuthError {
-        AuthError::Config(format!(
-            "the server needs authorization: run `oxmcp login {}`",
-            self.0
-        ))
-    }
-}
-
-impl UserAgent for LoginFirst {
-    fn redirect_uri(&self) -> String {
-        "http://127.0.0.1/callback".to_owned()
-    }
-
-    fn available(&self) -> Result<(), AuthError> {
-        Err(self.advice())
-    }
-
-    fn authorize<'a>(&'a self, _url: &'a str) -> BoxFuture<'a, Result<String, AuthError>> {
-        Box::pin(async move { Err(self.advice()) })
-    }
-}
-
-/// A fixed bearer token (the gateway's `bearer_file` for an upstream); a refusal stands.
-#[derive(Clone)]
-pub(crate) struct StaticBearer(String);
-
-impl StaticBearer {
-    pub(crate) fn new(token: String) -> Self {
-        Self(format!("Bearer {token}"))
-    }
-}
-
-impl std::fmt::Debug for StaticBearer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("StaticBearer(..)")
-    }
-}
-
-impl oxmcp_http::client::Authorizer for StaticBearer {
-    fn authorization(&self) -> Option<String> {
-        Some(self.0.clone())
-    }
-
-    fn challenged<'a>(
-        &'a self,
-        _challenge: &'a oxmcp_http::client::Challenge,
-    ) -> BoxFuture<'a, Result<bool, String>> {
-        Box::pin(async { Ok(false) })
-    }
-}
-
 /// The authorizer of a client command for `url`: the stored grant (refreshed when it has
-/// expired), and the advice to run `oxmcp login` when the server wants one there is not.
+/// expired), and the advice to run `oxmcp login` when the server wants one there is not (there
+/// is no browser flow in `oxmcp tools` and the like).
 pub(crate) async fn stored_authorizer(
     url: &str,
 ) -> anyhow::Result<Option<Arc<dyn oxmcp_http::client::Authorizer>>> {
     let Some(store) = TokenStore::default_location() else {
         return Ok(None);
     };
-    let mut config = OAuthConfig::new(
-        url,
-        Flow::AuthorizationCode(Arc::new(LoginFirst(url.to_owned()))),
-    );
-    config.store = Some(store);
-    let oauth = OAuthClient::new(config)?;
-    if let Err(e) = oauth.refresh_if_expired().await {
-        tracing::info!("the stored token could not be refreshed: {e}");
-    }
+    let advice = format!("the server needs authorization: run `oxmcp login {url}`");
+    let oauth = OAuthClient::stored(url, store, advice).await?;
     Ok(Some(Arc::new(oauth)))
 }

@@ -155,25 +155,21 @@ fn bridged_env(
 
 impl BridgeArgs {
     /// The gateway of the bridge these options ask for, if any.
-    fn config(&self) -> anyhow::Result<Option<gateway::Config>> {
+    fn config(&self) -> anyhow::Result<Option<gateway::ServeFile>> {
         if let Some(url) = &self.upstream {
             if !crate::target::is_url(url) {
                 bail!("--upstream {url:?} is not an http(s)://, ws(s):// or grpc(s):// URL");
             }
-            let mut upstream =
-                gateway::Upstream::bridged(Vec::new(), Default::default(), Some(url.clone()));
+            let mut upstream = gateway::Upstream::url("upstream", url.clone());
             upstream.era = self.upstream_era;
             upstream.headers = crate::auth::parse_headers(&self.upstream_headers)?
                 .into_iter()
                 .collect();
             if self.upstream_bearer_file.is_some() || self.upstream_login {
-                upstream.auth = Some(gateway::UpstreamAuth {
-                    bearer_file: self.upstream_bearer_file.clone(),
-                    client_id: None,
-                    client_secret_file: None,
-                    scopes: Vec::new(),
-                    login: self.upstream_login,
-                });
+                let mut auth = gateway::UpstreamAuth::default();
+                auth.bearer_file = self.upstream_bearer_file.clone();
+                auth.login = self.upstream_login;
+                upstream.auth = Some(auth);
             }
             return Ok(Some(gateway::bridge(upstream, gateway::describe_url(url))));
         }
@@ -183,7 +179,8 @@ impl BridgeArgs {
         // The safe set (added by the gateway, as for any stdio upstream) and what the
         // operator names: a third-party server never gets our secrets by accident.
         let env = bridged_env(self.pass_env, &self.env, std::env::vars_os());
-        let mut upstream = gateway::Upstream::bridged(self.command.clone(), env, None);
+        let mut upstream = gateway::Upstream::command("upstream", self.command.clone());
+        upstream.env = env;
         upstream.era = self.upstream_era;
         let what = gateway::describe_command(&self.command);
         Ok(Some(gateway::bridge(upstream, what)))
@@ -215,9 +212,6 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         // Tasks live in the store too: any instance answers tasks/get.
         server_config.task_store = Some(oxmcp::StoreTasks::new(store.clone()));
     }
-    if let (Some(c), None) = (&gateway_config, limits.max_subscriptions) {
-        server_config.max_subscriptions = c.max_subscriptions;
-    }
     limits.server(&mut server_config);
     if args.stdio {
         limits.stdio(&mut server_config);
@@ -228,8 +222,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let (server, upstreams) = match gateway_config {
         // A signal while connecting lets the connecting finish (so what was opened is closed
         // again below), but waits no longer than the drain deadline.
-        Some(c) => tokio::select! {
-            started = gateway::start(c, server_config) => started?,
+        Some(file) => tokio::select! {
+            started = start_gateway(file.gateway, &limits, server_config) => started?,
             () = async {
                 shutdown.cancelled().await;
                 tokio::time::sleep(options.drain_deadline).await;
@@ -268,9 +262,26 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     served
 }
 
+/// The gateway of `config` started, its server built with `server_config`: `--max-subscriptions`
+/// (or `[limits]`) overrides the config's own `max_subscriptions`.
+async fn start_gateway(
+    mut config: gateway::Config,
+    limits: &Limits,
+    server_config: oxmcp_server::ServerConfig,
+) -> anyhow::Result<(Server, Vec<Supervised>)> {
+    if let Some(n) = limits.max_subscriptions {
+        config.max_subscriptions = n;
+    }
+    let started = gateway::Gateway::builder(config)
+        .server_config(server_config)
+        .start()
+        .await?;
+    Ok(started.into_parts())
+}
+
 /// "the demo server", "the gateway" or "the bridge to ...".
-fn what_is_served(gateway: Option<&gateway::Config>) -> String {
-    match gateway.map(|c| &c.bridge) {
+fn what_is_served(gateway: Option<&gateway::ServeFile>) -> String {
+    match gateway.map(|c| c.gateway.bridged()) {
         Some(Some(b)) => format!("the bridge to {b}"),
         Some(None) => "the gateway".to_owned(),
         None => "the demo server".to_owned(),
@@ -305,7 +316,7 @@ async fn serve_stdio(
 /// that the others cannot see.
 async fn shared_store(
     args: &ServeArgs,
-    file: Option<&gateway::Config>,
+    file: Option<&gateway::ServeFile>,
     limits: &Limits,
 ) -> anyhow::Result<Option<std::sync::Arc<dyn oxmcp_store::Store>>> {
     let url = args
@@ -328,7 +339,7 @@ async fn shared_store(
     // takes is one the store takes.
     let mut server = oxmcp_server::ServerConfig::default();
     if let (Some(c), None) = (file, limits.max_subscriptions) {
-        server.max_subscriptions = c.max_subscriptions;
+        server.max_subscriptions = c.gateway.max_subscriptions;
     }
     limits.server(&mut server);
     let store = crate::store::connect(

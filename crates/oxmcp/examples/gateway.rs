@@ -1,17 +1,14 @@
-//! Run with: cargo run -p oxmcp --example gateway
+//! Run with: cargo run -p oxmcp --example gateway --features gateway
 //!
-//! A gateway written in code: a `ServerHandler` that answers with an upstream server's tools
-//! under a prefix and forwards calls to it through a client. (The `oxmcp serve --config`
-//! gateway does this for many upstreams, with supervision, retries and the other lists.)
-//! The upstream and the gateway both run in this process on 127.0.0.1.
+//! A gateway built in code (`oxmcp::gateway`, the gateway of `oxmcp serve --config`): one
+//! server in front of an upstream server, whose tools it lists as `up__NAME` and to which it
+//! forwards calls, with supervision, per-request connections and the other lists. The
+//! upstream, the gateway and its client all run in this process on 127.0.0.1.
 
-use oxmcp::client::Client;
-use oxmcp::engine::CallError;
-use oxmcp::jsonrpc::ErrorObject;
+use oxmcp::gateway::{Config, Gateway, Upstream};
 use oxmcp::remote::{Remote, connect};
-use oxmcp::server::dynamic::unknown_tool;
-use oxmcp::server::{Ctx, Server, ServerHandler, tool};
-use oxmcp::types::{CallToolParams, CallToolResult, JsonObject, ListToolsResult};
+use oxmcp::server::{Server, tool};
+use oxmcp::types::JsonObject;
 
 /// Shouts the message back.
 #[tool]
@@ -28,61 +25,14 @@ async fn serve(server: Server) -> std::io::Result<String> {
     Ok(url)
 }
 
-/// The upstream's tools, as `up__NAME`.
-struct Gateway {
-    upstream: Client,
-}
-
-const PREFIX: &str = "up__";
-
-fn upstream_error(e: CallError) -> ErrorObject {
-    match e {
-        CallError::Rpc(e) => e,
-        other => ErrorObject::internal(format!("upstream: {other}")),
-    }
-}
-
-impl ServerHandler for Gateway {
-    async fn list_tools(
-        &self,
-        _ctx: &Ctx,
-        _cursor: Option<String>,
-    ) -> Result<ListToolsResult, ErrorObject> {
-        let tools = self.upstream.list_tools().await.map_err(upstream_error)?;
-        let tools = tools
-            .into_iter()
-            .map(|t| {
-                let name = format!("{PREFIX}{}", t.name);
-                t.with_name(name)
-            })
-            .collect();
-        Ok(ListToolsResult::default().with_tools(tools))
-    }
-
-    async fn call_tool(
-        &self,
-        _ctx: Ctx,
-        params: CallToolParams,
-    ) -> Result<CallToolResult, ErrorObject> {
-        let Some(name) = params.name.strip_prefix(PREFIX) else {
-            return Err(unknown_tool(&params.name));
-        };
-        let args = params.arguments.unwrap_or_default();
-        self.upstream
-            .call_tool(name, args)
-            .await
-            .map_err(upstream_error)
-    }
-}
-
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let upstream_url = serve(Server::builder("upstream", "1.0.0").add(shout).build()?).await?;
-    let upstream = connect(&upstream_url, Remote::default()).await?;
-    let gateway = Server::builder("gateway", "1.0.0")
-        .handler(Gateway { upstream })
-        .build()?;
-    let gateway_url = serve(gateway).await?;
+    // The same as `[[upstream]] name = "up" url = "..."` in mcp.toml (`Config::from_toml`);
+    // `Upstream::command("up", ["some-server", "--stdio"])` would start a stdio server.
+    let config = Config::default().with_upstream(Upstream::url("up", upstream_url));
+    let gateway = Gateway::builder(config).start().await?;
+    let gateway_url = serve(gateway.server().clone()).await?;
 
     let client = connect(&gateway_url, Remote::default()).await?;
     let names: Vec<String> = client
@@ -97,9 +47,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let r = client.call_tool("up__shout", args).await?;
     let text = serde_json::to_value(&r.content)?[0]["text"].clone();
     println!("up__shout(hello) = {text}");
+    client.close().await;
+    gateway.stop().await;
     if names != ["up__shout"] || text != "HELLO" {
         return Err("the gateway should list and forward the upstream's tool".into());
     }
-    client.close().await;
     Ok(())
 }

@@ -15,6 +15,9 @@
 //! - [`serde`], [`serde_json`] and [`schemars`], the versions the stack uses, for tool
 //!   arguments and results.
 //!
+//! - `gateway` (feature `gateway`): one MCP server in front of several upstream servers
+//!   (stdio commands and URLs), each supervised: the `oxmcp-gateway` crate.
+//!
 //! [`StoreTasks`] keeps a server's tasks in a shared [`oxmcp_store::Store`] (Redis).
 //!
 //! [`serve_stdio`] and [`serve_http`] run a server until its input ends or a signal comes;
@@ -71,6 +74,8 @@ pub use store_tasks::StoreTasks;
 
 pub use oxmcp_client as client;
 pub use oxmcp_engine as engine;
+#[cfg(feature = "gateway")]
+pub use oxmcp_gateway as gateway;
 pub use oxmcp_http as http;
 pub use oxmcp_jsonrpc as jsonrpc;
 pub use oxmcp_server as server;

@@ -15,6 +15,7 @@ mod flow;
 pub mod guard;
 mod lockfile;
 mod store;
+mod stored;
 mod token;
 
 use std::sync::Arc;

@@ -19,13 +19,13 @@ use oxmcp_types::{
 use super::*;
 
 /// Answers for every upstream at once.
-pub(super) struct Gateway {
+pub(super) struct Handler {
     pub(super) catalog: Arc<Catalog>,
     pub(super) links: Arc<BTreeMap<String, Arc<Link>>>,
     pub(super) pools: BTreeMap<String, Arc<Pool>>,
 }
 
-impl Gateway {
+impl Handler {
     fn pool(&self, upstream: &str) -> Result<&Arc<Pool>, ErrorObject> {
         self.pools
             .get(upstream)
@@ -49,7 +49,7 @@ fn scope(ctx: &Ctx) -> Option<CacheScope> {
     modern.then(|| ctx.server().config().cache.scope)
 }
 
-impl ServerHandler for Gateway {
+impl ServerHandler for Handler {
     fn capabilities(&self) -> HandlerCapabilities {
         HandlerCapabilities::none()
             .with_tools()

@@ -73,55 +73,14 @@ pub(super) async fn connect(
     let config = ClientConfig::default()
         .child(oxmcp_client::ChildConfig::default().env(env))
         .era(upstream.era);
+    let refused = |m: String| oxmcp_client::ConnectError::Initialize(CallError::Protocol(m));
     match &upstream.url {
-        Some(url) if crate::target::is_stream_url(url) => {
-            // A static token only: OAuth upstreams are reached over Streamable HTTP.
-            if upstream
-                .auth
-                .as_ref()
-                .is_some_and(|a| a.client_id.is_some() || a.login)
-            {
-                let m = format!(
-                    "upstream {}: OAuth (client_id, login) needs an http(s):// URL; over WebSocket and gRPC use bearer_file",
-                    upstream.name
-                );
-                return Err(oxmcp_client::ConnectError::Initialize(CallError::Protocol(
-                    m,
-                )));
-            }
-            let mut headers: Vec<(String, String)> = upstream.headers.clone().into_iter().collect();
-            if let Some(path) = upstream.auth.as_ref().and_then(|a| a.bearer_file.as_ref()) {
-                let token = std::fs::read_to_string(path).map_err(|e| {
-                    let m = format!("reading {}: {e}", path.display());
-                    oxmcp_client::ConnectError::Initialize(CallError::Protocol(m))
-                })?;
-                headers.push(("authorization".into(), format!("Bearer {}", token.trim())));
-            }
-            let (channels, link) =
-                crate::target::open_stream(url, headers, oxmcp_http::BodyEncoding::Json)
-                    .await
-                    .map_err(|e| {
-                        oxmcp_client::ConnectError::Initialize(CallError::Protocol(format!(
-                            "{e:#}"
-                        )))
-                    })?;
+        Some(url) if is_stream_url(url) => {
+            let (channels, link) = open_stream(&upstream, url).await.map_err(refused)?;
             Client::connect_over(channels, link, handlers, config).await
         }
         Some(url) => {
-            let authorizer = authorizer(&upstream, url).await.map_err(|e| {
-                oxmcp_client::ConnectError::Initialize(CallError::Protocol(format!("{e:#}")))
-            })?;
-            let t = oxmcp_http::client::connect(
-                url,
-                oxmcp_http::HttpClientConfig::default()
-                    .headers(upstream.headers.clone().into_iter().collect())
-                    .authorizer(authorizer),
-            )
-            .map_err(|e| {
-                oxmcp_client::ConnectError::Initialize(CallError::Protocol(e.to_string()))
-            })?;
-            // The client owns the session: closing it sends the DELETE.
-            let (channels, session) = t.into_parts();
+            let (channels, session) = open_http(&upstream, url).await.map_err(refused)?;
             Client::connect_over(channels, session, handlers, config).await
         }
         None => {
@@ -133,40 +92,6 @@ pub(super) async fn connect(
             Client::spawn(&program, &args, handlers, config).await
         }
     }
-}
-
-/// The gateway's own credentials for an HTTP upstream (built once, shared by its
-/// connections): a static token, client credentials, or the tokens of `oxmcp login`.
-async fn authorizer(
-    upstream: &Upstream,
-    url: &str,
-) -> anyhow::Result<Option<Arc<dyn oxmcp_http::client::Authorizer>>> {
-    use oxmcp_auth::client::{Flow, OAuthClient, OAuthConfig};
-    let Some(auth) = &upstream.auth else {
-        return Ok(None);
-    };
-    if let Some(a) = upstream.authorizer.get() {
-        return Ok(Some(a.clone()));
-    }
-    let read = |p: &std::path::Path| -> anyhow::Result<String> {
-        let t = std::fs::read_to_string(p)
-            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))?;
-        Ok(t.trim().to_owned())
-    };
-    let made: Arc<dyn oxmcp_http::client::Authorizer> = if let Some(p) = &auth.bearer_file {
-        Arc::new(crate::login::StaticBearer::new(read(p)?))
-    } else if let (Some(id), Some(secret)) = (&auth.client_id, &auth.client_secret_file) {
-        let mut c = OAuthConfig::new(url, Flow::ClientCredentials(None));
-        c.client_id = Some(id.clone());
-        c.client_secret = Some(read(secret)?);
-        c.scopes = (!auth.scopes.is_empty()).then(|| auth.scopes.clone());
-        Arc::new(OAuthClient::new(c)?)
-    } else {
-        crate::login::stored_authorizer(url)
-            .await?
-            .ok_or_else(|| anyhow::anyhow!("no config directory for the token store"))?
-    };
-    Ok(Some(upstream.authorizer.get_or_init(|| made).clone()))
 }
 
 /// Passes an upstream's notifications on, in order, never waiting for a client: one that

@@ -1,0 +1,17 @@
+//! The gateway's [`Error`]: a config that cannot be served, or a server that cannot be built.
+
+/// Why a gateway could not be read or started.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// TOML text that is not a gateway config: not TOML, an unknown key or a bad value (the
+    /// parser's message, with the line and column).
+    #[error("{0}")]
+    Toml(String),
+    /// A config that fails [`Config::check`](crate::Config::check).
+    #[error("{0}")]
+    Config(String),
+    /// The gateway's server could not be built.
+    #[error(transparent)]
+    Server(#[from] oxmcp_server::BuildError),
+}
