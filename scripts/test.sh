@@ -34,6 +34,17 @@ if [ ! -x .venv-interop/bin/python ] || ! .venv-interop/bin/python -c 'import mc
   .venv-interop/bin/pip install -q --disable-pip-version-check \
     "mcp==1.30.0" "websockets==17.4" "uvicorn==0.54.0" "grpcio==1.76.0" "grpcio-tools==1.76.0"
 fi
+# The house rules no compiler checks (file and function sizes, each file's opening comment,
+# each crate root's "Imports" sentence against its Cargo.toml): scripts/guard.py.
+python3 scripts/guard.py
+# A client-only build of oxmcp-http carries no server code: no axum, no hyper server.
+server_code=$(cargo tree -p oxmcp-http --no-default-features --features client,grpc -e normal,features \
+  | grep -E 'axum|hyper feature "server"|tonic feature "server"' || true)
+if [ -n "$server_code" ]; then
+  echo "a client-only build of oxmcp-http pulls in server code:" >&2
+  echo "$server_code" >&2
+  exit 1
+fi
 cargo build --workspace --all-targets
 cargo test --workspace --all-targets
 cargo test --workspace --doc
@@ -51,7 +62,10 @@ PUBLIC_API_TARGET_DIR=target/public-api ./scripts/public-api.sh --check
 for example in tools structured_output stateful gateway tasks extensions dynamic_server resources prompts completion logging progress cancellation \
   sampling elicitation roots stdio streamable_http legacy_sse websocket grpc auth; do
   echo "== example $example"
-  cargo run -q -p oxmcp --example "$example" >/dev/null
+  features=""
+  [ "$example" = gateway ] && features="--features gateway"
+  # shellcheck disable=SC2086
+  cargo run -q -p oxmcp $features --example "$example" >/dev/null
 done
 # The README's server answers over stdio: an initialize, then a call of its tool.
 echo "== example write_a_server"

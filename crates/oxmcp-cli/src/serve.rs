@@ -379,16 +379,7 @@ async fn serve_http(
     for listen in std::iter::once(listen).chain(args.grpc_listen) {
         refuse_open_listener(args, listen, auth.is_some())?;
     }
-    let mut hosts = args.allowed_hosts.clone();
-    if !hosts.is_empty() {
-        hosts.extend(["localhost", "127.0.0.1", "[::1]"].map(String::from));
-    }
-    let mut config = oxmcp_http::HttpConfig::default()
-        .allowed_hosts(hosts)
-        .response_mode(args.response_mode.into())
-        .shutdown(shutdown.clone())
-        .auth(auth.map(std::sync::Arc::new));
-    limits.http(&mut config);
+    let config = http_config(args, limits, auth, &shutdown);
     let legacy = oxmcp_http::LegacySse::new(server.clone(), config.clone());
     let ws = oxmcp_http::WebSocket::new(
         server.clone(),
@@ -444,6 +435,27 @@ async fn serve_http(
         None => eprintln!("oxmcp: stopped"),
     }
     Ok(())
+}
+
+/// The HTTP settings of `oxmcp serve`: its allowed hosts (loopback names too, once any is
+/// given), response mode, limits, authentication and shutdown.
+fn http_config(
+    args: &ServeArgs,
+    limits: &Limits,
+    auth: Option<oxmcp_http::HttpAuth>,
+    shutdown: &CancellationToken,
+) -> oxmcp_http::HttpConfig {
+    let mut hosts = args.allowed_hosts.clone();
+    if !hosts.is_empty() {
+        hosts.extend(["localhost", "127.0.0.1", "[::1]"].map(String::from));
+    }
+    let mut config = oxmcp_http::HttpConfig::default()
+        .allowed_hosts(hosts)
+        .response_mode(args.response_mode.into())
+        .shutdown(shutdown.clone())
+        .auth(auth.map(std::sync::Arc::new));
+    limits.http(&mut config);
+    config
 }
 
 /// Refuses a non-loopback listener without authentication unless --allow-unauthenticated.

@@ -1,8 +1,8 @@
 //! MCP over Streamable HTTP (2025-03-26 to 2025-11-25 sessions and 2026-07-28 stateless
 //! requests), the 2024-11-05 HTTP+SSE transport, WebSocket and gRPC: the server side (feature
 //! `server`, in `server/`, `ws/server.rs` and `grpc/server.rs`) and the client side (feature
-//! `client`, in `client/`, `ws/client.rs` and `grpc/client.rs`), both on by default; nothing
-//! of the client side imports the server side, so a client-only build
+//! `client`, in `client/`, `ws/client.rs` and `grpc/client.rs`), both on by default; the client
+//! side uses nothing of the server side, so a client-only build
 //! (`default-features = false, features = ["client"]`) has no axum and no hyper server.
 //! Imports oxmcp-engine, oxmcp-jsonrpc, oxmcp-proto, oxmcp-store, oxmcp-transport and
 //! oxmcp-types; hosts any [`oxmcp_engine::Serve`].

@@ -1,7 +1,7 @@
 //! Model Context Protocol for Rust: the one import for servers, clients and transports.
 //! Re-exports the crates of the stack; no library of ours depends on it. Imports oxmcp-client,
-//! oxmcp-engine, oxmcp-http, oxmcp-jsonrpc, oxmcp-server, oxmcp-store, oxmcp-transport and
-//! oxmcp-types.
+//! oxmcp-engine, oxmcp-gateway (feature `gateway`), oxmcp-http, oxmcp-jsonrpc, oxmcp-server,
+//! oxmcp-store, oxmcp-transport and oxmcp-types.
 //!
 //! - [`types`]: the protocol model for every revision, with a per-version feature table.
 //! - [`jsonrpc`]: strict JSON-RPC 2.0 messages and the transport boundary types.
