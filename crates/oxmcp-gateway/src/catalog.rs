@@ -14,7 +14,7 @@ use oxmcp_types::{LoggingLevel, Prompt, Resource, ResourceTemplate, Tool};
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::{mpsc, oneshot};
 
-use super::*;
+use super::{Kind, Link, MAX_PAGES, Pool, Upstream};
 
 /// A tool as exposed, and how to call it upstream.
 #[derive(Clone)]

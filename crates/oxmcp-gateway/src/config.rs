@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::*;
+use super::{Arc, Error, SEPARATOR};
 
 /// The gateway's settings and its upstream servers.
 ///

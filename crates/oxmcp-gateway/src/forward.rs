@@ -11,7 +11,7 @@ use oxmcp_types::{
     JsonObject, ReadResourceResult,
 };
 
-use super::*;
+use super::{Event, Link, Pool, relay, route_name, route_uri};
 
 /// Calls `tool` on the upstream, passing progress back. `retry` says whether a failed call
 /// may be repeated (from the tool's annotations, as the gateway lists them).

@@ -16,7 +16,7 @@ use oxmcp_types::{
     ListToolsResult, ReadResourceResult, ResourceUriParams, Tool,
 };
 
-use super::*;
+use super::{Catalog, Link, Pool, forward};
 
 /// Answers for every upstream at once.
 pub(super) struct Handler {

@@ -75,14 +75,14 @@ mod upstream;
 pub use config::{Config, Upstream, UpstreamAuth};
 pub use error::Error;
 
-use catalog::*;
+use catalog::{Catalog, all_pages, track};
 use handler::Handler;
-use link::*;
-use pool::*;
-use quarantine::*;
-use remote::*;
-use subscriptions::*;
-use upstream::*;
+use link::{Call, Event, Kind, Link, relay, relay_input, route_name, route_uri};
+use pool::Pool;
+use quarantine::{Budget, Holder, settle};
+use remote::{is_stream_url, open_http, open_stream};
+use subscriptions::{Subscriptions, keep_subscribed};
+use upstream::{connect, connector, pass_on};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

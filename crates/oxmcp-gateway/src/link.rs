@@ -12,7 +12,7 @@ use oxmcp_types::{LoggingMessageParams, ProgressParams};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::*;
+use super::{Pool, SEPARATOR, Subscriptions, URI_PREFIX};
 
 /// What the gateway keeps for one upstream.
 pub(super) struct Link {

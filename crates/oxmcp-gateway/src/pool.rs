@@ -27,7 +27,7 @@ use oxmcp_jsonrpc::ErrorObject;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
-use super::*;
+use super::{Budget, Call, Holder, Link, Upstream, all_pages, connect, settle};
 
 /// How long an extra connection may stay idle before it is closed.
 pub(super) const IDLE_TIMEOUT: Duration = Duration::from_secs(60);

@@ -32,7 +32,7 @@ use oxmcp_jsonrpc::{ErrorCode, ErrorObject};
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
-use super::*;
+use super::Call;
 
 /// How long an upstream must say nothing about any request before its quarantined
 /// connection is lent again.

@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use oxmcp_http::client::{Authorizer, Challenge};
 use oxmcp_transport::{Channels, Link};
 
-use super::*;
+use super::Upstream;
 
 /// True for the URLs of the one-connection transports: WebSocket and gRPC.
 pub(crate) fn is_stream_url(url: &str) -> bool {

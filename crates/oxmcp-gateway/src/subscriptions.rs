@@ -24,7 +24,7 @@ use oxmcp_client::{Client, ServerEvent, Status, Supervised};
 use oxmcp_jsonrpc::ErrorObject;
 use tokio::sync::Notify;
 
-use super::*;
+use super::{Event, Kind, Link, MAX_SUBSCRIPTIONS};
 
 /// Subscriptions held through the gateway on one upstream.
 pub(super) struct Subscriptions {

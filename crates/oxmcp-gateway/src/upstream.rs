@@ -7,7 +7,9 @@ use oxmcp_server::Server;
 use oxmcp_types::LoggingLevel;
 use tokio::sync::mpsc;
 
-use super::*;
+use super::{
+    Event, Holder, Kind, Link, Upstream, is_stream_url, open_http, open_stream, relay_input,
+};
 
 /// Makes the supervised connection to `upstream` (its handlers read `holder`).
 pub(super) fn connector(

@@ -5,7 +5,7 @@
 
 /// The answer to one JSON-RPC message; `None` for a notification. `Err` for bytes that
 /// are not JSON.
-pub fn answer(body: &[u8]) -> Result<Option<String>, ()> {
+pub(crate) fn answer(body: &[u8]) -> Result<Option<String>, ()> {
     let msg = serde_json::from_slice::<serde_json::Value>(body).map_err(|_| ())?;
     let Some(id) = msg.get("id") else {
         return Ok(None);

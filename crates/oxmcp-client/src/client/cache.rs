@@ -8,7 +8,7 @@ use oxmcp_types::PaginatedParams;
 use oxmcp_types::methods::Request as RequestMethod;
 use serde_json::Value;
 
-use super::*;
+use super::Client;
 
 pub(super) type ListCache = Arc<parking_lot::Mutex<ListPages>>;
 

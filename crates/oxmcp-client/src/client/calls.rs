@@ -10,7 +10,7 @@ use oxmcp_types::{
 use oxmcp_types::{Feature, methods};
 use serde_json::Value;
 
-use super::*;
+use super::{Active, Client};
 
 /// Why a tool's `x-mcp-header` annotations are invalid, if they are (2026-07-28: each must be a
 /// non-empty header token, unique case-insensitively, on a string, integer or boolean

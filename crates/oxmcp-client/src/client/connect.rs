@@ -17,7 +17,9 @@ use oxmcp_types::{DiscoverResult, meta_keys};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::*;
+use super::{
+    Active, Client, ClientConfig, ClientService, ConnectError, EraChoice, ListCache, Subscriptions,
+};
 use crate::handler::ClientHandlers;
 
 /// Whether an UnsupportedProtocolVersion error lists 2026-07-28 as supported.

@@ -13,7 +13,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::*;
+use super::{Active, Client, service};
 use crate::handler::ServerEvent;
 
 /// Most `input_required` rounds a single call goes through before it fails.

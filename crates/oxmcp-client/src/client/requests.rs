@@ -3,7 +3,7 @@
 use oxmcp_engine::{CallError, RequestOptions};
 use oxmcp_types::methods::Request as RequestMethod;
 
-use super::*;
+use super::Client;
 
 impl Client {
     pub(super) fn require(&self, present: bool, what: &str) -> Result<(), CallError> {

@@ -8,7 +8,7 @@ use oxmcp_types::meta_keys;
 use oxmcp_types::{ElicitParams, EmptyResult, LoggingMessageParams, apply_schema_defaults};
 use serde_json::Value;
 
-use super::*;
+use super::{ListCache, Subscriptions};
 use crate::handler::{ClientHandlers, ServerEvent};
 
 pub(super) struct ClientService {

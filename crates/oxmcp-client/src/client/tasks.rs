@@ -17,7 +17,7 @@ use oxmcp_types::{
 };
 use serde_json::{Value, json};
 
-use super::*;
+use super::{Active, Client};
 
 /// A `tools/call` answered at once, or turned into a task.
 #[derive(Debug, Clone)]

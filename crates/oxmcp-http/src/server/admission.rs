@@ -9,7 +9,7 @@ use oxmcp_types::ProtocolVersion;
 
 use crate::server::config::HttpConfig;
 use crate::server::guard;
-use crate::server::replies::*;
+use crate::server::replies::{VERSION_HEADER, forbidden_host, retry_later, unsupported_version};
 use crate::server::session::Session;
 
 /// 503 once shutdown has begun.

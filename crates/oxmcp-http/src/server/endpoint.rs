@@ -18,7 +18,7 @@ use crate::server::scale_out::Shared;
 use crate::server::session::{Events, Session};
 
 /// Looks up a tool's `Mcp-Param-{Name}` header mirrors: `(header name, property name)`.
-pub type ParamHeaders = dyn Fn(&str) -> Vec<(String, String)> + Send + Sync;
+pub(crate) type ParamHeaders = dyn Fn(&str) -> Vec<(String, String)> + Send + Sync;
 
 pub(crate) struct Inner {
     pub(crate) service: Arc<dyn Serve>,

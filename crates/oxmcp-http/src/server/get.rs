@@ -12,7 +12,7 @@ use oxmcp_jsonrpc::ErrorCode;
 use crate::server::admission::{accepting, common_checks, plausible_session_id, stream_slot};
 use crate::server::clients::Principal;
 use crate::server::endpoint::Inner;
-use crate::server::replies::*;
+use crate::server::replies::{SESSION_HEADER, accepts, bad_request, header_str, rpc_error};
 use crate::server::sse_stream::{priming, sse_event, sse_response};
 
 /// Host/Origin checks, then the bearer token: the request's parts and principal.

@@ -18,7 +18,10 @@ use crate::server::admission::{
 use crate::server::clients::{Client, Refused};
 use crate::server::config::ResponseMode;
 use crate::server::endpoint::Inner;
-use crate::server::replies::*;
+use crate::server::replies::{
+    SESSION_HEADER, accepts, bad_request, decode_error_response, header_str, json_response,
+    read_body, retry_later, rpc_error, session_not_found,
+};
 use crate::server::session::{Event, Session, handshake_done, random_hex};
 use crate::server::sse_stream::{priming, sse_event, sse_response};
 

@@ -30,17 +30,17 @@ pub const SUBPROTOCOL: &str = "mcp";
 #[cfg(feature = "server")]
 pub(crate) mod close {
     /// Normal closure.
-    pub const NORMAL: u16 = 1000;
+    pub(crate) const NORMAL: u16 = 1000;
     /// The server is going away (shutdown).
-    pub const GOING_AWAY: u16 = 1001;
+    pub(crate) const GOING_AWAY: u16 = 1001;
     /// A frame of a type the endpoint does not accept (binary).
-    pub const UNSUPPORTED: u16 = 1003;
+    pub(crate) const UNSUPPORTED: u16 = 1003;
     /// Text that is not UTF-8.
-    pub const INVALID_DATA: u16 = 1007;
+    pub(crate) const INVALID_DATA: u16 = 1007;
     /// A policy was broken (idle too long).
-    pub const POLICY: u16 = 1008;
+    pub(crate) const POLICY: u16 = 1008;
     /// A message over the size limit.
-    pub const TOO_BIG: u16 = 1009;
+    pub(crate) const TOO_BIG: u16 = 1009;
     /// The endpoint failed.
-    pub const INTERNAL: u16 = 1011;
+    pub(crate) const INTERNAL: u16 = 1011;
 }
