@@ -25,7 +25,8 @@ pub struct Config {
     /// one more is refused (-32602). All clients' subscriptions to one upstream share one
     /// upstream session, so this keeps one client from taking all of it. The gateway's
     /// server is built with it (it replaces the `max_subscriptions` of the
-    /// [`ServerConfig`](oxmcp_server::ServerConfig) given to [`GatewayBuilder::server_config`]).
+    /// [`ServerConfig`](oxmcp_server::ServerConfig) given to
+    /// [`GatewayBuilder::server_config`](crate::GatewayBuilder::server_config)).
     #[serde(default = "default_max_subscriptions")]
     pub max_subscriptions: usize,
     /// Distinct resources one principal may hold subscriptions to per upstream, over all its

@@ -90,7 +90,8 @@ impl Client {
         Ok(page)
     }
 
-    /// Every tool, following cursors (at most [`ClientConfig::max_pages`] pages). Tools whose
+    /// Every tool, following cursors (at most
+    /// [`ClientConfig::max_pages`](super::ClientConfig::max_pages) pages). Tools whose
     /// `x-mcp-header` annotations are invalid (2026-07-28: not a non-empty header token,
     /// duplicated case-insensitively, or on a non-primitive property) are left out, with a
     /// warning: they cannot be called correctly.
@@ -189,7 +190,8 @@ impl Client {
     }
 
     /// Checks a result of tool `name` against its `outputSchema` as last listed (when
-    /// [`ClientConfig::validate_output`] is on; `call_tool` does it by itself), e.g. the
+    /// [`ClientConfig::validate_output`](super::ClientConfig::validate_output) is on;
+    /// `call_tool` does it by itself), e.g. the
     /// result of a task followed with [`Client::wait_task`].
     ///
     /// # Errors
