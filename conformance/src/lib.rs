@@ -451,7 +451,7 @@ fn modern_tools(b: oxmcp_server::ServerBuilder) -> oxmcp_server::ServerBuilder {
         handler(|ctx, _| async move {
             let added = tool("test_dynamic_tool", "Added at run time", no_args());
             let echo = handler(|_, _| async { Ok(CallToolResult::text("dynamic")) });
-            ctx.server().add_tool(added, echo).await.map_err(|e| ErrorObject::internal(e.to_string()))?;
+            ctx.server().add_tool(added, echo).map_err(|e| ErrorObject::internal(e.to_string()))?;
             Ok(CallToolResult::text("tool list changed"))
         }),
     )
@@ -462,7 +462,7 @@ fn modern_tools(b: oxmcp_server::ServerBuilder) -> oxmcp_server::ServerBuilder {
             let render: oxmcp_server::PromptFn = std::sync::Arc::new(|_, _| {
                 Box::pin(async { Ok(messages(vec![PromptMessage::text(Role::User, "dynamic")])) })
             });
-            ctx.server().add_prompt(p, render).await;
+            ctx.server().add_prompt(p, render);
             Ok(CallToolResult::text("prompt list changed"))
         }),
     )

@@ -265,9 +265,7 @@ fn basic_tools(builder: ServerBuilder, add: Tool) -> ServerBuilder {
                 let level = a.level.unwrap_or(LoggingLevel::Info);
                 for _ in 0..a.repeat.unwrap_or(1).min(10_000) {
                     if a.broadcast {
-                        ctx.server()
-                            .log(level, Some("demo"), json!(a.message))
-                            .await;
+                        ctx.server().log(level, Some("demo"), json!(a.message));
                     } else {
                         ctx.log(level, Some("demo"), json!(a.message)).await;
                     }
@@ -323,7 +321,7 @@ fn interactive_tools(
             Ok::<_, oxmcp_server::InputError>(lines.join("\n"))
         })
         .tool("touch", "Announces that a resource changed (to its subscribers)", |ctx: Ctx, a: TouchArgs| async move {
-            ctx.server().notify_resource_updated(&a.uri).await;
+            ctx.server().notify_resource_updated(&a.uri);
             Ok::<_, String>(format!("{} updated", a.uri))
         })
 }

@@ -390,11 +390,9 @@ async fn server_to_client_requests_and_notifications() {
 
     // list_changed and resource updates reach the client.
     client.subscribe("test://r").await.unwrap();
-    assert!(server.remove_tool("roots").await);
-    server.notify_resource_updated("test://r").await;
-    server
-        .notify_resource_updated("test://not-subscribed")
-        .await;
+    assert!(server.remove_tool("roots"));
+    server.notify_resource_updated("test://r");
+    server.notify_resource_updated("test://not-subscribed");
     client.ping().await.unwrap();
     let seen: Vec<String> = events
         .lock()
@@ -718,15 +716,15 @@ async fn listen_streams_typed_changes_and_lists_are_cached() {
         .with_input_schema(json!({"type":"object"}).as_object().cloned().unwrap());
     let handler: oxmcp_server::ToolFn =
         Arc::new(|_, _| Box::pin(async { Ok(oxmcp_types::CallToolResult::text("x")) }));
-    server.add_tool(extra, handler).await.unwrap();
+    server.add_tool(extra, handler).unwrap();
     assert!(matches!(
         sub.next().await.unwrap(),
         ServerEvent::ToolsChanged
     ));
     // The change notification invalidated the cache.
     assert_eq!(client.list_tools().await.unwrap().len(), 2);
-    server.notify_resource_updated("test://other").await;
-    server.notify_resource_updated("test://watched").await;
+    server.notify_resource_updated("test://other");
+    server.notify_resource_updated("test://watched");
     match sub.next().await.unwrap() {
         ServerEvent::ResourceUpdated(uri) => {
             assert_eq!(uri, "test://watched", "only subscribed URIs arrive")
@@ -736,7 +734,7 @@ async fn listen_streams_typed_changes_and_lists_are_cached() {
     // Without a subscription the client hears nothing: the cached list is served (ttlMs)...
     drop(sub);
     tokio::task::yield_now().await;
-    assert!(server.remove_tool("extra").await);
+    assert!(server.remove_tool("extra"));
     assert_eq!(
         client.list_tools().await.unwrap().len(),
         2,

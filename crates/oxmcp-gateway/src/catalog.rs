@@ -206,7 +206,7 @@ pub(super) async fn track(
                     prepare(&client, &link).await;
                 }
                 let lists = read_lists(&upstream, &link, &client, kind).await;
-                announce(&server, catalog.update(&upstream.name, lists)).await;
+                announce(&server, catalog.update(&upstream.name, lists));
                 let [tools, prompts, resources, templates] = catalog.counts(&upstream.name);
                 tracing::info!(upstream = %upstream.name, tools, prompts, resources, templates, "upstream up");
             }
@@ -217,7 +217,7 @@ pub(super) async fn track(
                 if tools > 0 || resources > 0 {
                     tracing::warn!(upstream = %upstream.name, "upstream down: {other:?}");
                 }
-                announce(&server, catalog.clear(&upstream.name)).await;
+                announce(&server, catalog.clear(&upstream.name));
             }
         }
         if settled && let Some(r) = ready.take() {
@@ -233,16 +233,16 @@ pub(super) async fn track(
     }
 }
 
-/// Tells the gateway's clients which lists changed.
-async fn announce(server: &Server, changed: Changed) {
+/// Tells the gateway's clients which lists changed (without waiting for any).
+fn announce(server: &Server, changed: Changed) {
     if changed.tools {
-        server.notify_tool_list_changed().await;
+        server.notify_tool_list_changed();
     }
     if changed.prompts {
-        server.notify_prompt_list_changed().await;
+        server.notify_prompt_list_changed();
     }
     if changed.resources {
-        server.notify_resource_list_changed().await;
+        server.notify_resource_list_changed();
     }
 }
 

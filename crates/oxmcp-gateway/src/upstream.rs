@@ -131,9 +131,7 @@ pub(super) async fn pass_on(
                 let _ = changed.try_send(kind);
             }
             Event::Updated(uri) => {
-                server
-                    .notify_resource_updated(&link.exposed_uri(&uri))
-                    .await
+                server.notify_resource_updated(&link.exposed_uri(&uri));
             }
             Event::Flush(done) => {
                 let _ = done.send(());

@@ -166,7 +166,8 @@ impl Server {
         self.deliver_change(change);
     }
 
-    async fn broadcast(&self, method: &str) {
+    /// Tells every client that a list changed, without waiting (see `deliver`).
+    fn broadcast(&self, method: &str) {
         match method {
             ToolListChanged::METHOD => self.announce(Change::Tools),
             PromptListChanged::METHOD => self.announce(Change::Prompts),
@@ -178,10 +179,13 @@ impl Server {
     /// Changes what is registered in one step, then tells every client once per kind that
     /// changed (`notifications/*/list_changed`), however many items `f` added or removed.
     ///
+    /// Never waits for a client: the notifications are queued on each connection (a client
+    /// that stopped reading is disconnected by its stall timeout; nobody waits for it).
+    ///
     /// A server built with a [`crate::ServerHandler`] answers from the handler, not from a
     /// registry: what is added here is never listed (a warning is logged). Its handler
     /// changes its own lists and calls [`Server::notify_tool_list_changed`] and its siblings.
-    pub async fn edit<R>(&self, f: impl FnOnce(&mut Edit<'_>) -> R) -> R {
+    pub fn edit<R>(&self, f: impl FnOnce(&mut Edit<'_>) -> R) -> R {
         if self.inner.dynamic.handler.is_some() {
             tracing::warn!(
                 "Server::edit on a server built with a handler: its lists are the handler's, the edit is not seen"
@@ -197,60 +201,72 @@ impl Server {
             (out, edit.changed)
         };
         if changed.tools {
-            self.broadcast(ToolListChanged::METHOD).await;
+            self.broadcast(ToolListChanged::METHOD);
         }
         if changed.prompts {
-            self.broadcast(PromptListChanged::METHOD).await;
+            self.broadcast(PromptListChanged::METHOD);
         }
         if changed.resources {
-            self.broadcast(ResourceListChanged::METHOD).await;
+            self.broadcast(ResourceListChanged::METHOD);
         }
         out
     }
 
-    /// Adds or replaces a tool at run time and tells every client (`list_changed`).
+    /// Adds or replaces a tool at run time and tells every client (`list_changed`), without
+    /// waiting for any ([`Server::edit`]).
     ///
     /// # Errors
     /// If its schema is unusable.
-    pub async fn add_tool(&self, tool: Tool, handler: ToolFn) -> Result<(), BuildError> {
-        self.edit(|e| e.add_tool(tool, handler)).await
+    pub fn add_tool(&self, tool: Tool, handler: ToolFn) -> Result<(), BuildError> {
+        self.edit(|e| e.add_tool(tool, handler))
     }
 
-    /// Removes a tool and tells every client. Returns whether it existed.
-    pub async fn remove_tool(&self, name: &str) -> bool {
-        self.edit(|e| e.remove_tool(name)).await
+    /// Removes a tool and tells every client, without waiting for any. Returns whether it
+    /// existed.
+    pub fn remove_tool(&self, name: &str) -> bool {
+        self.edit(|e| e.remove_tool(name))
     }
 
-    /// Adds or replaces a prompt at run time and tells every client (`list_changed`).
-    pub async fn add_prompt(&self, prompt: Prompt, handler: PromptFn) {
-        self.edit(|e| e.add_prompt(prompt, handler)).await;
+    /// Adds or replaces a prompt at run time and tells every client (`list_changed`), without
+    /// waiting for any.
+    pub fn add_prompt(&self, prompt: Prompt, handler: PromptFn) {
+        self.edit(|e| e.add_prompt(prompt, handler));
     }
 
-    /// Removes a prompt and tells every client. Returns whether it existed.
-    pub async fn remove_prompt(&self, name: &str) -> bool {
-        self.edit(|e| e.remove_prompt(name)).await
+    /// Removes a prompt and tells every client, without waiting for any. Returns whether it
+    /// existed.
+    pub fn remove_prompt(&self, name: &str) -> bool {
+        self.edit(|e| e.remove_prompt(name))
     }
 
     /// Tells every client that the tool list changed (`notifications/tools/list_changed`,
     /// and 2026-07-28 `subscriptions/listen` streams): what a server built with a
     /// [`crate::ServerHandler`] calls when the tools it computes change.
-    pub async fn notify_tool_list_changed(&self) {
-        self.broadcast(ToolListChanged::METHOD).await;
+    ///
+    /// Never waits for a client: the notification is queued on each connection (a client
+    /// that stopped reading is disconnected by its stall timeout; nobody waits for it).
+    pub fn notify_tool_list_changed(&self) {
+        self.broadcast(ToolListChanged::METHOD);
     }
 
-    /// Tells every client that the prompt list changed.
-    pub async fn notify_prompt_list_changed(&self) {
-        self.broadcast(PromptListChanged::METHOD).await;
+    /// Tells every client that the prompt list changed, without waiting for any (see
+    /// [`Server::notify_tool_list_changed`]).
+    pub fn notify_prompt_list_changed(&self) {
+        self.broadcast(PromptListChanged::METHOD);
     }
 
-    /// Tells every client that the resource list changed.
-    pub async fn notify_resource_list_changed(&self) {
-        self.broadcast(ResourceListChanged::METHOD).await;
+    /// Tells every client that the resource list changed, without waiting for any (see
+    /// [`Server::notify_tool_list_changed`]).
+    pub fn notify_resource_list_changed(&self) {
+        self.broadcast(ResourceListChanged::METHOD);
     }
 
     /// Sends a log message to every legacy session whose level lets it through (2026-07-28
     /// requests get log messages only from their own handlers, through [`crate::Ctx::log`]).
-    pub async fn log(&self, level: oxmcp_types::LoggingLevel, logger: Option<&str>, data: Value) {
+    ///
+    /// Never waits for a client: the message is queued on each connection (a client that
+    /// stopped reading is disconnected by its stall timeout; nobody waits for it).
+    pub fn log(&self, level: oxmcp_types::LoggingLevel, logger: Option<&str>, data: Value) {
         let params = oxmcp_types::LoggingMessageParams {
             level,
             logger: logger.map(str::to_owned),
@@ -265,8 +281,9 @@ impl Server {
         }
     }
 
-    /// Tells the clients subscribed to `uri` that it changed.
-    pub async fn notify_resource_updated(&self, uri: &str) {
+    /// Tells the clients subscribed to `uri` that it changed, without waiting for any (see
+    /// [`Server::notify_tool_list_changed`]).
+    pub fn notify_resource_updated(&self, uri: &str) {
         self.announce(Change::ResourceUpdated(uri.to_owned()));
     }
 

@@ -320,7 +320,7 @@ async fn a_handler_announces_that_its_list_changed() {
     let c = connect(&server, "alice", EraChoice::Legacy, handlers).await;
     assert_eq!(c.list_tools().await.unwrap().len(), 3);
     handler.extra.lock().push("gamma".to_owned());
-    server.notify_tool_list_changed().await;
+    server.notify_tool_list_changed();
     tokio::time::timeout(Duration::from_secs(5), rx.recv())
         .await
         .expect("list_changed arrives")
@@ -336,7 +336,7 @@ async fn a_handler_announces_that_its_list_changed() {
     // Until the stream is open a change may go unheard: announce until one arrives.
     let heard = tokio::time::timeout(Duration::from_secs(5), async {
         loop {
-            server.notify_tool_list_changed().await;
+            server.notify_tool_list_changed();
             let next = tokio::time::timeout(Duration::from_millis(100), listening.next());
             if let Ok(Some(ServerEvent::ToolsChanged)) = next.await {
                 return;

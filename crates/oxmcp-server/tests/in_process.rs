@@ -365,7 +365,7 @@ async fn tool_names_follow_sep_986() {
     let handler: oxmcp_server::ToolFn = std::sync::Arc::new(|_c, _a| {
         Box::pin(async { Ok(oxmcp_types::CallToolResult::text("x")) })
     });
-    let refused = server.add_tool(tool, handler).await;
+    let refused = server.add_tool(tool, handler);
     assert!(
         matches!(refused, Err(oxmcp_server::BuildError::ToolName { .. })),
         "{refused:?}"

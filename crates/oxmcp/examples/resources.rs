@@ -97,7 +97,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         } else {
             client.subscribe(README).await?;
         }
-        server.notify_resource_updated(README).await;
+        server.notify_resource_updated(README);
         let event = match &mut stream {
             Some(sub) => tokio::time::timeout(Duration::from_secs(5), sub.next()).await?,
             None => tokio::time::timeout(Duration::from_secs(5), events.recv()).await?,
