@@ -20,6 +20,8 @@
 //!
 //! [`StoreTasks`] keeps a server's tasks in a shared [`oxmcp_store::Store`] (Redis).
 //!
+//! The guide is here too, page by page: [`guide`].
+//!
 //! [`serve_stdio`] and [`serve_http`] run a server until its input ends or a signal comes;
 //! [`remote::connect`] and [`remote::supervise`] make a client of a URL on any transport.
 //!
@@ -67,6 +69,9 @@
 //! # }
 //! ```
 
+/// The guide, page by page (documentation only).
+#[cfg(doc)]
+pub mod guide;
 pub mod remote;
 mod store_tasks;
 
