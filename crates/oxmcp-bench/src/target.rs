@@ -1,45 +1,10 @@
 //! What the bench drives: a URL (Streamable HTTP; WebSocket for `ws://` and `wss://`; gRPC
-//! for `grpc://` and `grpcs://`) or a command (stdio), and the SDK client's connection to it.
+//! for `grpc://` and `grpcs://`) or a command (stdio), and the SDK client's connection to it,
+//! reached through oxmcp-remote.
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use oxmcp_client::{Client, ClientConfig, ClientHandlers};
-
-/// A server to drive.
-#[derive(Debug, Clone)]
-pub(crate) enum Target {
-    /// Streamable HTTP, WebSocket or gRPC endpoint.
-    Url(String),
-    /// A command spawned as a stdio child. It gets our whole environment, as if the user had
-    /// run it from the same shell.
-    Command(Vec<String>),
-}
-
-impl Target {
-    /// From an optional URL and the words after `--`.
-    pub(crate) fn from_parts(url: Option<String>, command: Vec<String>) -> anyhow::Result<Target> {
-        match (url, command.is_empty()) {
-            (Some(_), false) => bail!("give either a URL or a command after --, not both"),
-            (Some(u), true)
-                if u.starts_with("http://") || u.starts_with("https://") || is_stream_url(&u) =>
-            {
-                Ok(Target::Url(u))
-            }
-            (Some(u), true) => bail!(
-                "{u:?} is not an http(s)://, ws(s):// or grpc(s):// URL (put a server command after --)"
-            ),
-            (None, false) => Ok(Target::Command(command)),
-            (None, true) => bail!("no server given: pass a URL, or a command after --"),
-        }
-    }
-
-    /// The URL, or the command line.
-    pub(crate) fn describe(&self) -> String {
-        match self {
-            Target::Url(u) => u.clone(),
-            Target::Command(c) => c.join(" "),
-        }
-    }
-}
+pub(crate) use oxmcp_remote::Target;
 
 /// A connected client; it owns what its transport opened.
 pub(crate) struct Connection {
@@ -66,21 +31,12 @@ pub(crate) async fn connect_with(
         .child(oxmcp_client::ChildConfig::default().env(oxmcp_client::ChildEnv::inherit_all()));
     let handlers = ClientHandlers::new();
     let result = match target {
-        Target::Url(url) if is_stream_url(url) => {
-            let (channels, link) =
-                open_stream(url, http_config.headers.clone(), http_config.encoding).await?;
+        // The transport's own error as it is: the handshake's gets the context below.
+        Target::Url(url) => {
+            let (channels, link) = oxmcp_remote::open(url, http_config).await?;
             Client::connect_over(channels, link, handlers, config).await
         }
-        Target::Url(url) => {
-            let (channels, session) = oxmcp_http::client::connect(url, http_config)?.into_parts();
-            Client::connect_over(channels, session, handlers, config).await
-        }
-        Target::Command(words) => {
-            let Some((program, args)) = words.split_first() else {
-                bail!("no server command given (put it after --)");
-            };
-            Client::spawn(program, args, handlers, config).await
-        }
+        Target::Command(_) => target.connect(http_config, handlers, config).await,
     };
     result
         .map(|client| Connection { client })
@@ -89,31 +45,5 @@ pub(crate) async fn connect_with(
 
 /// True for the URLs of the one-connection transports: WebSocket and gRPC.
 pub(crate) fn is_stream_url(url: &str) -> bool {
-    ["ws://", "wss://", "grpc://", "grpcs://"]
-        .iter()
-        .any(|s| url.starts_with(s))
-}
-
-/// Opens a WebSocket or gRPC connection (see [`is_stream_url`]) with these request headers
-/// (call metadata for gRPC). `encoding` picks the gRPC envelopes' form; WebSocket frames are
-/// always JSON text.
-async fn open_stream(
-    url: &str,
-    headers: Vec<(String, String)>,
-    encoding: oxmcp_http::BodyEncoding,
-) -> anyhow::Result<(oxmcp_transport::Channels, Box<dyn oxmcp_transport::Link>)> {
-    if url.starts_with("grpc://") || url.starts_with("grpcs://") {
-        let form = match encoding {
-            oxmcp_http::BodyEncoding::Json => oxmcp_http::grpc::Form::Json,
-            oxmcp_http::BodyEncoding::Protobuf => oxmcp_http::grpc::Form::Protobuf,
-        };
-        let config = oxmcp_http::grpc::client::GrpcClientConfig::default()
-            .headers(headers)
-            .form(form);
-        let (channels, link) = oxmcp_http::grpc::client::connect(url, config).await?;
-        return Ok((channels, Box::new(link)));
-    }
-    let config = oxmcp_http::ws::client::WsClientConfig::default().headers(headers);
-    let (channels, link) = oxmcp_http::ws::client::connect(url, config).await?;
-    Ok((channels, Box::new(link)))
+    oxmcp_remote::Scheme::of(url).is_some_and(oxmcp_remote::Scheme::is_stream)
 }

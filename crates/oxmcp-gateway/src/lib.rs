@@ -1,5 +1,5 @@
 //! An MCP gateway as a library: one MCP server in front of several upstream servers (stdio
-//! commands and URLs), each supervised. Imports oxmcp-server, oxmcp-client, oxmcp-http,
+//! commands and URLs), each supervised. Imports oxmcp-server, oxmcp-client, oxmcp-remote, oxmcp-http,
 //! oxmcp-auth, oxmcp-transport, oxmcp-jsonrpc and oxmcp-types; yields a [`Server`] for any transport.
 //!
 //! It owns the gateway's [`Config`] (the keys of `oxmcp serve --config mcp.toml`, or built in
@@ -80,7 +80,7 @@ use handler::Handler;
 use link::{Call, Event, Kind, Link, relay, relay_input, route_name, route_uri};
 use pool::Pool;
 use quarantine::{Budget, Holder, settle};
-use remote::{is_stream_url, open_http, open_stream};
+use remote::open;
 use subscriptions::{Subscriptions, keep_subscribed};
 use upstream::{connect, connector, pass_on};
 

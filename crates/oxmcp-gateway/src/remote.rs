@@ -9,67 +9,45 @@ use oxmcp_transport::{Channels, Link};
 
 use super::Upstream;
 
-/// True for the URLs of the one-connection transports: WebSocket and gRPC.
-pub(crate) fn is_stream_url(url: &str) -> bool {
-    ["ws://", "wss://", "grpc://", "grpcs://"]
-        .iter()
-        .any(|s| url.starts_with(s))
-}
-
-/// A WebSocket or gRPC connection to `upstream` at `url` (see [`is_stream_url`]), with its
-/// headers (call metadata for gRPC) and its static token; gRPC envelopes in JSON.
-pub(crate) async fn open_stream(
+/// A connection to `upstream` at `url` over the transport its scheme names (see
+/// [`oxmcp_remote::Scheme`]), with its headers (call metadata for gRPC) and credentials:
+/// over Streamable HTTP the gateway's own (see [`authorizer`]), over WebSocket and gRPC a
+/// static token only (`bearer_file`), with gRPC envelopes in JSON. An HTTP client owns its
+/// session: closing it sends the DELETE.
+pub(crate) async fn open(
     upstream: &Upstream,
     url: &str,
 ) -> Result<(Channels, Box<dyn Link>), String> {
-    // A static token only: OAuth upstreams are reached over Streamable HTTP.
-    if upstream
-        .auth
-        .as_ref()
-        .is_some_and(|a| a.client_id.is_some() || a.login)
-    {
-        return Err(format!(
-            "upstream {}: OAuth (client_id, login) needs an http(s):// URL; over WebSocket and gRPC use bearer_file",
-            upstream.name
-        ));
+    let stream = oxmcp_remote::Scheme::of(url).is_some_and(oxmcp_remote::Scheme::is_stream);
+    let mut config = oxmcp_http::HttpClientConfig::default()
+        .headers(upstream.headers.clone().into_iter().collect());
+    if stream {
+        // A static token only: OAuth upstreams are reached over Streamable HTTP.
+        if upstream
+            .auth
+            .as_ref()
+            .is_some_and(|a| a.client_id.is_some() || a.login)
+        {
+            return Err(format!(
+                "upstream {}: OAuth (client_id, login) needs an http(s):// URL; over WebSocket and gRPC use bearer_file",
+                upstream.name
+            ));
+        }
+        if let Some(path) = upstream.auth.as_ref().and_then(|a| a.bearer_file.as_ref()) {
+            let token = std::fs::read_to_string(path)
+                .map_err(|e| format!("reading {}: {e}", path.display()))?;
+            config
+                .headers
+                .push(("authorization".into(), format!("Bearer {}", token.trim())));
+        }
+    } else {
+        config.authorizer = authorizer(upstream, url).await?;
     }
-    let mut headers: Vec<(String, String)> = upstream.headers.clone().into_iter().collect();
-    if let Some(path) = upstream.auth.as_ref().and_then(|a| a.bearer_file.as_ref()) {
-        let token = std::fs::read_to_string(path)
-            .map_err(|e| format!("reading {}: {e}", path.display()))?;
-        headers.push(("authorization".into(), format!("Bearer {}", token.trim())));
-    }
-    if url.starts_with("grpc://") || url.starts_with("grpcs://") {
-        let config = oxmcp_http::grpc::client::GrpcClientConfig::default()
-            .headers(headers)
-            .form(oxmcp_http::grpc::Form::Json);
-        let (channels, link) = oxmcp_http::grpc::client::connect(url, config)
-            .await
-            .map_err(|e| chain(&e))?;
-        return Ok((channels, Box::new(link)));
-    }
-    let config = oxmcp_http::ws::client::WsClientConfig::default().headers(headers);
-    let (channels, link) = oxmcp_http::ws::client::connect(url, config)
-        .await
-        .map_err(|e| chain(&e))?;
-    Ok((channels, Box::new(link)))
-}
-
-/// A Streamable HTTP (or legacy HTTP+SSE) connection to `upstream` at `url`, with its headers
-/// and credentials. The client owns the session: closing it sends the DELETE.
-pub(crate) async fn open_http(
-    upstream: &Upstream,
-    url: &str,
-) -> Result<(Channels, oxmcp_http::client::HttpClientHandle), String> {
-    let authorizer = authorizer(upstream, url).await?;
-    let t = oxmcp_http::client::connect(
-        url,
-        oxmcp_http::HttpClientConfig::default()
-            .headers(upstream.headers.clone().into_iter().collect())
-            .authorizer(authorizer),
+    oxmcp_remote::open(url, config).await.map_err(
+        |e| {
+            if stream { chain(&e) } else { e.to_string() }
+        },
     )
-    .map_err(|e| e.to_string())?;
-    Ok(t.into_parts())
 }
 
 /// The gateway's own credentials for an HTTP upstream (built once, shared by its

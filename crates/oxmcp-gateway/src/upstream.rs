@@ -7,9 +7,7 @@ use oxmcp_server::Server;
 use oxmcp_types::LoggingLevel;
 use tokio::sync::mpsc;
 
-use super::{
-    Event, Holder, Kind, Link, Upstream, is_stream_url, open_http, open_stream, relay_input,
-};
+use super::{Event, Holder, Kind, Link, Upstream, open, relay_input};
 
 /// Makes the supervised connection to `upstream` (its handlers read `holder`).
 pub(super) fn connector(
@@ -77,13 +75,9 @@ pub(super) async fn connect(
         .era(upstream.era);
     let refused = |m: String| oxmcp_client::ConnectError::Initialize(CallError::Protocol(m));
     match &upstream.url {
-        Some(url) if is_stream_url(url) => {
-            let (channels, link) = open_stream(&upstream, url).await.map_err(refused)?;
-            Client::connect_over(channels, link, handlers, config).await
-        }
         Some(url) => {
-            let (channels, session) = open_http(&upstream, url).await.map_err(refused)?;
-            Client::connect_over(channels, session, handlers, config).await
+            let (channels, link) = open(&upstream, url).await.map_err(refused)?;
+            Client::connect_over(channels, link, handlers, config).await
         }
         None => {
             let (program, args) = upstream

@@ -1,7 +1,7 @@
 //! Model Context Protocol for Rust: the one import for servers, clients and transports.
 //! Re-exports the crates of the stack; no library of ours depends on it. Imports oxmcp-client,
 //! oxmcp-engine, oxmcp-gateway (feature `gateway`), oxmcp-http, oxmcp-jsonrpc, oxmcp-server,
-//! oxmcp-store, oxmcp-transport and oxmcp-types.
+//! oxmcp-remote, oxmcp-store, oxmcp-transport and oxmcp-types.
 //!
 //! - [`types`]: the protocol model for every revision, with a per-version feature table.
 //! - [`jsonrpc`]: strict JSON-RPC 2.0 messages and the transport boundary types.
@@ -72,7 +72,6 @@
 /// The guide, page by page (documentation only).
 #[cfg(doc)]
 pub mod guide;
-pub mod remote;
 mod store_tasks;
 
 pub use store_tasks::StoreTasks;
@@ -83,6 +82,7 @@ pub use oxmcp_engine as engine;
 pub use oxmcp_gateway as gateway;
 pub use oxmcp_http as http;
 pub use oxmcp_jsonrpc as jsonrpc;
+pub use oxmcp_remote as remote;
 pub use oxmcp_server as server;
 pub use oxmcp_transport as transport;
 pub use oxmcp_types as types;
