@@ -93,3 +93,71 @@ impl Target {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Target, TargetError};
+    use crate::Scheme;
+
+    #[test]
+    fn a_url_or_a_command_exactly() {
+        let words = |w: &[&str]| w.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        for (url, scheme) in [
+            ("http://h/mcp", Scheme::Http),
+            ("https://h/mcp", Scheme::Http),
+            ("ws://h/mcp", Scheme::WebSocket),
+            ("wss://h/mcp", Scheme::WebSocket),
+            ("grpc://h:1", Scheme::Grpc),
+            ("grpcs://h:1", Scheme::Grpc),
+        ] {
+            let t = Target::from_parts(Some(url.into()), vec![]).unwrap();
+            assert_eq!(t.scheme(), Some(scheme));
+            assert_eq!(t.describe(), url);
+        }
+        let t = Target::from_parts(None, words(&["srv", "--stdio"])).unwrap();
+        assert_eq!((t.scheme(), t.describe()), (None, "srv --stdio".into()));
+        assert_eq!(
+            Target::from_parts(Some("ftp://h".into()), vec![]),
+            Err(TargetError::NotAUrl("ftp://h".into()))
+        );
+        assert_eq!(
+            Target::from_parts(Some("http://h".into()), words(&["srv"])),
+            Err(TargetError::Both)
+        );
+        assert_eq!(Target::from_parts(None, vec![]), Err(TargetError::Neither));
+    }
+
+    #[tokio::test]
+    async fn an_authorizer_needs_http_and_other_schemes_are_refused() {
+        use std::future::Future;
+        use std::pin::Pin;
+
+        #[derive(Debug)]
+        struct Never;
+        impl oxmcp_http::client::Authorizer for Never {
+            fn authorization(&self) -> Option<String> {
+                None
+            }
+            fn challenged<'a>(
+                &'a self,
+                _: &'a oxmcp_http::client::Challenge,
+            ) -> Pin<Box<dyn Future<Output = Result<bool, String>> + Send + 'a>> {
+                Box::pin(async { Ok(false) })
+            }
+        }
+        let with = || {
+            oxmcp_http::HttpClientConfig::default()
+                .authorizer(Some(std::sync::Arc::new(Never)
+                    as std::sync::Arc<dyn oxmcp_http::client::Authorizer>))
+        };
+        for url in ["ws://127.0.0.1:9/mcp", "grpc://127.0.0.1:9"] {
+            let e = crate::open(url, with()).await.err().unwrap();
+            assert!(matches!(e, crate::OpenError::AuthorizerNeedsHttp(_)), "{e}");
+        }
+        let e = crate::open("ftp://h", with()).await.err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            "\"ftp://h\" is not an http(s)://, ws(s):// or grpc(s):// URL"
+        );
+    }
+}
