@@ -15,7 +15,7 @@ mod flow;
 pub mod guard;
 mod lockfile;
 mod store;
-mod stored;
+mod prior_login;
 mod token;
 
 use std::sync::Arc;
