@@ -265,10 +265,10 @@ async fn find_or_start(
                 .map(|p| ProtocolVersion::negotiate_legacy(&p.protocol_version))
                 .unwrap_or(ProtocolVersion::LATEST_LEGACY);
             let session = new_session(inner, requested, client)?;
-            *session.record.lock() =
-                inner
-                    .backend()
-                    .session_record(requested, client.principal(), init);
+            let backend = inner.backend();
+            if let Some(record) = backend.session_record(requested, client.principal(), init) {
+                *session.record.lock() = Some(record);
+            }
             Ok((session, true))
         }
     }
