@@ -16,7 +16,8 @@
 //! - `application/json` or `text/event-stream` responses ([`ResponseMode`]); a request's
 //!   notifications and server-to-client requests travel on its own POST stream, everything
 //!   else on the GET stream, each message on exactly one stream;
-//! - SSE priming events, `retry`, resumption with `Last-Event-ID` from a per-stream log;
+//! - SSE priming events, `retry`, resumption with `Last-Event-ID` from a per-stream log (an
+//!   [`oxmcp_store::EventLog`], in memory by default: [`StreamableHttp::with_event_log`]);
 //! - `Host`/`Origin` validation (DNS-rebinding protection) on by default, `MCP-Protocol-Version`
 //!   (400), `Accept` (406), `Content-Type` (415) and body size (413) checks.
 //!
@@ -66,8 +67,6 @@
 pub mod auth;
 #[cfg(feature = "client")]
 pub mod client;
-#[cfg(feature = "server")]
-pub mod event_store;
 #[cfg(feature = "grpc")]
 pub mod grpc;
 #[cfg(feature = "client")]
@@ -87,8 +86,6 @@ pub use auth::{
 pub use client::{
     BodyEncoding, HttpClientConfig, HttpClientError, HttpClientHandle, HttpClientTransport,
 };
-#[cfg(feature = "server")]
-pub use event_store::{EventStore, MemoryEventStore};
 #[cfg(all(feature = "grpc", feature = "server"))]
 pub use grpc::Grpc;
 #[cfg(feature = "server")]

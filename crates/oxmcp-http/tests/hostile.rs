@@ -6,8 +6,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use oxmcp_http::{HttpConfig, MemoryEventStore, ResponseMode, ServeOptions, StreamableHttp};
+use oxmcp_http::{HttpConfig, ResponseMode, ServeOptions, StreamableHttp};
 use oxmcp_server::Server;
+use oxmcp_store::{AppendEvent, EventLog, MemoryEventLog};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -133,8 +134,8 @@ async fn cancelled_requests_leave_nothing_behind() {
         .unwrap_or(2000);
     let http = reqwest::Client::new();
     for mode in [ResponseMode::Json, ResponseMode::Sse] {
-        let store = Arc::new(MemoryEventStore::new(1024));
-        let endpoint = StreamableHttp::with_event_store(
+        let store = Arc::new(MemoryEventLog::new(1024));
+        let endpoint = StreamableHttp::with_event_log(
             server(),
             HttpConfig::default().response_mode(mode),
             store.clone(),
@@ -185,10 +186,9 @@ async fn cancelled_requests_leave_nothing_behind() {
 
 #[tokio::test]
 async fn a_reopened_get_stream_frees_the_old_streams_events() {
-    let store = Arc::new(MemoryEventStore::new(1024));
+    let store = Arc::new(MemoryEventLog::new(1024));
     let server = server();
-    let http =
-        StreamableHttp::with_event_store(server.clone(), HttpConfig::default(), store.clone());
+    let http = StreamableHttp::with_event_log(server.clone(), HttpConfig::default(), store.clone());
     let s = serve(http, Default::default(), ServeOptions::default()).await;
     let id = session(&s.url).await;
     let mut baseline = None;
@@ -232,31 +232,39 @@ async fn a_reopened_get_stream_frees_the_old_streams_events() {
 
 #[tokio::test]
 async fn stored_events_have_a_byte_cap() {
-    let store = MemoryEventStore::new(1024).with_byte_limits(10_000, 1_000_000);
+    fn event<'a>(session: &'a str, stream: &'a str, seq: u64, data: &'a str) -> AppendEvent<'a> {
+        AppendEvent {
+            session,
+            stream,
+            seq,
+            data,
+            last: false,
+            info: None,
+        }
+    }
+    let store = MemoryEventLog::new(1024).with_byte_limits(10_000, 1_000_000);
+    let x = "x".repeat(1000);
     for i in 1..=100u64 {
-        use oxmcp_http::EventStore;
-        store.append("a", "s1", i, &"x".repeat(1000)).await;
+        store.append(event("a", "s1", i, &x)).await.unwrap();
     }
     assert!(store.byte_count() <= 10_000, "{}", store.byte_count());
-    let kept = {
-        use oxmcp_http::EventStore;
-        store.replay("a", "s1", 0, u64::MAX).await
-    };
+    let kept = store.replay("a", "s1", 0).await.unwrap();
     assert!(!kept.is_empty() && kept.len() <= 10);
-    assert_eq!(kept.last().unwrap().0, 100, "the newest events are kept");
+    assert_eq!(kept.last().unwrap().seq, 100, "the newest events are kept");
     // Over the total cap, other sessions evict nothing of this one's but stop storing.
-    let small_total = MemoryEventStore::new(1024).with_byte_limits(1_000_000, 5_000);
+    let small_total = MemoryEventLog::new(1024).with_byte_limits(1_000_000, 5_000);
+    let y = "y".repeat(1000);
     for i in 1..=10u64 {
-        use oxmcp_http::EventStore;
+        let session = format!("s{i}");
         small_total
-            .append(&format!("s{i}"), "t", 1, &"y".repeat(1000))
-            .await;
+            .append(event(&session, "t", 1, &y))
+            .await
+            .unwrap();
     }
     assert!(small_total.byte_count() <= 5_000);
-    let events_of = |session: &'static str| {
-        use oxmcp_http::EventStore;
-        small_total.replay(session, "t", 0, u64::MAX)
-    };
+    let small_total = &small_total;
+    let events_of =
+        |session: &'static str| async move { small_total.replay(session, "t", 0).await.unwrap() };
     assert_eq!(
         events_of("s1").await.len(),
         1,

@@ -6,10 +6,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use oxmcp_client::{ClientConfig, ClientHandlers};
-use oxmcp_http::{
-    HttpClientConfig, HttpConfig, MemoryEventStore, ResponseMode, ServeOptions, StreamableHttp,
-};
+use oxmcp_http::{HttpClientConfig, HttpConfig, ResponseMode, ServeOptions, StreamableHttp};
 use oxmcp_server::Server;
+use oxmcp_store::{AppendEvent, EventLog, MemoryEventLog, StoreResult, StoredEvent, StreamInfo};
 use oxmcp_types::JsonObject;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -183,9 +182,9 @@ async fn json_and_sse_responses_and_three_concurrent_posts() {
 
 #[tokio::test]
 async fn resumption_replays_the_right_stream_only() {
-    let store = Arc::new(MemoryEventStore::new(1024));
+    let store = Arc::new(MemoryEventLog::new(1024));
     let config = HttpConfig::default().response_mode(ResponseMode::Sse);
-    let http = StreamableHttp::with_event_store(server(), config, store.clone());
+    let http = StreamableHttp::with_event_log(server(), config, store.clone());
     let srv = serve(http, Default::default(), ServeOptions::default()).await;
     let url = srv.url.clone();
     let a = Session::open(&url).await;
@@ -319,55 +318,61 @@ async fn client_over_http() {
     assert_eq!(http.session_count(), 0, "close sends DELETE");
 }
 
-/// A store that counts what passes through it, around the in-memory one.
+/// A log that counts what passes through it, around the in-memory one.
 struct Counting {
-    inner: oxmcp_http::MemoryEventStore,
+    inner: MemoryEventLog,
     appends: AtomicUsize,
     replays: AtomicUsize,
 }
 
-impl oxmcp_http::EventStore for Counting {
-    fn append<'a>(
+type Step<'a, T> = futures::future::BoxFuture<'a, StoreResult<T>>;
+
+impl EventLog for Counting {
+    fn open_stream<'a>(
         &'a self,
         session: &'a str,
         stream: &'a str,
-        seq: u64,
-        data: &'a str,
-    ) -> futures::future::BoxFuture<'a, ()> {
+        info: &'a StreamInfo,
+    ) -> Step<'a, ()> {
+        self.inner.open_stream(session, stream, info)
+    }
+    fn append<'a>(&'a self, event: AppendEvent<'a>) -> Step<'a, ()> {
         self.appends.fetch_add(1, Ordering::Relaxed);
-        self.inner.append(session, stream, seq, data)
+        self.inner.append(event)
     }
     fn replay<'a>(
         &'a self,
         session: &'a str,
         stream: &'a str,
         after: u64,
-        before: u64,
-    ) -> futures::future::BoxFuture<'a, Vec<(u64, String)>> {
+    ) -> Step<'a, Vec<StoredEvent>> {
         self.replays.fetch_add(1, Ordering::Relaxed);
-        self.inner.replay(session, stream, after, before)
+        self.inner.replay(session, stream, after)
     }
-    fn forget_stream<'a>(
+    fn stream_info<'a>(
         &'a self,
         session: &'a str,
         stream: &'a str,
-    ) -> futures::future::BoxFuture<'a, ()> {
+    ) -> Step<'a, Option<StreamInfo>> {
+        self.inner.stream_info(session, stream)
+    }
+    fn forget_stream<'a>(&'a self, session: &'a str, stream: &'a str) -> Step<'a, ()> {
         self.inner.forget_stream(session, stream)
     }
-    fn forget_session<'a>(&'a self, session: &'a str) -> futures::future::BoxFuture<'a, ()> {
+    fn forget_session<'a>(&'a self, session: &'a str) -> Step<'a, ()> {
         self.inner.forget_session(session)
     }
 }
 
 #[tokio::test]
-async fn a_plugged_in_event_store_is_used() {
+async fn a_plugged_in_event_log_is_used() {
     let store = Arc::new(Counting {
-        inner: MemoryEventStore::new(16),
+        inner: MemoryEventLog::new(16),
         appends: Default::default(),
         replays: Default::default(),
     });
     let config = HttpConfig::default().response_mode(ResponseMode::Sse);
-    let http = StreamableHttp::with_event_store(server(), config, store.clone());
+    let http = StreamableHttp::with_event_log(server(), config, store.clone());
     let srv = serve(http, Default::default(), ServeOptions::default()).await;
     let a = Session::open(&srv.url).await;
     let appended = store.appends.load(Ordering::Relaxed);

@@ -47,8 +47,8 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use oxmcp_store::{
-    AppendEvent, BusEvent, SessionRecord, StateChange, Store, StoreConfig, StoreError, StoreResult,
-    StoredEvent, StreamInfo,
+    AppendEvent, BusEvent, EventLog, SessionRecord, StateChange, Store, StoreConfig, StoreError,
+    StoreResult, StoredEvent, StreamInfo,
 };
 use tokio::sync::broadcast;
 
@@ -251,6 +251,42 @@ impl RedisStore {
     }
 }
 
+impl EventLog for RedisStore {
+    fn open_stream<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+        info: &'a StreamInfo,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(self.open(session, stream, info))
+    }
+    fn append<'a>(&'a self, event: AppendEvent<'a>) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(self.add(event))
+    }
+    fn replay<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+        after: u64,
+    ) -> BoxFuture<'a, StoreResult<Vec<StoredEvent>>> {
+        Box::pin(self.range(session, stream, after))
+    }
+    fn stream_info<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<StreamInfo>>> {
+        Box::pin(self.info(session, stream))
+    }
+    fn forget_stream<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        Box::pin(self.drop_stream(session, stream))
+    }
+}
+
 impl Store for RedisStore {
     fn instance(&self) -> &str {
         &self.inner.instance
@@ -296,39 +332,6 @@ impl Store for RedisStore {
         id: &'a str,
     ) -> BoxFuture<'a, StoreResult<Option<String>>> {
         Box::pin(self.pending_take(session, id))
-    }
-    fn open_stream<'a>(
-        &'a self,
-        session: &'a str,
-        stream: &'a str,
-        info: &'a StreamInfo,
-    ) -> BoxFuture<'a, StoreResult<()>> {
-        Box::pin(self.open(session, stream, info))
-    }
-    fn append<'a>(&'a self, event: AppendEvent<'a>) -> BoxFuture<'a, StoreResult<()>> {
-        Box::pin(self.add(event))
-    }
-    fn replay<'a>(
-        &'a self,
-        session: &'a str,
-        stream: &'a str,
-        after: u64,
-    ) -> BoxFuture<'a, StoreResult<Vec<StoredEvent>>> {
-        Box::pin(self.range(session, stream, after))
-    }
-    fn stream_info<'a>(
-        &'a self,
-        session: &'a str,
-        stream: &'a str,
-    ) -> BoxFuture<'a, StoreResult<Option<StreamInfo>>> {
-        Box::pin(self.info(session, stream))
-    }
-    fn forget_stream<'a>(
-        &'a self,
-        session: &'a str,
-        stream: &'a str,
-    ) -> BoxFuture<'a, StoreResult<()>> {
-        Box::pin(self.drop_stream(session, stream))
     }
     fn heartbeat(&self) -> BoxFuture<'_, StoreResult<()>> {
         Box::pin(self.beat())

@@ -1,5 +1,5 @@
-//! Shared state for an MCP server that runs as several instances behind a load balancer.
-//! Imports no other crate of ours.
+//! Shared state for an MCP server that runs as several instances behind a load balancer, and
+//! the SSE event log of one that runs alone. Imports no other crate of ours.
 //!
 //! A [`Store`] holds what must outlive one instance or cross between instances:
 //! - session records (the client's `initialize`, the negotiated version, the owner, the
@@ -11,6 +11,10 @@
 //!   for streams that another instance is tailing;
 //! - instance heartbeats, so that the work of a dead instance is reported as failed;
 //! - task records, readable by every instance until they expire.
+//!
+//! The event half of a store is its own trait, [`EventLog`]: a server of one instance keeps
+//! its streams' events in a [`MemoryEventLog`] (bounded in events and bytes), or in any other
+//! [`EventLog`].
 //!
 //! [`MemoryStore`] keeps all of it in one process (several endpoints in one process can
 //! share it, which is how the cross-instance logic is tested without a network);
@@ -41,9 +45,11 @@
 //! # }
 //! ```
 
+mod event_log;
 mod memory;
 mod types;
 
+pub use event_log::MemoryEventLog;
 pub use memory::MemoryStore;
 pub use types::*;
 
@@ -91,11 +97,58 @@ impl StoreError {
     }
 }
 
+/// The event logs of SSE streams, kept so that a client can resume a stream with
+/// `Last-Event-ID`: the event half of a [`Store`] (every instance reads the same logs), and on
+/// its own the log of one instance ([`MemoryEventLog`]).
+///
+/// Streams are named by `(session, stream)`; `seq` increases by one per event within a
+/// stream, starting at 1. A log may drop old events (a bounded log); what it returns from
+/// [`EventLog::replay`] must be exactly the asked stream's events, oldest first.
+pub trait EventLog: Send + Sync + 'static {
+    /// Records a stream before its first event (an SSE response primed at once), so that a
+    /// client can resume it on another instance, and learn that it failed if its writer dies.
+    fn open_stream<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+        info: &'a StreamInfo,
+    ) -> BoxFuture<'a, StoreResult<()>>;
+    /// Appends one event to a stream's log (`seq` increases by one per event from 1). `info`
+    /// is given with a stream's first stored event.
+    fn append<'a>(&'a self, event: AppendEvent<'a>) -> BoxFuture<'a, StoreResult<()>>;
+    /// The stream's events with `seq > after`, oldest first.
+    fn replay<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+        after: u64,
+    ) -> BoxFuture<'a, StoreResult<Vec<StoredEvent>>>;
+    /// Who writes a stream and what it answers, if the stream is known.
+    fn stream_info<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<StreamInfo>>>;
+    /// Drops a stream's log.
+    fn forget_stream<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+    ) -> BoxFuture<'a, StoreResult<()>>;
+
+    /// Drops every stream log of a session. The default does nothing, for logs that go
+    /// with the session's record or expire by themselves ([`StoreConfig::stream_ttl`]).
+    fn forget_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, StoreResult<()>> {
+        let _ = session;
+        Box::pin(std::future::ready(Ok(())))
+    }
+}
+
 /// Shared state of a scaled-out MCP server. All methods are cheap to call concurrently.
 ///
 /// Sessions, their streams and their pending requests expire by themselves after
 /// [`StoreConfig::session_ttl`] without use, so an abandoned session leaves nothing behind.
-pub trait Store: Send + Sync + 'static {
+pub trait Store: EventLog {
     /// This instance's id (shown in logs, and where answers for it are routed).
     fn instance(&self) -> &str;
     /// The store's settings.
@@ -133,37 +186,6 @@ pub trait Store: Send + Sync + 'static {
         session: &'a str,
         id: &'a str,
     ) -> BoxFuture<'a, StoreResult<Option<String>>>;
-
-    /// Records a stream before its first event (an SSE response primed at once), so that a
-    /// client can resume it on another instance, and learn that it failed if its writer dies.
-    fn open_stream<'a>(
-        &'a self,
-        session: &'a str,
-        stream: &'a str,
-        info: &'a StreamInfo,
-    ) -> BoxFuture<'a, StoreResult<()>>;
-    /// Appends one event to a stream's log (`seq` increases by one per event from 1). `info`
-    /// is given with a stream's first stored event.
-    fn append<'a>(&'a self, event: AppendEvent<'a>) -> BoxFuture<'a, StoreResult<()>>;
-    /// The stream's events with `seq > after`, oldest first.
-    fn replay<'a>(
-        &'a self,
-        session: &'a str,
-        stream: &'a str,
-        after: u64,
-    ) -> BoxFuture<'a, StoreResult<Vec<StoredEvent>>>;
-    /// Who writes a stream and what it answers, if the stream is known.
-    fn stream_info<'a>(
-        &'a self,
-        session: &'a str,
-        stream: &'a str,
-    ) -> BoxFuture<'a, StoreResult<Option<StreamInfo>>>;
-    /// Drops a stream's log.
-    fn forget_stream<'a>(
-        &'a self,
-        session: &'a str,
-        stream: &'a str,
-    ) -> BoxFuture<'a, StoreResult<()>>;
 
     /// Says this instance is alive (called every [`StoreConfig::heartbeat`]).
     fn heartbeat(&self) -> BoxFuture<'_, StoreResult<()>>;

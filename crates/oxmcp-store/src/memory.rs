@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 use tokio::sync::broadcast;
 
 use crate::{
-    AppendEvent, BusEvent, SessionRecord, StateChange, Store, StoreConfig, StoreResult,
+    AppendEvent, BusEvent, EventLog, SessionRecord, StateChange, Store, StoreConfig, StoreResult,
     StoredEvent, StoredTask, StreamInfo,
 };
 
@@ -102,6 +102,83 @@ impl MemoryStore {
     }
 }
 
+impl EventLog for MemoryStore {
+    fn open_stream<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+        info: &'a StreamInfo,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        self.with_live(session, |s| {
+            s.streams
+                .entry(stream.to_owned())
+                .or_insert(Log {
+                    info: None,
+                    events: VecDeque::new(),
+                })
+                .info = Some(info.clone());
+        });
+        ready(())
+    }
+
+    fn append<'a>(&'a self, e: AppendEvent<'a>) -> BoxFuture<'a, StoreResult<()>> {
+        let max = self.shared.config.max_events_per_stream.max(1);
+        self.with_live(e.session, |s| {
+            let log = s.streams.entry(e.stream.to_owned()).or_insert(Log {
+                info: None,
+                events: VecDeque::new(),
+            });
+            if let Some(info) = e.info {
+                log.info = Some(info.clone());
+            }
+            log.events.push_back(StoredEvent {
+                seq: e.seq,
+                data: e.data.to_owned(),
+                last: e.last,
+            });
+            while log.events.len() > max {
+                log.events.pop_front();
+            }
+        });
+        ready(())
+    }
+
+    fn replay<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+        after: u64,
+    ) -> BoxFuture<'a, StoreResult<Vec<StoredEvent>>> {
+        let events = self.with_live(session, |s| {
+            s.streams
+                .get(stream)
+                .map(|l| l.events.iter().filter(|e| e.seq > after).cloned().collect())
+                .unwrap_or_default()
+        });
+        ready(events.unwrap_or_default())
+    }
+
+    fn stream_info<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+    ) -> BoxFuture<'a, StoreResult<Option<StreamInfo>>> {
+        let info = self.with_live(session, |s| {
+            s.streams.get(stream).and_then(|l| l.info.clone())
+        });
+        ready(info.flatten())
+    }
+
+    fn forget_stream<'a>(
+        &'a self,
+        session: &'a str,
+        stream: &'a str,
+    ) -> BoxFuture<'a, StoreResult<()>> {
+        self.with_live(session, |s| s.streams.remove(stream));
+        ready(())
+    }
+}
+
 impl Store for MemoryStore {
     fn instance(&self) -> &str {
         &self.instance
@@ -183,81 +260,6 @@ impl Store for MemoryStore {
         id: &'a str,
     ) -> BoxFuture<'a, StoreResult<Option<String>>> {
         ready(self.with_live(session, |s| s.pending.remove(id)).flatten())
-    }
-
-    fn open_stream<'a>(
-        &'a self,
-        session: &'a str,
-        stream: &'a str,
-        info: &'a StreamInfo,
-    ) -> BoxFuture<'a, StoreResult<()>> {
-        self.with_live(session, |s| {
-            s.streams
-                .entry(stream.to_owned())
-                .or_insert(Log {
-                    info: None,
-                    events: VecDeque::new(),
-                })
-                .info = Some(info.clone());
-        });
-        ready(())
-    }
-
-    fn append<'a>(&'a self, e: AppendEvent<'a>) -> BoxFuture<'a, StoreResult<()>> {
-        let max = self.shared.config.max_events_per_stream.max(1);
-        self.with_live(e.session, |s| {
-            let log = s.streams.entry(e.stream.to_owned()).or_insert(Log {
-                info: None,
-                events: VecDeque::new(),
-            });
-            if let Some(info) = e.info {
-                log.info = Some(info.clone());
-            }
-            log.events.push_back(StoredEvent {
-                seq: e.seq,
-                data: e.data.to_owned(),
-                last: e.last,
-            });
-            while log.events.len() > max {
-                log.events.pop_front();
-            }
-        });
-        ready(())
-    }
-
-    fn replay<'a>(
-        &'a self,
-        session: &'a str,
-        stream: &'a str,
-        after: u64,
-    ) -> BoxFuture<'a, StoreResult<Vec<StoredEvent>>> {
-        let events = self.with_live(session, |s| {
-            s.streams
-                .get(stream)
-                .map(|l| l.events.iter().filter(|e| e.seq > after).cloned().collect())
-                .unwrap_or_default()
-        });
-        ready(events.unwrap_or_default())
-    }
-
-    fn stream_info<'a>(
-        &'a self,
-        session: &'a str,
-        stream: &'a str,
-    ) -> BoxFuture<'a, StoreResult<Option<StreamInfo>>> {
-        let info = self.with_live(session, |s| {
-            s.streams.get(stream).and_then(|l| l.info.clone())
-        });
-        ready(info.flatten())
-    }
-
-    fn forget_stream<'a>(
-        &'a self,
-        session: &'a str,
-        stream: &'a str,
-    ) -> BoxFuture<'a, StoreResult<()>> {
-        self.with_live(session, |s| s.streams.remove(stream));
-        ready(())
     }
 
     fn heartbeat(&self) -> BoxFuture<'_, StoreResult<()>> {

@@ -10,7 +10,7 @@ use oxmcp_types::ProtocolVersion;
 use crate::server::config::HttpConfig;
 use crate::server::guard;
 use crate::server::replies::{VERSION_HEADER, forbidden_host, retry_later, unsupported_version};
-use crate::server::session::Session;
+use crate::server::session::HttpSession;
 
 /// 503 once shutdown has begun.
 pub(crate) fn accepting(config: &HttpConfig) -> Result<(), Response> {
@@ -26,7 +26,7 @@ pub(crate) fn accepting(config: &HttpConfig) -> Result<(), Response> {
 }
 
 /// 429 when the session already has its most SSE streams attached.
-pub(crate) fn stream_slot(config: &HttpConfig, session: &Session) -> Result<(), Response> {
+pub(crate) fn stream_slot(config: &HttpConfig, session: &HttpSession) -> Result<(), Response> {
     if session.attached_streams() >= config.max_streams_per_session {
         return Err(retry_later(
             StatusCode::TOO_MANY_REQUESTS,

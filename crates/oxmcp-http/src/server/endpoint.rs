@@ -11,11 +11,13 @@ use oxmcp_engine::{Connection, EngineConfig, Serve};
 use oxmcp_types::ProtocolVersion;
 use tokio::sync::{Semaphore, mpsc};
 
-use crate::event_store::{EventStore, MemoryEventStore};
+use oxmcp_store::{EventLog, MemoryEventLog};
+
+use crate::server::backend::{Local, SessionBackend};
 use crate::server::clients::{Client, ClientTable};
 use crate::server::config::HttpConfig;
-use crate::server::scale_out::Shared;
-use crate::server::session::{Events, Session};
+use crate::server::scale_out::{ScaleOut, Shared};
+use crate::server::session::HttpSession;
 
 /// Looks up a tool's `Mcp-Param-{Name}` header mirrors: `(header name, property name)`.
 pub(crate) type ParamHeaders = dyn Fn(&str) -> Vec<(String, String)> + Send + Sync;
@@ -27,20 +29,24 @@ pub(crate) struct Inner {
     /// Where 2026-07-28 requests' `Mcp-Param-*` headers are checked against ([`StreamableHttp::with_param_headers`]).
     pub(crate) param_headers: std::sync::OnceLock<Arc<ParamHeaders>>,
     pub(crate) config: Arc<HttpConfig>,
-    pub(crate) store: Arc<dyn EventStore>,
-    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// The event log of the local backend (unused once a store is chosen).
+    log: Arc<dyn EventLog>,
+    sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
     /// Sessions held and new-session buckets, per client.
     pub(crate) clients: ClientTable,
     /// 2026-07-28 requests in flight (each holds a permit while it is answered).
     pub(crate) stateless: Arc<Semaphore>,
     /// `subscriptions/listen` streams open.
     pub(crate) listens: Arc<Semaphore>,
-    /// The store shared with other instances ([`StreamableHttp::with_store`]).
-    shared: std::sync::OnceLock<Arc<Shared>>,
+    /// The session backend, chosen once: the store-backed one of
+    /// [`StreamableHttp::with_store`], else (on first use) the local one over `log`.
+    backend: std::sync::OnceLock<Arc<dyn SessionBackend>>,
 }
 
 impl Inner {
-    pub(crate) fn sessions(&self) -> parking_lot::MutexGuard<'_, HashMap<String, Arc<Session>>> {
+    pub(crate) fn sessions(
+        &self,
+    ) -> parking_lot::MutexGuard<'_, HashMap<String, Arc<HttpSession>>> {
         self.sessions.lock()
     }
 
@@ -57,9 +63,10 @@ impl Inner {
         Ok(())
     }
 
-    /// The store shared with other instances, if any.
-    pub(crate) fn shared(&self) -> Option<&Arc<Shared>> {
-        self.shared.get()
+    /// The session backend (the local one unless a store was set before first use).
+    pub(crate) fn backend(&self) -> &Arc<dyn SessionBackend> {
+        self.backend
+            .get_or_init(|| Arc::new(Local::new(self.log.clone())))
     }
 
     /// Stops serving a session here (it ended elsewhere, or the store no longer has it).
@@ -69,7 +76,7 @@ impl Inner {
 
     /// Ends a session: its engine finishes what it accepted, its streams end, its stored
     /// events go, and its client's count goes down.
-    pub(crate) fn remove(&self, id: &str) -> Option<Arc<Session>> {
+    pub(crate) fn remove(&self, id: &str) -> Option<Arc<HttpSession>> {
         let s = self.sessions().remove(id);
         if let Some(s) = &s {
             s.close();
@@ -88,7 +95,7 @@ impl Inner {
         id: String,
         version: ProtocolVersion,
         client: &Client,
-    ) -> Arc<Session> {
+    ) -> Arc<HttpSession> {
         let owner = client.principal().map(str::to_owned);
         self.start(id, version, client.key(), owner, 1)
     }
@@ -102,7 +109,7 @@ impl Inner {
         version: ProtocolVersion,
         owner: Option<String>,
         first_id: i64,
-    ) -> Arc<Session> {
+    ) -> Arc<HttpSession> {
         self.start(id, version, None, owner, first_id)
     }
 
@@ -113,15 +120,12 @@ impl Inner {
         client: Option<String>,
         owner: Option<String>,
         first_id: i64,
-    ) -> Arc<Session> {
+    ) -> Arc<HttpSession> {
         let (in_tx, in_rx) = mpsc::channel(64);
         let (out_tx, mut out_rx) = mpsc::channel(1024);
-        let events = match self.shared() {
-            Some(shared) => Events::Shared(shared.clone()),
-            None => Events::Local(self.store.clone()),
-        };
+        let backend = self.backend().clone();
         let principal = owner.clone();
-        let session = Session::new(id, in_tx, version, events, client, owner);
+        let session = HttpSession::new(id, in_tx, version, backend, client, owner);
         let mut config = self.engine.clone();
         config.first_request_id = first_id;
         let serving = self.service.serve(Connection {
@@ -170,35 +174,34 @@ impl std::fmt::Debug for StreamableHttp {
 }
 
 impl StreamableHttp {
-    /// An endpoint for `service`, keeping SSE events in memory within the configured caps.
+    /// An endpoint for `service`, keeping SSE events in memory within the configured caps
+    /// (a [`MemoryEventLog`]).
     ///
     /// 2026-07-28 `Mcp-Param-{Name}` headers are checked against the tool arguments they
     /// mirror once [`StreamableHttp::with_param_headers`] says which tools have them.
     pub fn new(service: impl Serve, config: HttpConfig) -> Self {
-        let store = Arc::new(
-            MemoryEventStore::new(config.event_log_limit)
+        let log = Arc::new(
+            MemoryEventLog::new(config.event_log_limit)
                 .with_byte_limits(config.event_log_session_bytes, config.event_log_total_bytes),
         );
-        Self::with_event_store(service, config, store)
+        Self::with_event_log(service, config, log)
     }
 
-    /// An endpoint keeping SSE events in `store` (for resumption) instead of in memory.
-    pub fn with_event_store(
-        service: impl Serve,
-        config: HttpConfig,
-        store: Arc<dyn EventStore>,
-    ) -> Self {
+    /// An endpoint keeping SSE events in `log` (for resumption on this instance) instead of
+    /// in memory. Sessions and their streams still live in this instance only; with
+    /// [`StreamableHttp::with_store`] the store's own log is used instead.
+    pub fn with_event_log(service: impl Serve, config: HttpConfig, log: Arc<dyn EventLog>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 engine: config.engine(service.engine_config()),
                 service: Arc::new(service),
                 param_headers: std::sync::OnceLock::new(),
-                store,
+                log,
                 sessions: Mutex::new(HashMap::new()),
                 clients: ClientTable::default(),
                 stateless: Arc::new(Semaphore::new(config.max_stateless_requests.max(1))),
                 listens: Arc::new(Semaphore::new(config.max_listen_streams.max(1))),
-                shared: std::sync::OnceLock::new(),
+                backend: std::sync::OnceLock::new(),
                 config: Arc::new(config),
             }),
         }
@@ -219,11 +222,12 @@ impl StreamableHttp {
     /// Serves sessions together with the other instances that share `store`: any instance
     /// takes any request of any session, a client resumes a stream on any instance, and the
     /// answer to a request to the client reaches the instance waiting for it. Sessions are
-    /// kept in the store from then on (set it before serving; later calls change nothing).
+    /// kept in the store from then on (set it before serving; later calls, and calls once
+    /// the endpoint has served, change nothing).
     pub fn with_store(self, store: Arc<dyn oxmcp_store::Store>) -> Self {
         let c = store.config();
         let shared = Shared::new(store.clone(), c.max_waiting, c.op_timeout);
-        let _ = self.inner.shared.set(Arc::new(shared));
+        let _ = self.inner.backend.set(Arc::new(ScaleOut::new(shared)));
         self
     }
 
@@ -259,7 +263,7 @@ impl StreamableHttp {
         self.inner.config.max_stateless_requests.max(1) - self.inner.stateless.available_permits()
     }
 
-    fn all_sessions(&self) -> Vec<Arc<Session>> {
+    fn all_sessions(&self) -> Vec<Arc<HttpSession>> {
         self.inner.sessions().values().cloned().collect()
     }
 
@@ -267,9 +271,7 @@ impl StreamableHttp {
     /// runtime (it starts the session reaper).
     pub fn router(&self) -> axum::Router {
         tokio::spawn(reap(Arc::downgrade(&self.inner)));
-        if let Some(shared) = self.inner.shared() {
-            crate::server::scale_out::start_tasks(&self.inner, shared);
-        }
+        self.inner.backend().start(&self.inner);
         let weak = Arc::downgrade(&self.inner);
         let shutdown = self.inner.config.shutdown.clone();
         tokio::spawn(async move {
@@ -277,7 +279,7 @@ impl StreamableHttp {
             // Standalone streams would never end by themselves; POST streams end with their
             // last response, so in-flight requests are still answered.
             if let Some(inner) = weak.upgrade() {
-                let sessions: Vec<Arc<Session>> = inner.sessions().values().cloned().collect();
+                let sessions: Vec<Arc<HttpSession>> = inner.sessions().values().cloned().collect();
                 for s in sessions {
                     s.end_standalone();
                 }

@@ -31,7 +31,7 @@ async fn session_of(
     inner: &Arc<Inner>,
     headers: &HeaderMap,
     principal: Option<&str>,
-) -> Result<Arc<crate::server::session::Session>, Response> {
+) -> Result<Arc<crate::server::session::HttpSession>, Response> {
     let Some(id) = header_str(headers, SESSION_HEADER) else {
         return Err(bad_request(
             "Bad Request: Mcp-Session-Id header is required",
@@ -40,7 +40,7 @@ async fn session_of(
     if !plausible_session_id(id) {
         return Err(bad_request("Bad Request: malformed Mcp-Session-Id"));
     }
-    crate::server::scale_out::lookup(inner, id, principal).await
+    inner.backend().lookup(inner, id, principal).await
 }
 
 pub(crate) async fn handle_get(State(inner): State<Arc<Inner>>, request: Request) -> Response {
@@ -106,7 +106,8 @@ async fn stream(inner: Arc<Inner>, headers: &HeaderMap, principal: Option<String
         // log still holds, then a new GET stream.
         let (token, seq) = last.rsplit_once('-').unwrap_or((last, "0"));
         let seq = seq.parse().unwrap_or(0);
-        match crate::server::scale_out::resume_elsewhere(&inner, &session, token, seq).await {
+        let backend = inner.backend();
+        match backend.resume_elsewhere(&inner, &session, token, seq).await {
             Ok(crate::server::scale_out::Elsewhere::Request(resumed)) => {
                 let chunks: Vec<String> = resumed.replay.iter().map(sse_event).collect();
                 return sse_response(chunks, resumed.live, keep_alive, None);
@@ -138,18 +139,9 @@ pub(crate) async fn handle_delete(State(inner): State<Arc<Inner>>, request: Requ
         Ok(s) => s,
         Err(r) => return r,
     };
-    if let Some(shared) = inner.shared() {
-        // Gone from the store first (every instance then answers 404), then every instance
-        // drops what it holds.
-        if let Err(e) = shared.op(shared.store.delete_session(&session.id)).await {
-            return crate::server::scale_out::store_failed(&e);
-        }
-        let ended = oxmcp_store::BusEvent::SessionEnded {
-            session: session.id.clone(),
-        };
-        if let Err(e) = shared.publish(ended).await {
-            tracing::warn!(session = %session.id, "other instances drop the session on their next use of it: {e}");
-        }
+    // Ended everywhere first (with a store, every instance then answers 404), then here.
+    if let Err(e) = inner.backend().end_session(&session.id).await {
+        return crate::server::scale_out::store_failed(&e);
     }
     inner.remove(&session.id);
     StatusCode::OK.into_response()

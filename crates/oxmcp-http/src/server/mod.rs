@@ -1,12 +1,14 @@
 //! The server side (feature `server`): the Streamable HTTP endpoint ([`StreamableHttp`]: POST,
 //! GET, DELETE, 2026-07-28 stateless requests), the legacy HTTP+SSE endpoint, who may come in
 //! (admission, Host/Origin, per-client limits, tokens and their leases), how answers go out
-//! (JSON bodies, SSE streams, the protobuf encoding, replies and refusals), the sessions and
-//! their streams, and the multi-instance logic over a shared store (`scale_out`). The
+//! (JSON bodies, SSE streams, the protobuf encoding, replies and refusals), the HTTP sessions
+//! and their streams, and the session backend they use (`backend`): this instance only, or
+//! several instances over a shared store (`scale_out`). The
 //! WebSocket and gRPC servers (`crate::ws`, `crate::grpc`) are built from these parts too.
 //! Nothing in `crate::client` imports this module.
 
 pub(crate) mod admission;
+pub(crate) mod backend;
 pub(crate) mod clients;
 pub(crate) mod config;
 pub(crate) mod endpoint;

@@ -22,7 +22,7 @@ use crate::server::replies::{
     SESSION_HEADER, accepts, bad_request, decode_error_response, header_str, json_response,
     read_body, retry_later, rpc_error, session_not_found,
 };
-use crate::server::session::{Event, Session, handshake_done, random_hex};
+use crate::server::session::{Event, HttpSession, handshake_done, random_hex};
 use crate::server::sse_stream::{priming, sse_event, sse_response};
 
 /// What one POST body holds.
@@ -213,8 +213,9 @@ async fn post_in_session(
         Ok(s) => s,
         Err(r) => return r,
     };
-    if let (Some(shared), false) = (session.shared(), new_session) {
-        match crate::server::scale_out::share(shared, &session, &posted.messages).await {
+    if !new_session {
+        let backend = inner.backend();
+        match backend.share_incoming(&session, &posted.messages).await {
             Ok(Some(keep)) => posted.keep_only(keep),
             Ok(None) => {}
             Err(r) => return r,
@@ -238,14 +239,16 @@ async fn find_or_start(
     headers: &HeaderMap,
     posted: &Posted,
     client: &Client,
-) -> Result<(Arc<Session>, bool), Response> {
+) -> Result<(Arc<HttpSession>, bool), Response> {
     match header_str(headers, SESSION_HEADER) {
         Some(id) if !plausible_session_id(id) => {
             Err(bad_request("Bad Request: malformed Mcp-Session-Id"))
         }
         // A session is only ever used by the principal that opened it: to anyone else it
         // does not exist.
-        Some(id) => crate::server::scale_out::lookup(inner, id, client.principal())
+        Some(id) => inner
+            .backend()
+            .lookup(inner, id, client.principal())
             .await
             .map(|s| (s, false)),
         None => {
@@ -262,15 +265,9 @@ async fn find_or_start(
                 .map(|p| ProtocolVersion::negotiate_legacy(&p.protocol_version))
                 .unwrap_or(ProtocolVersion::LATEST_LEGACY);
             let session = new_session(inner, requested, client)?;
-            if session.shared().is_some() {
-                *session.record.lock() = Some(oxmcp_store::SessionRecord {
-                    version: requested.as_str().to_owned(),
-                    owner: client.principal().map(str::to_owned),
-                    init: Message::Request(init.clone()).encode(),
-                    log_level: None,
-                    subscriptions: Vec::new(),
-                    created_ms: oxmcp_store::now_ms(),
-                });
+            let backend = inner.backend();
+            if let Some(record) = backend.session_record(requested, client.principal(), init) {
+                *session.record.lock() = Some(record);
             }
             Ok((session, true))
         }
@@ -282,7 +279,7 @@ fn new_session(
     inner: &Arc<Inner>,
     version: ProtocolVersion,
     client: &Client,
-) -> Result<Arc<Session>, Response> {
+) -> Result<Arc<HttpSession>, Response> {
     inner.session_room()?;
     match inner.clients.admit(&inner.config, client) {
         Ok(()) => {}
@@ -322,7 +319,7 @@ fn new_session(
 /// and responses only, else the requests' answers as JSON or an SSE stream.
 async fn answer(
     inner: &Arc<Inner>,
-    session: Arc<Session>,
+    session: Arc<HttpSession>,
     new_session: bool,
     mut posted: Posted,
     context: oxmcp_jsonrpc::TransportContext,
@@ -363,9 +360,7 @@ async fn answer(
     };
     // Its requests are in flight now: a state change they ask for is shared with their
     // answers, once accepted.
-    if session.shared().is_some() {
-        crate::server::scale_out::expect_changes(&session, &posted.messages);
-    }
+    inner.backend().expect_changes(&session, &posted.messages);
     if mode == ResponseMode::Json {
         session.answer_as_json(&token);
     }
@@ -385,7 +380,7 @@ async fn answer(
 /// A POST with no request in it (notifications, responses, invalid batch entries): 202, or
 /// the errors of its invalid entries.
 async fn accept_only(
-    session: &Session,
+    session: &HttpSession,
     mut posted: Posted,
     context: oxmcp_jsonrpc::TransportContext,
 ) -> Response {
@@ -402,7 +397,7 @@ async fn accept_only(
 /// as one JSON body or as an SSE stream.
 struct Reply<'a> {
     inner: &'a Arc<Inner>,
-    session: &'a Arc<Session>,
+    session: &'a Arc<HttpSession>,
     token: String,
     new_session: bool,
     /// Answers owed for invalid batch entries (the engine never saw them).
@@ -459,16 +454,14 @@ impl Reply<'_> {
         }
     }
 
-    /// Saves a new session for the other instances (shared store only) before the client
-    /// learns its id; a session that cannot be saved is not made.
+    /// Saves a new session's record (a store-backed endpoint's, for the other instances)
+    /// before the client learns its id; a session that cannot be saved is not made.
     async fn save_session(&self) -> Result<(), Response> {
-        let (Some(shared), Some(record)) =
-            (self.session.shared(), self.session.record.lock().take())
-        else {
+        let Some(record) = self.session.record.lock().take() else {
             return Ok(());
         };
         let id = &self.session.id;
-        if let Err(e) = shared.op(shared.store.create_session(id, &record)).await {
+        if let Err(e) = self.inner.backend().save_session(id, &record).await {
             self.inner.remove(id);
             return Err(crate::server::scale_out::store_failed(&e));
         }

@@ -2,7 +2,7 @@
 //! this instance's engine: the answers to requests another instance sent, and cancellations
 //! (as their request id only). State changes (log level, subscriptions) are only noted here
 //! ([`expect_changes`], once their requests' stream is open): the session shares them once
-//! the engine has accepted them (`Session::route`).
+//! the engine has accepted them (`HttpSession::route`).
 
 use std::sync::Arc;
 
@@ -11,7 +11,7 @@ use oxmcp_jsonrpc::{Message, Request, RequestId};
 use oxmcp_store::{BusEvent, StateChange};
 
 use super::{Shared, store_failed};
-use crate::server::session::Session;
+use crate::server::session::HttpSession;
 
 /// The state change a client request asks for, if it is one every instance must know.
 /// Only the field it needs is read.
@@ -31,10 +31,10 @@ fn state_change(r: &Request) -> Option<StateChange> {
 }
 
 /// Holds the state changes `messages` ask for until the engine answers them (shared with
-/// the answer when accepted, see `Session::route`). Only for requests whose stream is open,
+/// the answer when accepted, see `HttpSession::route`). Only for requests whose stream is open,
 /// and never for an id that two entries of a batch share (the engine refuses the second, and
 /// the answer of the first must not stand for it).
-pub(crate) fn expect_changes(session: &Session, messages: &[Message]) {
+pub(crate) fn expect_changes(session: &HttpSession, messages: &[Message]) {
     let requests = || {
         messages.iter().filter_map(|m| match m {
             Message::Request(r) => Some(r),
@@ -79,7 +79,7 @@ fn cancellation_of(id: &RequestId) -> String {
 /// instance sent. Returns the messages this instance's engine gets (`None`: all of them).
 pub(crate) async fn share(
     shared: &Arc<Shared>,
-    session: &Session,
+    session: &HttpSession,
     messages: &[Message],
 ) -> Result<Option<Vec<Message>>, Response> {
     let me = shared.instance().to_owned();

@@ -1,5 +1,6 @@
 //! Serving sessions from several instances through a shared [`Store`]: any instance takes any
-//! request of any session, and what must cross instances goes through the store.
+//! request of any session, and what must cross instances goes through the store. This is the
+//! store-backed [`crate::server::backend::SessionBackend`], [`ScaleOut`].
 //!
 //! - A session is saved when its `initialize` succeeds. An instance that gets a request for a
 //!   session it does not hold restores it: it starts the session's engine and replays the
@@ -17,6 +18,7 @@
 //!   when the writer adds an event, and a poll). If the writer died, the stream's requests
 //!   are answered with an error instead of never.
 
+mod backend;
 mod bus;
 mod incoming;
 mod restore;
@@ -32,11 +34,8 @@ use oxmcp_store::{BusEvent, Store, StoreError, StoreResult};
 use parking_lot::Mutex;
 use tokio::sync::{Notify, Semaphore};
 
-pub(crate) use bus::start as start_tasks;
-pub(crate) use incoming::{expect_changes, share};
-pub(crate) use restore::lookup;
-
-pub(crate) use tail::{Elsewhere, resume_elsewhere};
+pub(crate) use backend::ScaleOut;
+pub(crate) use tail::Elsewhere;
 
 /// The endpoint's handle on the shared store.
 pub(crate) struct Shared {

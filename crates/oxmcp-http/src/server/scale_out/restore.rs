@@ -10,24 +10,21 @@ use oxmcp_types::ProtocolVersion;
 use super::{Shared, store_failed};
 use crate::server::endpoint::Inner;
 use crate::server::replies::session_not_found;
-use crate::server::session::Session;
+use crate::server::session::HttpSession;
 
 /// Request-id blocks are 2^32 wide; block numbers wrap below 2^20 so that ids stay exact
 /// in a JSON number (below 2^53).
 const BLOCKS: u64 = 1 << 20;
 
-/// The session `id` for `principal`, from this instance or restored from the store.
+/// The session `id` for `principal`, from this instance (if the store still has it) or
+/// restored from the store.
 pub(crate) async fn lookup(
     inner: &Arc<Inner>,
+    shared: &Arc<Shared>,
     id: &str,
     principal: Option<&str>,
-) -> Result<Arc<Session>, Response> {
+) -> Result<Arc<HttpSession>, Response> {
     let local = inner.sessions().get(id).cloned();
-    let Some(shared) = inner.shared() else {
-        return local
-            .filter(|s| s.owner.as_deref() == principal)
-            .ok_or_else(session_not_found);
-    };
     match local {
         Some(s) if s.owner.as_deref() != principal => Err(session_not_found()),
         Some(s) => match shared.op(shared.store.touch_session(id)).await {
@@ -46,12 +43,12 @@ pub(crate) async fn lookup(
 /// Starts serving a session another instance made: its engine gets the client's
 /// `initialize`, `notifications/initialized`, log level and subscriptions again (their
 /// answers go nowhere), and is then ready for the client's request.
-pub(crate) async fn restore(
+async fn restore(
     inner: &Arc<Inner>,
     shared: &Arc<Shared>,
     id: &str,
     principal: Option<&str>,
-) -> Result<Arc<Session>, Response> {
+) -> Result<Arc<HttpSession>, Response> {
     let lock = shared.restore_lock(id);
     let _one = lock.lock().await;
     if let Some(s) = inner.sessions().get(id).cloned() {
@@ -124,7 +121,7 @@ pub(crate) async fn restore(
 /// Makes the session's engine hold what `target` says (log level, subscriptions), given what
 /// it holds now (`applied`, updated).
 async fn catch_up(
-    session: &Session,
+    session: &HttpSession,
     applied: &mut oxmcp_store::SessionRecord,
     target: &oxmcp_store::SessionRecord,
 ) {

@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 
 use super::Shared;
 use crate::server::endpoint::Inner;
-use crate::server::session::{Event, Resumed, Session};
+use crate::server::session::{Event, HttpSession, Resumed};
 
 /// How often a followed stream is read without a doorbell (a lost doorbell costs this much).
 const POLL: Duration = Duration::from_millis(500);
@@ -43,13 +43,11 @@ pub(crate) enum Elsewhere {
 /// The store failed (the client is asked to retry).
 pub(crate) async fn resume_elsewhere(
     inner: &Arc<Inner>,
-    session: &Arc<Session>,
+    shared: &Arc<Shared>,
+    session: &Arc<HttpSession>,
     token: &str,
     after: u64,
 ) -> Result<Elsewhere, StoreError> {
-    let Some(shared) = inner.shared().cloned() else {
-        return Ok(Elsewhere::Standalone(Vec::new()));
-    };
     let info = shared
         .op(shared.store.stream_info(&session.id, token))
         .await?;
@@ -84,7 +82,7 @@ pub(crate) async fn resume_elsewhere(
     let (tx, rx) = mpsc::channel(DEPTH);
     let follow = Follow {
         inner: Arc::downgrade(inner),
-        shared,
+        shared: shared.clone(),
         session: session.id.clone(),
         token: token.to_owned(),
         info,

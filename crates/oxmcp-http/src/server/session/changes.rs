@@ -7,15 +7,16 @@ use std::collections::HashMap;
 use oxmcp_jsonrpc::{Answered, ErrorCode, ErrorObject, Message, OutKind, RawValue, RequestId};
 use oxmcp_store::{BusEvent, StateChange, StoreError};
 
-use super::Session;
+use super::HttpSession;
 use super::streams::Routed;
+use crate::server::scale_out::Shared;
 
 /// Changes waiting for their requests' answers, by request id.
 #[derive(Default)]
 pub(super) struct Changes(HashMap<RequestId, StateChange>);
 
-impl Session {
-    /// Holds `change` until request `id` is answered (shared sessions only). Only for a
+impl HttpSession {
+    /// Holds `change` until request `id` is answered (store-backed sessions only). Only for a
     /// request whose stream is open (its id is in flight, so no other request's answer can
     /// carry that id until it is answered).
     pub(crate) fn expect_change(&self, id: RequestId, change: StateChange) {
@@ -23,7 +24,7 @@ impl Session {
     }
 
     /// Drops what is held for requests that ended (answered or not).
-    pub(super) fn forget_changes(&self, ended: &[RequestId]) {
+    pub(crate) fn forget_changes(&self, ended: &[RequestId]) {
         let mut changes = self.changes.lock();
         if changes.0.is_empty() {
             return;
@@ -38,7 +39,7 @@ impl Session {
     /// cannot be shared turns its answer into an error (which asks the client to try again):
     /// only then is the line rewritten. Changes of requests it refused are dropped, and so
     /// is the change of a request that ended without an answer (cancelled).
-    pub(super) async fn share_answered(&self, routed: &mut Routed) {
+    pub(crate) async fn share_answered(&self, shared: &Shared, routed: &mut Routed) {
         if self.changes.lock().0.is_empty() {
             return;
         }
@@ -64,7 +65,7 @@ impl Session {
                 continue;
             };
             if a.error.is_none()
-                && let Err(e) = self.share(change).await
+                && let Err(e) = self.share(shared, change).await
             {
                 failed.push((i, Message::error(Some(id), e)));
             }
@@ -76,10 +77,7 @@ impl Session {
 
     /// Saves `change` in the shared store and announces it on the bus; the refusal to send
     /// instead of the answer when the store did not take it.
-    async fn share(&self, change: StateChange) -> Result<(), ErrorObject> {
-        let Some(shared) = self.shared() else {
-            return Ok(());
-        };
+    async fn share(&self, shared: &Shared, change: StateChange) -> Result<(), ErrorObject> {
         let saved = shared
             .op(shared.store.update_session(&self.id, &change))
             .await;

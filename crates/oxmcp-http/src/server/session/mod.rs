@@ -1,14 +1,14 @@
-//! One HTTP session: its engine connection, and the SSE streams its messages go on.
+//! One HTTP session ([`HttpSession`], the transport's; not the protocol's session of
+//! `oxmcp_server`): its engine connection, and the SSE streams its messages go on.
 //!
 //! Every outgoing message is routed to exactly one stream: a response, and whatever a handler
 //! sends while working on a request, go on the stream of the POST that carried the request;
 //! everything else goes on the standalone GET stream (or is dropped when there is none).
-//! Every event is written to the [`EventStore`] before it is sent, so a client can resume a
-//! stream with `Last-Event-ID`; resumption is looked up within the session only, so one
+//! Every event is written to the endpoint's event log (through its
+//! [`SessionBackend`]) before it is sent, so a client can resume a stream with `Last-Event-ID`; resumption is looked up within the session only, so one
 //! session can never resume another's stream.
 
 mod changes;
-mod events;
 mod streams;
 
 use std::sync::Arc;
@@ -19,9 +19,10 @@ use oxmcp_types::ProtocolVersion;
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
-pub(crate) use events::Events;
-pub(crate) use streams::Event;
 use streams::Streams;
+pub(crate) use streams::{Event, Routed};
+
+use crate::server::backend::SessionBackend;
 
 /// Random hex string of `bytes` bytes from the OS CSPRNG; `None` when the OS has no
 /// randomness to give (session ids must then not be made at all: fail closed).
@@ -53,7 +54,7 @@ pub(crate) fn handshake_done(m: &Message) -> bool {
 }
 
 /// An HTTP session.
-pub(crate) struct Session {
+pub(crate) struct HttpSession {
     pub(crate) id: String,
     /// The engine's input; taken (closing the engine) when the session ends.
     incoming: Mutex<Option<mpsc::Sender<Inbound>>>,
@@ -63,13 +64,15 @@ pub(crate) struct Session {
     /// id is the secret).
     next_stream: std::sync::atomic::AtomicU64,
     last_seen: Mutex<Instant>,
-    events: Events,
+    /// The endpoint's backend: where events are logged, and what is shared beyond here.
+    backend: Arc<dyn SessionBackend>,
     /// Requests the transport itself sent the engine (replaying the client's `initialize`
     /// and state on an instance restoring the session): their answers go nowhere.
     swallow: Mutex<std::collections::HashSet<RequestId>>,
-    /// State changes asked for and not answered yet (shared store only).
+    /// State changes asked for and not answered yet (store-backed sessions only).
     changes: Mutex<changes::Changes>,
-    /// The record saved for other instances once `initialize` succeeds (shared store only).
+    /// The record saved for other instances once `initialize` succeeds (store-backed
+    /// sessions only).
     pub(crate) record: Mutex<Option<oxmcp_store::SessionRecord>>,
     /// Serialises routing and resumption, so a resume neither misses nor repeats an event.
     order: tokio::sync::Mutex<()>,
@@ -83,9 +86,9 @@ pub(crate) struct Session {
     initialized: std::sync::atomic::AtomicBool,
 }
 
-impl std::fmt::Debug for Session {
+impl std::fmt::Debug for HttpSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session")
+        f.debug_struct("HttpSession")
             .field("id", &self.id)
             .finish_non_exhaustive()
     }
@@ -98,12 +101,12 @@ pub(crate) struct Resumed {
     pub(crate) live: Option<mpsc::Receiver<Event>>,
 }
 
-impl Session {
+impl HttpSession {
     pub(crate) fn new(
         id: String,
         incoming: mpsc::Sender<Inbound>,
         version: ProtocolVersion,
-        events: Events,
+        backend: Arc<dyn SessionBackend>,
         client: Option<String>,
         owner: Option<String>,
     ) -> Arc<Self> {
@@ -114,7 +117,7 @@ impl Session {
             streams: Mutex::new(Streams::default()),
             next_stream: std::sync::atomic::AtomicU64::new(1),
             last_seen: Mutex::new(Instant::now()),
-            events,
+            backend,
             swallow: Mutex::new(std::collections::HashSet::new()),
             changes: Mutex::new(changes::Changes::default()),
             record: Mutex::new(None),
@@ -141,15 +144,7 @@ impl Session {
         let n = self
             .next_stream
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        match self.events.shared() {
-            Some(shared) => format!("{}{n}", shared.tag),
-            None => format!("s{n}"),
-        }
-    }
-
-    /// The shared store, if the endpoint has one.
-    pub(crate) fn shared(&self) -> Option<&Arc<crate::server::scale_out::Shared>> {
-        self.events.shared()
+        format!("{}{n}", self.backend.stream_prefix())
     }
 
     /// Hands the engine a request of the transport's own (`method`, `params`), whose answer
@@ -169,7 +164,7 @@ impl Session {
     }
 
     /// Whether an answer is to a request of the transport's own (and forgets the request).
-    fn swallowed(&self, id: &RequestId) -> bool {
+    pub(crate) fn swallowed(&self, id: &RequestId) -> bool {
         let mut s = self.swallow.lock();
         !s.is_empty() && s.remove(id)
     }
@@ -275,27 +270,72 @@ impl Session {
         self.lock().busy.contains(id)
     }
 
-    /// Drops what the store holds for this session.
+    /// Drops what this instance's log holds for this session.
     pub(crate) async fn forget_stored(&self) {
-        self.events.forget_session(&self.id).await;
+        if let Err(e) = self.backend.forget_session(&self.id).await {
+            tracing::debug!(session = %self.id, "events not dropped (they expire): {e}");
+        }
+    }
+
+    /// Records a new stream's info in the log (another instance may resume it from the start).
+    async fn log_open(&self, token: &str, info: &oxmcp_store::StreamInfo) {
+        if let Err(e) = self.backend.open_stream(&self.id, token, info).await {
+            tracing::warn!(session = %self.id, stream = token, "stream not recorded for resumption: {e}");
+        }
+    }
+
+    /// Logs one event of stream `token` (an empty `data` marks the end of a cancelled
+    /// request's stream); `detached`: no client is attached to the stream here.
+    async fn log_event(&self, event: oxmcp_store::AppendEvent<'_>, detached: bool) {
+        if let Err(e) = self.backend.append(event, detached).await {
+            let stream = event.stream;
+            tracing::warn!(session = %self.id, stream, "event not stored for resumption: {e}");
+        }
+    }
+
+    /// Stream `token`'s logged messages with `after < seq < before`, oldest first.
+    async fn log_replay(
+        &self,
+        token: &str,
+        after: u64,
+        before: u64,
+    ) -> Vec<oxmcp_store::StoredEvent> {
+        match self.backend.replay(&self.id, token, after).await {
+            Ok(mut events) => {
+                events.retain(|e| e.seq < before && !e.data.is_empty());
+                events
+            }
+            Err(e) => {
+                tracing::warn!(session = %self.id, stream = token, "stored events not read: {e}");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Drops stream `token`'s logged events.
+    async fn log_forget(&self, token: &str) {
+        if let Err(e) = self.backend.forget_stream(&self.id, token).await {
+            tracing::debug!(session = %self.id, stream = token, "stream not dropped (it expires): {e}");
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event_store::MemoryEventStore;
+    use crate::server::backend::Local;
     use oxmcp_jsonrpc::{OutKind, OutMessage, Outbound};
+    use oxmcp_store::MemoryEventLog;
 
-    fn session() -> (Arc<Session>, mpsc::Receiver<Inbound>) {
+    fn session() -> (Arc<HttpSession>, mpsc::Receiver<Inbound>) {
         let (tx, rx) = mpsc::channel(8);
-        let store = Arc::new(MemoryEventStore::new(64));
+        let log = Arc::new(MemoryEventLog::new(64));
         (
-            Session::new(
+            HttpSession::new(
                 "t".into(),
                 tx,
                 ProtocolVersion::V2025_11_25,
-                Events::Local(store),
+                Arc::new(Local::new(log)),
                 None,
                 None,
             ),

@@ -4,10 +4,10 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use oxmcp_jsonrpc::{OutKind, Outbound, RequestId};
-use oxmcp_store::StreamInfo;
+use oxmcp_store::{AppendEvent, StreamInfo};
 use tokio::sync::mpsc;
 
-use super::{Resumed, Session};
+use super::{HttpSession, Resumed};
 
 /// One SSE event for an attached response.
 #[derive(Debug, Clone)]
@@ -34,20 +34,20 @@ impl Event {
 }
 
 /// What an outgoing message asks of the streams, once stream signals are handled.
-pub(super) struct Routed {
+pub(crate) struct Routed {
     /// The message (`None`: its request ended without a response).
-    pub(super) line: Option<String>,
+    pub(crate) line: Option<String>,
     /// The request it belongs to (a response: the request it answers).
-    pub(super) related: Option<RequestId>,
+    pub(crate) related: Option<RequestId>,
     /// It ends its request (a response, or a cancelled request's end).
-    ends: bool,
+    pub(crate) ends: bool,
     /// A request to the client: the id the answer will carry.
-    request: Option<RequestId>,
+    pub(crate) request: Option<RequestId>,
     /// What the message is, as the engine said (`None`: a cancelled request's end).
-    pub(super) kind: Option<OutKind>,
+    pub(crate) kind: Option<OutKind>,
 }
 
-/// Where [`Session::route`] put a message: the stream, the event's sequence number, and
+/// Where [`HttpSession::route`] put a message: the stream, the event's sequence number, and
 /// whether it is the stream's last.
 struct Placed {
     token: String,
@@ -55,7 +55,7 @@ struct Placed {
     last: bool,
     /// Kept in the log (for resumption); not when the one answer goes out as a JSON body.
     store: bool,
-    /// Given with the stream's first stored event (shared store only).
+    /// Given with the stream's first stored event (when the backend records one).
     info: Option<StreamInfo>,
     /// No client is attached: another instance may be tailing the stream.
     detached: bool,
@@ -83,7 +83,8 @@ pub(super) struct Stream {
     pub(super) json: bool,
     /// Something of it is in the log.
     pub(super) stored: bool,
-    /// Who writes it and what it answers, stored with its first event (shared store only).
+    /// Who writes it and what it answers, stored with its first event (when the backend
+    /// records one).
     pub(super) info: Option<StreamInfo>,
     /// The ids of the requests it answers (every entry of a batch): in flight until it ends.
     pub(super) ids: Vec<RequestId>,
@@ -122,7 +123,7 @@ pub(crate) struct Streams {
     pub(super) finished: VecDeque<String>,
 }
 
-impl Session {
+impl HttpSession {
     /// Opens the stream for a POST carrying requests `ids`; `answers` is how many responses
     /// will come (one per request, or one for a whole batch, whose entries are `batch` and
     /// whose answer is routed by its first id). `sse`: answered as SSE from the start.
@@ -145,11 +146,7 @@ impl Session {
             return Err(dup.clone());
         }
         let token = self.new_token();
-        let info = self.shared().map(|shared| StreamInfo {
-            owner: shared.store.instance().to_owned(),
-            ids: all.iter().map(RequestId::to_value).collect(),
-            batch: batch.is_some(),
-        });
+        let info = self.backend.stream_info(all, batch.is_some());
         let (tx, rx) = mpsc::channel(LIVE_DEPTH);
         for id in ids {
             streams.routes.insert(id.clone(), token.clone());
@@ -170,20 +167,16 @@ impl Session {
         }
     }
 
-    /// Records a stream that is primed before its first event in the shared store (if any),
-    /// so that it can be resumed on another instance from the start.
+    /// Records a stream that is primed before its first event in the log, when the backend
+    /// records streams (so that it can be resumed on another instance from the start).
     pub(crate) async fn announce_stream(&self, token: &str) {
-        let Some(shared) = self.shared() else { return };
         let info = self
             .lock()
             .by_token
             .get_mut(token)
             .and_then(|s| s.info.take());
         if let Some(info) = info {
-            let open = shared.store.open_stream(&self.id, token, &info);
-            if let Err(e) = shared.op(open).await {
-                tracing::warn!(session = %self.id, stream = token, "stream not recorded for resumption: {e}");
-            }
+            self.log_open(token, &info).await;
         }
     }
 
@@ -191,7 +184,7 @@ impl Session {
     pub(crate) async fn forget_stream(&self, token: &str) {
         let stored = self.lock().by_token.get(token).is_none_or(|s| s.stored);
         if stored {
-            self.events.forget_stream(&self.id, token).await;
+            self.log_forget(token).await;
         }
         let mut streams = self.lock();
         if let Some(gone) = streams.by_token.remove(token) {
@@ -232,11 +225,7 @@ impl Session {
             }
             let token = self.new_token();
             let (tx, rx) = mpsc::channel(LIVE_DEPTH);
-            let info = self.shared().map(|shared| StreamInfo {
-                owner: shared.store.instance().to_owned(),
-                ids: Vec::new(),
-                batch: false,
-            });
+            let info = self.backend.stream_info(&[], false);
             streams
                 .by_token
                 .insert(token.clone(), Stream::new(0, tx, true, info));
@@ -244,7 +233,7 @@ impl Session {
             (token, rx, old)
         };
         if let Some(old) = old {
-            self.events.forget_stream(&self.id, &old).await;
+            self.log_forget(&old).await;
         }
         Some((token, rx))
     }
@@ -271,8 +260,7 @@ impl Session {
             (live, before)
         };
         let replay = self
-            .events
-            .replay(&self.id, token, seq, before)
+            .log_replay(token, seq, before)
             .await
             .into_iter()
             .map(|e| Event {
@@ -325,22 +313,11 @@ impl Session {
                 kind: Some(m.kind),
             },
         };
-        // Only a shared session sends requests of the transport's own (see `feed_own`).
-        let own = self.shared().is_some() && routed.ends;
-        if own && routed.related.as_ref().is_some_and(|id| self.swallowed(id)) {
-            return;
-        }
         let mut routed = routed;
-        if own {
-            // The client's state changes are shared once accepted, before it learns so.
-            self.share_answered(&mut routed).await;
-        }
-        if let (Some(id), Some(shared)) = (&routed.request, self.shared()) {
-            // The client may answer on another instance: it must find this one.
-            let key = id.to_value().to_string();
-            if let Err(e) = shared.op(shared.store.put_pending(&self.id, &key)).await {
-                tracing::warn!(session = %self.id, "request {key} to the client not registered: {e}");
-            }
+        // The backend's part (a store-backed one shares what crosses instances): it may
+        // swallow the answer to a request of the transport's own (see `feed_own`).
+        if !self.backend.before_route(self, &mut routed).await {
+            return;
         }
         let Some(placed) = self.place(&routed) else {
             if let Some(id) = routed.request {
@@ -348,24 +325,24 @@ impl Session {
             }
             return;
         };
-        if own {
-            self.forget_changes(&placed.ended);
+        if routed.ends {
+            self.backend.ended(self, &placed.ended);
         }
         if placed.store {
-            let data = routed.line.as_deref().unwrap_or_default();
-            let (token, seq) = (&placed.token, placed.seq);
-            let info = placed.info.as_ref();
-            self.events
-                .append(&self.id, token, seq, data, placed.last, info)
-                .await;
-            if let (true, Some(shared)) = (placed.detached, self.shared()) {
-                shared.ring(&self.id, token).await;
-            }
+            let event = AppendEvent {
+                session: &self.id,
+                stream: &placed.token,
+                seq: placed.seq,
+                data: routed.line.as_deref().unwrap_or_default(),
+                last: placed.last,
+                info: placed.info.as_ref(),
+            };
+            self.log_event(event, placed.detached).await;
         }
         let error = matches!(routed.kind, Some(OutKind::Response { error: Some(_) }));
         let forget = self.deliver(routed.line, error, placed);
         for old in forget {
-            self.events.forget_stream(&self.id, &old).await;
+            self.log_forget(&old).await;
         }
     }
 
@@ -432,8 +409,9 @@ impl Session {
         // A POST's one answer, going to its waiting response as a JSON body: the client
         // never learns an event id, so there is nothing to resume and nothing to keep.
         let json_body = seq == 1 && last && !stream.sse && attached;
-        let shared = self.shared().is_some();
-        let store = !json_body && (routed.line.is_some() || (shared && stream.stored));
+        // The end of a cancelled request's stream is logged too (where the backend keeps such
+        // ends: another instance may be tailing the stream).
+        let store = !json_body && (routed.line.is_some() || stream.stored);
         if store {
             stream.stored = true;
         }
