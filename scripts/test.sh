@@ -37,14 +37,17 @@ fi
 # The house rules no compiler checks (file and function sizes, each file's opening comment,
 # each crate root's "Imports" sentence against its Cargo.toml): scripts/guard.py.
 python3 scripts/guard.py
-# A client-only build of oxmcp-http carries no server code: no axum, no hyper server.
-server_code=$(cargo tree -p oxmcp-http --no-default-features --features client,grpc -e normal,features \
-  | grep -E 'axum|hyper feature "server"|tonic feature "server"' || true)
-if [ -n "$server_code" ]; then
-  echo "a client-only build of oxmcp-http pulls in server code:" >&2
-  echo "$server_code" >&2
-  exit 1
-fi
+# A client-only build of oxmcp-http, oxmcp-ws or oxmcp-grpc carries no server code: no axum,
+# no hyper server, no tonic server.
+for crate in oxmcp-http oxmcp-ws oxmcp-grpc; do
+  server_code=$(cargo tree -p "$crate" --no-default-features --features client -e normal,features \
+    | grep -E 'axum|hyper feature "server"|tonic feature "server"' || true)
+  if [ -n "$server_code" ]; then
+    echo "a client-only build of $crate pulls in server code:" >&2
+    echo "$server_code" >&2
+    exit 1
+  fi
+done
 cargo build --workspace --all-targets
 cargo test --workspace --all-targets
 cargo test --workspace --doc

@@ -1,7 +1,8 @@
 //! `oxmcp-bench` (not published): the load generator of this repository. Checked tool calls per
 //! second and latency of any MCP server (stdio, Streamable HTTP, WebSocket, gRPC), bursts of
 //! new sessions, the memory an idle session costs, cold starts of a stdio server.
-//! Imports oxmcp-client, oxmcp-http, oxmcp-transport and oxmcp-types; nothing imports it.
+//! Imports oxmcp-client, oxmcp-grpc, oxmcp-http, oxmcp-transport, oxmcp-types and oxmcp-ws;
+//! nothing imports it.
 //!
 //! It was `oxmcp bench`; its command line is the same: `oxmcp-bench ARGS` (see [`args`]).
 //! The floor servers it measures against are its examples (`bare_echo`, `bare_http`,

@@ -141,16 +141,16 @@ pub(crate) async fn open_stream(
 ) -> anyhow::Result<(oxmcp_transport::Channels, Box<dyn oxmcp_transport::Link>)> {
     if url.starts_with("grpc://") || url.starts_with("grpcs://") {
         let form = match encoding {
-            oxmcp_http::BodyEncoding::Json => oxmcp_http::grpc::Form::Json,
-            oxmcp_http::BodyEncoding::Protobuf => oxmcp_http::grpc::Form::Protobuf,
+            oxmcp_http::BodyEncoding::Json => oxmcp_grpc::Form::Json,
+            oxmcp_http::BodyEncoding::Protobuf => oxmcp_grpc::Form::Protobuf,
         };
-        let config = oxmcp_http::grpc::client::GrpcClientConfig::default()
+        let config = oxmcp_grpc::client::GrpcClientConfig::default()
             .headers(headers)
             .form(form);
-        let (channels, link) = oxmcp_http::grpc::client::connect(url, config).await?;
+        let (channels, link) = oxmcp_grpc::client::connect(url, config).await?;
         return Ok((channels, Box::new(link)));
     }
-    let config = oxmcp_http::ws::client::WsClientConfig::default().headers(headers);
-    let (channels, link) = oxmcp_http::ws::client::connect(url, config).await?;
+    let config = oxmcp_ws::client::WsClientConfig::default().headers(headers);
+    let (channels, link) = oxmcp_ws::client::connect(url, config).await?;
     Ok((channels, Box::new(link)))
 }

@@ -40,16 +40,16 @@ pub(crate) async fn open_stream(
         headers.push(("authorization".into(), format!("Bearer {}", token.trim())));
     }
     if url.starts_with("grpc://") || url.starts_with("grpcs://") {
-        let config = oxmcp_http::grpc::client::GrpcClientConfig::default()
+        let config = oxmcp_grpc::client::GrpcClientConfig::default()
             .headers(headers)
-            .form(oxmcp_http::grpc::Form::Json);
-        let (channels, link) = oxmcp_http::grpc::client::connect(url, config)
+            .form(oxmcp_grpc::Form::Json);
+        let (channels, link) = oxmcp_grpc::client::connect(url, config)
             .await
             .map_err(|e| chain(&e))?;
         return Ok((channels, Box::new(link)));
     }
-    let config = oxmcp_http::ws::client::WsClientConfig::default().headers(headers);
-    let (channels, link) = oxmcp_http::ws::client::connect(url, config)
+    let config = oxmcp_ws::client::WsClientConfig::default().headers(headers);
+    let (channels, link) = oxmcp_ws::client::connect(url, config)
         .await
         .map_err(|e| chain(&e))?;
     Ok((channels, Box::new(link)))

@@ -240,7 +240,7 @@ pub(crate) fn bearer_token(headers: &axum::http::HeaderMap) -> Result<Option<&st
 
 /// Verifies the request's token when the endpoint is protected; puts the [`Identity`] (as
 /// `Arc<Identity>`) and its [`Principal`] in the extensions.
-pub(crate) async fn authenticate(
+pub async fn authenticate(
     auth: Option<&HttpAuth>,
     parts: &mut axum::http::request::Parts,
 ) -> Result<(), Response> {
@@ -312,7 +312,7 @@ pub const INSUFFICIENT_SCOPE: i64 = -32003;
 /// a scope the connection's token does not grant, one per request in it (`Some(vec![])` for
 /// refused notifications); `None` to let the frame through. The error's data names the
 /// scopes and carries the `insufficient_scope` challenge, as the 403 over HTTP does.
-pub(crate) fn frame_refusals(
+pub fn frame_refusals(
     auth: Option<&HttpAuth>,
     identity: Option<&Identity>,
     frame: &[u8],

@@ -48,15 +48,15 @@ pub async fn connect(url: &str, remote: Remote) -> Result<Client, ConnectError> 
     } = remote;
     let failed = |e: &dyn std::fmt::Display| ConnectError::Transport(e.to_string());
     if url.starts_with("ws://") || url.starts_with("wss://") {
-        let config = oxmcp_http::ws::client::WsClientConfig::default().headers(headers);
-        let (channels, link) = oxmcp_http::ws::client::connect(url, config)
+        let config = oxmcp_ws::client::WsClientConfig::default().headers(headers);
+        let (channels, link) = oxmcp_ws::client::connect(url, config)
             .await
             .map_err(|e| failed(&e))?;
         return Client::connect_over(channels, link, handlers, client).await;
     }
     if url.starts_with("grpc://") || url.starts_with("grpcs://") {
-        let config = oxmcp_http::grpc::client::GrpcClientConfig::default().headers(headers);
-        let (channels, link) = oxmcp_http::grpc::client::connect(url, config)
+        let config = oxmcp_grpc::client::GrpcClientConfig::default().headers(headers);
+        let (channels, link) = oxmcp_grpc::client::connect(url, config)
             .await
             .map_err(|e| failed(&e))?;
         return Client::connect_over(channels, link, handlers, client).await;

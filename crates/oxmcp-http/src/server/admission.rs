@@ -44,7 +44,7 @@ pub(crate) fn plausible_session_id(id: &str) -> bool {
 }
 
 /// 403 unless `Host` and `Origin` pass the DNS-rebinding check.
-pub(crate) fn host_checks(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Response> {
+pub fn host_checks(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Response> {
     if let Err(refusal) = guard::check(config, headers) {
         tracing::warn!(?refusal, "refused by DNS-rebinding protection");
         return Err(forbidden_host());
@@ -53,7 +53,7 @@ pub(crate) fn host_checks(config: &HttpConfig, headers: &HeaderMap) -> Result<()
 }
 
 /// 400 unless every `MCP-Protocol-Version` value is a known version.
-pub(crate) fn version_checks(headers: &HeaderMap) -> Result<(), Response> {
+pub fn version_checks(headers: &HeaderMap) -> Result<(), Response> {
     // Every value counts: a request may not smuggle a second, unsupported version.
     for v in headers.get_all(VERSION_HEADER) {
         let v = v.to_str().unwrap_or("");

@@ -40,7 +40,7 @@ struct Held {
 }
 
 /// One connection's token. See the module docs.
-pub(crate) struct Lease {
+pub struct Lease {
     auth: Arc<HttpAuth>,
     recheck: Duration,
     /// The connection's principal: a fresh token must have the same.
@@ -53,11 +53,26 @@ pub(crate) struct Lease {
 
 /// A [`Lease`] and its watch, which stops when this is dropped (with the connection), as
 /// does the check of a presented token.
-pub(crate) struct Watched {
+pub struct Watched {
     lease: Arc<Lease>,
     watch: tokio::task::AbortHandle,
     /// The check of a token presented with `oxmcp/authorize`, while it runs.
     checking: Mutex<Option<tokio::task::AbortHandle>>,
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease")
+            .field("principal", &self.principal)
+            .field("ended", &self.ended.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Watched {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Watched").field(&self.lease).finish()
+    }
 }
 
 impl Drop for Watched {
@@ -88,7 +103,7 @@ impl Lease {
     /// The lease of a connection whose opening request `parts` passed
     /// [`crate::auth::authenticate`], watched from now on; `None` when the endpoint is not
     /// protected.
-    pub(crate) fn open(config: &HttpConfig, parts: &axum::http::request::Parts) -> Option<Watched> {
+    pub fn open(config: &HttpConfig, parts: &axum::http::request::Parts) -> Option<Watched> {
         let auth = config.auth.clone()?;
         let token = crate::auth::bearer_token(&parts.headers).ok()??.to_owned();
         let identity = parts.extensions.get::<Arc<Identity>>()?.clone();
@@ -118,12 +133,12 @@ impl Lease {
     }
 
     /// The identity of the token the connection runs on now.
-    pub(crate) fn identity(&self) -> Arc<Identity> {
+    pub fn identity(&self) -> Arc<Identity> {
         self.held.lock().identity.clone()
     }
 
     /// Completes when the connection must end: why (for a close frame or a status).
-    pub(crate) async fn ended(&self) -> String {
+    pub async fn ended(&self) -> String {
         self.ended.cancelled().await;
         self.why.lock().clone()
     }
@@ -291,7 +306,7 @@ impl Watched {
     /// the request has no id). Only one check runs at a time on a connection: a presentation
     /// during another one's check is answered -32000 at once. `None`: not such a request,
     /// for the engine.
-    pub(crate) fn authorize_frame<R, F>(&self, frame: &[u8], reply: R) -> Option<Option<String>>
+    pub fn authorize_frame<R, F>(&self, frame: &[u8], reply: R) -> Option<Option<String>>
     where
         R: FnOnce(String) -> F + Send + 'static,
         F: Future<Output = ()> + Send + 'static,
@@ -375,7 +390,7 @@ fn expiry(identity: &Identity) -> Option<Instant> {
 }
 
 /// Completes when a connection's token ends (never for a connection without one): why.
-pub(crate) async fn ended(lease: Option<&Watched>) -> String {
+pub async fn ended(lease: Option<&Watched>) -> String {
     match lease {
         Some(lease) => lease.ended().await,
         None => std::future::pending().await,

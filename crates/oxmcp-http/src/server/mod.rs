@@ -3,8 +3,8 @@
 //! (admission, Host/Origin, per-client limits, tokens and their leases), how answers go out
 //! (JSON bodies, SSE streams, the protobuf encoding, replies and refusals), the sessions and
 //! their streams, and the multi-instance logic over a shared store (`scale_out`). The
-//! WebSocket and gRPC servers (`crate::ws`, `crate::grpc`) are built from these parts too.
-//! Nothing in `crate::client` imports this module.
+//! WebSocket and gRPC servers of oxmcp-ws and oxmcp-grpc admit their connections with the
+//! parts that `crate::front` makes public. Nothing in `crate::client` imports this module.
 
 pub(crate) mod admission;
 pub(crate) mod clients;

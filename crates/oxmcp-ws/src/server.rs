@@ -12,11 +12,10 @@ use oxmcp_engine::{Connection, EngineConfig, Serve};
 use oxmcp_jsonrpc::{Inbound, Outbound};
 use tokio::sync::mpsc;
 
-use super::{SUBPROTOCOL, close};
-use crate::server::clients::{Client, ClientTable, Held, Principal, Refused};
-use crate::server::config::HttpConfig;
-use crate::server::lease::{Lease, Watched};
-use crate::server::replies::{bad_request, header_str};
+use oxmcp_http::front::{Client, ClientTable, Held, Lease, Refused, Watched};
+use oxmcp_http::{HttpConfig, Principal};
+
+use crate::{SUBPROTOCOL, close};
 
 /// WebSocket settings (the rest comes from the [`HttpConfig`]: allowed hosts, auth, the
 /// message size limit `max_body`, the idle timeout `session_idle_timeout`, the most
@@ -92,10 +91,10 @@ impl WebSocket {
 
 async fn upgrade(State(inner): State<Arc<Inner>>, request: Request) -> Response {
     let (mut parts, _) = request.into_parts();
-    if let Err(r) = crate::server::admission::host_checks(&inner.http, &parts.headers) {
+    if let Err(r) = oxmcp_http::front::host_checks(&inner.http, &parts.headers) {
         return r;
     }
-    if let Err(r) = crate::auth::authenticate(inner.http.auth.as_deref(), &mut parts).await {
+    if let Err(r) = oxmcp_http::front::authenticate(inner.http.auth.as_deref(), &mut parts).await {
         return r;
     }
     let asked: Vec<String> = header_str(&parts.headers, "sec-websocket-protocol")
@@ -138,6 +137,19 @@ async fn upgrade(State(inner): State<Arc<Inner>>, request: Request) -> Response 
             drop(permit);
             drop(held);
         })
+}
+
+/// A header's value, if it is text.
+fn header_str<'a>(headers: &'a axum::http::HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// 400 with a JSON-RPC Invalid Request error, as `/mcp` refuses a bad request.
+fn bad_request(message: &str) -> Response {
+    let error = oxmcp_jsonrpc::ErrorObject::new(oxmcp_jsonrpc::ErrorCode::INVALID_REQUEST, message);
+    let body = oxmcp_jsonrpc::Message::error(None, error).encode();
+    let json = [(axum::http::header::CONTENT_TYPE, "application/json")];
+    (StatusCode::BAD_REQUEST, json, body).into_response()
 }
 
 /// 429 for a client at its limit of connections, or opening them too fast.
@@ -207,7 +219,7 @@ async fn on_text(
     }
     let identity = lease.map(|l| l.identity());
     let auth = inner.http.auth.as_deref();
-    if let Some(refusals) = crate::auth::frame_refusals(auth, identity.as_deref(), text) {
+    if let Some(refusals) = oxmcp_http::front::frame_refusals(auth, identity.as_deref(), text) {
         for line in refusals {
             if sink.send(Message::Text(line.into())).await.is_err() {
                 break;
@@ -300,7 +312,7 @@ async fn serve(
                     break end;
                 }
             }
-            why = crate::server::lease::ended(lease.as_ref()) => break Some(token_ended(&why)),
+            why = oxmcp_http::front::ended(lease.as_ref()) => break Some(token_ended(&why)),
             () = shutdown.cancelled(), if in_tx.is_some() => {
                 // No more input; what the engine accepted is still answered, then the socket
                 // closes with 1001.
