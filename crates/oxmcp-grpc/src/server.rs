@@ -15,7 +15,7 @@ use tokio::task::AbortHandle;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Code, Status, Streaming};
 
-use oxmcp_http::front::{Client, ClientTable, Held, Lease, Refused, Watched};
+use oxmcp_http::front::{Client, ClientTable, Held, Lease, Refusal, Refused, Watched};
 use oxmcp_http::{HttpConfig, Identity, Principal};
 
 use crate::{CALL_PATH, CONNECT_PATH, ENCODING_KEY, Form, codec, from_json, to_json};
@@ -106,10 +106,14 @@ fn status_response(status: Status) -> Response {
     status.into_http::<axum::body::Body>().into_response()
 }
 
-/// The gRPC status for an HTTP refusal of the shared checks (401 keeps its
-/// `www-authenticate` challenge in the metadata).
-fn refusal(response: &Response) -> Status {
-    let (code, what) = match response.status() {
+/// The gRPC status for an HTTP refusal of the shared checks: an unknown
+/// `mcp-protocol-version` is `INVALID_ARGUMENT`, the others by their HTTP status (401 keeps
+/// its `www-authenticate` challenge in the metadata).
+fn status_of(refusal: &Refusal) -> Status {
+    if refusal.error_code() == Some(oxmcp_jsonrpc::ErrorCode::UNSUPPORTED_PROTOCOL_VERSION) {
+        return Status::invalid_argument("unsupported mcp-protocol-version");
+    }
+    let (code, what) = match refusal.status() {
         StatusCode::UNAUTHORIZED => (Code::Unauthenticated, "authentication required"),
         StatusCode::FORBIDDEN => (Code::PermissionDenied, "refused"),
         StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => {
@@ -118,7 +122,7 @@ fn refusal(response: &Response) -> Status {
         _ => (Code::InvalidArgument, "bad request"),
     };
     let mut status = Status::new(code, what);
-    if let Some(challenge) = response.headers().get(header::WWW_AUTHENTICATE) {
+    if let Some(challenge) = refusal.header(&header::WWW_AUTHENTICATE) {
         let text = challenge.to_str().unwrap_or_default();
         status = Status::new(code, format!("{what}: {text}"));
         if let Ok(value) = text.parse() {
@@ -147,12 +151,11 @@ async fn admit(inner: &Inner, parts: &mut axum::http::request::Parts) -> Result<
     {
         parts.headers.insert(header::HOST, value);
     }
-    oxmcp_http::front::host_checks(&inner.http, &parts.headers).map_err(|r| refusal(&r))?;
+    oxmcp_http::front::host_checks(&inner.http, &parts.headers).map_err(|r| status_of(&r))?;
     oxmcp_http::front::authenticate(inner.http.auth.as_deref(), parts)
         .await
-        .map_err(|r| refusal(&r))?;
-    oxmcp_http::front::version_checks(&parts.headers)
-        .map_err(|_| Status::invalid_argument("unsupported mcp-protocol-version"))?;
+        .map_err(|r| status_of(&r))?;
+    oxmcp_http::front::version_checks(&parts.headers).map_err(|r| status_of(&r))?;
     Ok(Caller {
         principal: parts.extensions.get::<Principal>().map(|p| p.0.clone()),
         identity: parts.extensions.get::<Arc<Identity>>().cloned(),

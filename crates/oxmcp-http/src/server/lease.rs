@@ -92,7 +92,7 @@ impl std::ops::Deref for Watched {
 }
 
 /// Why a token was not taken (or kept).
-enum Refusal {
+enum Rejected {
     /// Not valid, or not enough: the connection cannot run on it.
     Invalid(&'static str, String),
     /// It could not be checked now.
@@ -196,8 +196,8 @@ impl Lease {
                 Ok(())
             }
             Ok(_) => Err("the access token now names another principal".to_owned()),
-            Err(Refusal::Invalid(_, why)) => Err(format!("the access token was refused: {why}")),
-            Err(Refusal::Unavailable) => {
+            Err(Rejected::Invalid(_, why)) => Err(format!("the access token was refused: {why}")),
+            Err(Rejected::Unavailable) => {
                 tracing::warn!("a connection's token could not be checked again; kept for now");
                 Ok(())
             }
@@ -232,16 +232,16 @@ impl Lease {
     }
 
     /// Verifies `token` and takes it if it belongs to this connection's principal: its `exp`.
-    async fn renew(&self, token: &str) -> Result<Option<u64>, Refusal> {
+    async fn renew(&self, token: &str) -> Result<Option<u64>, Rejected> {
         let (identity, principal) = verify(&self.auth, token).await?;
         if principal != self.principal {
-            return Err(Refusal::Invalid(
+            return Err(Rejected::Invalid(
                 "invalid_token",
                 "the token belongs to another principal".to_owned(),
             ));
         }
         if self.ended.is_cancelled() {
-            return Err(Refusal::Invalid(
+            return Err(Rejected::Invalid(
                 "invalid_token",
                 "the connection's token already ended".to_owned(),
             ));
@@ -255,13 +255,13 @@ impl Lease {
     async fn answer(&self, token: &str) -> serde_json::Value {
         match self.renew(token).await {
             Ok(exp) => serde_json::json!({"jsonrpc": "2.0", "result": {"expiresAt": exp}}),
-            Err(Refusal::Invalid(code, why)) => {
+            Err(Rejected::Invalid(code, why)) => {
                 tracing::debug!("a fresh token was refused: {why}");
                 let mut e = error(TOKEN_REFUSED, &format!("Unauthorized: {why}"));
                 e["error"]["data"] = serde_json::json!({ "error": code });
                 e
             }
-            Err(Refusal::Unavailable) => {
+            Err(Rejected::Unavailable) => {
                 error(-32000, "the token could not be checked now; retry later")
             }
         }
@@ -347,16 +347,16 @@ fn error(code: i64, message: &str) -> serde_json::Value {
 async fn verify(
     auth: &Arc<HttpAuth>,
     token: &str,
-) -> Result<(Arc<Identity>, Option<String>), Refusal> {
-    let invalid = |why: &str| Refusal::Invalid("invalid_token", why.to_owned());
+) -> Result<(Arc<Identity>, Option<String>), Rejected> {
+    let invalid = |why: &str| Rejected::Invalid("invalid_token", why.to_owned());
     let value = HeaderValue::from_str(&format!("Bearer {token}"))
         .map_err(|_| invalid("the token is not a usable header value"))?;
     let (mut parts, ()) = axum::http::Request::new(()).into_parts();
     parts.headers.insert(header::AUTHORIZATION, value);
     if let Err(refusal) = crate::auth::authenticate(Some(auth), &mut parts).await {
         return Err(match refusal.status() {
-            StatusCode::SERVICE_UNAVAILABLE => Refusal::Unavailable,
-            StatusCode::FORBIDDEN => Refusal::Invalid(
+            StatusCode::SERVICE_UNAVAILABLE => Rejected::Unavailable,
+            StatusCode::FORBIDDEN => Rejected::Invalid(
                 "insufficient_scope",
                 "the token lacks the scopes every request needs".to_owned(),
             ),

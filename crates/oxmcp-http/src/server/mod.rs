@@ -18,6 +18,7 @@ pub(crate) mod legacy;
 pub(crate) mod listener;
 pub(crate) mod post;
 pub(crate) mod protobuf;
+pub(crate) mod refusal;
 pub(crate) mod replies;
 pub(crate) mod resource_scopes;
 pub(crate) mod scale_out;
