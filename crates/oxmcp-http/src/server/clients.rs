@@ -222,8 +222,8 @@ pub struct Held {
 }
 
 impl Held {
-    /// Admits a new connection of `client` as a new session ([`ClientTable::admit`]), or
-    /// counts it only ([`ClientTable::hold`]) when `session` is false.
+    /// Admits a new connection of `client` as a new session (counted against its limit and
+    /// its new-session rate), or only counts it when `session` is false (a gRPC `Call`).
     pub fn take(
         table: &Arc<ClientTable>,
         config: &HttpConfig,
