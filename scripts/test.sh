@@ -38,7 +38,9 @@ fi
 # each crate root's "Imports" sentence against its Cargo.toml): scripts/guard.py.
 python3 scripts/guard.py
 # Client-only builds carry no server code: no axum, no hyper server, no tonic server.
-for build in "oxmcp-http --no-default-features --features client,grpc" "oxmcp-remote"; do
+for build in "oxmcp-http --no-default-features --features client" \
+  "oxmcp-ws --no-default-features --features client" \
+  "oxmcp-grpc --no-default-features --features client" "oxmcp-remote"; do
   # shellcheck disable=SC2086
   server_code=$(cargo tree -p $build -e normal,features \
     | grep -E 'axum|hyper feature "server"|tonic feature "server"' || true)

@@ -69,22 +69,21 @@ async fn connect(fixture: &Fixture, transport: &str, handlers: ClientHandlers) -
         }
         "ws" => {
             let url = format!("ws://{addr}/ws");
-            let (channels, link) = oxmcp_http::ws::client::connect(&url, Default::default())
+            let (channels, link) = oxmcp_ws::client::connect(&url, Default::default())
                 .await
                 .unwrap();
             Client::connect_over(channels, link, handlers, config).await
         }
         grpc => {
             let form = if grpc.ends_with("protobuf") {
-                oxmcp_http::grpc::Form::Protobuf
+                oxmcp_grpc::Form::Protobuf
             } else {
-                oxmcp_http::grpc::Form::Json
+                oxmcp_grpc::Form::Json
             };
-            let settings = oxmcp_http::grpc::client::GrpcClientConfig::default().form(form);
-            let (channels, link) =
-                oxmcp_http::grpc::client::connect(&format!("grpc://{addr}"), settings)
-                    .await
-                    .unwrap();
+            let settings = oxmcp_grpc::client::GrpcClientConfig::default().form(form);
+            let (channels, link) = oxmcp_grpc::client::connect(&format!("grpc://{addr}"), settings)
+                .await
+                .unwrap();
             Client::connect_over(channels, link, handlers, config).await
         }
     };

@@ -27,12 +27,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .response_mode(oxmcp_http::ResponseMode::Sse)
         .sse_retry(Duration::from_millis(500));
     let server = mcp_conformance::server()?;
-    let ws = oxmcp_http::WebSocket::new(
+    let ws = oxmcp_ws::WebSocket::new(
         server.clone(),
         config.clone(),
-        oxmcp_http::WsConfig::default(),
+        oxmcp_ws::WsConfig::default(),
     );
-    let grpc = oxmcp_http::Grpc::new(server.clone(), config.clone());
+    let grpc = oxmcp_grpc::Grpc::new(server.clone(), config.clone());
     let tools = server.clone();
     let http = oxmcp_http::StreamableHttp::new(server, config).with_param_headers(move |name| {
         tools
@@ -45,7 +45,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     eprintln!(
         "mcp-conformance-server listening on http://{addr}/mcp (WebSocket at ws://{addr}/ws, gRPC at grpc://{addr})"
     );
-    let app = oxmcp_http::grpc::split(http.router().merge(ws.router()), grpc.router());
+    let app = oxmcp_grpc::split(http.router().merge(ws.router()), grpc.router());
     oxmcp_http::serve_router(listener, app).await?;
     Ok(())
 }

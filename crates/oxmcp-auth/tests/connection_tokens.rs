@@ -18,8 +18,10 @@ use futures::{SinkExt, StreamExt};
 use oxmcp_auth::server::{
     Introspection, IntrospectionConfig, JwtConfig, JwtVerifier, ScopePolicy, TokenVerifier, protect,
 };
-use oxmcp_http::{Grpc, HttpConfig, LegacySse, StreamableHttp, WebSocket, WsConfig};
+use oxmcp_grpc::Grpc;
+use oxmcp_http::{HttpConfig, LegacySse, StreamableHttp};
 use oxmcp_proto::{Envelope, envelope::Body};
+use oxmcp_ws::{WebSocket, WsConfig};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -46,7 +48,7 @@ async fn serve_all(issuer: &str, make: impl FnOnce(&str) -> Arc<dyn TokenVerifie
     let legacy = LegacySse::new(server.clone(), config.clone()).router();
     let ws = WebSocket::new(server.clone(), config.clone(), WsConfig::default()).router();
     let grpc = Grpc::new(server, config).router();
-    let app = oxmcp_http::grpc::split(http.merge(legacy).merge(ws), grpc);
+    let app = oxmcp_grpc::split(http.merge(legacy).merge(ws), grpc);
     tokio::spawn(async move { oxmcp_http::serve_router(listener, app).await });
     base
 }
@@ -202,7 +204,7 @@ async fn grpc_open(base: &str, token: &str) -> GrpcStream {
     request
         .metadata_mut()
         .insert("authorization", format!("Bearer {token}").parse().unwrap());
-    let path = axum::http::uri::PathAndQuery::from_static(oxmcp_http::grpc::CONNECT_PATH);
+    let path = axum::http::uri::PathAndQuery::from_static(oxmcp_grpc::CONNECT_PATH);
     let codec = tonic_prost::ProstCodec::<Envelope, Envelope>::default();
     let rx = grpc
         .streaming(request, path, codec)
@@ -230,7 +232,7 @@ impl GrpcStream {
             match m {
                 Ok(Some(e)) => {
                     let v: Value =
-                        serde_json::from_slice(&oxmcp_http::grpc::to_json(e).unwrap()).unwrap();
+                        serde_json::from_slice(&oxmcp_grpc::to_json(e).unwrap()).unwrap();
                     if v.get("method").is_none() {
                         return Ok(v);
                     }
@@ -440,18 +442,14 @@ async fn our_client(
         oxmcp_client::ClientConfig::default(),
     );
     if url.starts_with("ws") {
-        let settings = oxmcp_http::ws::client::WsClientConfig::default().headers(headers);
-        let (channels, link) = oxmcp_http::ws::client::connect(url, settings)
-            .await
-            .unwrap();
+        let settings = oxmcp_ws::client::WsClientConfig::default().headers(headers);
+        let (channels, link) = oxmcp_ws::client::connect(url, settings).await.unwrap();
         let reauthorizer = link.reauthorizer();
         let client = oxmcp_client::Client::connect_over(channels, link, handlers, config);
         (client.await.unwrap(), reauthorizer)
     } else {
-        let settings = oxmcp_http::grpc::client::GrpcClientConfig::default().headers(headers);
-        let (channels, link) = oxmcp_http::grpc::client::connect(url, settings)
-            .await
-            .unwrap();
+        let settings = oxmcp_grpc::client::GrpcClientConfig::default().headers(headers);
+        let (channels, link) = oxmcp_grpc::client::connect(url, settings).await.unwrap();
         let reauthorizer = link.reauthorizer();
         let client = oxmcp_client::Client::connect_over(channels, link, handlers, config);
         (client.await.unwrap(), reauthorizer)
@@ -624,10 +622,10 @@ async fn grpc_call(base: &str, token: &str, request: Value) -> Result<Value, ton
     });
     call.metadata_mut()
         .insert("authorization", format!("Bearer {token}").parse().unwrap());
-    let path = axum::http::uri::PathAndQuery::from_static(oxmcp_http::grpc::CALL_PATH);
+    let path = axum::http::uri::PathAndQuery::from_static(oxmcp_grpc::CALL_PATH);
     let codec = tonic_prost::ProstCodec::<Envelope, Envelope>::default();
     let answer = grpc.unary(call, path, codec).await?.into_inner();
-    Ok(serde_json::from_slice(&oxmcp_http::grpc::to_json(answer).unwrap()).unwrap())
+    Ok(serde_json::from_slice(&oxmcp_grpc::to_json(answer).unwrap()).unwrap())
 }
 
 /// `request` as a 2026-07-28 request (its `_meta` says who is asking, and in which revision).

@@ -1,8 +1,8 @@
 //! `oxmcp` (crate `oxmcp-cli`): serve the demo server or a gateway, list and call tools on any
 //! server. (The load generator is another binary of the workspace, `oxmcp-bench`.)
 //! The top of the stack. Imports oxmcp, oxmcp-auth, oxmcp-client, oxmcp-engine, oxmcp-gateway,
-//! oxmcp-http, oxmcp-jsonrpc, oxmcp-remote, oxmcp-server, oxmcp-store, oxmcp-store-redis, oxmcp-transport
-//! and oxmcp-types.
+//! oxmcp-grpc, oxmcp-http, oxmcp-jsonrpc, oxmcp-remote, oxmcp-server, oxmcp-store,
+//! oxmcp-store-redis, oxmcp-transport, oxmcp-types and oxmcp-ws.
 
 mod about;
 mod auth;

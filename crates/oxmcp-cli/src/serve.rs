@@ -381,12 +381,12 @@ async fn serve_http(
     }
     let config = http_config(args, limits, auth, &shutdown);
     let legacy = oxmcp_http::LegacySse::new(server.clone(), config.clone());
-    let ws = oxmcp_http::WebSocket::new(
+    let ws = oxmcp_ws::WebSocket::new(
         server.clone(),
         config.clone(),
-        oxmcp_http::WsConfig::default(),
+        oxmcp_ws::WsConfig::default(),
     );
-    let grpc = oxmcp_http::Grpc::new(server.clone(), config.clone()).router();
+    let grpc = oxmcp_grpc::Grpc::new(server.clone(), config.clone()).router();
     let tools = server.clone();
     let counted = store.clone();
     let mut http =
@@ -401,7 +401,7 @@ async fn serve_http(
     }
     let grpc_listener = grpc_listener(args).await?;
     let app = http.router().merge(legacy.router()).merge(ws.router());
-    let app = oxmcp_http::grpc::split(app, grpc.clone());
+    let app = oxmcp_grpc::split(app, grpc.clone());
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
@@ -410,8 +410,7 @@ async fn serve_http(
         let stop = shutdown.clone();
         tokio::spawn(async move {
             let served =
-                oxmcp_http::grpc::serve_grpc(listener, grpc, tls, stop.clone().cancelled_owned())
-                    .await;
+                oxmcp_grpc::serve_grpc(listener, grpc, tls, stop.clone().cancelled_owned()).await;
             // A gRPC listener that cannot serve (bad TLS material, say) stops the whole
             // server instead of leaving a dead port behind.
             if served.is_err() {
@@ -484,12 +483,12 @@ fn refuse_open_listener(
 /// the start.
 async fn grpc_listener(
     args: &ServeArgs,
-) -> anyhow::Result<Option<(tokio::net::TcpListener, Option<oxmcp_http::grpc::TlsPem>)>> {
+) -> anyhow::Result<Option<(tokio::net::TcpListener, Option<oxmcp_grpc::TlsPem>)>> {
     let Some(addr) = args.grpc_listen else {
         return Ok(None);
     };
     let tls = match (&args.grpc_tls_cert, &args.grpc_tls_key) {
-        (Some(cert), Some(key)) => Some(oxmcp_http::grpc::TlsPem {
+        (Some(cert), Some(key)) => Some(oxmcp_grpc::TlsPem {
             cert: std::fs::read(cert).with_context(|| format!("reading {}", cert.display()))?,
             key: std::fs::read(key).with_context(|| format!("reading {}", key.display()))?,
         }),

@@ -209,14 +209,13 @@ async fn every_transport_gives_the_same_transcript() {
                     .unwrap()
             }
             "grpc" | "grpc+protobuf" => {
-                let settings = oxmcp_http::grpc::client::GrpcClientConfig::default().form(
-                    if transport == "grpc" {
-                        oxmcp_http::grpc::Form::Json
+                let settings =
+                    oxmcp_grpc::client::GrpcClientConfig::default().form(if transport == "grpc" {
+                        oxmcp_grpc::Form::Json
                     } else {
-                        oxmcp_http::grpc::Form::Protobuf
-                    },
-                );
-                let (channels, link) = oxmcp_http::grpc::client::connect(&grpc_url, settings)
+                        oxmcp_grpc::Form::Protobuf
+                    });
+                let (channels, link) = oxmcp_grpc::client::connect(&grpc_url, settings)
                     .await
                     .unwrap();
                 Client::connect_over(channels, link, h, config)
@@ -224,7 +223,7 @@ async fn every_transport_gives_the_same_transcript() {
                     .unwrap()
             }
             "ws" => {
-                let (channels, link) = oxmcp_http::ws::client::connect(&ws_url, Default::default())
+                let (channels, link) = oxmcp_ws::client::connect(&ws_url, Default::default())
                     .await
                     .unwrap();
                 Client::connect_over(channels, link, h, config)

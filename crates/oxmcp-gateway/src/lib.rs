@@ -1,6 +1,7 @@
 //! An MCP gateway as a library: one MCP server in front of several upstream servers (stdio
-//! commands and URLs), each supervised. Imports oxmcp-server, oxmcp-client, oxmcp-remote, oxmcp-http,
-//! oxmcp-auth, oxmcp-transport, oxmcp-jsonrpc and oxmcp-types; yields a [`Server`] for any transport.
+//! commands and URLs), each supervised. Imports oxmcp-server, oxmcp-client, oxmcp-remote,
+//! oxmcp-http, oxmcp-auth, oxmcp-transport, oxmcp-jsonrpc and oxmcp-types; yields a [`Server`]
+//! for any transport.
 //!
 //! It owns the gateway's [`Config`] (the keys of `oxmcp serve --config mcp.toml`, or built in
 //! code), the supervision of the upstreams, the merged lists, the forwarding and the per-request

@@ -17,6 +17,7 @@ use oxmcp_jsonrpc::Message;
 pub use oxmcp_engine::Identity;
 
 use crate::server::clients::Principal;
+use crate::server::refusal::Refusal;
 pub use crate::server::resource_scopes::{ResourceScopes, canonical_resource_uri};
 
 /// Why a token was not accepted.
@@ -140,7 +141,7 @@ impl HttpAuth {
     }
 
     /// A 401 with its challenge (400 for a malformed request, RFC 6750 §3.1).
-    fn unauthorized(&self, error: Option<(&str, &str)>) -> Response {
+    fn unauthorized(&self, error: Option<(&str, &str)>) -> Refusal {
         let scope = self.challenge_scope();
         let mut params = vec![("resource_metadata", self.metadata_url.as_str())];
         if let Some(s) = &scope {
@@ -156,11 +157,11 @@ impl HttpAuth {
         } else {
             StatusCode::UNAUTHORIZED
         };
-        oauth_error(status, &bearer_challenge(&params), code, description)
+        Refusal::oauth(status, Some(&bearer_challenge(&params)), code, description)
     }
 
     /// A 403 for a token without `required`.
-    fn insufficient(&self, required: &[String]) -> Response {
+    fn insufficient(&self, required: &[String]) -> Refusal {
         let scope = required.join(" ");
         let description = format!("this request needs the scope(s): {scope}");
         let challenge = bearer_challenge(&[
@@ -169,23 +170,13 @@ impl HttpAuth {
             ("resource_metadata", &self.metadata_url),
             ("error_description", &description),
         ]);
-        oauth_error(
+        Refusal::oauth(
             StatusCode::FORBIDDEN,
-            &challenge,
+            Some(&challenge),
             "insufficient_scope",
             &description,
         )
     }
-}
-
-/// An OAuth error answer (RFC 6750 §3): the challenge, and `{error, error_description}`.
-fn oauth_error(status: StatusCode, challenge: &str, code: &str, description: &str) -> Response {
-    let body = serde_json::json!({ "error": code, "error_description": description });
-    let mut r = json(status, &body);
-    if let Ok(v) = HeaderValue::from_str(challenge) {
-        r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
-    }
-    r
 }
 
 /// A JSON answer.
@@ -240,10 +231,15 @@ pub(crate) fn bearer_token(headers: &axum::http::HeaderMap) -> Result<Option<&st
 
 /// Verifies the request's token when the endpoint is protected; puts the [`Identity`] (as
 /// `Arc<Identity>`) and its [`Principal`] in the extensions.
-pub(crate) async fn authenticate(
+///
+/// # Errors
+/// A [`Refusal`]: 401 with a challenge without a token or with a refused one, 400 for a
+/// malformed `Authorization`, 403 for a token short of the scopes every request needs, 503
+/// when the token cannot be checked now.
+pub async fn authenticate(
     auth: Option<&HttpAuth>,
     parts: &mut axum::http::request::Parts,
-) -> Result<(), Response> {
+) -> Result<(), Refusal> {
     let Some(auth) = auth else { return Ok(()) };
     let token = match bearer_token(&parts.headers) {
         Ok(Some(t)) => t,
@@ -263,11 +259,7 @@ pub(crate) async fn authenticate(
         }
         Err(TokenError::Unavailable(why)) => {
             tracing::warn!("bearer token could not be checked: {why}");
-            let body = serde_json::json!({
-                "error": "temporarily_unavailable",
-                "error_description": "the token could not be checked now; retry later",
-            });
-            return Err(json(StatusCode::SERVICE_UNAVAILABLE, &body));
+            return Err(Refusal::token_unavailable());
         }
     };
     let missing: Vec<&String> = auth
@@ -290,7 +282,7 @@ pub(crate) fn check_scopes(
     auth: Option<&HttpAuth>,
     extensions: &axum::http::Extensions,
     messages: &[Message],
-) -> Result<(), Response> {
+) -> Result<(), Refusal> {
     let Some(auth) = auth else { return Ok(()) };
     let Some(identity) = extensions.get::<Arc<Identity>>() else {
         return Ok(());
@@ -312,7 +304,7 @@ pub const INSUFFICIENT_SCOPE: i64 = -32003;
 /// a scope the connection's token does not grant, one per request in it (`Some(vec![])` for
 /// refused notifications); `None` to let the frame through. The error's data names the
 /// scopes and carries the `insufficient_scope` challenge, as the 403 over HTTP does.
-pub(crate) fn frame_refusals(
+pub fn frame_refusals(
     auth: Option<&HttpAuth>,
     identity: Option<&Identity>,
     frame: &[u8],

@@ -1,9 +1,10 @@
 //! MCP over Streamable HTTP (2025-03-26 to 2025-11-25 sessions and 2026-07-28 stateless
-//! requests), the 2024-11-05 HTTP+SSE transport, WebSocket and gRPC: the server side (feature
-//! `server`, in `server/`, `ws/server.rs` and `grpc/server.rs`) and the client side (feature
-//! `client`, in `client/`, `ws/client.rs` and `grpc/client.rs`), both on by default; the client
-//! side uses nothing of the server side, so a client-only build
-//! (`default-features = false, features = ["client"]`) has no axum and no hyper server.
+//! requests) and the 2024-11-05 HTTP+SSE transport: the server side (feature `server`, in
+//! `server/`) and the client side (feature `client`, in `client/`), both on by default; the
+//! client side uses nothing of the server side, so a client-only build
+//! (`default-features = false, features = ["client"]`) has no axum and no hyper server. The
+//! WebSocket and gRPC transports live in oxmcp-ws and oxmcp-grpc, whose servers admit their
+//! connections with [`front`] and whose clients take fresh tokens with [`reauth`].
 //! Imports oxmcp-engine, oxmcp-jsonrpc, oxmcp-proto, oxmcp-store, oxmcp-transport and
 //! oxmcp-types; hosts any [`oxmcp_engine::Serve`].
 //!
@@ -67,15 +68,14 @@
 pub mod auth;
 #[cfg(feature = "client")]
 pub mod client;
-#[cfg(feature = "grpc")]
-pub mod grpc;
+#[cfg(feature = "server")]
+pub mod front;
 #[cfg(feature = "client")]
 mod origin;
 pub mod reauth;
 #[cfg(feature = "server")]
 mod server;
 pub mod sse;
-pub mod ws;
 
 #[cfg(feature = "server")]
 pub use auth::{
@@ -86,12 +86,8 @@ pub use auth::{
 pub use client::{
     BodyEncoding, HttpClientConfig, HttpClientError, HttpClientHandle, HttpClientTransport,
 };
-#[cfg(all(feature = "grpc", feature = "server"))]
-pub use grpc::Grpc;
 #[cfg(feature = "server")]
 pub use server::{
     HttpConfig, LegacySse, Principal, ResponseMode, ServeOptions, StreamableHttp, serve_router,
     serve_router_with, shutdown_on_signal,
 };
-#[cfg(feature = "server")]
-pub use ws::{WebSocket, WsConfig};

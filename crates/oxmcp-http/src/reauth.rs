@@ -63,8 +63,10 @@ pub enum ReauthorizeError {
 }
 
 #[cfg(feature = "client")]
-/// A request to present a token, and where its outcome goes.
-pub(crate) struct Presented {
+/// A request to present a token, and where its outcome goes: what a [`Reauthorizer`] hands
+/// its connection's transport, which sends it and keeps it in its [`Waiting`].
+#[derive(Debug)]
+pub struct Presented {
     /// The JSON of the `oxmcp/authorize` request.
     pub(crate) line: String,
     /// Its id.
@@ -74,8 +76,8 @@ pub(crate) struct Presented {
 
 #[cfg(feature = "client")]
 /// Presents fresh tokens on one WebSocket connection or gRPC stream (from
-/// [`crate::ws::client::WsLink::reauthorizer`] or
-/// [`crate::grpc::client::GrpcLink::reauthorizer`]). Cheap to clone.
+/// `oxmcp_ws::client::WsLink::reauthorizer` or `oxmcp_grpc::client::GrpcLink::reauthorizer`).
+/// Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Reauthorizer {
     tx: mpsc::Sender<Presented>,
@@ -84,7 +86,8 @@ pub struct Reauthorizer {
 
 #[cfg(feature = "client")]
 impl Reauthorizer {
-    pub(crate) fn new(tx: mpsc::Sender<Presented>) -> Self {
+    /// A reauthorizer whose presented tokens go to the transport reading `tx`.
+    pub fn new(tx: mpsc::Sender<Presented>) -> Self {
         Self {
             tx,
             next: Arc::new(AtomicU64::new(1)),
@@ -119,15 +122,15 @@ impl Reauthorizer {
 
 #[cfg(feature = "client")]
 /// The client transport's side: requests sent and waiting for their answer.
-#[derive(Default)]
-pub(crate) struct Waiting {
+#[derive(Debug, Default)]
+pub struct Waiting {
     pending: Mutex<HashMap<String, Presented>>,
 }
 
 #[cfg(feature = "client")]
 impl Waiting {
     /// Remembers a request about to be sent; its line.
-    pub(crate) fn sent(&self, presented: Presented) -> String {
+    pub fn sent(&self, presented: Presented) -> String {
         let line = presented.line.clone();
         self.pending.lock().insert(presented.id.clone(), presented);
         line
@@ -135,7 +138,7 @@ impl Waiting {
 
     /// If `frame` answers one of our requests, settles it and returns true (the frame is
     /// then not the engine's).
-    pub(crate) fn answered(&self, frame: &[u8]) -> bool {
+    pub fn answered(&self, frame: &[u8]) -> bool {
         if self.pending.lock().is_empty() || !contains(frame, ID_PREFIX.as_bytes()) {
             return false;
         }

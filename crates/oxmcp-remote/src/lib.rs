@@ -1,6 +1,7 @@
 //! Reach any MCP server from a client: by URL, on the transport its scheme names, or by
 //! command, as a stdio child process; once, or supervised (reconnected when the connection
-//! dies). Imports oxmcp-client, oxmcp-http and oxmcp-transport; the client sides only.
+//! dies). Imports oxmcp-client, oxmcp-grpc, oxmcp-http, oxmcp-transport and oxmcp-ws; the
+//! client sides only.
 //!
 //! | scheme | transport |
 //! |---|---|

@@ -2,9 +2,9 @@
 
 use oxmcp_http::BodyEncoding;
 use oxmcp_http::HttpClientConfig;
-use oxmcp_http::grpc::Form;
-use oxmcp_http::grpc::client::{GrpcClientConfig, GrpcClientError};
-use oxmcp_http::ws::client::{WsClientConfig, WsClientError};
+use oxmcp_grpc::Form;
+use oxmcp_grpc::client::{GrpcClientConfig, GrpcClientError};
+use oxmcp_ws::client::{WsClientConfig, WsClientError};
 use oxmcp_transport::{Channels, Link};
 
 /// The transport a URL names by its scheme.
@@ -88,7 +88,7 @@ pub async fn open(
         }
         Scheme::WebSocket => {
             let config = WsClientConfig::default().headers(http.headers);
-            let (channels, link) = oxmcp_http::ws::client::connect(url, config).await?;
+            let (channels, link) = oxmcp_ws::client::connect(url, config).await?;
             Ok((channels, Box::new(link)))
         }
         Scheme::Grpc => {
@@ -97,7 +97,7 @@ pub async fn open(
                 BodyEncoding::Protobuf => Form::Protobuf,
             };
             let config = GrpcClientConfig::default().headers(http.headers).form(form);
-            let (channels, link) = oxmcp_http::grpc::client::connect(url, config).await?;
+            let (channels, link) = oxmcp_grpc::client::connect(url, config).await?;
             Ok((channels, Box::new(link)))
         }
     }

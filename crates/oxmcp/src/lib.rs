@@ -1,14 +1,16 @@
 //! Model Context Protocol for Rust: the one import for servers, clients and transports.
 //! Re-exports the crates of the stack; no library of ours depends on it. Imports oxmcp-client,
-//! oxmcp-engine, oxmcp-gateway (feature `gateway`), oxmcp-http, oxmcp-jsonrpc, oxmcp-server,
-//! oxmcp-remote, oxmcp-store, oxmcp-transport and oxmcp-types.
+//! oxmcp-engine, oxmcp-gateway (feature `gateway`), oxmcp-grpc, oxmcp-http, oxmcp-jsonrpc,
+//! oxmcp-remote, oxmcp-server, oxmcp-store, oxmcp-transport, oxmcp-types and oxmcp-ws.
 //!
 //! - [`types`]: the protocol model for every revision, with a per-version feature table.
 //! - [`jsonrpc`]: strict JSON-RPC 2.0 messages and the transport boundary types.
 //! - [`engine`]: the peer loop (ids, cancellation, progress, timeouts) and the
 //!   [`engine::Serve`] trait every transport hosts.
 //! - [`transport`]: stdio, child processes, in-memory connections.
-//! - [`http`]: Streamable HTTP and the legacy HTTP+SSE transport, server and client.
+//! - [`http`]: Streamable HTTP and the legacy HTTP+SSE transport, server and client (and,
+//!   as before, [`ws`] and [`grpc`] again under `http::ws` and `http::grpc`).
+//! - [`ws`] and [`grpc`]: MCP over WebSocket and over gRPC, server and client.
 //! - [`server`] and [`client`]; [`server`] also has the attribute macros
 //!   ([`server::server`], [`server::tool`], [`server::prompt`], [`server::resource`],
 //!   [`server::completion`]) that write the builder calls for you.
@@ -80,13 +82,25 @@ pub use oxmcp_client as client;
 pub use oxmcp_engine as engine;
 #[cfg(feature = "gateway")]
 pub use oxmcp_gateway as gateway;
-pub use oxmcp_http as http;
+pub use oxmcp_grpc as grpc;
 pub use oxmcp_jsonrpc as jsonrpc;
 pub use oxmcp_remote as remote;
 pub use oxmcp_server as server;
 pub use oxmcp_transport as transport;
 pub use oxmcp_types as types;
+pub use oxmcp_ws as ws;
 pub use schemars;
+
+/// Streamable HTTP and the legacy HTTP+SSE transport: the `oxmcp-http` crate, with the
+/// WebSocket and gRPC servers and clients at the paths they had when they lived in it
+/// (`http::WebSocket`, `http::ws::client`, `http::Grpc`, `http::grpc::split`...).
+pub mod http {
+    pub use oxmcp_grpc as grpc;
+    pub use oxmcp_grpc::Grpc;
+    pub use oxmcp_http::*;
+    pub use oxmcp_ws as ws;
+    pub use oxmcp_ws::{WebSocket, WsConfig};
+}
 pub use serde;
 pub use serde_json;
 

@@ -37,7 +37,7 @@ impl Principal {
 
 /// Who a request counts against.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Client {
+pub enum Client {
     /// A verified principal.
     Principal(String),
     /// A remote address (or IPv6 /64 prefix).
@@ -48,7 +48,7 @@ pub(crate) enum Client {
 
 impl Client {
     /// The client of a request, from its extensions.
-    pub(crate) fn of(config: &HttpConfig, ext: &Extensions) -> Client {
+    pub fn of(config: &HttpConfig, ext: &Extensions) -> Client {
         if let Some(Principal(p)) = ext.get::<Principal>() {
             return Client::Principal(p.clone());
         }
@@ -98,7 +98,7 @@ impl Client {
 
 /// Why a new session was refused.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Refused {
+pub enum Refused {
     /// The client holds its most sessions.
     TooMany,
     /// The client opens sessions too fast; come back after this long.
@@ -114,8 +114,16 @@ struct Counters {
 
 /// Session counts and new-session buckets per client key.
 #[derive(Default)]
-pub(crate) struct ClientTable {
+pub struct ClientTable {
     table: Mutex<HashMap<String, Counters>>,
+}
+
+impl std::fmt::Debug for ClientTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientTable")
+            .field("clients", &self.lock().len())
+            .finish()
+    }
 }
 
 /// Most clients tracked at once; idle ones are dropped first (their state is "nothing held,
@@ -208,15 +216,15 @@ impl ClientTable {
 
 /// One connection counted against a client (a WebSocket connection, a gRPC stream or call):
 /// released when dropped, however the connection ends (or never starts).
-pub(crate) struct Held {
+pub struct Held {
     table: Arc<ClientTable>,
     key: Option<String>,
 }
 
 impl Held {
-    /// Admits a new connection of `client` as a new session ([`ClientTable::admit`]), or
-    /// counts it only ([`ClientTable::hold`]) when `session` is false.
-    pub(crate) fn take(
+    /// Admits a new connection of `client` as a new session (counted against its limit and
+    /// its new-session rate), or only counts it when `session` is false (a gRPC `Call`).
+    pub fn take(
         table: &Arc<ClientTable>,
         config: &HttpConfig,
         client: &Client,
@@ -231,6 +239,12 @@ impl Held {
             table: table.clone(),
             key: client.key(),
         })
+    }
+}
+
+impl std::fmt::Debug for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Held").field("key", &self.key).finish()
     }
 }
 

@@ -110,7 +110,7 @@ pub struct HttpConfig {
 impl HttpConfig {
     /// The message-loop settings of one connection, from the hosted service's own under
     /// these settings: "busy" instead of backpressure, and a stall timeout.
-    pub(crate) fn engine(&self, service: oxmcp_engine::EngineConfig) -> oxmcp_engine::EngineConfig {
+    pub fn engine(&self, service: oxmcp_engine::EngineConfig) -> oxmcp_engine::EngineConfig {
         service
             .busy_after(Some(self.max_requests_per_session.max(1)))
             .stall_timeout(Some(self.stall_timeout))

@@ -51,9 +51,9 @@ impl Inner {
     }
 
     /// 503 when the endpoint holds `max_sessions` sessions already.
-    pub(crate) fn session_room(&self) -> Result<(), axum::response::Response> {
+    pub(crate) fn session_room(&self) -> Result<(), crate::server::refusal::Refusal> {
         if self.sessions().len() >= self.config.max_sessions {
-            return Err(crate::server::replies::retry_later(
+            return Err(crate::server::refusal::Refusal::retry_later(
                 axum::http::StatusCode::SERVICE_UNAVAILABLE,
                 None,
                 Duration::from_secs(1),

@@ -7,12 +7,12 @@ use axum::extract::{Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use oxmcp_jsonrpc::ErrorCode;
 
 use crate::server::admission::{accepting, common_checks, plausible_session_id, stream_slot};
 use crate::server::clients::Principal;
 use crate::server::endpoint::Inner;
-use crate::server::replies::{SESSION_HEADER, accepts, bad_request, header_str, rpc_error};
+use crate::server::refusal::Refusal;
+use crate::server::replies::{SESSION_HEADER, accepts, header_str};
 use crate::server::sse_stream::{priming, sse_event, sse_response};
 
 /// Host/Origin checks, then the bearer token: the request's parts and principal.
@@ -33,12 +33,10 @@ async fn session_of(
     principal: Option<&str>,
 ) -> Result<Arc<crate::server::session::HttpSession>, Response> {
     let Some(id) = header_str(headers, SESSION_HEADER) else {
-        return Err(bad_request(
-            "Bad Request: Mcp-Session-Id header is required",
-        ));
+        return Err(Refusal::missing_session_id().into());
     };
     if !plausible_session_id(id) {
-        return Err(bad_request("Bad Request: malformed Mcp-Session-Id"));
+        return Err(Refusal::malformed_session_id().into());
     }
     inner.backend().lookup(inner, id, principal).await
 }
@@ -68,16 +66,15 @@ async fn get(inner: Arc<Inner>, request: Request) -> Response {
 async fn stream(inner: Arc<Inner>, headers: &HeaderMap, principal: Option<String>) -> Response {
     let headers = headers.clone();
     if !accepts(&headers, "text/event-stream") {
-        return rpc_error(
+        return Refusal::invalid_request(
             StatusCode::NOT_ACCEPTABLE,
-            None,
-            ErrorCode::INVALID_REQUEST,
             "Accept must list text/event-stream",
-        );
+        )
+        .into_response();
     }
     if crate::server::stateless::is_modern(&headers, &[]) {
         // 2026-07-28 has no GET stream (subscriptions/listen replaces it).
-        return StatusCode::METHOD_NOT_ALLOWED.into_response();
+        return Refusal::method_not_allowed().into_response();
     }
     let session = match session_of(&inner, &headers, principal.as_deref()).await {
         Ok(s) => s,
@@ -85,16 +82,16 @@ async fn stream(inner: Arc<Inner>, headers: &HeaderMap, principal: Option<String
     };
     session.touch();
     if let Err(r) = accepting(&inner.config) {
-        return r;
+        return r.into_response();
     }
     if let Err(r) = stream_slot(&inner.config, &session) {
-        return r;
+        return r.into_response();
     }
     let keep_alive = inner.config.keep_alive;
     let mut replayed = Vec::new();
     if let Some(last) = header_str(&headers, "last-event-id") {
         if last.len() > 256 || !last.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
-            return bad_request("Bad Request: malformed Last-Event-ID");
+            return Refusal::bad_request("Bad Request: malformed Last-Event-ID").into_response();
         }
         if let Some(resumed) = session.resume(last).await {
             let chunks: Vec<String> = resumed.replay.iter().map(sse_event).collect();
@@ -117,12 +114,11 @@ async fn stream(inner: Arc<Inner>, headers: &HeaderMap, principal: Option<String
         }
     }
     let Some((token, rx)) = session.open_standalone().await else {
-        return rpc_error(
+        return Refusal::invalid_request(
             StatusCode::CONFLICT,
-            None,
-            ErrorCode::INVALID_REQUEST,
             "A GET stream is already open for this session",
-        );
+        )
+        .into_response();
     };
     let mut chunks: Vec<String> = replayed.iter().map(sse_event).collect();
     chunks.push(priming(&token, inner.config.sse_retry));

@@ -40,7 +40,7 @@ struct Held {
 }
 
 /// One connection's token. See the module docs.
-pub(crate) struct Lease {
+pub struct Lease {
     auth: Arc<HttpAuth>,
     recheck: Duration,
     /// The connection's principal: a fresh token must have the same.
@@ -53,11 +53,26 @@ pub(crate) struct Lease {
 
 /// A [`Lease`] and its watch, which stops when this is dropped (with the connection), as
 /// does the check of a presented token.
-pub(crate) struct Watched {
+pub struct Watched {
     lease: Arc<Lease>,
     watch: tokio::task::AbortHandle,
     /// The check of a token presented with `oxmcp/authorize`, while it runs.
     checking: Mutex<Option<tokio::task::AbortHandle>>,
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease")
+            .field("principal", &self.principal)
+            .field("ended", &self.ended.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Watched {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Watched").field(&self.lease).finish()
+    }
 }
 
 impl Drop for Watched {
@@ -77,7 +92,7 @@ impl std::ops::Deref for Watched {
 }
 
 /// Why a token was not taken (or kept).
-enum Refusal {
+enum Rejected {
     /// Not valid, or not enough: the connection cannot run on it.
     Invalid(&'static str, String),
     /// It could not be checked now.
@@ -88,7 +103,7 @@ impl Lease {
     /// The lease of a connection whose opening request `parts` passed
     /// [`crate::auth::authenticate`], watched from now on; `None` when the endpoint is not
     /// protected.
-    pub(crate) fn open(config: &HttpConfig, parts: &axum::http::request::Parts) -> Option<Watched> {
+    pub fn open(config: &HttpConfig, parts: &axum::http::request::Parts) -> Option<Watched> {
         let auth = config.auth.clone()?;
         let token = crate::auth::bearer_token(&parts.headers).ok()??.to_owned();
         let identity = parts.extensions.get::<Arc<Identity>>()?.clone();
@@ -118,12 +133,12 @@ impl Lease {
     }
 
     /// The identity of the token the connection runs on now.
-    pub(crate) fn identity(&self) -> Arc<Identity> {
+    pub fn identity(&self) -> Arc<Identity> {
         self.held.lock().identity.clone()
     }
 
     /// Completes when the connection must end: why (for a close frame or a status).
-    pub(crate) async fn ended(&self) -> String {
+    pub async fn ended(&self) -> String {
         self.ended.cancelled().await;
         self.why.lock().clone()
     }
@@ -181,8 +196,8 @@ impl Lease {
                 Ok(())
             }
             Ok(_) => Err("the access token now names another principal".to_owned()),
-            Err(Refusal::Invalid(_, why)) => Err(format!("the access token was refused: {why}")),
-            Err(Refusal::Unavailable) => {
+            Err(Rejected::Invalid(_, why)) => Err(format!("the access token was refused: {why}")),
+            Err(Rejected::Unavailable) => {
                 tracing::warn!("a connection's token could not be checked again; kept for now");
                 Ok(())
             }
@@ -217,16 +232,16 @@ impl Lease {
     }
 
     /// Verifies `token` and takes it if it belongs to this connection's principal: its `exp`.
-    async fn renew(&self, token: &str) -> Result<Option<u64>, Refusal> {
+    async fn renew(&self, token: &str) -> Result<Option<u64>, Rejected> {
         let (identity, principal) = verify(&self.auth, token).await?;
         if principal != self.principal {
-            return Err(Refusal::Invalid(
+            return Err(Rejected::Invalid(
                 "invalid_token",
                 "the token belongs to another principal".to_owned(),
             ));
         }
         if self.ended.is_cancelled() {
-            return Err(Refusal::Invalid(
+            return Err(Rejected::Invalid(
                 "invalid_token",
                 "the connection's token already ended".to_owned(),
             ));
@@ -240,13 +255,13 @@ impl Lease {
     async fn answer(&self, token: &str) -> serde_json::Value {
         match self.renew(token).await {
             Ok(exp) => serde_json::json!({"jsonrpc": "2.0", "result": {"expiresAt": exp}}),
-            Err(Refusal::Invalid(code, why)) => {
+            Err(Rejected::Invalid(code, why)) => {
                 tracing::debug!("a fresh token was refused: {why}");
                 let mut e = error(TOKEN_REFUSED, &format!("Unauthorized: {why}"));
                 e["error"]["data"] = serde_json::json!({ "error": code });
                 e
             }
-            Err(Refusal::Unavailable) => {
+            Err(Rejected::Unavailable) => {
                 error(-32000, "the token could not be checked now; retry later")
             }
         }
@@ -291,7 +306,7 @@ impl Watched {
     /// the request has no id). Only one check runs at a time on a connection: a presentation
     /// during another one's check is answered -32000 at once. `None`: not such a request,
     /// for the engine.
-    pub(crate) fn authorize_frame<R, F>(&self, frame: &[u8], reply: R) -> Option<Option<String>>
+    pub fn authorize_frame<R, F>(&self, frame: &[u8], reply: R) -> Option<Option<String>>
     where
         R: FnOnce(String) -> F + Send + 'static,
         F: Future<Output = ()> + Send + 'static,
@@ -332,16 +347,16 @@ fn error(code: i64, message: &str) -> serde_json::Value {
 async fn verify(
     auth: &Arc<HttpAuth>,
     token: &str,
-) -> Result<(Arc<Identity>, Option<String>), Refusal> {
-    let invalid = |why: &str| Refusal::Invalid("invalid_token", why.to_owned());
+) -> Result<(Arc<Identity>, Option<String>), Rejected> {
+    let invalid = |why: &str| Rejected::Invalid("invalid_token", why.to_owned());
     let value = HeaderValue::from_str(&format!("Bearer {token}"))
         .map_err(|_| invalid("the token is not a usable header value"))?;
     let (mut parts, ()) = axum::http::Request::new(()).into_parts();
     parts.headers.insert(header::AUTHORIZATION, value);
     if let Err(refusal) = crate::auth::authenticate(Some(auth), &mut parts).await {
         return Err(match refusal.status() {
-            StatusCode::SERVICE_UNAVAILABLE => Refusal::Unavailable,
-            StatusCode::FORBIDDEN => Refusal::Invalid(
+            StatusCode::SERVICE_UNAVAILABLE => Rejected::Unavailable,
+            StatusCode::FORBIDDEN => Rejected::Invalid(
                 "insufficient_scope",
                 "the token lacks the scopes every request needs".to_owned(),
             ),
@@ -375,7 +390,7 @@ fn expiry(identity: &Identity) -> Option<Instant> {
 }
 
 /// Completes when a connection's token ends (never for a connection without one): why.
-pub(crate) async fn ended(lease: Option<&Watched>) -> String {
+pub async fn ended(lease: Option<&Watched>) -> String {
     match lease {
         Some(lease) => lease.ended().await,
         None => std::future::pending().await,

@@ -28,7 +28,7 @@ use crate::server::clients::{Client, ClientTable};
 use crate::server::config::HttpConfig;
 use crate::server::guard;
 use crate::server::lease::{Lease, Watched};
-use crate::server::replies::{decode_error_response, forbidden_host, refuse, session_not_found};
+use crate::server::refusal::Refusal;
 use crate::server::session::{handshake_done, random_hex};
 use crate::server::sse_stream::{KEEP_ALIVE, sse_body, sse_message};
 
@@ -124,23 +124,24 @@ impl LegacySse {
 async fn open_stream(State(inner): State<Arc<Inner>>, request: Request) -> Response {
     let (mut parts, _) = request.into_parts();
     if guard::check(&inner.config, &parts.headers).is_err() {
-        return forbidden_host();
+        return Refusal::forbidden_host().into_response();
     }
     if let Err(r) = crate::auth::authenticate(inner.config.auth.as_deref(), &mut parts).await {
-        return r;
+        return r.into_response();
     }
     let client = match admit(&inner, &parts) {
         Ok(c) => c,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let Some(id) = random_hex(16) else {
         if let Some(key) = client.key() {
             inner.clients.release(&key);
         }
-        return refuse(
+        return Refusal::invalid_request(
             StatusCode::SERVICE_UNAVAILABLE,
             "Cannot make a secure session id right now",
-        );
+        )
+        .into_response();
     };
     let guard = SessionGuard {
         inner: inner.clone(),
@@ -164,22 +165,25 @@ async fn open_stream(State(inner): State<Arc<Inner>>, request: Request) -> Respo
 
 /// The checks a new legacy stream passes: DNS-rebinding protection, shutdown, the
 /// endpoint's and the client's session caps.
-fn admit(inner: &Inner, parts: &axum::http::request::Parts) -> Result<Client, Response> {
+fn admit(inner: &Inner, parts: &axum::http::request::Parts) -> Result<Client, Refusal> {
     if guard::check(&inner.config, &parts.headers).is_err() {
-        return Err(forbidden_host());
+        return Err(Refusal::forbidden_host());
     }
     if inner.config.shutdown.is_cancelled() {
-        return Err(refuse(
+        return Err(Refusal::invalid_request(
             StatusCode::SERVICE_UNAVAILABLE,
             "Server is shutting down",
         ));
     }
     if inner.sessions().len() >= inner.config.max_sessions {
-        return Err(refuse(StatusCode::SERVICE_UNAVAILABLE, "Too many sessions"));
+        return Err(Refusal::invalid_request(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Too many sessions",
+        ));
     }
     let client = Client::of(&inner.config, &parts.extensions);
     if inner.clients.admit(&inner.config, &client).is_err() {
-        return Err(refuse(
+        return Err(Refusal::invalid_request(
             StatusCode::TOO_MANY_REQUESTS,
             "Too many sessions from this client; slow down",
         ));
@@ -284,10 +288,10 @@ async fn receive(
 ) -> Response {
     let (mut parts, body) = request.into_parts();
     if guard::check(&inner.config, &parts.headers).is_err() {
-        return forbidden_host();
+        return Refusal::forbidden_host().into_response();
     }
     if let Err(r) = crate::auth::authenticate(inner.config.auth.as_deref(), &mut parts).await {
-        return r;
+        return r.into_response();
     }
     let headers = &parts.headers;
     let principal = parts
@@ -295,13 +299,17 @@ async fn receive(
         .get::<crate::Principal>()
         .map(|p| p.0.as_str());
     let Some(id) = q.session_id else {
-        return refuse(StatusCode::BAD_REQUEST, "sessionId is required");
+        return Refusal::bad_request("sessionId is required").into_response();
     };
     if id.len() > 128 {
-        return refuse(StatusCode::BAD_REQUEST, "malformed sessionId");
+        return Refusal::bad_request("malformed sessionId").into_response();
     }
     if inner.config.shutdown.is_cancelled() {
-        return refuse(StatusCode::SERVICE_UNAVAILABLE, "Server is shutting down");
+        return Refusal::invalid_request(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Server is shutting down",
+        )
+        .into_response();
     }
     let legacy = inner
         .sessions()
@@ -309,7 +317,7 @@ async fn receive(
         .filter(|l| l.owner.as_deref() == principal)
         .cloned();
     let Some(legacy) = legacy else {
-        return session_not_found();
+        return Refusal::unknown_session().into_response();
     };
     // A fresh token of the session's principal (checked above) renews the stream's.
     if let Some(lease) = &legacy.lease
@@ -320,12 +328,12 @@ async fn receive(
     }
     let body = match crate::server::replies::read_body(&inner.config, headers, body).await {
         Ok(b) => b,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let max_batch = inner.engine.max_batch;
     let decoded: Vec<oxmcp_jsonrpc::Message> =
         match oxmcp_jsonrpc::Frame::decode_limited(&body, max_batch) {
-            oxmcp_jsonrpc::Frame::Single(Err(e)) => return decode_error_response(e),
+            oxmcp_jsonrpc::Frame::Single(Err(e)) => return Refusal::undecodable(e).into_response(),
             oxmcp_jsonrpc::Frame::Single(Ok(m)) => vec![m],
             oxmcp_jsonrpc::Frame::Batch(items) => items.into_iter().flatten().collect(),
         };
@@ -335,7 +343,7 @@ async fn receive(
     if let Err(r) =
         crate::auth::check_scopes(inner.config.auth.as_deref(), &parts.extensions, &decoded)
     {
-        return r;
+        return r.into_response();
     }
     let tx = legacy.input;
     match tokio::time::timeout(
@@ -345,7 +353,10 @@ async fn receive(
     .await
     {
         Ok(Ok(())) => StatusCode::ACCEPTED.into_response(),
-        Ok(Err(_)) => session_not_found(),
-        Err(_) => refuse(StatusCode::SERVICE_UNAVAILABLE, "Session is overloaded"),
+        Ok(Err(_)) => Refusal::unknown_session().into_response(),
+        Err(_) => {
+            Refusal::invalid_request(StatusCode::SERVICE_UNAVAILABLE, "Session is overloaded")
+                .into_response()
+        }
     }
 }

@@ -3,9 +3,9 @@
 //! (admission, Host/Origin, per-client limits, tokens and their leases), how answers go out
 //! (JSON bodies, SSE streams, the protobuf encoding, replies and refusals), the HTTP sessions
 //! and their streams, and the session backend they use (`backend`): this instance only, or
-//! several instances over a shared store (`scale_out`). The
-//! WebSocket and gRPC servers (`crate::ws`, `crate::grpc`) are built from these parts too.
-//! Nothing in `crate::client` imports this module.
+//! several instances over a shared store (`scale_out`). The WebSocket and gRPC servers of
+//! oxmcp-ws and oxmcp-grpc admit their connections with the parts that `crate::front` makes
+//! public. Nothing in `crate::client` imports this module.
 
 pub(crate) mod admission;
 pub(crate) mod backend;
@@ -20,6 +20,7 @@ pub(crate) mod legacy;
 pub(crate) mod listener;
 pub(crate) mod post;
 pub(crate) mod protobuf;
+pub(crate) mod refusal;
 pub(crate) mod replies;
 pub(crate) mod resource_scopes;
 pub(crate) mod scale_out;

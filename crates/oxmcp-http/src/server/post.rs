@@ -8,7 +8,7 @@ use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use oxmcp_jsonrpc::{ErrorCode, ErrorObject, Frame, Inbound, Message, RequestId};
+use oxmcp_jsonrpc::{ErrorObject, Frame, Inbound, Message, RequestId};
 use oxmcp_types::{Feature, InitializeParams, ProtocolVersion};
 use tokio::sync::mpsc;
 
@@ -18,10 +18,8 @@ use crate::server::admission::{
 use crate::server::clients::{Client, Refused};
 use crate::server::config::ResponseMode;
 use crate::server::endpoint::Inner;
-use crate::server::replies::{
-    SESSION_HEADER, accepts, bad_request, decode_error_response, header_str, json_response,
-    read_body, retry_later, rpc_error, session_not_found,
-};
+use crate::server::refusal::Refusal;
+use crate::server::replies::{SESSION_HEADER, accepts, header_str, json_response, read_body};
 use crate::server::session::{Event, HttpSession, handshake_done, random_hex};
 use crate::server::sse_stream::{priming, sse_event, sse_response};
 
@@ -59,7 +57,7 @@ impl Posted {
 
 /// Decodes a POST body; invalid entries of a batch are answered here, each with its own
 /// error, and the engine gets the valid rest.
-fn decode(inner: &Inner, body: Bytes) -> Result<Posted, Response> {
+fn decode(inner: &Inner, body: Bytes) -> Result<Posted, Refusal> {
     // A batch over the limit is refused while it is parsed (-32600, 400).
     let max = inner.engine.max_batch;
     match Frame::decode_limited(&body, max) {
@@ -69,7 +67,7 @@ fn decode(inner: &Inner, body: Bytes) -> Result<Posted, Response> {
             entry_errors: Vec::new(),
             body,
         }),
-        Frame::Single(Err(e)) => Err(decode_error_response(e)),
+        Frame::Single(Err(e)) => Err(Refusal::undecodable(e)),
         Frame::Batch(items) => {
             let mut ok = Vec::with_capacity(items.len());
             let mut entry_errors = Vec::new();
@@ -96,32 +94,28 @@ fn decode(inner: &Inner, body: Bytes) -> Result<Posted, Response> {
 
 /// Header checks that need no body: Host/Origin first (nothing is read for a refused
 /// request), then `Content-Type` and `Accept`.
-fn header_checks(inner: &Inner, headers: &HeaderMap) -> Result<(), Response> {
+fn header_checks(inner: &Inner, headers: &HeaderMap) -> Result<(), Refusal> {
     accepting(&inner.config)?;
     host_checks(&inner.config, headers)
 }
 
-fn media_checks(headers: &HeaderMap) -> Result<(), Response> {
+fn media_checks(headers: &HeaderMap) -> Result<(), Refusal> {
     let ct = header_str(headers, header::CONTENT_TYPE.as_str()).unwrap_or("");
     let json = ct
         .split(';')
         .next()
         .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"));
     if !json && !crate::server::protobuf::is_protobuf(headers) {
-        return Err(rpc_error(
+        return Err(Refusal::invalid_request(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            None,
-            ErrorCode::INVALID_REQUEST,
             "Content-Type must be application/json (or application/mcp+protobuf)",
         ));
     }
     let plain =
         accepts(headers, "application/json") || crate::server::protobuf::wants_protobuf(headers);
     if !(plain && accepts(headers, "text/event-stream")) {
-        return Err(rpc_error(
+        return Err(Refusal::invalid_request(
             StatusCode::NOT_ACCEPTABLE,
-            None,
-            ErrorCode::INVALID_REQUEST,
             "Accept must list application/json and text/event-stream",
         ));
     }
@@ -139,40 +133,40 @@ pub(crate) async fn handle_post(State(inner): State<Arc<Inner>>, request: Reques
 async fn post(inner: Arc<Inner>, request: Request) -> Response {
     let (mut parts, body) = request.into_parts();
     if let Err(r) = header_checks(&inner, &parts.headers) {
-        return r;
+        return r.into_response();
     }
     if let Err(r) = crate::auth::authenticate(inner.config.auth.as_deref(), &mut parts).await {
-        return r;
+        return r.into_response();
     }
     let headers = &parts.headers;
     let mut body = match read_body(&inner.config, headers, body).await {
         Ok(b) => b,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     if crate::server::protobuf::is_protobuf(headers) {
         body = match crate::server::protobuf::body_to_json(&body, inner.config.max_body) {
             Ok(b) => b,
-            Err(r) => return r,
+            Err(r) => return r.into_response(),
         };
     }
     // A modern request's version header is checked where its id is known (in `stateless`).
     let modern = crate::server::stateless::is_modern(headers, &body);
     if !modern && let Err(r) = version_checks(headers) {
-        return r;
+        return r.into_response();
     }
     if let Err(r) = media_checks(headers) {
-        return r;
+        return r.into_response();
     }
     let posted = match decode(&inner, body) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     if let Err(r) = crate::auth::check_scopes(
         inner.config.auth.as_deref(),
         &parts.extensions,
         &posted.messages,
     ) {
-        return r;
+        return r.into_response();
     }
     let client = Client::of(&inner.config, &parts.extensions);
     // A listen stream lives no longer than the token it was opened with.
@@ -185,7 +179,8 @@ async fn post(inner: Arc<Inner>, request: Request) -> Response {
     let context: oxmcp_jsonrpc::TransportContext = Arc::new(std::mem::take(&mut parts.extensions));
     if modern {
         if posted.batch {
-            return bad_request("JSON-RPC batches are not part of protocol 2026-07-28");
+            return Refusal::bad_request("JSON-RPC batches are not part of protocol 2026-07-28")
+                .into_response();
         }
         return match posted.messages.into_iter().next() {
             Some(m) => {
@@ -194,7 +189,7 @@ async fn post(inner: Arc<Inner>, request: Request) -> Response {
                     crate::server::stateless::handle(&inner, headers, m, principal, context).await;
                 crate::server::sse_stream::until_lease_ends(answer, lease)
             }
-            None => bad_request("empty request"),
+            None => Refusal::bad_request("empty request").into_response(),
         };
     }
     post_in_session(&inner, headers, posted, &client, context).await
@@ -226,9 +221,10 @@ async fn post_in_session(
         session.mark_initialized();
     }
     if posted.batch && !session.version().has(Feature::Batching) {
-        return bad_request(
+        return Refusal::bad_request(
             "JSON-RPC batches are not supported by the negotiated protocol version",
-        );
+        )
+        .into_response();
     }
     answer(inner, session, new_session, posted, context).await
 }
@@ -241,9 +237,7 @@ async fn find_or_start(
     client: &Client,
 ) -> Result<(Arc<HttpSession>, bool), Response> {
     match header_str(headers, SESSION_HEADER) {
-        Some(id) if !plausible_session_id(id) => {
-            Err(bad_request("Bad Request: malformed Mcp-Session-Id"))
-        }
+        Some(id) if !plausible_session_id(id) => Err(Refusal::malformed_session_id().into()),
         // A session is only ever used by the principal that opened it: to anyone else it
         // does not exist.
         Some(id) => inner
@@ -257,9 +251,7 @@ async fn find_or_start(
                 _ => None,
             });
             let Some(init) = init.filter(|_| !posted.batch) else {
-                return Err(bad_request(
-                    "Bad Request: Mcp-Session-Id header is required",
-                ));
+                return Err(Refusal::missing_session_id().into());
             };
             let requested = oxmcp_jsonrpc::parse_params::<InitializeParams>(init.params.as_deref())
                 .map(|p| ProtocolVersion::negotiate_legacy(&p.protocol_version))
@@ -284,20 +276,22 @@ fn new_session(
     match inner.clients.admit(&inner.config, client) {
         Ok(()) => {}
         Err(Refused::TooMany) => {
-            return Err(retry_later(
+            return Err(Refusal::retry_later(
                 StatusCode::TOO_MANY_REQUESTS,
                 None,
                 Duration::from_secs(1),
                 "Too many sessions for this client; end one (DELETE) first",
-            ));
+            )
+            .into());
         }
         Err(Refused::TooFast(wait)) => {
-            return Err(retry_later(
+            return Err(Refusal::retry_later(
                 StatusCode::TOO_MANY_REQUESTS,
                 None,
                 wait,
                 "Too many new sessions from this client; slow down",
-            ));
+            )
+            .into());
         }
     }
     let Some(id) = random_hex(16) else {
@@ -305,12 +299,13 @@ fn new_session(
         if let Some(key) = client.key() {
             inner.clients.release(&key);
         }
-        return Err(retry_later(
+        return Err(Refusal::retry_later(
             StatusCode::SERVICE_UNAVAILABLE,
             None,
             Duration::from_secs(1),
             "Cannot make a secure session id right now",
-        ));
+        )
+        .into());
     };
     Ok(inner.start_session(id, version, client))
 }
@@ -339,7 +334,7 @@ async fn answer(
     if mode == ResponseMode::Sse
         && let Err(r) = stream_slot(&inner.config, &session)
     {
-        return r;
+        return r.into_response();
     }
     // A batch gets one answer (an array), related to its first request.
     let (routed, answers) = if posted.batch {
@@ -365,7 +360,7 @@ async fn answer(
         session.answer_as_json(&token);
     }
     if !session.feed(posted.take_input(context)).await {
-        return session_not_found();
+        return Refusal::unknown_session().into_response();
     }
     let reply = Reply {
         inner,
@@ -385,7 +380,7 @@ async fn accept_only(
     context: oxmcp_jsonrpc::TransportContext,
 ) -> Response {
     if !posted.messages.is_empty() && !session.feed(posted.take_input(context)).await {
-        return session_not_found();
+        return Refusal::unknown_session().into_response();
     }
     if !posted.entry_errors.is_empty() {
         return json_response(oxmcp_jsonrpc::encode_batch(&posted.entry_errors), None);

@@ -9,10 +9,10 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use futures::StreamExt;
-use oxmcp_jsonrpc::ErrorCode;
 use oxmcp_proto::SSE_EVENT;
 
-use crate::server::replies::{accepts, header_str, rpc_error};
+use crate::server::refusal::Refusal;
+use crate::server::replies::{accepts, header_str};
 
 /// Whether the request's body is in the protobuf encoding.
 pub(crate) fn is_protobuf(headers: &HeaderMap) -> bool {
@@ -30,20 +30,16 @@ pub(crate) fn wants_protobuf(headers: &HeaderMap) -> bool {
 /// message, 413 with -32600 if it holds more elements (or deeper nesting) than a body of
 /// `max_body` bytes may ([`oxmcp_proto::DecodeLimits::for_bytes`]: one per four bytes), so
 /// that it costs no more to decode than the same message in JSON.
-pub(crate) fn body_to_json(body: &Bytes, max_body: usize) -> Result<Bytes, Response> {
+pub(crate) fn body_to_json(body: &Bytes, max_body: usize) -> Result<Bytes, Refusal> {
     let limits = oxmcp_proto::DecodeLimits::for_bytes(max_body);
     match oxmcp_proto::decode_json_text(body, &limits) {
         Ok(json) => Ok(Bytes::from(json)),
-        Err(oxmcp_proto::ProtoError::TooLarge(why)) => Err(rpc_error(
+        Err(oxmcp_proto::ProtoError::TooLarge(why)) => Err(Refusal::invalid_request(
             StatusCode::PAYLOAD_TOO_LARGE,
-            None,
-            ErrorCode::INVALID_REQUEST,
             &format!("Request body too large: {why}"),
         )),
-        Err(e) => Err(rpc_error(
+        Err(e) => Err(Refusal::parse_error(
             StatusCode::BAD_REQUEST,
-            None,
-            ErrorCode::PARSE_ERROR,
             &format!("Parse error: {e}"),
         )),
     }

@@ -15,9 +15,7 @@ use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
-use oxmcp_jsonrpc::{
-    ErrorCode, ErrorObject, Inbound, Message, OutMessage, Outbound, RawValue, Request,
-};
+use oxmcp_jsonrpc::{Inbound, Message, OutMessage, Outbound, RawValue, Request};
 use oxmcp_types::{ProtocolVersion, meta_keys};
 use serde::Deserialize;
 use serde_json::Value;
@@ -26,24 +24,8 @@ use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use crate::server::config::ResponseMode;
 use crate::server::endpoint::Inner;
 use crate::server::hangup::CancelOnHangUp;
-use crate::server::replies::{error_response, unsupported_version};
+use crate::server::refusal::{Refusal, answer_status};
 use crate::server::sse_stream::{KEEP_ALIVE, sse_body, sse_message};
-
-fn invalid_meta(id: &oxmcp_jsonrpc::RequestId, what: &str) -> Response {
-    error_response(
-        StatusCode::BAD_REQUEST,
-        Some(id.clone()),
-        ErrorObject::invalid_params(format!("Invalid params: {what}")),
-    )
-}
-
-fn mismatch(id: &oxmcp_jsonrpc::RequestId, message: String) -> Response {
-    error_response(
-        StatusCode::BAD_REQUEST,
-        Some(id.clone()),
-        ErrorObject::new(ErrorCode::HEADER_MISMATCH, message),
-    )
-}
 
 /// Decodes the `=?base64?…?=` sentinel form of a header value.
 fn decode_header(value: &str) -> Option<String> {
@@ -119,7 +101,7 @@ fn check_param_headers(
     headers: &HeaderMap,
     req: &Request,
     params: &Value,
-) -> Result<(), Response> {
+) -> Result<(), Refusal> {
     if req.method != "tools/call" {
         return Ok(());
     }
@@ -142,7 +124,7 @@ fn check_param_headers(
         match (sent, body) {
             (None, None) => {}
             (None, Some(_)) => {
-                return Err(mismatch(
+                return Err(Refusal::header_mismatch(
                     &req.id,
                     format!(
                         "Header mismatch: Mcp-Param-{header} header is required (argument {prop} is set)"
@@ -150,26 +132,26 @@ fn check_param_headers(
                 ));
             }
             (Some(Err(_)), _) => {
-                return Err(mismatch(
+                return Err(Refusal::header_mismatch(
                     &req.id,
                     format!("Header mismatch: Mcp-Param-{header} has invalid characters"),
                 ));
             }
             (Some(Ok(v)), body) => {
                 if !header_safe(&v) {
-                    return Err(mismatch(
+                    return Err(Refusal::header_mismatch(
                         &req.id,
                         format!("Header mismatch: Mcp-Param-{header} has invalid characters"),
                     ));
                 }
                 let Some(decoded) = decode_header(&v) else {
-                    return Err(mismatch(
+                    return Err(Refusal::header_mismatch(
                         &req.id,
                         format!("Header mismatch: Mcp-Param-{header} is not valid base64"),
                     ));
                 };
                 if body.as_deref() != Some(decoded.as_str()) {
-                    return Err(mismatch(
+                    return Err(Refusal::header_mismatch(
                         &req.id,
                         format!(
                             "Header mismatch: Mcp-Param-{header} header value '{decoded}' does not match body value '{}'",
@@ -184,9 +166,9 @@ fn check_param_headers(
 }
 
 /// The `_meta` every 2026-07-28 request carries: protocol version and client capabilities.
-fn check_meta<'p>(req: &Request, params: &'p Value) -> Result<&'p str, Response> {
+fn check_meta<'p>(req: &Request, params: &'p Value) -> Result<&'p str, Refusal> {
     let Some(meta) = params["_meta"].as_object() else {
-        return Err(invalid_meta(
+        return Err(Refusal::invalid_meta(
             &req.id,
             "_meta is required on every 2026-07-28 request",
         ));
@@ -195,13 +177,13 @@ fn check_meta<'p>(req: &Request, params: &'p Value) -> Result<&'p str, Response>
         .get(meta_keys::PROTOCOL_VERSION)
         .and_then(Value::as_str)
     else {
-        return Err(invalid_meta(
+        return Err(Refusal::invalid_meta(
             &req.id,
             &format!("_meta.{} is required", meta_keys::PROTOCOL_VERSION),
         ));
     };
     if !meta.contains_key(meta_keys::CLIENT_CAPABILITIES) {
-        return Err(invalid_meta(
+        return Err(Refusal::invalid_meta(
             &req.id,
             &format!("_meta.{} is required", meta_keys::CLIENT_CAPABILITIES),
         ));
@@ -217,9 +199,9 @@ fn expect_header(
     sent: Option<&str>,
     body: &str,
     encoded: bool,
-) -> Result<(), Response> {
+) -> Result<(), Refusal> {
     let Some(sent) = sent else {
-        return Err(mismatch(
+        return Err(Refusal::header_mismatch(
             &req.id,
             format!("Header mismatch: {name} header is required"),
         ));
@@ -228,7 +210,7 @@ fn expect_header(
         match decode_header(sent) {
             Some(v) => v,
             None => {
-                return Err(mismatch(
+                return Err(Refusal::header_mismatch(
                     &req.id,
                     format!("Header mismatch: {name} header is not valid base64"),
                 ));
@@ -238,7 +220,7 @@ fn expect_header(
         sent.to_owned()
     };
     if value != body {
-        return Err(mismatch(
+        return Err(Refusal::header_mismatch(
             &req.id,
             format!(
                 "Header mismatch: {name} header value '{value}' does not match body value '{body}'"
@@ -251,7 +233,7 @@ fn expect_header(
 /// The standard headers against the body: `MCP-Protocol-Version` against `_meta`,
 /// `Mcp-Method` against `method`, `Mcp-Name` against `params.name`, `params.uri` or
 /// `params.taskId`.
-fn check_headers(headers: &HeaderMap, req: &Request, params: &Value) -> Result<(), Response> {
+fn check_headers(headers: &HeaderMap, req: &Request, params: &Value) -> Result<(), Refusal> {
     let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let version = check_meta(req, params)?;
     expect_header(
@@ -276,25 +258,16 @@ fn check_headers(headers: &HeaderMap, req: &Request, params: &Value) -> Result<(
     Ok(())
 }
 
-/// The HTTP status of an answer: errors that say the request is unknown or malformed get
-/// 404 or 400 (read from the decoded error, not from the text).
+/// The HTTP status of an answer, from its error code ([`answer_status`]).
 fn status_for(answer: &OutMessage) -> StatusCode {
-    match answer.error_code() {
-        Some(ErrorCode::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
-        Some(
-            ErrorCode::HEADER_MISMATCH
-            | ErrorCode::MISSING_CLIENT_CAPABILITY
-            | ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
-        ) => StatusCode::BAD_REQUEST,
-        _ => StatusCode::OK,
-    }
+    answer_status(answer.error_code())
 }
 
 /// The permits a modern request holds while it is answered: 503 when the endpoint already
 /// answers its most (or, for `subscriptions/listen`, has its most streams open).
-fn admit(inner: &Inner, req: &Request) -> Result<Vec<OwnedSemaphorePermit>, Response> {
+fn admit(inner: &Inner, req: &Request) -> Result<Vec<OwnedSemaphorePermit>, Refusal> {
     let busy = |what: &str| {
-        crate::server::replies::retry_later(
+        Refusal::retry_later(
             StatusCode::SERVICE_UNAVAILABLE,
             Some(req.id.clone()),
             Duration::from_secs(1),
@@ -337,11 +310,11 @@ pub(crate) async fn handle(
         _ => return StatusCode::ACCEPTED.into_response(),
     };
     if let Err(r) = check(inner, headers, &req) {
-        return r;
+        return r.into_response();
     }
     let permits = match admit(inner, &req) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let (in_tx, in_rx) = mpsc::channel(1);
     let (out_tx, mut out_rx) = mpsc::channel::<Outbound>(64);
@@ -361,22 +334,14 @@ pub(crate) async fn handle(
     // Already decoded here: the engine takes the message as it is.
     let input = Inbound::Message(Box::new(Message::Request(req)), Some(context));
     if in_tx.send(input).await.is_err() {
-        return error_response(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            Some(id),
-            ErrorObject::internal("the server is gone"),
-        );
+        return Refusal::internal(id, "the server is gone").into_response();
     }
     // The engine's input stays open while the answer is being sent: dropping it (when the
     // answer is complete, or the client went away) ends the connection and any subscription.
     // A client that goes away before the response cancels the request.
     let watch = CancelOnHangUp::new(id.clone(), in_tx);
     let Some(first) = next_message(&mut out_rx, &watch).await else {
-        return error_response(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            Some(id),
-            ErrorObject::internal("no response"),
-        );
+        return Refusal::internal(id, "no response").into_response();
     };
     // An error answer is always JSON, so its HTTP status can say what went wrong.
     let failed = status_for(&first) != StatusCode::OK;
@@ -395,11 +360,11 @@ pub(crate) async fn handle(
 
 /// Everything a modern request is checked for before it runs: known versions in the
 /// headers, the standard headers against the body, `Mcp-Param-*` against the arguments.
-fn check(inner: &Inner, headers: &HeaderMap, req: &Request) -> Result<(), Response> {
+fn check(inner: &Inner, headers: &HeaderMap, req: &Request) -> Result<(), Refusal> {
     for v in headers.get_all("mcp-protocol-version") {
         let v = v.to_str().unwrap_or("");
         if ProtocolVersion::parse(v).is_none() {
-            return Err(unsupported_version(Some(req.id.clone()), v));
+            return Err(Refusal::unsupported_version(Some(req.id.clone()), v));
         }
     }
     let params: Value = req
@@ -495,7 +460,7 @@ async fn next_message(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oxmcp_jsonrpc::OutKind;
+    use oxmcp_jsonrpc::{ErrorCode, OutKind};
 
     #[test]
     fn only_the_meta_member_makes_a_request_modern() {

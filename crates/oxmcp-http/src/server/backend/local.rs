@@ -14,7 +14,7 @@ use oxmcp_types::ProtocolVersion;
 
 use super::{SessionBackend, Step, done};
 use crate::server::endpoint::Inner;
-use crate::server::replies::session_not_found;
+use crate::server::refusal::Refusal;
 use crate::server::scale_out::Elsewhere;
 use crate::server::session::{HttpSession, Routed};
 
@@ -43,7 +43,7 @@ impl SessionBackend for Local {
         done(
             local
                 .filter(|s| s.owner.as_deref() == principal)
-                .ok_or_else(session_not_found),
+                .ok_or_else(|| Refusal::unknown_session().into()),
         )
     }
 

@@ -153,18 +153,14 @@ impl Shared {
 pub(crate) fn store_failed(e: &StoreError) -> Response {
     if !e.is_transient() {
         tracing::debug!("{e}");
-        return crate::server::replies::rpc_error(
-            StatusCode::BAD_REQUEST,
-            None,
-            oxmcp_jsonrpc::ErrorCode::INVALID_REQUEST,
-            &e.to_string(),
-        );
+        return crate::server::refusal::Refusal::bad_request(&e.to_string()).into();
     }
     tracing::warn!("{e}");
-    crate::server::replies::retry_later(
+    crate::server::refusal::Refusal::retry_later(
         StatusCode::SERVICE_UNAVAILABLE,
         None,
         Duration::from_secs(1),
         &e.to_string(),
     )
+    .into()
 }

@@ -9,7 +9,7 @@ use oxmcp_types::ProtocolVersion;
 
 use super::{Shared, store_failed};
 use crate::server::endpoint::Inner;
-use crate::server::replies::session_not_found;
+use crate::server::refusal::Refusal;
 use crate::server::session::HttpSession;
 
 /// Request-id blocks are 2^32 wide; block numbers wrap below 2^20 so that ids stay exact
@@ -26,13 +26,13 @@ pub(crate) async fn lookup(
 ) -> Result<Arc<HttpSession>, Response> {
     let local = inner.sessions().get(id).cloned();
     match local {
-        Some(s) if s.owner.as_deref() != principal => Err(session_not_found()),
+        Some(s) if s.owner.as_deref() != principal => Err(Refusal::unknown_session().into()),
         Some(s) => match shared.op(shared.store.touch_session(id)).await {
             Ok(true) => Ok(s),
             Ok(false) => {
                 // Deleted on another instance (or expired in the store).
                 inner.drop_local(id);
-                Err(session_not_found())
+                Err(Refusal::unknown_session().into())
             }
             Err(e) => Err(store_failed(&e)),
         },
@@ -54,12 +54,12 @@ async fn restore(
     if let Some(s) = inner.sessions().get(id).cloned() {
         return match s.owner.as_deref() == principal {
             true => Ok(s),
-            false => Err(session_not_found()),
+            false => Err(Refusal::unknown_session().into()),
         };
     }
     let record = match shared.op(shared.store.load_session(id)).await {
         Ok(Some(r)) if r.owner.as_deref() == principal => r,
-        Ok(_) => return Err(session_not_found()),
+        Ok(_) => return Err(Refusal::unknown_session().into()),
         Err(e) => return Err(store_failed(&e)),
     };
     // A request here is a use of the session like any other: its keys live on.
@@ -78,7 +78,7 @@ async fn restore(
                 session = id,
                 "stored session has no usable initialize; dropped"
             );
-            return Err(session_not_found());
+            return Err(Refusal::unknown_session().into());
         }
     };
     let params: serde_json::Value = init
@@ -105,7 +105,7 @@ async fn restore(
         Ok(Some(now)) => catch_up(&session, &mut applied, &now).await,
         Ok(None) => {
             inner.drop_local(id);
-            return Err(session_not_found());
+            return Err(Refusal::unknown_session().into());
         }
         Err(e) => tracing::debug!(session = id, "second read of a restored session: {e}"),
     }

@@ -11,8 +11,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 
-use super::{CALL_PATH, CONNECT_PATH, ENCODING_KEY, Form, codec, from_json, to_json};
-use crate::reauth::{Presented, Reauthorizer, Waiting};
+use oxmcp_http::reauth::{Presented, Reauthorizer, Waiting};
+
+use crate::{CALL_PATH, CONNECT_PATH, ENCODING_KEY, Form, codec, from_json, to_json};
 
 /// Settings of a gRPC client connection.
 #[derive(Debug, Clone, derive_setters::Setters)]
@@ -134,7 +135,7 @@ async fn channel(url: &str, config: &GrpcClientConfig) -> Result<Channel, GrpcCl
         .await
         .map_err(|e| GrpcClientError::Connect {
             url: url.to_owned(),
-            error: super::error_chain(&e),
+            error: crate::error_chain(&e),
         })
 }
 
@@ -178,7 +179,7 @@ pub async fn connect(
     let mut grpc = tonic::client::Grpc::new(channel).max_decoding_message_size(config.max_message);
     grpc.ready().await.map_err(|e| GrpcClientError::Connect {
         url: url.to_owned(),
-        error: super::error_chain(&e),
+        error: crate::error_chain(&e),
     })?;
     let path = http::uri::PathAndQuery::from_static(CONNECT_PATH);
     let limits = DecodeLimits::for_bytes(config.max_message);
@@ -293,7 +294,7 @@ pub async fn call(
     let mut grpc = tonic::client::Grpc::new(channel).max_decoding_message_size(config.max_message);
     grpc.ready().await.map_err(|e| GrpcClientError::Connect {
         url: url.to_owned(),
-        error: super::error_chain(&e),
+        error: crate::error_chain(&e),
     })?;
     let envelope = from_json(&message.to_string(), config.form);
     let path = http::uri::PathAndQuery::from_static(CALL_PATH);

@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use common::*;
+use oxmcp_grpc::client::{GrpcClientConfig, call as grpc_call, connect as grpc_connect};
+use oxmcp_grpc::{CALL_PATH, CONNECT_PATH, Form, Grpc};
 use oxmcp_http::HttpConfig;
-use oxmcp_http::grpc::client::{GrpcClientConfig, call as grpc_call, connect as grpc_connect};
-use oxmcp_http::grpc::{CALL_PATH, CONNECT_PATH, Form, Grpc};
 use oxmcp_proto::{Envelope, envelope::Body};
 use oxmcp_server::Server;
 use serde_json::{Value, json};
@@ -21,7 +21,7 @@ use tonic::Code;
 
 async fn endpoint_with(server: Server, config: HttpConfig) -> String {
     let grpc = Grpc::new(server, config);
-    let base = listen(oxmcp_http::grpc::split(axum::Router::new(), grpc.router())).await;
+    let base = listen(oxmcp_grpc::split(axum::Router::new(), grpc.router())).await;
     base.replacen("http://", "grpc://", 1)
 }
 
@@ -87,7 +87,7 @@ impl Raw {
         match m {
             Ok(Some(e)) => {
                 let form = Form::of(&e).unwrap();
-                let bytes = oxmcp_http::grpc::to_json(e).unwrap();
+                let bytes = oxmcp_grpc::to_json(e).unwrap();
                 Ok((form, serde_json::from_slice(&bytes).unwrap()))
             }
             Ok(None) => Err(Code::Ok),
@@ -241,8 +241,7 @@ async fn refusals_are_grpc_statuses() {
         .await
         .unwrap()
         .into_inner();
-    let answer: Value =
-        serde_json::from_slice(&oxmcp_http::grpc::to_json(answer).unwrap()).unwrap();
+    let answer: Value = serde_json::from_slice(&oxmcp_grpc::to_json(answer).unwrap()).unwrap();
     assert_eq!(answer["error"]["code"], -32700, "{answer}");
 }
 
@@ -377,7 +376,7 @@ async fn shutdown_answers_what_was_accepted_then_ends() {
 async fn split_serves_both_on_one_port() {
     let http = oxmcp_http::StreamableHttp::new(server(), HttpConfig::default());
     let grpc = Grpc::new(server(), HttpConfig::default());
-    let base = listen(oxmcp_http::grpc::split(http.router(), grpc.router())).await;
+    let base = listen(oxmcp_grpc::split(http.router(), grpc.router())).await;
     let url = format!("{base}/mcp");
     let r = modern_post(&url, 1, "tools/list", None, json!({}))
         .send()

@@ -26,7 +26,7 @@ impl std::fmt::Debug for TlsPem {
 #[error("gRPC listener: {0}")]
 pub struct ListenError(String);
 
-/// Serves `router` (from [`super::Grpc::router`]) on `listener` over HTTP/2, with TLS when
+/// Serves `router` (from [`crate::Grpc::router`]) on `listener` over HTTP/2, with TLS when
 /// `tls` is given, until `shutdown` completes; then lets open calls finish and returns.
 /// HTTP/2 keep-alive pings every 20 s drop clients that stopped answering. With TLS and no
 /// process-wide rustls crypto provider installed yet, this installs aws-lc-rs's.
@@ -56,7 +56,7 @@ pub async fn serve_grpc(
             .map_err(|e| {
                 ListenError(format!(
                     "the TLS certificate or key: {}",
-                    super::error_chain(&e)
+                    crate::error_chain(&e)
                 ))
             })?;
     }
@@ -65,5 +65,5 @@ pub async fn serve_grpc(
         .add_routes(Routes::from(router))
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await
-        .map_err(|e| ListenError(super::error_chain(&e)))
+        .map_err(|e| ListenError(crate::error_chain(&e)))
 }

@@ -1,5 +1,10 @@
-//! MCP over WebSocket: our documented custom transport (the spec allows any transport that
-//! carries MCP's JSON-RPC messages and lifecycle unchanged).
+//! MCP over WebSocket: our documented custom transport (`docs/transports/websocket.md`; the
+//! spec allows any transport that carries MCP's JSON-RPC messages and lifecycle unchanged).
+//! This crate owns both sides of it: the server (feature `server`, [`WebSocket`], an axum
+//! router admitting its connections with oxmcp-http's `front`) and the client (feature
+//! `client`, [`client`], on tokio-tungstenite), both on by default; a client-only build has
+//! no axum and no hyper server. Imports oxmcp-engine, oxmcp-http, oxmcp-jsonrpc and
+//! oxmcp-transport; hosts any [`oxmcp_engine::Serve`].
 //!
 //! - The endpoint is `/ws` on the HTTP listener, with the subprotocol `mcp`. A client that
 //!   names subprotocols must name `mcp`; one that names none is served too.
@@ -12,8 +17,21 @@
 //! - The upgrade request passes the same Host/Origin and bearer checks as `/mcp`. The
 //!   connection closes with 1008 when its token expires or is refused when verified again
 //!   (`HttpConfig::token_recheck_interval`); an `oxmcp/authorize` request presents a fresh
-//!   one ([`crate::reauth`]).
+//!   one ([`oxmcp_http::reauth`]).
 //! - Both sides ping; a peer that answers no pong within two intervals is gone.
+//!
+//! A server on a local port, with the checks and limits of an [`oxmcp_http::HttpConfig`]:
+//!
+//! ```no_run
+//! # #[cfg(feature = "server")]
+//! # async fn run(server: impl oxmcp_engine::Serve) -> std::io::Result<()> {
+//! let ws = oxmcp_ws::WebSocket::new(server, Default::default(), oxmcp_ws::WsConfig::default());
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! oxmcp_http::serve_router(listener, ws.router()).await // ws://127.0.0.1:8080/ws
+//! # }
+//! ```
+
+#![forbid(unsafe_code)]
 
 #[cfg(feature = "client")]
 pub mod client;

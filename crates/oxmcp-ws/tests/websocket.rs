@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use common::*;
 use futures::{SinkExt, StreamExt};
-use oxmcp_http::ws::client::{WsClientConfig, connect as ws_connect};
-use oxmcp_http::{HttpConfig, WebSocket, WsConfig};
+use oxmcp_http::HttpConfig;
+use oxmcp_ws::client::{WsClientConfig, connect as ws_connect};
+use oxmcp_ws::{WebSocket, WsConfig};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;

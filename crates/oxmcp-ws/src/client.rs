@@ -14,8 +14,9 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::protocol::frame::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
-use super::SUBPROTOCOL;
-use crate::reauth::{Presented, Reauthorizer, Waiting};
+use oxmcp_http::reauth::{Presented, Reauthorizer, Waiting};
+
+use crate::SUBPROTOCOL;
 
 /// Settings of a WebSocket client connection.
 #[derive(Debug, Clone, derive_setters::Setters)]

@@ -12,11 +12,10 @@ use oxmcp_engine::{Connection, EngineConfig, Serve};
 use oxmcp_jsonrpc::{Inbound, Outbound};
 use tokio::sync::mpsc;
 
-use super::{SUBPROTOCOL, close};
-use crate::server::clients::{Client, ClientTable, Held, Principal, Refused};
-use crate::server::config::HttpConfig;
-use crate::server::lease::{Lease, Watched};
-use crate::server::replies::{bad_request, header_str};
+use oxmcp_http::front::{Client, ClientTable, Held, Lease, Refusal, Refused, Watched};
+use oxmcp_http::{HttpConfig, Principal};
+
+use crate::{SUBPROTOCOL, close};
 
 /// WebSocket settings (the rest comes from the [`HttpConfig`]: allowed hosts, auth, the
 /// message size limit `max_body`, the idle timeout `session_idle_timeout`, the most
@@ -92,27 +91,27 @@ impl WebSocket {
 
 async fn upgrade(State(inner): State<Arc<Inner>>, request: Request) -> Response {
     let (mut parts, _) = request.into_parts();
-    if let Err(r) = crate::server::admission::host_checks(&inner.http, &parts.headers) {
-        return r;
+    if let Err(r) = oxmcp_http::front::host_checks(&inner.http, &parts.headers) {
+        return r.into_response();
     }
-    if let Err(r) = crate::auth::authenticate(inner.http.auth.as_deref(), &mut parts).await {
-        return r;
+    if let Err(r) = oxmcp_http::front::authenticate(inner.http.auth.as_deref(), &mut parts).await {
+        return r.into_response();
     }
     let asked: Vec<String> = header_str(&parts.headers, "sec-websocket-protocol")
         .map(|v| v.split(',').map(|p| p.trim().to_owned()).collect())
         .unwrap_or_default();
     if !asked.is_empty() && !asked.iter().any(|p| p == SUBPROTOCOL) {
-        return bad_request("Bad Request: the WebSocket subprotocol must be \"mcp\"");
+        return Refusal::bad_request("Bad Request: the WebSocket subprotocol must be \"mcp\"")
+            .into_response();
     }
     let Ok(permit) = inner.connections.clone().try_acquire_owned() else {
         tracing::warn!("WebSocket upgrade refused: max_sessions connections are open");
-        let busy = [(axum::http::header::RETRY_AFTER, "5")];
-        return (
+        return Refusal::text(
             StatusCode::SERVICE_UNAVAILABLE,
-            busy,
             "too many WebSocket connections",
         )
-            .into_response();
+        .retry_after(Duration::from_secs(5))
+        .into_response();
     };
     let held = match Held::take(
         &inner.clients,
@@ -121,13 +120,13 @@ async fn upgrade(State(inner): State<Arc<Inner>>, request: Request) -> Response 
         true,
     ) {
         Ok(held) => held,
-        Err(refused) => return too_many(&refused),
+        Err(refused) => return too_many(&refused).into_response(),
     };
     let principal = parts.extensions.get::<Principal>().map(|p| p.0.clone());
     let lease = Lease::open(&inner.http, &parts);
     let ws = match WebSocketUpgrade::from_request_parts(&mut parts, &()).await {
         Ok(ws) => ws,
-        Err(e) => return (StatusCode::BAD_REQUEST, e.to_string()).into_response(),
+        Err(e) => return Refusal::text(StatusCode::BAD_REQUEST, e.to_string()).into_response(),
     };
     let max = inner.http.max_body;
     ws.protocols([SUBPROTOCOL])
@@ -140,8 +139,13 @@ async fn upgrade(State(inner): State<Arc<Inner>>, request: Request) -> Response 
         })
 }
 
+/// A header's value, if it is text.
+fn header_str<'a>(headers: &'a axum::http::HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
 /// 429 for a client at its limit of connections, or opening them too fast.
-fn too_many(refused: &Refused) -> Response {
+fn too_many(refused: &Refused) -> Refusal {
     let (wait, text) = match refused {
         Refused::TooMany => (
             Duration::from_secs(1),
@@ -153,13 +157,7 @@ fn too_many(refused: &Refused) -> Response {
         ),
     };
     tracing::debug!("WebSocket upgrade refused: {text}");
-    let secs = wait.as_secs_f64().ceil().max(1.0).to_string();
-    (
-        StatusCode::TOO_MANY_REQUESTS,
-        [(axum::http::header::RETRY_AFTER, secs)],
-        text,
-    )
-        .into_response()
+    Refusal::text(StatusCode::TOO_MANY_REQUESTS, text).retry_after(wait)
 }
 
 /// Why a connection ended, as its close frame.
@@ -207,7 +205,7 @@ async fn on_text(
     }
     let identity = lease.map(|l| l.identity());
     let auth = inner.http.auth.as_deref();
-    if let Some(refusals) = crate::auth::frame_refusals(auth, identity.as_deref(), text) {
+    if let Some(refusals) = oxmcp_http::front::frame_refusals(auth, identity.as_deref(), text) {
         for line in refusals {
             if sink.send(Message::Text(line.into())).await.is_err() {
                 break;
@@ -300,7 +298,7 @@ async fn serve(
                     break end;
                 }
             }
-            why = crate::server::lease::ended(lease.as_ref()) => break Some(token_ended(&why)),
+            why = oxmcp_http::front::ended(lease.as_ref()) => break Some(token_ended(&why)),
             () = shutdown.cancelled(), if in_tx.is_some() => {
                 // No more input; what the engine accepted is still answered, then the socket
                 // closes with 1001.

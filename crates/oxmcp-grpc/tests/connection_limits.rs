@@ -10,11 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use oxmcp_http::grpc::client::{GrpcClientConfig, call as grpc_call, connect as grpc_connect};
-use oxmcp_http::grpc::{CONNECT_PATH, Grpc};
-use oxmcp_http::ws::client::{WsClientConfig, connect as ws_connect};
-use oxmcp_http::{HttpAuth, HttpConfig, WebSocket, WsConfig};
+use oxmcp_grpc::client::{GrpcClientConfig, call as grpc_call, connect as grpc_connect};
+use oxmcp_grpc::{CONNECT_PATH, Grpc};
+use oxmcp_http::{HttpAuth, HttpConfig};
 use oxmcp_proto::Envelope;
+use oxmcp_ws::client::{WsClientConfig, connect as ws_connect};
+use oxmcp_ws::{WebSocket, WsConfig};
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -60,7 +61,7 @@ async fn ws_endpoint(config: HttpConfig) -> String {
 
 async fn grpc_endpoint(config: HttpConfig) -> String {
     let grpc = Grpc::new(server(), config);
-    let base = listen(oxmcp_http::grpc::split(axum::Router::new(), grpc.router())).await;
+    let base = listen(oxmcp_grpc::split(axum::Router::new(), grpc.router())).await;
     base.replacen("http://", "grpc://", 1)
 }
 

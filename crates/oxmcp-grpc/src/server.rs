@@ -15,12 +15,10 @@ use tokio::task::AbortHandle;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Code, Status, Streaming};
 
-use super::{CALL_PATH, CONNECT_PATH, ENCODING_KEY, Form, codec, from_json, to_json};
-use crate::auth::Identity;
-use crate::server::clients::{Client, ClientTable, Held, Principal, Refused};
-use crate::server::config::HttpConfig;
-use crate::server::lease::{Lease, Watched};
-use crate::server::replies::header_str;
+use oxmcp_http::front::{Client, ClientTable, Held, Lease, Refusal, Refused, Watched};
+use oxmcp_http::{HttpConfig, Identity, Principal};
+
+use crate::{CALL_PATH, CONNECT_PATH, ENCODING_KEY, Form, codec, from_json, to_json};
 
 struct Inner {
     service: Arc<dyn Serve>,
@@ -74,7 +72,7 @@ impl Grpc {
     }
 
     /// The axum router serving `Connect` and `Call`; any other gRPC method is
-    /// `UNIMPLEMENTED`. Serve it over HTTP/2 ([`crate::serve_router_with`] does), alone or
+    /// `UNIMPLEMENTED`. Serve it over HTTP/2 ([`oxmcp_http::serve_router_with`] does), alone or
     /// beside the HTTP endpoints with [`split`].
     pub fn router(&self) -> axum::Router {
         axum::Router::new()
@@ -108,10 +106,14 @@ fn status_response(status: Status) -> Response {
     status.into_http::<axum::body::Body>().into_response()
 }
 
-/// The gRPC status for an HTTP refusal of the shared checks (401 keeps its
-/// `www-authenticate` challenge in the metadata).
-fn refusal(response: &Response) -> Status {
-    let (code, what) = match response.status() {
+/// The gRPC status for an HTTP refusal of the shared checks: an unknown
+/// `mcp-protocol-version` is `INVALID_ARGUMENT`, the others by their HTTP status (401 keeps
+/// its `www-authenticate` challenge in the metadata).
+fn status_of(refusal: &Refusal) -> Status {
+    if refusal.error_code() == Some(oxmcp_jsonrpc::ErrorCode::UNSUPPORTED_PROTOCOL_VERSION) {
+        return Status::invalid_argument("unsupported mcp-protocol-version");
+    }
+    let (code, what) = match refusal.status() {
         StatusCode::UNAUTHORIZED => (Code::Unauthenticated, "authentication required"),
         StatusCode::FORBIDDEN => (Code::PermissionDenied, "refused"),
         StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE => {
@@ -120,7 +122,7 @@ fn refusal(response: &Response) -> Status {
         _ => (Code::InvalidArgument, "bad request"),
     };
     let mut status = Status::new(code, what);
-    if let Some(challenge) = response.headers().get(header::WWW_AUTHENTICATE) {
+    if let Some(challenge) = refusal.header(&header::WWW_AUTHENTICATE) {
         let text = challenge.to_str().unwrap_or_default();
         status = Status::new(code, format!("{what}: {text}"));
         if let Ok(value) = text.parse() {
@@ -149,17 +151,21 @@ async fn admit(inner: &Inner, parts: &mut axum::http::request::Parts) -> Result<
     {
         parts.headers.insert(header::HOST, value);
     }
-    crate::server::admission::host_checks(&inner.http, &parts.headers).map_err(|r| refusal(&r))?;
-    crate::auth::authenticate(inner.http.auth.as_deref(), parts)
+    oxmcp_http::front::host_checks(&inner.http, &parts.headers).map_err(|r| status_of(&r))?;
+    oxmcp_http::front::authenticate(inner.http.auth.as_deref(), parts)
         .await
-        .map_err(|r| refusal(&r))?;
-    crate::server::admission::version_checks(&parts.headers)
-        .map_err(|_| Status::invalid_argument("unsupported mcp-protocol-version"))?;
+        .map_err(|r| status_of(&r))?;
+    oxmcp_http::front::version_checks(&parts.headers).map_err(|r| status_of(&r))?;
     Ok(Caller {
         principal: parts.extensions.get::<Principal>().map(|p| p.0.clone()),
         identity: parts.extensions.get::<Arc<Identity>>().cloned(),
         lease: None,
     })
+}
+
+/// A header's value, if it is text.
+fn header_str<'a>(headers: &'a axum::http::HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
 }
 
 /// The form the client asked for in `mcp-encoding`, if any.
@@ -172,7 +178,7 @@ fn chosen_form(parts: &axum::http::request::Parts) -> Result<Option<Form>, Statu
     }
 }
 
-fn grpc_handler(inner: &Inner) -> tonic::server::Grpc<super::EnvelopeCodec> {
+fn grpc_handler(inner: &Inner) -> tonic::server::Grpc<crate::EnvelopeCodec> {
     tonic::server::Grpc::new(codec(DecodeLimits::for_bytes(inner.http.max_body)))
         .max_decoding_message_size(inner.http.max_body)
         .max_encoding_message_size(usize::MAX)
@@ -389,7 +395,7 @@ impl Reader {
                     *self.ending.lock() = Some(Status::unavailable("the server is shutting down"));
                     return;
                 }
-                why = crate::server::lease::ended(self.lease.as_deref()) => {
+                why = oxmcp_http::front::ended(self.lease.as_deref()) => {
                     // The token expired or was refused: the stream ends now, its requests
                     // cancelled.
                     let status = Status::unauthenticated(format!("{why}; reconnect with a fresh token"));
@@ -470,7 +476,8 @@ impl Reader {
         }
         let identity = self.lease.as_ref().map(|l| l.identity());
         let auth = self.inner.http.auth.as_deref();
-        if let Some(refusals) = crate::auth::frame_refusals(auth, identity.as_deref(), &bytes) {
+        if let Some(refusals) = oxmcp_http::front::frame_refusals(auth, identity.as_deref(), &bytes)
+        {
             for line in refusals {
                 self.answer(&line).await;
             }
@@ -499,7 +506,8 @@ async fn unary(
 ) -> Result<Envelope, Status> {
     let bytes = to_json(envelope).map_err(|e| Status::invalid_argument(e.to_string()))?;
     let auth = inner.http.auth.as_deref();
-    if let Some(refusals) = crate::auth::frame_refusals(auth, caller.identity.as_deref(), &bytes)
+    if let Some(refusals) =
+        oxmcp_http::front::frame_refusals(auth, caller.identity.as_deref(), &bytes)
         && let Some(first) = refusals.first()
     {
         return Ok(from_json(first, form));
@@ -536,7 +544,7 @@ async fn unary(
     drop(in_tx);
     tokio::select! {
         answer = answer_of(&mut out_rx, &id, form) => answer,
-        why = crate::server::lease::ended(caller.lease.as_deref()) => Err(Status::unauthenticated(
+        why = oxmcp_http::front::ended(caller.lease.as_deref()) => Err(Status::unauthenticated(
             format!("{why}; call again with a fresh token"),
         )),
     }

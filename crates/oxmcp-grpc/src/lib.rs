@@ -1,5 +1,11 @@
 //! MCP over gRPC: our documented custom transport (`docs/transports/grpc.md`; the service
-//! is `mcp.v1.Mcp` in `oxmcp-proto`'s `proto/mcp.proto`).
+//! is `mcp.v1.Mcp` in `oxmcp-proto`'s `proto/mcp.proto`). This crate owns both sides of it
+//! on tonic: the server (feature `server`, [`Grpc`], an axum router admitting its calls with
+//! oxmcp-http's `front`, and [`serve_grpc`] for a listener of its own) and the client
+//! (feature `client`, [`client`]), both on by default, and the envelope codec they share; a
+//! client-only build has no axum, no hyper server and no tonic server. Imports
+//! oxmcp-engine, oxmcp-http, oxmcp-jsonrpc, oxmcp-proto and oxmcp-transport; hosts any
+//! [`oxmcp_engine::Serve`].
 //!
 //! - `Connect` is a bidirectional stream of [`Envelope`]s, each carrying exactly one
 //!   JSON-RPC message: as its JSON bytes by default, or in its protobuf form. One stream is
@@ -7,12 +13,28 @@
 //! - `Call` is one 2026-07-28 request and its answer.
 //! - Call metadata carries `authorization` (the same bearer check as `/mcp`; a `Connect`
 //!   stream ends `UNAUTHENTICATED` when its token expires or is refused when verified again,
-//!   and an `oxmcp/authorize` envelope presents a fresh one, [`crate::reauth`]),
+//!   and an `oxmcp/authorize` envelope presents a fresh one, [`oxmcp_http::reauth`]),
 //!   `mcp-protocol-version` (checked when present) and `mcp-encoding` (`json` or
 //!   `protobuf`: the form of the server's envelopes; by default the form of the client's
 //!   first envelope).
 //! - `oxmcp serve` serves it on its HTTP port (HTTP/2, routed on `content-type:
-//!   application/grpc`, see [`split`]) or on a listener of its own.
+//!   application/grpc`, see `split`) or on a listener of its own.
+//!
+//! The service beside the Streamable HTTP endpoint, on one port:
+//!
+//! ```no_run
+//! # #[cfg(feature = "server")]
+//! # async fn run(server: oxmcp_server::Server) -> std::io::Result<()> {
+//! let config = oxmcp_http::HttpConfig::default();
+//! let http = oxmcp_http::StreamableHttp::new(server.clone(), config.clone());
+//! let grpc = oxmcp_grpc::Grpc::new(server, config);
+//! let app = oxmcp_grpc::split(http.router(), grpc.router());
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! oxmcp_http::serve_router(listener, app).await // grpc://127.0.0.1:8080
+//! # }
+//! ```
+
+#![forbid(unsafe_code)]
 
 #[cfg(feature = "client")]
 pub mod client;
