@@ -46,7 +46,12 @@ if [ -n "$server_code" ]; then
   exit 1
 fi
 cargo build --workspace --all-targets
-cargo test --workspace --all-targets
+# The tests of other crates than oxmcp-cli (the end-to-end tests in tests/, the bench's) drive
+# the `oxmcp` binary this build made; without OXMCP_BIN each of their test processes would ask
+# cargo for it (up to date, but a cargo run each).
+target_dir=$(cargo metadata --no-deps --format-version 1 \
+  | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+OXMCP_BIN="$target_dir/debug/oxmcp" cargo test --workspace --all-targets
 cargo test --workspace --doc
 # The API docs build without a warning (broken links, private items named in public docs).
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
