@@ -12,9 +12,11 @@ use std::sync::OnceLock;
 /// 1. `OXMCP_BIN=PATH` names one to use;
 /// 2. in the `oxmcp-cli` crate's own tests, the one cargo built for them
 ///    (`CARGO_BIN_EXE_oxmcp`, which cargo also sets when it runs the test);
-/// 3. otherwise cargo builds it (see [`build`]) in this test's profile and target directory
-///    (the same `CARGO_TARGET_DIR` or config), at `target/PROFILE/oxmcp`; its path comes from
-///    cargo's JSON messages.
+/// 3. otherwise `cargo build --workspace --bin oxmcp --test binary` in this test's profile and
+///    target directory (the same `CARGO_TARGET_DIR` or config), which leaves it at
+///    `target/PROFILE/oxmcp`; its path comes from cargo's JSON messages. Naming a test target
+///    (this crate's `tests/binary.rs`) makes cargo resolve features as `cargo test --workspace`
+///    does, so after such a run it is up to date and nothing is built twice.
 pub fn oxmcp() -> &'static str {
     static PATH: OnceLock<String> = OnceLock::new();
     PATH.get_or_init(|| {
@@ -28,11 +30,11 @@ pub fn oxmcp() -> &'static str {
 
 /// Builds `oxmcp` in the profile of the running test: the path of the executable.
 ///
-/// It runs `cargo build --workspace --bin oxmcp --test binary`: naming a test target (this
-/// crate's smallest, `tests/binary.rs`) makes cargo resolve features as `cargo test
-/// --workspace` does (dev-dependencies included, every member unified), so after such a run
-/// the binary is up to date and nothing is built twice. After `cargo test -p oxmcp-tests`
-/// alone it builds the binary once, with the workspace's features.
+/// `--test binary` asks for dev-dependencies, so cargo unifies the features of every member
+/// with theirs, as `cargo test --workspace` and `cargo build --workspace --all-targets` do:
+/// the `oxmcp` unit is theirs. (`cargo build -p oxmcp-cli` would resolve other features, tokio's
+/// `test-util` among them, and build it all again.) After `cargo test -p oxmcp-tests` alone
+/// it builds the binary once, with the workspace's features.
 fn build() -> String {
     // A test runs as TARGET/PROFILE/deps/NAME-HASH.
     let exe = std::env::current_exe().unwrap();
