@@ -11,4 +11,4 @@ cd "$(dirname "$0")/.."
 cargo test --release -p oxmcp-http --test soak -- --ignored --nocapture soak_1000_sessions
 # The same with the Redis store: 1,000 sessions a wave over three instances behind a proxy.
 SOAK_SESSIONS=${SOAK_SESSIONS:-1000} \
-  cargo test --release -p oxmcp-cli --test scale_soak -- --nocapture
+  cargo test --release -p oxmcp-tests --test scale_soak -- --nocapture

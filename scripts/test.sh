@@ -51,7 +51,12 @@ for build in "oxmcp-http --no-default-features --features client" \
   fi
 done
 cargo build --workspace --all-targets
-cargo test --workspace --all-targets
+# The tests of other crates than oxmcp-cli (the end-to-end tests in tests/, the bench's) drive
+# the `oxmcp` binary this build made; without OXMCP_BIN each of their test processes would ask
+# cargo for it (up to date, but a cargo run each).
+target_dir=$(cargo metadata --no-deps --format-version 1 \
+  | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+OXMCP_BIN="$target_dir/debug/oxmcp" cargo test --workspace --all-targets
 cargo test --workspace --doc
 # The API docs build without a warning (broken links, private items named in public docs).
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet

@@ -4,8 +4,6 @@
 //! (gRPC with TLS too).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -15,7 +13,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use common::BENCH;
+/// The binary under test.
+const BENCH: &str = env!("CARGO_BIN_EXE_oxmcp-bench");
 
 /// A fake MCP endpoint at `/{fault}/mcp`: a valid handshake, then tool calls answered with the
 /// given fault: `text` (a stale text), `id` (another request's id), `busy` (every third call
@@ -136,7 +135,7 @@ async fn right_answers_as_json_or_sse_pass() {
 async fn every_shape_against_mcp_serve_has_no_errors() {
     for mode in ["json", "sse"] {
         let (_server, url) =
-            common::serve_http(&["--listen", "127.0.0.1:0", "--response-mode", mode]).await;
+            oxmcp_tests::serve_http(&["--listen", "127.0.0.1:0", "--response-mode", mode]).await;
         let shapes: [&[&str]; 4] = [
             &["--clients", "4", "--requests", "300"],
             &["--clients", "4", "--requests", "300", "--session", "shared"],
@@ -170,7 +169,7 @@ async fn every_shape_against_mcp_serve_has_no_errors() {
 /// wire show what protobuf saves on binary contents (no base64).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_bytes_on_the_wire_and_encodings_on_every_transport() {
-    let (_server, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    let (_server, url) = oxmcp_tests::serve_http(&["--listen", "127.0.0.1:0"]).await;
     let ws = url.replacen("http://", "ws://", 1).replace("/mcp", "/ws");
     let grpc = url.replacen("http://", "grpc://", 1).replace("/mcp", "");
     let size = 65_536.0;
@@ -224,14 +223,14 @@ async fn reads_bytes_on_the_wire_and_encodings_on_every_transport() {
 /// Over gRPC with TLS (`grpcs://`, a private CA in `SSL_CERT_FILE`): every answer right.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grpc_over_tls_has_no_errors() {
-    let (_dir, cert, key, ca) = common::certificates();
+    let (_dir, cert, key, ca) = oxmcp_tests::tls::certificates();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
     let tls_listen = format!("127.0.0.1:{port}");
-    let (_server, _url) = common::serve_http(&[
+    let (_server, _url) = oxmcp_tests::serve_http(&[
         "--listen",
         "127.0.0.1:0",
         "--grpc-listen",

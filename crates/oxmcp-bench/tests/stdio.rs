@@ -2,11 +2,12 @@
 //! phase alone, failing calls counted as errors (exit code 1, no rate), and cold starts.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::process::Command;
 
-use common::{BENCH, oxmcp};
+use oxmcp_tests::oxmcp;
+
+/// The binary under test.
+const BENCH: &str = env!("CARGO_BIN_EXE_oxmcp-bench");
 
 /// Runs `oxmcp-bench ARGS`: success, stdout, stderr.
 fn bench(args: &[&str]) -> (bool, String, String) {

@@ -3,8 +3,6 @@
 //! `--pass-env`; never an operator's secret by accident.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -19,7 +17,7 @@ async fn bridged_env(dir: &Path, flags: &[&str]) -> Vec<String> {
     let mut args = vec!["--listen", "127.0.0.1:0"];
     args.extend(flags);
     args.extend(["--", "sh", "-c", &script]);
-    let (_bridge, url) = common::serve_http_env(
+    let (_bridge, url) = oxmcp_tests::serve_http_env(
         &args,
         &[
             ("MCP_TEST_SECRET", "hunter2"),
@@ -29,7 +27,7 @@ async fn bridged_env(dir: &Path, flags: &[&str]) -> Vec<String> {
     )
     .await;
     // The bridge starts its command by the time it serves; a call makes sure it ran.
-    let (ok, _, err) = common::mcp(&["tools", &url]).await;
+    let (ok, _, err) = oxmcp_tests::mcp(&["tools", &url]).await;
     assert!(ok, "{err}");
     let deadline = Instant::now() + Duration::from_secs(20);
     while !seen.exists() && Instant::now() < deadline {
@@ -91,7 +89,7 @@ async fn env_flags_need_a_bridged_command() {
     for flags in [&["--env", "A"][..], &["--pass-env"][..]] {
         let mut args = vec!["serve", "--listen", "127.0.0.1:0"];
         args.extend(flags);
-        let (ok, _, err) = common::mcp(&args).await;
+        let (ok, _, err) = oxmcp_tests::mcp(&args).await;
         assert!(!ok, "{flags:?}");
         assert!(
             err.contains("required arguments were not provided") && err.contains("<CMD>"),
@@ -99,11 +97,11 @@ async fn env_flags_need_a_bridged_command() {
         );
         let mut with_config = args.clone();
         with_config.extend(["--config", "mcp.toml"]);
-        let (ok, _, err) = common::mcp(&with_config).await;
+        let (ok, _, err) = oxmcp_tests::mcp(&with_config).await;
         assert!(!ok);
         assert!(err.contains("cannot be used with"), "{flags:?}: {err}");
     }
-    let (ok, _, err) = common::mcp(&["serve", "--env", "=x", "--", "true"]).await;
+    let (ok, _, err) = oxmcp_tests::mcp(&["serve", "--env", "=x", "--", "true"]).await;
     assert!(!ok);
     assert!(err.contains("expected NAME or NAME=VALUE"), "{err}");
 }

@@ -3,8 +3,6 @@
 
 use std::process::Command;
 
-mod common;
-
 const MCP: &str = env!("CARGO_BIN_EXE_oxmcp");
 
 fn mcp(args: &[&str]) -> (bool, String, String) {
@@ -32,7 +30,7 @@ fn first_words(out: &str) -> Vec<&str> {
 fn tools_human_and_json() {
     let (ok, out, _) = mcp(&["tools", "--", MCP, "serve", "--stdio"]);
     assert!(ok);
-    assert_eq!(first_words(&out), common::DEMO_TOOLS);
+    assert_eq!(first_words(&out), oxmcp_tests::DEMO_TOOLS);
     assert!(out.contains("Echoes the message back"));
     let (ok, out, _) = mcp(&["tools", "--json", "--", MCP, "serve", "--stdio"]);
     assert!(ok);

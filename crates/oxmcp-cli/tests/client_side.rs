@@ -9,9 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::process::Command;
 
-mod common;
-
-use common::mcp;
+use oxmcp_tests::mcp;
 
 const MCP: &str = env!("CARGO_BIN_EXE_oxmcp");
 const ERAS: [&str; 2] = ["legacy", "modern"];
@@ -25,7 +23,7 @@ async fn mcp_stdio(args: &[&str]) -> (bool, String, String) {
 
 #[tokio::test]
 async fn info_shows_the_server_in_both_eras() {
-    let (_server, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    let (_server, url) = oxmcp_tests::serve_http(&["--listen", "127.0.0.1:0"]).await;
     for era in ERAS {
         let (ok, out, err) = mcp(&["info", "--json", "--era", era, &url]).await;
         assert!(ok, "{err}");
@@ -62,7 +60,7 @@ async fn info_shows_the_server_in_both_eras() {
 
 #[tokio::test]
 async fn complete_prompt_arguments_and_template_variables() {
-    let (_server, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    let (_server, url) = oxmcp_tests::serve_http(&["--listen", "127.0.0.1:0"]).await;
     for era in ERAS {
         let (ok, out, err) = mcp(&[
             "complete", "--era", era, &url, "--prompt", "greet", "name", "A",
@@ -121,9 +119,9 @@ async fn complete_prompt_arguments_and_template_variables() {
 
 #[tokio::test]
 async fn listen_in_the_legacy_era_prints_updates_and_log_messages() {
-    let (_server, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    let (_server, url) = oxmcp_tests::serve_http(&["--listen", "127.0.0.1:0"]).await;
     // Legacy: resources/subscribe, logging/setLevel and the session's GET stream.
-    let (child, mut lines) = common::listen::listening(&[
+    let (child, mut lines) = oxmcp_tests::listen::listening(&[
         &url,
         "--era",
         "legacy",
@@ -135,7 +133,7 @@ async fn listen_in_the_legacy_era_prints_updates_and_log_messages() {
     .await;
     let (ok, _, err) = mcp(&["call", &url, "touch", "-a", "uri=demo://readme"]).await;
     assert!(ok, "{err}");
-    common::listen::until_line(&mut lines, "updated demo://readme").await;
+    oxmcp_tests::listen::until_line(&mut lines, "updated demo://readme").await;
     // A server-wide log message (the `log` tool's broadcast), at info: shown.
     let args = [
         "call",
@@ -148,7 +146,7 @@ async fn listen_in_the_legacy_era_prints_updates_and_log_messages() {
     ];
     let (ok, _, err) = mcp(&args).await;
     assert!(ok, "{err}");
-    common::listen::until_line(&mut lines, "log info demo: hello").await;
+    oxmcp_tests::listen::until_line(&mut lines, "log info demo: hello").await;
     // Below the level asked for: not shown (the next line is the one after it).
     let (ok, _, _) = mcp(&[
         "call",
@@ -176,16 +174,16 @@ async fn listen_in_the_legacy_era_prints_updates_and_log_messages() {
     ])
     .await;
     assert!(ok);
-    let skipped = common::listen::until_line(&mut lines, "log error demo: loud").await;
+    let skipped = oxmcp_tests::listen::until_line(&mut lines, "log error demo: loud").await;
     assert!(skipped.is_empty(), "{skipped:?}");
-    common::listen::interrupt(child).await;
+    oxmcp_tests::listen::interrupt(child).await;
 }
 
 #[tokio::test]
 async fn listen_in_2026_07_28_prints_what_it_listens_to() {
-    let (_server, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    let (_server, url) = oxmcp_tests::serve_http(&["--listen", "127.0.0.1:0"]).await;
     // subscriptions/listen, printed as JSON lines.
-    let (child, mut lines) = common::listen::listening(&[
+    let (child, mut lines) = oxmcp_tests::listen::listening(&[
         &url,
         "--era",
         "modern",
@@ -199,12 +197,12 @@ async fn listen_in_2026_07_28_prints_what_it_listens_to() {
     let (ok, _, err) = mcp(&["call", &url, "touch", "-a", "uri=demo://hello.md"]).await;
     assert!(ok, "{err}");
     let want = r#"{"method":"notifications/resources/updated","params":{"uri":"demo://hello.md"}}"#;
-    let before = common::listen::until_line(&mut lines, want).await;
+    let before = oxmcp_tests::listen::until_line(&mut lines, want).await;
     assert!(
         before.is_empty(),
         "only the resource listened to: {before:?}"
     );
-    common::listen::interrupt(child).await;
+    oxmcp_tests::listen::interrupt(child).await;
 }
 
 #[tokio::test]
@@ -244,7 +242,7 @@ async fn sampling_runs_the_command_and_checks_its_answer() {
         "cat > '{}'; echo '{{\"role\":\"assistant\",\"content\":{{\"type\":\"text\",\"text\":\"from sh\"}},\"model\":\"sh\"}}'",
         asked.display()
     );
-    let (_server, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    let (_server, url) = oxmcp_tests::serve_http(&["--listen", "127.0.0.1:0"]).await;
     for era in ERAS {
         let args = [
             "call",
@@ -295,7 +293,7 @@ async fn sampling_runs_the_command_and_checks_its_answer() {
 
 #[tokio::test]
 async fn elicitation_is_declined_without_a_terminal() {
-    let (_server, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    let (_server, url) = oxmcp_tests::serve_http(&["--listen", "127.0.0.1:0"]).await;
     for era in ERAS {
         let (ok, out, err) = mcp(&["call", &url, "ask", "--era", era]).await;
         assert!(ok, "{era}: {err}");

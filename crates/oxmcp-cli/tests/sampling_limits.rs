@@ -8,9 +8,7 @@ use std::time::{Duration, Instant};
 use oxmcp_server::{Ctx, Server};
 use serde_json::{Value, json};
 
-mod common;
-
-use common::mcp;
+use oxmcp_tests::mcp;
 
 const ERAS: [&str; 2] = ["legacy", "modern"];
 
@@ -35,7 +33,7 @@ fn gone(pid: i32) -> bool {
 
 #[tokio::test]
 async fn a_command_past_its_time_limit_is_killed_with_its_children() {
-    let (_server, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    let (_server, url) = oxmcp_tests::serve_http(&["--listen", "127.0.0.1:0"]).await;
     let dir = tempfile::tempdir().unwrap();
     for era in ERAS {
         let pidfile = dir.path().join(format!("{era}.pid"));

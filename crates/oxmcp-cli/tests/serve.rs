@@ -2,13 +2,11 @@
 //! graceful stop on SIGTERM over stdio (requests in flight answered, upstream children gone).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Raw, serve_http};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
+use oxmcp_tests::{Raw, serve_http};
 use serde_json::json;
 use tokio::process::Command;
 

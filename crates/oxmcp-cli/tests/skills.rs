@@ -1,9 +1,7 @@
 //! `oxmcp skills` against `oxmcp serve --skills DIR`, over Streamable HTTP and stdio.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
-use common::mcp;
+use oxmcp_tests::mcp;
 
 use std::path::PathBuf;
 
@@ -17,7 +15,7 @@ fn fixtures() -> PathBuf {
 
 async fn serve_skills() -> (tokio::process::Child, String) {
     let dir = fixtures();
-    common::serve_http(&["--listen", "127.0.0.1:0", "--skills", dir.to_str().unwrap()]).await
+    oxmcp_tests::serve_http(&["--listen", "127.0.0.1:0", "--skills", dir.to_str().unwrap()]).await
 }
 
 #[tokio::test]
@@ -106,7 +104,7 @@ async fn skills_over_stdio() {
 
 #[tokio::test]
 async fn a_server_without_skills_says_so() {
-    let (_server, url) = common::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    let (_server, url) = oxmcp_tests::serve_http(&["--listen", "127.0.0.1:0"]).await;
     let (ok, _, err) = mcp(&["skills", &url]).await;
     assert!(!ok);
     assert!(err.contains("publishes no skills"), "{err}");

@@ -4,11 +4,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![cfg(unix)]
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::mcp;
+use oxmcp_tests::mcp;
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../oxmcp/tests/fixtures/skills")
@@ -29,7 +27,7 @@ async fn write_out(url: &str, out: &Path) -> (bool, String) {
 #[tokio::test]
 async fn symlinks_under_the_out_folder_are_not_followed() {
     let skills = fixtures();
-    let (_server, url) = common::serve_http(&[
+    let (_server, url) = oxmcp_tests::serve_http(&[
         "--listen",
         "127.0.0.1:0",
         "--skills",

@@ -3,8 +3,6 @@
 //! for it and uses the new token, and the rotated refresh token is not lost.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-
 use std::collections::HashSet;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -106,7 +104,7 @@ async fn two_processes_refreshing_at_once_keep_the_rotated_token() {
     let accepted = dir.path().join("accepted.txt");
     let lines: Vec<String> = ISSUED.iter().map(|t| format!("{t} alice")).collect();
     std::fs::write(&accepted, lines.join("\n")).unwrap();
-    let (_server, url) = common::serve_http(&[
+    let (_server, url) = oxmcp_tests::serve_http(&[
         "--listen",
         "127.0.0.1:0",
         "--auth-token-file",

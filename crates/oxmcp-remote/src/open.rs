@@ -1,11 +1,11 @@
 //! The transport a URL's scheme names, opened: Streamable HTTP, WebSocket or gRPC.
 
-use oxmcp_http::BodyEncoding;
-use oxmcp_http::HttpClientConfig;
 use oxmcp_grpc::Form;
 use oxmcp_grpc::client::{GrpcClientConfig, GrpcClientError};
-use oxmcp_ws::client::{WsClientConfig, WsClientError};
+use oxmcp_http::BodyEncoding;
+use oxmcp_http::HttpClientConfig;
 use oxmcp_transport::{Channels, Link};
+use oxmcp_ws::client::{WsClientConfig, WsClientError};
 
 /// The transport a URL names by its scheme.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,8 +14,8 @@ mod dpop;
 mod flow;
 pub mod guard;
 mod lockfile;
-mod store;
 mod prior_login;
+mod store;
 mod token;
 
 use std::sync::Arc;
