@@ -56,6 +56,7 @@ pub struct Ctx {
     pub(crate) rc: RequestContext,
     pub(crate) session: Arc<Session>,
     pub(crate) progress_token: Option<ProgressToken>,
+    /// A legacy request's `_meta` (a 2026-07-28 request's is in its `RequestMeta`).
     pub(crate) meta: Option<JsonObject>,
     pub(crate) modern: Option<Arc<ModernMeta>>,
     /// Counts inputs asked for, to key them the same way on every round.
@@ -86,7 +87,7 @@ impl Ctx {
     /// to pass on to what the handler calls. With the `otel` feature the request already
     /// runs in a span parented on it.
     pub fn trace_context(&self) -> Option<oxmcp_types::TraceContext> {
-        oxmcp_types::TraceContext::from_meta(self.meta.as_ref()?)
+        oxmcp_types::TraceContext::from_meta(self.meta()?)
     }
 
     /// The id of the task this handler runs as, if it runs as one.
@@ -169,7 +170,10 @@ impl Ctx {
 
     /// The request's `_meta`, if any.
     pub fn meta(&self) -> Option<&JsonObject> {
-        self.meta.as_ref()
+        match &self.modern {
+            Some(m) => m.request.meta(),
+            None => self.meta.as_ref(),
+        }
     }
 
     /// The server this request is served by (to change its tools or prompts at run time).

@@ -7,26 +7,24 @@ use oxmcp_types::methods::{
 };
 use oxmcp_types::{
     CacheScope, ClientCapabilities, DiscoverResult, Implementation, JsonObject, LoggingLevel,
-    ProtocolVersion, ResultType, meta_keys,
+    ProtocolVersion, RequestMeta, ResultType, meta_keys,
 };
+use serde::Deserialize as _;
 use serde_json::Value;
+use std::sync::Arc;
 
 use crate::registry::Inner;
 
 /// What a modern request says about its client, and its multi round-trip state.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct ModernMeta {
     pub(crate) mrtr: crate::mrtr::Mrtr,
     pub(crate) client_info: Option<Implementation>,
     pub(crate) client_caps: ClientCapabilities,
     /// Log messages are sent only when the request asks for them, at or above this level.
     pub(crate) log_level: Option<LoggingLevel>,
-}
-
-#[derive(serde::Deserialize)]
-struct ParamsMeta {
-    #[serde(rename = "_meta", default)]
-    meta: Option<JsonObject>,
+    /// The request's `_meta` and multi round-trip members, read once.
+    pub(crate) request: Arc<RequestMeta>,
 }
 
 /// Every version this server speaks, newest first (legacy ones through `initialize`).
@@ -50,42 +48,42 @@ pub(crate) fn unsupported_version_error(
     }
 }
 
-/// Reads a request's era from its params. `Ok(None)`: a legacy request. An `Err` is the
-/// `UnsupportedProtocolVersionError` to answer with.
-pub(crate) fn detect(params: Option<&RawValue>) -> Result<Option<ModernMeta>, ErrorObject> {
-    let Some(raw) = params else { return Ok(None) };
-    // Cheap test first: legacy requests (the hot path on old clients) never parse twice.
-    if !raw.get().contains(meta_keys::PROTOCOL_VERSION) {
-        return Ok(None);
-    }
-    let Ok(ParamsMeta { meta: Some(meta) }) = serde_json::from_str::<ParamsMeta>(raw.get()) else {
-        return Ok(None);
-    };
-    let Some(version) = meta.get(meta_keys::PROTOCOL_VERSION) else {
+/// Whether a request may be a 2026-07-28 one, from a cheap look at its params text: legacy
+/// requests (the hot path on old clients) are then never read for their `_meta`.
+pub(crate) fn may_be_modern(params: Option<&RawValue>) -> bool {
+    params.is_some_and(|raw| raw.get().contains(meta_keys::PROTOCOL_VERSION))
+}
+
+/// Reads a request's era from its [`RequestMeta`]. `Ok(None)`: a legacy request. An `Err` is
+/// the `UnsupportedProtocolVersionError` to answer with.
+pub(crate) fn detect(request: Arc<RequestMeta>) -> Result<Option<ModernMeta>, ErrorObject> {
+    let Some(version) = request.protocol_version() else {
         return Ok(None);
     };
     let requested = version.as_str().unwrap_or_default();
     if ProtocolVersion::parse(requested).is_none_or(ProtocolVersion::is_legacy) {
         return Err(unsupported_version_error(requested, None));
     }
-    let field = |key: &str| meta.get(key).cloned();
-    let Some(caps) = field(meta_keys::CLIENT_CAPABILITIES) else {
+    let Some(caps) = request.meta_field(meta_keys::CLIENT_CAPABILITIES) else {
         return Err(ErrorObject::invalid_params(format!(
             "Invalid params: _meta.{} is required",
             meta_keys::CLIENT_CAPABILITIES
         )));
     };
-    let client_caps = serde_json::from_value(caps).map_err(|e| {
+    let client_caps = ClientCapabilities::deserialize(caps).map_err(|e| {
         ErrorObject::invalid_params(format!(
             "Invalid params: _meta.{}: {e}",
             meta_keys::CLIENT_CAPABILITIES
         ))
     })?;
+    let field = |key: &str| request.meta_field(key);
     Ok(Some(ModernMeta {
         mrtr: crate::mrtr::Mrtr::default(),
-        client_info: field(meta_keys::CLIENT_INFO).and_then(|v| serde_json::from_value(v).ok()),
+        client_info: field(meta_keys::CLIENT_INFO)
+            .and_then(|v| Implementation::deserialize(v).ok()),
         client_caps,
-        log_level: field(meta_keys::LOG_LEVEL).and_then(|v| serde_json::from_value(v).ok()),
+        log_level: field(meta_keys::LOG_LEVEL).and_then(|v| LoggingLevel::deserialize(v).ok()),
+        request,
     }))
 }
 

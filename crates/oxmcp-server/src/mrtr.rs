@@ -13,8 +13,8 @@ use parking_lot::Mutex;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
-use oxmcp_jsonrpc::{ErrorCode, ErrorObject, RawValue};
-use oxmcp_types::{InputRequests, JsonObject};
+use oxmcp_jsonrpc::{ErrorCode, ErrorObject};
+use oxmcp_types::{InputRequests, JsonObject, RequestMeta};
 use serde_json::Value;
 use sha2::Sha256;
 
@@ -163,40 +163,23 @@ impl Binding<'_> {
     }
 }
 
-/// The name a request is about (tool, prompt or resource), which its state is bound to.
-pub(crate) fn subject(params: &Value) -> String {
-    params["name"]
-        .as_str()
-        .or_else(|| params["uri"].as_str())
-        .unwrap_or_default()
-        .to_owned()
-}
-
-/// Reads `requestState` and `inputResponses` from a retry; the answers they carry together.
+/// The answers a retry carries: those in its verified `requestState` (bound to the method and
+/// to the name the request is about) and this round's `inputResponses`, together.
 pub(crate) fn answers_of(
     binding: &Binding<'_>,
     method: &str,
-    raw: Option<&RawValue>,
+    request: &RequestMeta,
 ) -> Result<JsonObject, ErrorObject> {
-    let Some(raw) = raw else {
-        return Ok(JsonObject::new());
-    };
-    let text = raw.get();
-    if !text.contains("inputResponses") && !text.contains("requestState") {
-        return Ok(JsonObject::new());
-    }
-    let params: Value = serde_json::from_str(text)
-        .map_err(|e| ErrorObject::invalid_params(format!("Invalid params: {e}")))?;
-    let mut answers = match params.get("requestState") {
+    let mut answers = match request.request_state() {
         None | Some(Value::Null) => JsonObject::new(),
-        Some(Value::String(s)) => binding.verify(s, method, &subject(&params))?,
+        Some(Value::String(s)) => binding.verify(s, method, request.subject())?,
         Some(_) => {
             return Err(ErrorObject::invalid_params(
                 "Invalid params: requestState must be a string",
             ));
         }
     };
-    match params.get("inputResponses") {
+    match request.input_responses() {
         None => {}
         Some(Value::Object(responses)) => {
             for (k, v) in responses {

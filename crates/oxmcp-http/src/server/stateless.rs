@@ -16,7 +16,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use oxmcp_jsonrpc::{Inbound, Message, OutMessage, Outbound, RawValue, Request};
-use oxmcp_types::{ProtocolVersion, meta_keys};
+use oxmcp_types::{ProtocolVersion, RequestMeta, meta_keys};
 use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
@@ -95,23 +95,33 @@ fn header_safe(v: &str) -> bool {
     v.bytes().all(|b| b == b'\t' || (0x20..=0x7e).contains(&b))
 }
 
-/// `Mcp-Param-{Name}` headers of a tool call, checked against the arguments they mirror.
+/// `Mcp-Param-{Name}` headers of a tool call, checked against the arguments they mirror
+/// (read from the params only for a tool that has such headers).
 fn check_param_headers(
     lookup: Option<&crate::server::endpoint::ParamHeaders>,
     headers: &HeaderMap,
     req: &Request,
-    params: &Value,
+    request: &RequestMeta,
 ) -> Result<(), Refusal> {
     if req.method != "tools/call" {
         return Ok(());
     }
-    let Some(tool) = params["name"].as_str() else {
+    let Some(tool) = request.name() else {
         return Ok(());
     };
     let Some(lookup) = lookup else {
         return Ok(());
     };
-    for (header, prop) in lookup(tool) {
+    let mirrored = lookup(tool);
+    if mirrored.is_empty() {
+        return Ok(());
+    }
+    let params: Value = req
+        .params
+        .as_deref()
+        .and_then(|p| serde_json::from_str(p.get()).ok())
+        .unwrap_or(Value::Null);
+    for (header, prop) in mirrored {
         let name = format!("mcp-param-{}", header.to_ascii_lowercase());
         let body = match &params["arguments"][&prop] {
             Value::Null => None,
@@ -166,8 +176,8 @@ fn check_param_headers(
 }
 
 /// The `_meta` every 2026-07-28 request carries: protocol version and client capabilities.
-fn check_meta<'p>(req: &Request, params: &'p Value) -> Result<&'p str, Refusal> {
-    let Some(meta) = params["_meta"].as_object() else {
+fn check_meta<'p>(req: &Request, request: &'p RequestMeta) -> Result<&'p str, Refusal> {
+    let Some(meta) = request.meta() else {
         return Err(Refusal::invalid_meta(
             &req.id,
             "_meta is required on every 2026-07-28 request",
@@ -233,9 +243,9 @@ fn expect_header(
 /// The standard headers against the body: `MCP-Protocol-Version` against `_meta`,
 /// `Mcp-Method` against `method`, `Mcp-Name` against `params.name`, `params.uri` or
 /// `params.taskId`.
-fn check_headers(headers: &HeaderMap, req: &Request, params: &Value) -> Result<(), Refusal> {
+fn check_headers(headers: &HeaderMap, req: &Request, request: &RequestMeta) -> Result<(), Refusal> {
     let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let version = check_meta(req, params)?;
+    let version = check_meta(req, request)?;
     expect_header(
         req,
         "MCP-Protocol-Version",
@@ -244,15 +254,15 @@ fn check_headers(headers: &HeaderMap, req: &Request, params: &Value) -> Result<(
         false,
     )?;
     expect_header(req, "Mcp-Method", get("mcp-method"), &req.method, false)?;
-    let name_field = match req.method.as_str() {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
+    let body_name = match req.method.as_str() {
+        "tools/call" | "prompts/get" => Some(request.name()),
+        "resources/read" => Some(request.uri()),
         // The tasks extension routes on the task (SEP-2663).
-        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some(request.task_id()),
         _ => None,
     };
-    if let Some(field) = name_field {
-        let body_name = params[field].as_str().unwrap_or_default();
+    if let Some(body_name) = body_name {
+        let body_name = body_name.unwrap_or_default();
         expect_header(req, "Mcp-Name", get("mcp-name"), body_name, true)?;
     }
     Ok(())
@@ -309,9 +319,11 @@ pub(crate) async fn handle(
         // No session, so nothing to route a notification or response to.
         _ => return StatusCode::ACCEPTED.into_response(),
     };
-    if let Err(r) = check(inner, headers, &req) {
-        return r.into_response();
-    }
+    let request = match check(inner, headers, &req) {
+        Ok(request) => request,
+        Err(r) => return r.into_response(),
+    };
+    let context = hand_on(context, request);
     let permits = match admit(inner, &req) {
         Ok(p) => p,
         Err(r) => return r.into_response(),
@@ -360,21 +372,36 @@ pub(crate) async fn handle(
 
 /// Everything a modern request is checked for before it runs: known versions in the
 /// headers, the standard headers against the body, `Mcp-Param-*` against the arguments.
-fn check(inner: &Inner, headers: &HeaderMap, req: &Request) -> Result<(), Refusal> {
+/// Returns the request's [`RequestMeta`], read once here.
+fn check(inner: &Inner, headers: &HeaderMap, req: &Request) -> Result<Arc<RequestMeta>, Refusal> {
     for v in headers.get_all("mcp-protocol-version") {
         let v = v.to_str().unwrap_or("");
         if ProtocolVersion::parse(v).is_none() {
             return Err(Refusal::unsupported_version(Some(req.id.clone()), v));
         }
     }
-    let params: Value = req
-        .params
-        .as_deref()
-        .and_then(|p| serde_json::from_str(p.get()).ok())
-        .unwrap_or(Value::Null);
-    check_headers(headers, req, &params)?;
+    let request = RequestMeta::parse(req.params.as_deref());
+    check_headers(headers, req, &request)?;
     let lookup = inner.param_headers.get().map(|f| &**f);
-    check_param_headers(lookup, headers, req, &params)
+    check_param_headers(lookup, headers, req, &request)?;
+    Ok(Arc::new(request))
+}
+
+/// The transport context with the request's [`RequestMeta`] added to its extensions, so the
+/// service reads it from there instead of parsing the params again.
+fn hand_on(
+    context: oxmcp_jsonrpc::TransportContext,
+    request: Arc<RequestMeta>,
+) -> oxmcp_jsonrpc::TransportContext {
+    match context.downcast::<http::Extensions>() {
+        Ok(extensions) => {
+            // Not shared yet (moved here from the HTTP request): taken, not copied.
+            let mut extensions = Arc::unwrap_or_clone(extensions);
+            extensions.insert(request);
+            Arc::new(extensions)
+        }
+        Err(other) => other,
+    }
 }
 
 /// A JSON answer: the response (notifications that came before it are dropped), with the

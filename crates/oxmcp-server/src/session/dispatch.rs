@@ -29,12 +29,28 @@ pub(super) struct Call {
 }
 
 impl Call {
-    /// The handler's context, with the request's `_meta`.
-    pub(super) fn ctx(self, meta: Option<JsonObject>) -> Ctx {
+    /// The handler's context, with the request's `_meta`: a 2026-07-28 request's from its
+    /// [`oxmcp_types::RequestMeta`] (read once), a legacy one's `meta` from its typed params
+    /// (cloned only then).
+    pub(super) fn ctx(self, meta: Option<&JsonObject>) -> Ctx {
+        let meta = match &self.modern {
+            Some(_) => None,
+            None => meta.cloned(),
+        };
+        self.ctx_owned(meta)
+    }
+
+    /// [`Call::ctx`] with a legacy request's `_meta` moved in (ignored on 2026-07-28).
+    pub(super) fn ctx_owned(self, meta: Option<JsonObject>) -> Ctx {
+        let meta = if self.modern.is_some() { None } else { meta };
+        let progress_token = match &self.modern {
+            Some(m) => progress_token(m.request.meta()),
+            None => progress_token(meta.as_ref()),
+        };
         Ctx {
             rc: self.rc,
             session: self.session,
-            progress_token: progress_token(meta.as_ref()),
+            progress_token,
             meta,
             modern: self.modern,
             inputs: Default::default(),
@@ -102,7 +118,7 @@ impl Session {
             Err(e) => return fail(e),
         };
         let server = self.handler();
-        let ctx = call.ctx(p.meta.clone());
+        let ctx = call.ctx(p.meta.as_ref());
         Box::pin(async move {
             let mut r = server.complete(ctx, p).await?;
             r.completion.values.truncate(100);
@@ -133,10 +149,10 @@ fn custom(
         Some(Ok(v)) => Some(v),
         Some(Err(e)) => return fail(ErrorObject::invalid_params(format!("invalid params: {e}"))),
     };
-    let meta = match value.as_ref().and_then(|v| v.get("_meta")) {
-        Some(serde_json::Value::Object(m)) => Some(m.clone()),
-        _ => None,
-    };
+    let meta = value
+        .as_ref()
+        .and_then(|v| v.get("_meta"))
+        .and_then(serde_json::Value::as_object);
     let ctx = call.ctx(meta);
     Box::pin(async move {
         let r = h(ctx, value).await?;

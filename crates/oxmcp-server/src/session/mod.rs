@@ -262,4 +262,47 @@ mod tests {
         end.sort();
         assert_eq!(end, ["-x://b", "-x://c"]);
     }
+
+    /// Served by the server alone (stdio, say), a 2026-07-28 request's params are read once
+    /// for its era, context and multi round-trip state, and a legacy one's not at all.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_modern_request_is_read_once_and_a_legacy_one_not_at_all() {
+        use oxmcp_types::request_meta::parses_on_this_thread;
+        #[derive(serde::Deserialize, schemars::JsonSchema)]
+        struct NoArgs {}
+        let server = Server::builder("t", "0")
+            .tool(
+                "meta",
+                "echoes a _meta member",
+                |ctx: crate::Ctx, _a: NoArgs| async move {
+                    Ok::<_, String>(ctx.meta().map(|m| m["x"].to_string()).unwrap_or_default())
+                },
+            )
+            .build()
+            .unwrap();
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "x": 7
+        });
+        let call = json!({"_meta": meta, "name": "meta", "arguments": {}});
+        let before = parses_on_this_thread();
+        let out = serve(&server, &[req(1, "tools/call", call)]).await;
+        assert_eq!(out[0]["result"]["content"][0]["text"], "7", "{out:?}");
+        assert_eq!(parses_on_this_thread() - before, 1);
+
+        let legacy = json!({"_meta": {"x": 8}, "name": "meta", "arguments": {}});
+        let before = parses_on_this_thread();
+        let out = serve(
+            &server,
+            &[
+                req(0, "initialize", json!({"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}})),
+                req(1, "tools/call", legacy),
+            ],
+        )
+        .await;
+        let answer = out.iter().find(|m| m["id"] == 1).unwrap();
+        assert_eq!(answer["result"]["content"][0]["text"], "8", "{answer}");
+        assert_eq!(parses_on_this_thread() - before, 0);
+    }
 }

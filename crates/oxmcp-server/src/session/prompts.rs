@@ -32,7 +32,7 @@ impl Session {
             Err(e) => return fail(e),
         };
         let server = self.handler();
-        let ctx = call.ctx(p.meta.clone());
+        let ctx = call.ctx(p.meta.as_ref());
         Box::pin(async move { encode(&server.get_prompt(ctx, p).await?) })
     }
 }

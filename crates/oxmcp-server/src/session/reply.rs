@@ -45,6 +45,6 @@ where
         Err(e) => return fail(e),
     };
     let server = call.session.handler();
-    let ctx = call.ctx(p.meta);
+    let ctx = call.ctx_owned(p.meta);
     Box::pin(async move { encode(&list(server, ctx, p.cursor).await?) })
 }

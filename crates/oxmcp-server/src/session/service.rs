@@ -10,7 +10,7 @@ use oxmcp_jsonrpc::{ErrorObject, Notification, Request};
 use oxmcp_types::methods::{
     CallTool, Discover, GetPrompt, Initialize, Ping, ReadResource, Request as _,
 };
-use oxmcp_types::{EmptyResult, ProtocolVersion};
+use oxmcp_types::{EmptyResult, ProtocolVersion, RequestMeta};
 
 use super::Session;
 use super::lifecycle::not_initialized;
@@ -24,13 +24,14 @@ pub(crate) struct SessionService(pub(crate) Arc<Session>);
 
 impl Service for SessionService {
     fn call(&self, req: Request, rc: RequestContext) -> BoxFuture<'static, HandlerResult> {
+        let request = self.0.request_meta(&req, &rc);
         #[cfg(feature = "otel")]
-        if let Some(trace) = trace_of(&req) {
+        if let Some(trace) = trace_of(&req, request.as_deref()) {
             use tracing::Instrument as _;
             let span = crate::otel::request_span(&req.method, &trace);
-            return Box::pin(self.answer(req, rc).instrument(span));
+            return Box::pin(self.answer(req, rc, request).instrument(span));
         }
-        self.answer(req, rc)
+        self.answer(req, rc, request)
     }
 
     fn notify(&self, n: Notification, peer: &Peer) {
@@ -42,9 +43,13 @@ impl Service for SessionService {
     }
 }
 
-/// The W3C trace context in a request's `_meta`, if any (a cheap look first).
+/// The W3C trace context in a request's `_meta`, if any: read from its [`RequestMeta`] when
+/// it has one, else (a legacy request) from its params after a cheap look.
 #[cfg(feature = "otel")]
-fn trace_of(req: &Request) -> Option<oxmcp_types::TraceContext> {
+fn trace_of(req: &Request, request: Option<&RequestMeta>) -> Option<oxmcp_types::TraceContext> {
+    if let Some(request) = request {
+        return oxmcp_types::TraceContext::from_meta(request.meta()?);
+    }
     let raw = req.params.as_deref()?;
     if !raw.get().contains(oxmcp_types::trace::TRACEPARENT) {
         return None;
@@ -54,9 +59,14 @@ fn trace_of(req: &Request) -> Option<oxmcp_types::TraceContext> {
 }
 
 impl SessionService {
-    fn answer(&self, req: Request, rc: RequestContext) -> BoxFuture<'static, HandlerResult> {
+    fn answer(
+        &self,
+        req: Request,
+        rc: RequestContext,
+        request: Option<Arc<RequestMeta>>,
+    ) -> BoxFuture<'static, HandlerResult> {
         let session = &self.0;
-        let era = match session.era_of(&req) {
+        let era = match session.era_of(&req, request) {
             Ok(era) => era,
             Err(e) => return fail(e),
         };
@@ -104,20 +114,39 @@ fn fitted(
 }
 
 impl Session {
+    /// The request's [`RequestMeta`]: the one its transport read already (Streamable HTTP
+    /// checks its headers against it), else read here, once, when the request may be a
+    /// 2026-07-28 one and the server speaks that revision. `None`: a legacy request.
+    fn request_meta(&self, req: &Request, rc: &RequestContext) -> Option<Arc<RequestMeta>> {
+        if !self.server.config.modern {
+            return None;
+        }
+        let handed = rc
+            .transport
+            .as_deref()
+            .and_then(|t| t.downcast_ref::<http::Extensions>())
+            .and_then(|e| e.get::<Arc<RequestMeta>>());
+        if let Some(request) = handed {
+            return Some(request.clone());
+        }
+        let params = req.params.as_deref();
+        modern::may_be_modern(params).then(|| Arc::new(RequestMeta::parse(params)))
+    }
+
     /// The era of a request: 2026-07-28 when its `_meta` says so (and the server speaks
     /// it), else legacy. A modern-only server refuses legacy requests as the new revision
     /// refuses an unknown version (`initialize` as an unknown method).
-    fn era_of(&self, req: &Request) -> Result<Option<Arc<ModernMeta>>, ErrorObject> {
+    fn era_of(
+        &self,
+        req: &Request,
+        request: Option<Arc<RequestMeta>>,
+    ) -> Result<Option<Arc<ModernMeta>>, ErrorObject> {
         let config = &self.server.config;
-        let era = if config.modern {
-            match modern::detect(req.params.as_deref()) {
-                Ok(Some(meta)) => Some(Arc::new(meta)),
-                Ok(None) => None,
-                Err(e) if req.method != Initialize::METHOD => return Err(e),
-                Err(_) => None,
-            }
-        } else {
-            None
+        let era = match request.map(modern::detect) {
+            Some(Ok(Some(meta))) => Some(Arc::new(meta)),
+            None | Some(Ok(None)) => None,
+            Some(Err(e)) if req.method != Initialize::METHOD => return Err(e),
+            Some(Err(_)) => None,
         };
         if era.is_none() && !config.legacy {
             return Err(if req.method == Initialize::METHOD {
@@ -151,16 +180,10 @@ impl Session {
         meta: Arc<ModernMeta>,
     ) -> BoxFuture<'static, HandlerResult> {
         let method = req.method.clone();
-        match crate::mrtr::answers_of(&self.binding(), &method, req.params.as_deref()) {
+        match crate::mrtr::answers_of(&self.binding(), &method, &meta.request) {
             Ok(a) => *meta.mrtr.answers.lock() = a,
             Err(e) => return fail(e),
         }
-        let subject = req
-            .params
-            .as_deref()
-            .and_then(|p| serde_json::from_str::<serde_json::Value>(p.get()).ok())
-            .map(|v| crate::mrtr::subject(&v))
-            .unwrap_or_default();
         let session = self.clone();
         let fut = self.route(req, rc, Some(meta.clone()));
         Box::pin(async move {
@@ -175,9 +198,10 @@ impl Session {
                 CallTool::METHOD | GetPrompt::METHOD | ReadResource::METHOD
             );
             if !pending.is_empty() && rounds {
-                let state = session
-                    .binding()
-                    .sign(&method, &subject, &meta.mrtr.answers());
+                let state =
+                    session
+                        .binding()
+                        .sign(&method, meta.request.subject(), &meta.mrtr.answers());
                 let interim = oxmcp_types::InputRequiredResult::default()
                     .with_result_type(Some(oxmcp_types::ResultType::InputRequired))
                     .with_input_requests(Some(pending))

@@ -1,0 +1,75 @@
+//! A 2026-07-28 request's params are read once for everything around its handler: the
+//! Streamable HTTP header checks read its `RequestMeta` and hand it on, and the server's era,
+//! context and multi round-trip state read the same one.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{answer, modern_post, start_with};
+use oxmcp_http::{HttpConfig, ServeOptions};
+use oxmcp_types::request_meta::parses_on_this_thread;
+use serde_json::{Value, json};
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct NoArgs {}
+
+/// The server, the HTTP client and the engine all run on this one thread, so the thread's
+/// count of `RequestMeta::parse` calls is the request's.
+#[tokio::test(flavor = "current_thread")]
+async fn a_modern_tools_call_reads_its_params_once_per_round() {
+    let asking = oxmcp_server::Server::builder("asking", "1")
+        .tool(
+            "ask",
+            "asks a name",
+            |ctx: oxmcp_server::Ctx, _a: NoArgs| async move {
+                assert_eq!(ctx.meta().unwrap()["progressToken"], "p1");
+                let params: oxmcp_types::ElicitParams = serde_json::from_value(json!({
+                    "message": "name?",
+                    "requestedSchema": {"type":"object","properties":{"name":{"type":"string"}}}
+                }))
+                .unwrap();
+                let r = ctx.elicit(&params).await.map_err(|e| e.to_string())?;
+                let name = r
+                    .content
+                    .and_then(|c| c.get("name").and_then(|n| n.as_str().map(str::to_owned)))
+                    .unwrap_or_default();
+                Ok::<_, String>(format!("named {name}"))
+            },
+        )
+        .build()
+        .unwrap();
+    let s = start_with(asking, HttpConfig::default(), ServeOptions::default()).await;
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        "progressToken": "p1"
+    });
+    let call = |extra: Value| {
+        let mut params = json!({"_meta": meta, "name": "ask", "arguments": {}});
+        if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+            p.extend(e.clone());
+        }
+        modern_post(&s.url, 1, "tools/call", Some("ask"), params).send()
+    };
+
+    let before = parses_on_this_thread();
+    let first = answer(call(json!({})).await.unwrap()).await;
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    assert_eq!(parses_on_this_thread() - before, 1, "the first round");
+
+    let key = first["result"]["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let retry = json!({
+        "requestState": first["result"]["requestState"],
+        "inputResponses": { key: {"action": "accept", "content": {"name": "Ada"}} }
+    });
+    let before = parses_on_this_thread();
+    let done = answer(call(retry).await.unwrap()).await;
+    assert_eq!(done["result"]["content"][0]["text"], "named Ada", "{done}");
+    assert_eq!(parses_on_this_thread() - before, 1, "the retry");
+}
