@@ -23,11 +23,14 @@ use crate::handler::{
     CompletionFn, IntoCallToolResult, PromptFn, ResourceFn, TemplateFn, ToolFn, typed_tool,
 };
 use crate::registry::{
-    Declared, Inner, PromptEntry, Registry, ResourceEntry, SubscribeFn, TemplateEntry,
-    UnsubscribeFn, insert_unique, make_tool_entry,
+    Catalogue, Declared, PromptEntry, Registry, ResourceEntry, TemplateEntry, insert_unique,
+    make_tool_entry,
 };
 use crate::schema::SchemaError;
 use crate::server::Server;
+use crate::state::{
+    About, Features, Hooks, Live, RootsChangedFn, ServerState, SubscribeFn, UnsubscribeFn,
+};
 use crate::tasks::{MemoryTaskStore, TaskConfig, TaskStart, TaskStore, Tasks};
 use crate::uri_template::{TemplateError, UriTemplate};
 
@@ -112,7 +115,7 @@ pub struct ServerBuilder {
     errors: Vec<BuildError>,
     on_subscribe: Option<SubscribeFn>,
     on_unsubscribe: Option<UnsubscribeFn>,
-    on_roots_changed: Option<crate::registry::RootsChangedFn>,
+    on_roots_changed: Option<RootsChangedFn>,
     extensions: Extensions,
     tasks: Option<(
         crate::tasks::TaskConfig,
@@ -472,22 +475,32 @@ impl ServerBuilder {
             Arc::new(Tasks::new(config, store))
         });
         Ok(Server {
-            inner: Arc::new(Inner {
-                info: self.info,
-                instructions: self.instructions,
-                registry: RwLock::new(self.registry),
-                completion: self.completion,
-                logging: self.logging,
-                declare: self.declare,
-                config: self.config,
-                sessions: Mutex::new(Vec::new()),
-                changes: tokio::sync::broadcast::channel(256).0,
-                on_change: std::sync::OnceLock::new(),
-                on_subscribe: self.on_subscribe,
-                on_unsubscribe: self.on_unsubscribe,
-                on_roots_changed: self.on_roots_changed,
-                extensions: self.extensions,
-                tasks,
+            state: Arc::new(ServerState {
+                about: About {
+                    info: self.info,
+                    instructions: self.instructions,
+                    logging: self.logging,
+                    declare: self.declare,
+                    config: self.config,
+                },
+                catalogue: Catalogue {
+                    registry: RwLock::new(self.registry),
+                    completion: self.completion,
+                },
+                hooks: Hooks {
+                    on_subscribe: self.on_subscribe,
+                    on_unsubscribe: self.on_unsubscribe,
+                    on_change: std::sync::OnceLock::new(),
+                    on_roots_changed: self.on_roots_changed,
+                },
+                live: Live {
+                    sessions: Mutex::new(Vec::new()),
+                    changes: tokio::sync::broadcast::channel(256).0,
+                },
+                features: Features {
+                    tasks,
+                    extensions: self.extensions,
+                },
                 dynamic,
             }),
         })

@@ -179,7 +179,7 @@ impl Ctx {
     /// The server this request is served by (to change its tools or prompts at run time).
     pub fn server(&self) -> crate::Server {
         crate::Server {
-            inner: self.session.server.clone(),
+            state: self.session.server.clone(),
         }
     }
 

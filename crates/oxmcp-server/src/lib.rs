@@ -64,6 +64,7 @@ pub mod schema;
 mod server;
 mod session;
 pub mod skills;
+mod state;
 pub mod tasks;
 pub mod uri_template;
 
@@ -81,8 +82,9 @@ pub use register::{
     ArgCompleterFn, Args, CompletionTarget, MAX_COMPLETION_VALUES, Register, RegisterShared,
     completion_result,
 };
-pub use registry::{Change, ChangeFn, Edit, RootsChangedFn, SubscribeFn, UnsubscribeFn};
+pub use registry::Edit;
 pub use server::Server;
+pub use state::{Change, ChangeFn, RootsChangedFn, SubscribeFn, UnsubscribeFn};
 pub use tasks::{MemoryTaskStore, TaskConfig, TaskStart, TaskStore};
 
 #[cfg(feature = "macros")]

@@ -13,8 +13,8 @@ use oxmcp_types::{ListenFilter, meta_keys};
 use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::registry::{Change, Inner};
 use crate::session::too_many_subscriptions;
+use crate::state::{Change, ServerState};
 
 fn wanted(filter: &ListenFilter, change: &Change) -> bool {
     match change {
@@ -31,7 +31,7 @@ fn wanted(filter: &ListenFilter, change: &Change) -> bool {
 /// The resources one listen request holds: `on_subscribe` accepted each, and `on_unsubscribe`
 /// hears of each when the request ends, however it ends.
 struct Held {
-    server: Arc<Inner>,
+    server: Arc<ServerState>,
     /// Whom they are held for (the verified principal of the request's connection).
     principal: Option<String>,
     uris: Vec<String>,
@@ -41,11 +41,11 @@ impl Held {
     /// Holds each distinct URI of `uris` (at most `max_subscriptions` of them); if the hook
     /// refuses one, those held so far are released and the refusal is the answer.
     fn take(
-        server: &Arc<Inner>,
+        server: &Arc<ServerState>,
         principal: Option<String>,
         uris: &[String],
     ) -> Result<Held, ErrorObject> {
-        let limit = server.config.max_subscriptions;
+        let limit = server.about.config.max_subscriptions;
         if uris.len() > limit {
             return Err(too_many_subscriptions(limit));
         }
@@ -56,7 +56,7 @@ impl Held {
         };
         let distinct: std::collections::BTreeSet<&String> = uris.iter().collect();
         for uri in distinct {
-            if let Some(hook) = &server.on_subscribe {
+            if let Some(hook) = &server.hooks.on_subscribe {
                 hook(held.principal.as_deref(), uri)?;
             }
             held.uris.push(uri.clone());
@@ -67,7 +67,7 @@ impl Held {
 
 impl Drop for Held {
     fn drop(&mut self) {
-        if let Some(hook) = &self.server.on_unsubscribe {
+        if let Some(hook) = &self.server.hooks.on_unsubscribe {
             for uri in &self.uris {
                 hook(self.principal.as_deref(), uri);
             }
@@ -77,12 +77,12 @@ impl Drop for Held {
 
 /// Serves one subscription until the client cancels it or goes away.
 pub(crate) async fn run(
-    server: Arc<Inner>,
+    server: Arc<ServerState>,
     principal: Option<String>,
     filter: ListenFilter,
     rc: RequestContext,
 ) -> HandlerResult {
-    let mut changes = server.changes.subscribe();
+    let mut changes = server.live.changes.subscribe();
     let _held = Held::take(
         &server,
         principal,

@@ -13,7 +13,7 @@ use serde::Deserialize as _;
 use serde_json::Value;
 use std::sync::Arc;
 
-use crate::registry::Inner;
+use crate::state::ServerState;
 
 /// What a modern request says about its client, and its multi round-trip state.
 #[derive(Debug)]
@@ -87,16 +87,16 @@ pub(crate) fn detect(request: Arc<RequestMeta>) -> Result<Option<ModernMeta>, Er
     }))
 }
 
-fn server_meta(server: &Inner) -> JsonObject {
+fn server_meta(server: &ServerState) -> JsonObject {
     let mut meta = JsonObject::new();
-    if let Ok(info) = serde_json::to_value(&server.info) {
+    if let Ok(info) = serde_json::to_value(&server.about.info) {
         meta.insert(meta_keys::SERVER_INFO.to_owned(), info);
     }
     meta
 }
 
 /// The `server/discover` result.
-pub(crate) fn discover(server: &Inner) -> DiscoverResult {
+pub(crate) fn discover(server: &ServerState) -> DiscoverResult {
     let mut capabilities = server.capabilities();
     if let Some(r) = capabilities.resources.as_mut() {
         r.subscribe = None; // replaced by subscriptions/listen in 2026-07-28
@@ -107,9 +107,9 @@ pub(crate) fn discover(server: &Inner) -> DiscoverResult {
         .with_result_type(Some(ResultType::Complete))
         .with_supported_versions(supported_versions())
         .with_capabilities(capabilities)
-        .with_instructions(server.instructions.clone())
-        .with_ttl_ms(Some(server.config.cache.ttl_ms))
-        .with_cache_scope(Some(server.config.cache.scope))
+        .with_instructions(server.about.instructions.clone())
+        .with_ttl_ms(Some(server.about.config.cache.ttl_ms))
+        .with_cache_scope(Some(server.about.config.cache.scope))
         .with_meta(Some(server_meta(server)))
 }
 
@@ -124,7 +124,11 @@ const CACHEABLE: &[&str] = &[
 /// Adds what every modern result carries: `resultType` (unless the handler set one),
 /// the server's identity in `_meta`, and cache hints on cacheable results (`cacheScope`
 /// private by default on a server built with a [`crate::ServerHandler`]).
-pub(crate) fn finish(raw: &RawJson, server: &Inner, method: &str) -> Result<RawJson, ErrorObject> {
+pub(crate) fn finish(
+    raw: &RawJson,
+    server: &ServerState,
+    method: &str,
+) -> Result<RawJson, ErrorObject> {
     let mut result: JsonObject = serde_json::from_str(raw.get())
         .map_err(|e| ErrorObject::internal(format!("result is not an object: {e}")))?;
     result
@@ -140,7 +144,7 @@ pub(crate) fn finish(raw: &RawJson, server: &Inner, method: &str) -> Result<RawJ
     }
     let interim = result.get("resultType").and_then(Value::as_str) == Some("input_required");
     if CACHEABLE.contains(&method) && !interim {
-        let cache = &server.config.cache;
+        let cache = &server.about.config.cache;
         result
             .entry("ttlMs")
             .or_insert_with(|| Value::from(cache.ttl_ms));

@@ -15,19 +15,20 @@ use tokio::sync::mpsc;
 use crate::builder::{BuildError, ServerBuilder};
 use crate::config::ServerConfig;
 use crate::handler::{PromptFn, ToolFn};
-use crate::registry::{Change, Declared, Edit, Inner};
+use crate::registry::{Declared, Edit};
 use crate::session::{Session, SessionService};
+use crate::state::{Change, ServerState};
 
 /// A built server: serve it on any number of connections. Cheap to clone.
 #[derive(Clone)]
 pub struct Server {
-    pub(crate) inner: Arc<Inner>,
+    pub(crate) state: Arc<ServerState>,
 }
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Server")
-            .field("info", &self.inner.info)
+            .field("info", &self.state.about.info)
             .finish_non_exhaustive()
     }
 }
@@ -40,12 +41,12 @@ impl Server {
 
     /// The capabilities this server declares.
     pub fn capabilities(&self) -> ServerCapabilities {
-        self.inner.capabilities()
+        self.state.capabilities()
     }
 
     /// The settings.
     pub fn config(&self) -> &ServerConfig {
-        &self.inner.config
+        &self.state.about.config
     }
 
     /// Serves one connection given the transport's channels; returns when the input ends and
@@ -55,8 +56,13 @@ impl Server {
         incoming: mpsc::Receiver<oxmcp_jsonrpc::Inbound>,
         outgoing: mpsc::Sender<oxmcp_jsonrpc::Outbound>,
     ) {
-        self.serve_as(incoming, outgoing, self.inner.config.engine.clone(), None)
-            .await;
+        self.serve_as(
+            incoming,
+            outgoing,
+            self.state.about.config.engine.clone(),
+            None,
+        )
+        .await;
     }
 
     /// [`Server::serve`] with other message-loop settings for this connection (HTTP sessions
@@ -73,7 +79,7 @@ impl Server {
         principal: Option<String>,
     ) {
         let peer = Peer::with_config(outgoing, &engine);
-        let session = Arc::new(Session::new(self.inner.clone()).with_principal(principal));
+        let session = Arc::new(Session::new(self.state.clone()).with_principal(principal));
         {
             let mut sessions = self.lock_sessions();
             sessions.retain(|(s, p)| s.strong_count() > 0 && !p.is_closed());
@@ -102,7 +108,7 @@ impl Server {
     }
 
     fn lock_sessions(&self) -> parking_lot::MutexGuard<'_, Vec<(Weak<Session>, Peer)>> {
-        self.inner.sessions.lock()
+        self.state.live.sessions.lock()
     }
 
     fn live_sessions(&self) -> Vec<(Arc<Session>, Peer)> {
@@ -126,7 +132,7 @@ impl Server {
     /// resource update).
     fn deliver_change(&self, change: &Change) {
         // No listener is fine: nobody has subscribed.
-        let _ = self.inner.changes.send(change.clone());
+        let _ = self.state.live.changes.send(change.clone());
         let (method, uri) = match change {
             Change::Tools => (ToolListChanged::METHOD, None),
             Change::Prompts => (PromptListChanged::METHOD, None),
@@ -147,7 +153,7 @@ impl Server {
     /// A change made here: this instance's clients hear of it, and so does the
     /// [`Server::on_change`] hook.
     fn announce(&self, change: Change) {
-        if let Some(hook) = self.inner.on_change.get() {
+        if let Some(hook) = self.state.hooks.on_change.get() {
             hook(&change);
         }
         self.deliver_change(&change);
@@ -157,7 +163,7 @@ impl Server {
     /// updated...), so that the other instances of a scaled-out server can be told
     /// ([`Server::apply_change`]). Set once; later calls change nothing.
     pub fn on_change(&self, hook: impl Fn(&Change) + Send + Sync + 'static) {
-        let _ = self.inner.on_change.set(Arc::new(hook));
+        let _ = self.state.hooks.on_change.set(Arc::new(hook));
     }
 
     /// Tells this instance's clients of a change made on another instance (the
@@ -186,13 +192,13 @@ impl Server {
     /// registry: what is added here is never listed (a warning is logged). Its handler
     /// changes its own lists and calls [`Server::notify_tool_list_changed`] and its siblings.
     pub fn edit<R>(&self, f: impl FnOnce(&mut Edit<'_>) -> R) -> R {
-        if self.inner.dynamic.handler.is_some() {
+        if self.state.dynamic.handler.is_some() {
             tracing::warn!(
                 "Server::edit on a server built with a handler: its lists are the handler's, the edit is not seen"
             );
         }
         let (out, changed) = {
-            let mut reg = self.inner.write();
+            let mut reg = self.state.catalogue.write();
             let mut edit = Edit {
                 reg: &mut reg,
                 changed: Declared::default(),
@@ -297,7 +303,7 @@ impl Server {
     /// Registered tool names, in `tools/list` order (none for a server built with a
     /// handler: its lists depend on the request).
     pub fn tool_names(&self) -> Vec<String> {
-        self.inner.read().tools.keys().cloned().collect()
+        self.state.catalogue.read().tools.keys().cloned().collect()
     }
 }
 
@@ -314,7 +320,7 @@ fn deliver<P: serde::Serialize + ?Sized>(peer: &Peer, method: &str, params: &P) 
 
 impl oxmcp_engine::Serve for Server {
     fn engine_config(&self) -> EngineConfig {
-        self.inner.config.engine.clone()
+        self.state.about.config.engine.clone()
     }
 
     fn serve(

@@ -58,7 +58,7 @@ impl Target {
 
 impl Server {
     fn dynamic(&self) -> Option<&Arc<dyn DynHandler>> {
-        self.inner.dynamic.handler.as_ref()
+        self.state.dynamic.handler.as_ref()
     }
 
     /// Whether the registry serves `uri` (a resource, or a match of a template); `None` when
@@ -68,7 +68,7 @@ impl Server {
         if self.dynamic().is_some() {
             return None;
         }
-        let reg = self.inner.read();
+        let reg = self.state.catalogue.read();
         if reg.resources.is_empty() && reg.templates.is_empty() {
             return None;
         }
@@ -82,7 +82,7 @@ impl Server {
     }
 
     fn page_size(&self) -> usize {
-        self.inner.config.page_size
+        self.state.about.config.page_size
     }
 
     /// A page of one of the registry's lists.
@@ -91,7 +91,7 @@ impl Server {
         cursor: Option<&str>,
         pick: impl FnOnce(&Registry) -> Vec<T>,
     ) -> Result<(Vec<T>, Option<String>), ErrorObject> {
-        let items = pick(&self.inner.read());
+        let items = pick(&self.state.catalogue.read());
         paginate(&items, cursor, self.page_size())
     }
 
@@ -99,7 +99,7 @@ impl Server {
     /// is looked up ([`ServerHandler::tool`]) and its schemas compiled.
     pub(crate) async fn target(&self, ctx: &Ctx, name: &str) -> Result<Target, ErrorObject> {
         let Some(h) = self.dynamic() else {
-            return match self.inner.read().tools.get(name) {
+            return match self.state.catalogue.read().tools.get(name) {
                 Some(e) => Ok(Target::Registered(e.clone())),
                 None => Err(unknown_tool(name)),
             };
@@ -107,7 +107,7 @@ impl Server {
         let Some(tool) = h.tool(ctx, name).await? else {
             return Ok(Target::Unlisted);
         };
-        let validators = &self.inner.dynamic.validators;
+        let validators = &self.state.dynamic.validators;
         let input = validators.get(&tool.name, &tool.input_schema)?;
         let output = match &tool.output_schema {
             Some(s) => Some(validators.get(&tool.name, s)?),
@@ -189,7 +189,7 @@ fn check_output(
 /// `ServerConfig::page_size`, arguments validated, required prompt arguments checked).
 impl ServerHandler for Server {
     fn capabilities(&self) -> HandlerCapabilities {
-        self.inner.served()
+        self.state.served()
     }
 
     async fn list_tools(
@@ -218,7 +218,13 @@ impl ServerHandler for Server {
     fn peek_tool(&self, name: &str) -> Option<Tool> {
         match self.dynamic() {
             Some(h) => h.peek_tool(name),
-            None => self.inner.read().tools.get(name).map(|e| e.tool.clone()),
+            None => self
+                .state
+                .catalogue
+                .read()
+                .tools
+                .get(name)
+                .map(|e| e.tool.clone()),
         }
     }
 
@@ -257,7 +263,14 @@ impl ServerHandler for Server {
         if let Some(h) = self.dynamic() {
             return h.get_prompt(ctx, params).await;
         }
-        let Some(entry) = self.inner.read().prompts.get(&params.name).cloned() else {
+        let Some(entry) = self
+            .state
+            .catalogue
+            .read()
+            .prompts
+            .get(&params.name)
+            .cloned()
+        else {
             return Err(unknown_prompt(&params.name));
         };
         let args = params.arguments.unwrap_or_default();
@@ -311,7 +324,7 @@ impl ServerHandler for Server {
         }
         let uri = params.uri;
         let (direct, template) = {
-            let reg = self.inner.read();
+            let reg = self.state.catalogue.read();
             let direct = reg.resources.get(&uri).map(|r| r.handler.clone());
             let template = match direct {
                 Some(_) => None,
@@ -337,7 +350,7 @@ impl ServerHandler for Server {
         if let Some(h) = self.dynamic() {
             return h.complete(ctx, params).await;
         }
-        match self.inner.completion.clone() {
+        match self.state.catalogue.completion.clone() {
             Some(h) => h(ctx, params).await,
             None => Ok(CompleteResult::default()),
         }

@@ -100,11 +100,13 @@ impl Session {
                     call.rc,
                 ))
             }
-            SetLevel::METHOD if self.server.logging && !modern => self.set_level(params),
-            m if super::tasks::TASK_METHODS.contains(&m) && self.server.tasks.is_some() => {
+            SetLevel::METHOD if self.server.about.logging && !modern => self.set_level(params),
+            m if super::tasks::TASK_METHODS.contains(&m)
+                && self.server.features.tasks.is_some() =>
+            {
                 self.task_method(m, params, call)
             }
-            other => match self.server.extensions.methods.get(other) {
+            other => match self.server.features.extensions.methods.get(other) {
                 Some(h) => custom(h.clone(), params, call),
                 None => fail(ErrorObject::method_not_found(&echo(&req.method))),
             },

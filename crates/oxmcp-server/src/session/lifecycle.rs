@@ -48,8 +48,8 @@ impl Session {
             &InitializeResult::default()
                 .with_protocol_version(version.as_str().to_owned())
                 .with_capabilities(capabilities)
-                .with_server_info(self.server.info.clone())
-                .with_instructions(self.server.instructions.clone()),
+                .with_server_info(self.server.about.info.clone())
+                .with_instructions(self.server.about.instructions.clone()),
         )
     }
 
@@ -87,7 +87,7 @@ impl Session {
             match asked {
                 Ok(result) => {
                     session.cache_roots(result.roots.clone());
-                    if let Some(hook) = &session.server.on_roots_changed {
+                    if let Some(hook) = &session.server.hooks.on_roots_changed {
                         hook(&result.roots);
                     }
                 }

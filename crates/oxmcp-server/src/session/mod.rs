@@ -22,7 +22,7 @@ pub(crate) use service::SessionService;
 use oxmcp_jsonrpc::ErrorObject;
 use oxmcp_types::{ClientCapabilities, Implementation, LoggingLevel, ProtocolVersion};
 
-use crate::registry::Inner;
+use crate::state::ServerState;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -48,7 +48,7 @@ struct State {
 
 /// One client connection.
 pub(crate) struct Session {
-    pub(crate) server: Arc<Inner>,
+    pub(crate) server: Arc<ServerState>,
     /// Who the transport says the client is, if it verified that.
     pub(crate) principal: Option<String>,
     state: Mutex<State>,
@@ -63,7 +63,7 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
-    pub(crate) fn new(server: Arc<Inner>) -> Self {
+    pub(crate) fn new(server: Arc<ServerState>) -> Self {
         Self {
             principal: None,
             server,
@@ -101,11 +101,11 @@ impl Session {
     }
 
     pub(crate) fn logging_on(&self) -> bool {
-        self.server.logging
+        self.server.about.logging
     }
 
     pub(crate) fn log_enabled(&self, level: LoggingLevel) -> bool {
-        self.server.logging && level >= self.lock().log_level
+        self.server.about.logging && level >= self.lock().log_level
     }
 
     pub(crate) fn is_ready(&self) -> bool {
@@ -133,11 +133,11 @@ impl Session {
         if st.subscriptions.contains(&uri) {
             return Ok(());
         }
-        let limit = self.server.config.max_subscriptions;
+        let limit = self.server.about.config.max_subscriptions;
         if st.subscriptions.len() >= limit {
             return Err(too_many_subscriptions(limit));
         }
-        if let Some(hook) = &self.server.on_subscribe {
+        if let Some(hook) = &self.server.hooks.on_subscribe {
             hook(self.principal.as_deref(), &uri)?;
         }
         st.subscriptions.insert(uri);
@@ -148,7 +148,7 @@ impl Session {
     fn unsubscribe(&self, uri: &str) {
         let mut st = self.lock();
         if st.subscriptions.remove(uri)
-            && let Some(hook) = &self.server.on_unsubscribe
+            && let Some(hook) = &self.server.hooks.on_unsubscribe
         {
             hook(self.principal.as_deref(), uri);
         }
@@ -157,7 +157,7 @@ impl Session {
     /// Drops every subscription the session holds, telling `on_unsubscribe` of each.
     pub(crate) fn release_subscriptions(&self) {
         let held = std::mem::take(&mut self.lock().subscriptions);
-        if let Some(hook) = &self.server.on_unsubscribe {
+        if let Some(hook) = &self.server.hooks.on_unsubscribe {
             for uri in &held {
                 hook(self.principal.as_deref(), uri);
             }

@@ -24,7 +24,7 @@ impl super::Session {
     /// are answered by (its registry, or the user's handler).
     pub(super) fn handler(&self) -> crate::Server {
         crate::Server {
-            inner: self.server.clone(),
+            state: self.server.clone(),
         }
     }
 }

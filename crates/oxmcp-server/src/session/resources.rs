@@ -17,7 +17,7 @@ impl Session {
     /// than `ServerConfig::max_uri_len`.
     fn uri_params(&self, params: Option<&RawValue>) -> Result<ResourceUriParams, ErrorObject> {
         let p: ResourceUriParams = parse_params(params)?;
-        let max = self.server.config.max_uri_len;
+        let max = self.server.about.config.max_uri_len;
         if p.uri.len() > max {
             return Err(ErrorObject::invalid_params(format!(
                 "Invalid params: the resource URI is {} bytes, over the limit of {max}: {}",

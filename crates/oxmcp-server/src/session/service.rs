@@ -118,7 +118,7 @@ impl Session {
     /// checks its headers against it), else read here, once, when the request may be a
     /// 2026-07-28 one and the server speaks that revision. `None`: a legacy request.
     fn request_meta(&self, req: &Request, rc: &RequestContext) -> Option<Arc<RequestMeta>> {
-        if !self.server.config.modern {
+        if !self.server.about.config.modern {
             return None;
         }
         let handed = rc
@@ -141,7 +141,7 @@ impl Session {
         req: &Request,
         request: Option<Arc<RequestMeta>>,
     ) -> Result<Option<Arc<ModernMeta>>, ErrorObject> {
-        let config = &self.server.config;
+        let config = &self.server.about.config;
         let era = match request.map(modern::detect) {
             Some(Ok(Some(meta))) => Some(Arc::new(meta)),
             None | Some(Ok(None)) => None,
@@ -164,9 +164,9 @@ impl Session {
     /// How `requestState` is signed and checked for this session's client.
     fn binding(&self) -> Binding<'_> {
         Binding {
-            key: &self.server.config.request_state_key,
+            key: &self.server.about.config.request_state_key,
             principal: self.principal.as_deref(),
-            ttl: self.server.config.request_state_ttl,
+            ttl: self.server.about.config.request_state_ttl,
         }
     }
 

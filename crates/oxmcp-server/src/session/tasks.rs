@@ -61,7 +61,7 @@ impl Session {
         params: Option<&RawValue>,
         call: Call,
     ) -> BoxFuture<'static, HandlerResult> {
-        let Some(tasks) = self.server.tasks.clone() else {
+        let Some(tasks) = self.server.features.tasks.clone() else {
             return fail(ErrorObject::method_not_found(method));
         };
         let modern = call.modern.is_some();

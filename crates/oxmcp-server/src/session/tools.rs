@@ -48,7 +48,7 @@ impl Session {
             .as_ref()
             .map(|m| declares_extension(m.client_caps.extensions.as_ref(), TASKS_EXTENSION));
         let spoken = self.version().has(Feature::LegacyTasks);
-        let tasks = self.server.tasks.clone();
+        let tasks = self.server.features.tasks.clone();
         let ctx = call.ctx(p.meta.as_ref());
         Box::pin(async move {
             let target = Arc::new(server.target(&ctx, &p.name).await?);
