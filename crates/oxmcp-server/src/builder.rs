@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use oxmcp_jsonrpc::ErrorObject;
 use oxmcp_types::{
-    CompleteParams, CompleteResult, GetPromptResult, Implementation, JsonObject, Prompt,
-    ReadResourceResult, Resource, ResourceContents, ResourceTemplate, TaskSupport, Tool,
+    CacheScope, CompleteParams, CompleteResult, GetPromptResult, Implementation, JsonObject,
+    Prompt, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, TaskSupport, Tool,
     ToolExecution,
 };
 use parking_lot::{Mutex, RwLock};
@@ -121,7 +121,7 @@ pub struct ServerBuilder {
         crate::tasks::TaskConfig,
         Option<Arc<dyn crate::tasks::TaskStore>>,
     )>,
-    handler: Option<Arc<dyn crate::dynamic::DynHandler>>,
+    handler: Option<Arc<dyn crate::dynamic::Handler>>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -457,7 +457,7 @@ impl ServerBuilder {
         // Per-argument completers and an explicit provider become one provider.
         self.completion =
             std::mem::take(&mut self.completers).into_provider(self.completion.take())?;
-        let dynamic = self.take_dynamic()?;
+        let user = self.take_handler()?;
         let wanted = self
             .registry
             .tools
@@ -474,6 +474,17 @@ impl ServerBuilder {
                 .unwrap_or_else(|| MemoryTaskStore::new() as Arc<dyn TaskStore>);
             Arc::new(Tasks::new(config, store))
         });
+        let catalogue = Arc::new(Catalogue {
+            registry: RwLock::new(self.registry),
+            completion: self.completion,
+            page_size: self.config.page_size,
+            answers: user.is_none(),
+        });
+        let cache_scope = match user {
+            Some(_) => CacheScope::Private,
+            None => self.config.cache.scope,
+        };
+        let handler = user.unwrap_or_else(|| catalogue.clone());
         Ok(Server {
             state: Arc::new(ServerState {
                 about: About {
@@ -482,11 +493,9 @@ impl ServerBuilder {
                     logging: self.logging,
                     declare: self.declare,
                     config: self.config,
+                    cache_scope,
                 },
-                catalogue: Catalogue {
-                    registry: RwLock::new(self.registry),
-                    completion: self.completion,
-                },
+                catalogue,
                 hooks: Hooks {
                     on_subscribe: self.on_subscribe,
                     on_unsubscribe: self.on_unsubscribe,
@@ -501,7 +510,7 @@ impl ServerBuilder {
                     tasks,
                     extensions: self.extensions,
                 },
-                dynamic,
+                handler,
             }),
         })
     }

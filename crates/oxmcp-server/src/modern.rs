@@ -150,12 +150,7 @@ pub(crate) fn finish(
             .or_insert_with(|| Value::from(cache.ttl_ms));
         // A handler computes its results per request, perhaps per caller: private unless
         // the handler's result says otherwise.
-        let scope = match server
-            .dynamic
-            .handler
-            .as_ref()
-            .map_or(cache.scope, |_| CacheScope::Private)
-        {
+        let scope = match server.about.cache_scope {
             CacheScope::Public => "public",
             CacheScope::Private => "private",
         };

@@ -45,10 +45,16 @@ pub(crate) struct Registry {
     pub(crate) prompts: BTreeMap<String, Arc<PromptEntry>>,
 }
 
-/// The catalogue: what is registered, and the completion provider.
+/// The catalogue: what is registered, and the completion provider. It answers the server's
+/// requests (it is its [`crate::dynamic::Handler`]) unless the server was built with a
+/// handler of the user's.
 pub(crate) struct Catalogue {
     pub(crate) registry: RwLock<Registry>,
     pub(crate) completion: Option<CompletionFn>,
+    /// Items per page of a list (`ServerConfig::page_size`).
+    pub(crate) page_size: usize,
+    /// Whether it answers the server's requests (no handler of the user's).
+    pub(crate) answers: bool,
 }
 
 impl Catalogue {

@@ -192,7 +192,7 @@ impl Server {
     /// registry: what is added here is never listed (a warning is logged). Its handler
     /// changes its own lists and calls [`Server::notify_tool_list_changed`] and its siblings.
     pub fn edit<R>(&self, f: impl FnOnce(&mut Edit<'_>) -> R) -> R {
-        if self.state.dynamic.handler.is_some() {
+        if !self.state.catalogue.answers {
             tracing::warn!(
                 "Server::edit on a server built with a handler: its lists are the handler's, the edit is not seen"
             );

@@ -8,12 +8,13 @@ use std::sync::{Arc, Weak};
 use oxmcp_engine::Peer;
 use oxmcp_jsonrpc::ErrorObject;
 use oxmcp_types::{
-    Implementation, JsonObject, ListChangedCapability, ResourcesCapability, ServerCapabilities,
+    CacheScope, Implementation, JsonObject, ListChangedCapability, ResourcesCapability,
+    ServerCapabilities,
 };
 use parking_lot::Mutex;
 
 use crate::config::ServerConfig;
-use crate::dynamic::{Dynamic, HandlerCapabilities};
+use crate::dynamic::{Handler, HandlerCapabilities};
 use crate::extensions::Extensions;
 use crate::registry::{Catalogue, Declared};
 use crate::session::Session;
@@ -22,12 +23,13 @@ use crate::tasks::Tasks;
 /// What every connection of a server shares.
 pub(crate) struct ServerState {
     pub(crate) about: About,
-    pub(crate) catalogue: Catalogue,
+    pub(crate) catalogue: Arc<Catalogue>,
     pub(crate) hooks: Hooks,
     pub(crate) live: Live,
     pub(crate) features: Features,
-    /// The user's handler, when the server answers from one instead of the registry.
-    pub(crate) dynamic: Dynamic,
+    /// Who answers lists, calls, reads and completions: the catalogue, or the user's
+    /// handler.
+    pub(crate) handler: Arc<dyn Handler>,
 }
 
 /// Who the server is and what it declares: identity, instructions, declared families and
@@ -38,6 +40,9 @@ pub(crate) struct About {
     pub(crate) logging: bool,
     pub(crate) declare: Declared,
     pub(crate) config: ServerConfig,
+    /// The `cacheScope` of cacheable 2026-07-28 results that set none: the configured one,
+    /// private for a user's handler (which may answer each caller differently).
+    pub(crate) cache_scope: CacheScope,
 }
 
 /// The user's hooks on subscriptions, changes and roots.
@@ -107,23 +112,10 @@ pub enum Change {
 pub type ChangeFn = Arc<dyn Fn(&Change) + Send + Sync>;
 
 impl ServerState {
-    /// Which method families are served now: the handler's (when there is one) or those
-    /// with something registered, and those declared up front either way.
+    /// Which method families are served now: the handler's (the catalogue's: those with
+    /// something registered), and those declared up front.
     pub(crate) fn served(&self) -> HandlerCapabilities {
-        let mut served = match &self.dynamic.handler {
-            Some(h) => h.capabilities(),
-            None => {
-                let reg = self.catalogue.read();
-                HandlerCapabilities {
-                    tools: !reg.tools.is_empty(),
-                    resources: !reg.resources.is_empty() || !reg.templates.is_empty(),
-                    prompts: !reg.prompts.is_empty(),
-                    completions: self.catalogue.completion.is_some(),
-                    list_changed: true,
-                    subscribe: true,
-                }
-            }
-        };
+        let mut served = self.handler.capabilities();
         served.tools |= self.about.declare.tools;
         served.resources |= self.about.declare.resources;
         served.prompts |= self.about.declare.prompts;

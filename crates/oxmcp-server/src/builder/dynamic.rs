@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::{BuildError, ServerBuilder};
-use crate::dynamic::{Dynamic, ServerHandler};
+use crate::dynamic::{Handler, ServerHandler, UserHandler};
 
 impl ServerBuilder {
     /// Answers `tools/*`, `prompts/*`, `resources/*` and `completion/complete` from
@@ -23,14 +23,15 @@ impl ServerBuilder {
     /// delegate to it from the handler (it implements [`ServerHandler`]). A second call
     /// replaces the first handler.
     pub fn handler(mut self, handler: impl ServerHandler) -> Self {
-        self.handler = Some(Arc::new(handler));
+        self.handler = Some(Arc::new(UserHandler::new(handler)));
         self
     }
 
-    /// The handler for the server, refused next to registered items.
-    pub(super) fn take_dynamic(&mut self) -> Result<Dynamic, BuildError> {
+    /// The user's handler for the server, if one was given; refused next to registered
+    /// items.
+    pub(super) fn take_handler(&mut self) -> Result<Option<Arc<dyn Handler>>, BuildError> {
         let Some(handler) = self.handler.take() else {
-            return Ok(Dynamic::default());
+            return Ok(None);
         };
         let reg = &self.registry;
         let kind = if !reg.tools.is_empty() {
@@ -49,9 +50,6 @@ impl ServerBuilder {
         if let Some(kind) = kind {
             return Err(BuildError::HandlerAndRegistry { kind });
         }
-        Ok(Dynamic {
-            handler: Some(handler),
-            validators: Default::default(),
-        })
+        Ok(Some(handler))
     }
 }

@@ -15,6 +15,7 @@
 //! structured result against its `outputSchema`), with compiled schemas cached by their text.
 //! See [`ServerHandler::tool`] for the rule.
 
+mod catalogue;
 mod erased;
 mod registered;
 mod validators;
@@ -32,16 +33,9 @@ use oxmcp_types::{
 use crate::context::Ctx;
 use crate::echo::echo;
 
-pub(crate) use erased::DynHandler;
+pub(crate) use erased::{Handler, UserHandler};
 pub(crate) use registered::Target;
-pub(crate) use validators::Validators;
-
-/// A server's handler, when it was built with one, and the schemas of its tools compiled.
-#[derive(Default)]
-pub(crate) struct Dynamic {
-    pub(crate) handler: Option<std::sync::Arc<dyn DynHandler>>,
-    pub(crate) validators: Validators,
-}
+use validators::Validators;
 
 /// Pages [`ServerHandler::tool`]'s default reads at most while looking for a tool.
 const MAX_LOOKUP_PAGES: usize = 100;
