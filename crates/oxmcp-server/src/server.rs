@@ -49,35 +49,38 @@ impl Server {
         &self.state.about.config
     }
 
-    /// Serves one connection given the transport's channels; returns when the input ends and
-    /// every accepted request has been answered.
+    /// Serves one connection given its channels (an in-memory duplex, stdio) with the
+    /// server's message-loop settings and nobody verified; returns when the input ends and
+    /// every accepted request has been answered. Transports host a server through
+    /// [`oxmcp_engine::Serve`] instead, which also carries their settings and the
+    /// [`oxmcp_engine::Connection::principal`] they verified.
     pub async fn serve(
         &self,
         incoming: mpsc::Receiver<oxmcp_jsonrpc::Inbound>,
         outgoing: mpsc::Sender<oxmcp_jsonrpc::Outbound>,
     ) {
-        self.serve_as(
+        self.run(oxmcp_engine::Connection {
             incoming,
             outgoing,
-            self.state.about.config.engine.clone(),
-            None,
-        )
+            config: self.state.about.config.engine.clone(),
+            principal: None,
+        })
         .await;
     }
 
-    /// [`Server::serve`] with other message-loop settings for this connection (HTTP sessions
-    /// answer "busy" instead of applying backpressure), for a connection whose sender the
-    /// transport may have verified (`principal`, e.g. the issuer-qualified subject of a bearer
-    /// token, [`oxmcp_engine::Identity::principal`]; `None`: nobody verified): handlers see it
+    /// Serves `connection` with its message-loop settings (HTTP sessions answer "busy"
+    /// instead of applying backpressure), for a sender the transport may have verified
+    /// (`principal`, e.g. the issuer-qualified subject of a bearer token,
+    /// [`oxmcp_engine::Identity::principal`]; `None`: nobody verified): handlers see it
     /// ([`crate::Ctx::principal`]), and the `requestState` of a multi round-trip request is
     /// bound to it, so that nobody else can continue the request.
-    pub async fn serve_as(
-        &self,
-        incoming: mpsc::Receiver<oxmcp_jsonrpc::Inbound>,
-        outgoing: mpsc::Sender<oxmcp_jsonrpc::Outbound>,
-        engine: EngineConfig,
-        principal: Option<String>,
-    ) {
+    async fn run(&self, connection: oxmcp_engine::Connection) {
+        let oxmcp_engine::Connection {
+            incoming,
+            outgoing,
+            config: engine,
+            principal,
+        } = connection;
         let peer = Peer::with_config(outgoing, &engine);
         let session = Arc::new(Session::new(self.state.clone()).with_principal(principal));
         {
@@ -94,17 +97,6 @@ impl Server {
         // Forget the connection so its outgoing queue closes and the transport can finish.
         self.lock_sessions()
             .retain(|(s, _)| !s.ptr_eq(&weak) && s.strong_count() > 0);
-    }
-
-    /// Serves `connection` ([`oxmcp_engine::Serve`], for transports that host any service).
-    pub async fn serve_connection(&self, connection: oxmcp_engine::Connection) {
-        let oxmcp_engine::Connection {
-            incoming,
-            outgoing,
-            config,
-            principal,
-        } = connection;
-        self.serve_as(incoming, outgoing, config, principal).await;
     }
 
     fn lock_sessions(&self) -> parking_lot::MutexGuard<'_, Vec<(Weak<Session>, Peer)>> {
@@ -318,6 +310,8 @@ fn deliver<P: serde::Serialize + ?Sized>(peer: &Peer, method: &str, params: &P) 
     }
 }
 
+/// How transports host a server: each connection is served with the settings and the
+/// principal the transport gives it.
 impl oxmcp_engine::Serve for Server {
     fn engine_config(&self) -> EngineConfig {
         self.state.about.config.engine.clone()
@@ -328,6 +322,6 @@ impl oxmcp_engine::Serve for Server {
         connection: oxmcp_engine::Connection,
     ) -> futures::future::BoxFuture<'static, ()> {
         let server = self.clone();
-        Box::pin(async move { server.serve_connection(connection).await })
+        Box::pin(async move { server.run(connection).await })
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use oxmcp_client::{CallError, Client, ClientConfig, ClientHandlers, EraChoice, ServerEvent};
-use oxmcp_engine::EngineConfig;
+use oxmcp_engine::{Connection, EngineConfig, Serve};
 use oxmcp_jsonrpc::ErrorObject;
 use oxmcp_server::dynamic::{paginate, unknown_tool};
 use oxmcp_server::{BuildError, Ctx, HandlerCapabilities, Server, ServerHandler};
@@ -121,13 +121,13 @@ async fn connect(
     let (ours, theirs) = oxmcp_transport::duplex();
     let (s, who) = (server.clone(), principal.to_owned());
     tokio::spawn(async move {
-        s.serve_as(
-            theirs.incoming,
-            theirs.outgoing,
-            EngineConfig::default(),
-            Some(who),
-        )
-        .await;
+        let connection = Connection {
+            incoming: theirs.incoming,
+            outgoing: theirs.outgoing,
+            config: EngineConfig::default(),
+            principal: Some(who),
+        };
+        Serve::serve(&s, connection).await;
     });
     let config = ClientConfig::default().era(era);
     Client::connect_over(ours, NoLink, handlers, config)

@@ -10,6 +10,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use oxmcp::client::{Client, ClientConfig, ClientHandlers, EraChoice};
+use oxmcp::engine::{Connection, Serve};
 use oxmcp::jsonrpc::ErrorObject;
 use oxmcp::server::dynamic::{paginate, unknown_tool};
 use oxmcp::server::{Ctx, Server, ServerHandler};
@@ -75,10 +76,14 @@ async fn connect(server: &Server, tenant: &str, era: EraChoice) -> Result<Client
     let (ours, theirs) = oxmcp::transport::duplex();
     let (server, tenant) = (server.clone(), tenant.to_owned());
     tokio::spawn(async move {
-        let engine = server.config().engine.clone();
-        server
-            .serve_as(theirs.incoming, theirs.outgoing, engine, Some(tenant))
-            .await;
+        // Served as a transport hosts it: with the principal it verified.
+        let connection = Connection {
+            incoming: theirs.incoming,
+            outgoing: theirs.outgoing,
+            config: server.config().engine.clone(),
+            principal: Some(tenant),
+        };
+        Serve::serve(&server, connection).await;
     });
     let config = ClientConfig::default().era(era);
     Client::connect_over(ours, InMemory, ClientHandlers::new(), config)

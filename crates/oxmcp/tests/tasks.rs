@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use oxmcp::client::{CallError, Client, ClientConfig, ClientHandlers, EraChoice, ToolCall};
+use oxmcp::engine::{Connection, Serve};
 use oxmcp::remote::{Remote, connect};
 use oxmcp::server::{Ctx, MemoryTaskStore, Server, TaskConfig, TaskStore};
 use oxmcp::types::{ElicitAction, ElicitResult, JsonObject, TaskStatus, TaskSupport};
@@ -394,9 +395,13 @@ async fn client_as(server: &Server, principal: &str, era: EraChoice) -> Client {
     let (ours, theirs) = oxmcp::transport::duplex();
     let (s, who) = (server.clone(), principal.to_owned());
     tokio::spawn(async move {
-        let engine = s.config().engine.clone();
-        s.serve_as(theirs.incoming, theirs.outgoing, engine, Some(who))
-            .await;
+        let connection = Connection {
+            incoming: theirs.incoming,
+            outgoing: theirs.outgoing,
+            config: s.config().engine.clone(),
+            principal: Some(who),
+        };
+        Serve::serve(&s, connection).await;
     });
     let config = ClientConfig::default().era(era);
     Client::connect(ours.incoming, ours.outgoing, ClientHandlers::new(), config)
