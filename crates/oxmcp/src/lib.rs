@@ -90,8 +90,8 @@
 //! # }
 //! ```
 
-/// The guide, page by page (documentation only).
-#[cfg(doc)]
+/// The guide, page by page (documentation only: its code blocks are fragments, not doctests).
+#[cfg(all(doc, not(doctest)))]
 pub mod guide;
 #[cfg(all(feature = "store", feature = "server"))]
 mod store_tasks;
