@@ -40,7 +40,8 @@ python3 scripts/guard.py
 # Client-only builds carry no server code: no axum, no hyper server, no tonic server.
 for build in "oxmcp-http --no-default-features --features client" \
   "oxmcp-ws --no-default-features --features client" \
-  "oxmcp-grpc --no-default-features --features client" "oxmcp-remote"; do
+  "oxmcp-grpc --no-default-features --features client" "oxmcp-remote" \
+  "oxmcp --no-default-features --features client,http,ws,grpc"; do
   # shellcheck disable=SC2086
   server_code=$(cargo tree -p $build -e normal,features \
     | grep -E 'axum|hyper feature "server"|tonic feature "server"' || true)
@@ -50,6 +51,9 @@ for build in "oxmcp-http --no-default-features --features client" \
     exit 1
   fi
 done
+# The facade with one side only builds (the rest of the run has every feature on).
+cargo check -p oxmcp --lib --no-default-features --features client,http
+cargo check -p oxmcp --lib --no-default-features --features server,http
 cargo build --workspace --all-targets
 # The tests of other crates than oxmcp-cli (the end-to-end tests in tests/, the bench's) drive
 # the `oxmcp` binary this build made; without OXMCP_BIN each of their test processes would ask

@@ -1,7 +1,8 @@
 //! Reach any MCP server from a client: by URL, on the transport its scheme names, or by
 //! command, as a stdio child process; once, or supervised (reconnected when the connection
-//! dies). Imports oxmcp-client, oxmcp-grpc, oxmcp-http, oxmcp-transport and oxmcp-ws; the
-//! client sides only.
+//! dies). Imports oxmcp-client, oxmcp-grpc (feature `grpc`), oxmcp-http, oxmcp-transport and
+//! oxmcp-ws (feature `ws`); the client sides only. Both features are on by default; without
+//! one, its URLs are refused with [`OpenError::NotBuiltIn`].
 //!
 //! | scheme | transport |
 //! |---|---|

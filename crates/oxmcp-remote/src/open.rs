@@ -1,11 +1,7 @@
 //! The transport a URL's scheme names, opened: Streamable HTTP, WebSocket or gRPC.
 
-use oxmcp_grpc::Form;
-use oxmcp_grpc::client::{GrpcClientConfig, GrpcClientError};
-use oxmcp_http::BodyEncoding;
 use oxmcp_http::HttpClientConfig;
 use oxmcp_transport::{Channels, Link};
-use oxmcp_ws::client::{WsClientConfig, WsClientError};
 
 /// The transport a URL names by its scheme.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,11 +54,16 @@ pub enum OpenError {
     #[error(transparent)]
     Http(#[from] oxmcp_http::client::HttpClientError),
     /// The WebSocket connection failed.
+    #[cfg(feature = "ws")]
     #[error(transparent)]
-    WebSocket(#[from] WsClientError),
+    WebSocket(#[from] oxmcp_ws::client::WsClientError),
     /// The gRPC connection failed.
+    #[cfg(feature = "grpc")]
     #[error(transparent)]
-    Grpc(#[from] GrpcClientError),
+    Grpc(#[from] oxmcp_grpc::client::GrpcClientError),
+    /// The URL names a transport this build leaves out (feature `ws` or `grpc`).
+    #[error("{0:?} needs the `{1}` feature of oxmcp-remote")]
+    NotBuiltIn(String, &'static str),
 }
 
 /// Opens the transport `url` names (see [`Scheme`]) with the settings of `http`: all of them
@@ -86,21 +87,46 @@ pub async fn open(
             let (channels, handle) = oxmcp_http::client::connect(url, http)?.into_parts();
             Ok((channels, Box::new(handle)))
         }
-        Scheme::WebSocket => {
-            let config = WsClientConfig::default().headers(http.headers);
-            let (channels, link) = oxmcp_ws::client::connect(url, config).await?;
-            Ok((channels, Box::new(link)))
-        }
-        Scheme::Grpc => {
-            let form = match http.encoding {
-                BodyEncoding::Json => Form::Json,
-                BodyEncoding::Protobuf => Form::Protobuf,
-            };
-            let config = GrpcClientConfig::default().headers(http.headers).form(form);
-            let (channels, link) = oxmcp_grpc::client::connect(url, config).await?;
-            Ok((channels, Box::new(link)))
-        }
+        Scheme::WebSocket => open_ws(url, http).await,
+        Scheme::Grpc => open_grpc(url, http).await,
     }
+}
+
+#[cfg(feature = "ws")]
+async fn open_ws(
+    url: &str,
+    http: HttpClientConfig,
+) -> Result<(Channels, Box<dyn Link>), OpenError> {
+    let config = oxmcp_ws::client::WsClientConfig::default().headers(http.headers);
+    let (channels, link) = oxmcp_ws::client::connect(url, config).await?;
+    Ok((channels, Box::new(link)))
+}
+
+#[cfg(not(feature = "ws"))]
+async fn open_ws(url: &str, _: HttpClientConfig) -> Result<(Channels, Box<dyn Link>), OpenError> {
+    Err(OpenError::NotBuiltIn(url.to_owned(), "ws"))
+}
+
+#[cfg(feature = "grpc")]
+async fn open_grpc(
+    url: &str,
+    http: HttpClientConfig,
+) -> Result<(Channels, Box<dyn Link>), OpenError> {
+    use oxmcp_grpc::Form;
+    let form = match http.encoding {
+        oxmcp_http::BodyEncoding::Json => Form::Json,
+        oxmcp_http::BodyEncoding::Protobuf => Form::Protobuf,
+    };
+    let config = oxmcp_grpc::client::GrpcClientConfig::default()
+        .headers(http.headers)
+        .form(form);
+    let (channels, link) = oxmcp_grpc::client::connect(url, config).await?;
+    Ok((channels, Box::new(link)))
+}
+
+#[cfg(not(feature = "grpc"))]
+async fn open_grpc(url: &str, _: HttpClientConfig) -> Result<(Channels, Box<dyn Link>), OpenError> {
+    Err(OpenError::NotBuiltIn(url.to_owned(), "grpc"))
 }
 
 impl OpenError {

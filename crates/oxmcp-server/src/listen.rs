@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use oxmcp_engine::{HandlerResult, RequestContext};
-use oxmcp_jsonrpc::{ErrorObject, to_raw};
+use oxmcp_engine::RequestContext;
+use oxmcp_jsonrpc::ErrorObject;
 use oxmcp_types::methods::{
     Notification as _, PromptListChanged, ResourceListChanged, ResourceUpdated,
     SubscriptionsAcknowledged, ToolListChanged,
@@ -75,13 +75,14 @@ impl Drop for Held {
     }
 }
 
-/// Serves one subscription until the client cancels it or goes away.
+/// Serves one subscription until the client cancels it or goes away; its result (to be
+/// finished as every 2026-07-28 result is) tags its end.
 pub(crate) async fn run(
     server: Arc<ServerState>,
     principal: Option<String>,
     filter: ListenFilter,
     rc: RequestContext,
-) -> HandlerResult {
+) -> Result<serde_json::Value, ErrorObject> {
     let mut changes = server.live.changes.subscribe();
     let _held = Held::take(
         &server,
@@ -128,6 +129,5 @@ pub(crate) async fn run(
             break;
         }
     }
-    to_raw(&json!({ "resultType": "complete", "_meta": tag }))
-        .map_err(|e| ErrorObject::internal(e.to_string()))
+    Ok(json!({ "resultType": "complete", "_meta": tag }))
 }

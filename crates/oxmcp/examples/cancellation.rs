@@ -46,7 +46,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             },
         )
         .build()?;
-    let ws = oxmcp::http::WebSocket::new(server.clone(), Default::default(), Default::default());
+    let ws = oxmcp::ws::WebSocket::new(server.clone(), Default::default(), Default::default());
     let http = oxmcp::http::StreamableHttp::new(server, Default::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;

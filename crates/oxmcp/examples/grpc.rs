@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use oxmcp::client::{ClientConfig, EraChoice, RequestOptions};
-use oxmcp::http::{Grpc, HttpConfig};
+use oxmcp::grpc::Grpc;
+use oxmcp::http::HttpConfig;
 use oxmcp::remote::{Remote, connect};
 use oxmcp::server::{Ctx, Server};
 use oxmcp::types::{Content, JsonObject};
@@ -39,7 +40,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = format!("grpc://{}", listener.local_addr()?);
     // No TLS; the listener runs until the program ends.
     let forever = std::future::pending();
-    tokio::spawn(oxmcp::http::grpc::serve_grpc(
+    tokio::spawn(oxmcp::grpc::serve_grpc(
         listener,
         grpc.router(),
         None,

@@ -5,10 +5,11 @@
 //! the middle of a call. A client in each protocol era connects to a `ws://` URL.
 
 use oxmcp::client::{ClientConfig, ClientHandlers, EraChoice};
-use oxmcp::http::{HttpConfig, WebSocket, WsConfig};
+use oxmcp::http::HttpConfig;
 use oxmcp::remote::{Remote, connect};
 use oxmcp::server::{Ctx, Server};
 use oxmcp::types::{Content, JsonObject, ListRootsResult, Root};
+use oxmcp::ws::{WebSocket, WsConfig};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Nothing {}

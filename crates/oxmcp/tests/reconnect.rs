@@ -33,9 +33,9 @@ fn server() -> Server {
 /// WebSocket and gRPC for [`server`] on one port; its address.
 async fn serve() -> std::net::SocketAddr {
     let config = oxmcp::http::HttpConfig::default();
-    let ws = oxmcp::http::WebSocket::new(server(), config.clone(), Default::default());
-    let grpc = oxmcp::http::Grpc::new(server(), config);
-    let router = oxmcp::http::grpc::split(ws.router(), grpc.router());
+    let ws = oxmcp::ws::WebSocket::new(server(), config.clone(), Default::default());
+    let grpc = oxmcp::grpc::Grpc::new(server(), config);
+    let router = oxmcp::grpc::split(ws.router(), grpc.router());
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(oxmcp::http::serve_router(listener, router));

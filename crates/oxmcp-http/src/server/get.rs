@@ -38,7 +38,11 @@ async fn session_of(
     if !plausible_session_id(id) {
         return Err(Refusal::malformed_session_id().into());
     }
-    inner.backend().lookup(inner, id, principal).await
+    inner
+        .backend()
+        .lookup(inner, id, principal)
+        .await
+        .map_err(Into::into)
 }
 
 pub(crate) async fn handle_get(State(inner): State<Arc<Inner>>, request: Request) -> Response {
@@ -110,7 +114,7 @@ async fn stream(inner: Arc<Inner>, headers: &HeaderMap, principal: Option<String
                 return sse_response(chunks, resumed.live, keep_alive, None);
             }
             Ok(crate::server::scale_out::Elsewhere::Standalone(events)) => replayed = events,
-            Err(e) => return crate::server::scale_out::store_failed(&e),
+            Err(e) => return crate::server::scale_out::store_failed(&e).into(),
         }
     }
     let Some((token, rx)) = session.open_standalone().await else {
@@ -137,7 +141,7 @@ pub(crate) async fn handle_delete(State(inner): State<Arc<Inner>>, request: Requ
     };
     // Ended everywhere first (with a store, every instance then answers 404), then here.
     if let Err(e) = inner.backend().end_session(&session.id).await {
-        return crate::server::scale_out::store_failed(&e);
+        return crate::server::scale_out::store_failed(&e).into();
     }
     inner.remove(&session.id);
     StatusCode::OK.into_response()

@@ -32,9 +32,9 @@ fn host_allowed(config: &HttpConfig, host: &str) -> bool {
     }
 }
 
-/// Why a request was refused.
+/// Why the DNS-rebinding protection refused a request (the HTTP answer is a `Refusal`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Refusal {
+pub(crate) enum Disallowed {
     /// `Host` missing or not allowed.
     Host(String),
     /// `Origin` not allowed.
@@ -42,7 +42,7 @@ pub(crate) enum Refusal {
 }
 
 /// Checks `Host` and `Origin`.
-pub(crate) fn check(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Refusal> {
+pub(crate) fn check(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Disallowed> {
     if !config.dns_rebinding_protection {
         return Ok(());
     }
@@ -51,7 +51,7 @@ pub(crate) fn check(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Refu
         .and_then(|h| h.to_str().ok())
         .unwrap_or("");
     if !host_allowed(config, host) {
-        return Err(Refusal::Host(host.to_owned()));
+        return Err(Disallowed::Host(host.to_owned()));
     }
     if let Some(origin) = headers.get("origin") {
         let origin = origin.to_str().unwrap_or("");
@@ -64,7 +64,7 @@ pub(crate) fn check(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Refu
                     && host_allowed(config, rest.trim_end_matches('/'))
             });
         if !allowed {
-            return Err(Refusal::Origin(origin.to_owned()));
+            return Err(Disallowed::Origin(origin.to_owned()));
         }
     }
     Ok(())

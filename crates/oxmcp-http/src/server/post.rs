@@ -213,7 +213,7 @@ async fn post_in_session(
         match backend.share_incoming(&session, &posted.messages).await {
             Ok(Some(keep)) => posted.keep_only(keep),
             Ok(None) => {}
-            Err(r) => return r,
+            Err(r) => return r.into(),
         }
     }
     session.touch();
@@ -244,7 +244,8 @@ async fn find_or_start(
             .backend()
             .lookup(inner, id, client.principal())
             .await
-            .map(|s| (s, false)),
+            .map(|s| (s, false))
+            .map_err(Into::into),
         None => {
             let init = posted.messages.iter().find_map(|m| match m {
                 Message::Request(r) if r.method == "initialize" => Some(r),
@@ -458,7 +459,7 @@ impl Reply<'_> {
         let id = &self.session.id;
         if let Err(e) = self.inner.backend().save_session(id, &record).await {
             self.inner.remove(id);
-            return Err(crate::server::scale_out::store_failed(&e));
+            return Err(crate::server::scale_out::store_failed(&e).into());
         }
         Ok(())
     }

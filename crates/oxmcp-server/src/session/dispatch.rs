@@ -15,17 +15,19 @@ use oxmcp_types::{
 };
 
 use super::Session;
-use super::reply::{encode, fail, ready};
+use super::reply::{fail, ready};
 use crate::context::Ctx;
 use crate::dynamic::ServerHandler as _;
 use crate::echo::echo;
-use crate::modern::ModernMeta;
+use crate::modern::{self, Finish, ModernMeta};
 
 /// One request on its way to a handler: what its [`Ctx`] is made of.
 pub(super) struct Call {
     pub(super) session: Arc<Session>,
     pub(super) rc: RequestContext,
     pub(super) modern: Option<Arc<ModernMeta>>,
+    /// The fields its 2026-07-28 result carries (`None`: a legacy request).
+    pub(super) finish: Option<Finish>,
 }
 
 impl Call {
@@ -73,6 +75,7 @@ impl Session {
             session: self.clone(),
             rc,
             modern: request_meta,
+            finish: modern.then(|| Finish::new(self.server.clone(), &req.method)),
         };
         let served = self.server.served();
         let subscribe = served.resources && served.subscribe;
@@ -93,12 +96,13 @@ impl Session {
                     Ok(p) => p,
                     Err(e) => return fail(e),
                 };
-                Box::pin(crate::listen::run(
+                let listen = crate::listen::run(
                     self.server.clone(),
                     self.principal.clone(),
                     p.notifications,
                     call.rc,
-                ))
+                );
+                Box::pin(async move { modern::encode(call.finish.as_ref(), listen.await?) })
             }
             SetLevel::METHOD if self.server.about.logging && !modern => self.set_level(params),
             m if super::tasks::TASK_METHODS.contains(&m)
@@ -120,11 +124,12 @@ impl Session {
             Err(e) => return fail(e),
         };
         let server = self.handler();
+        let finish = call.finish.clone();
         let ctx = call.ctx(p.meta.as_ref());
         Box::pin(async move {
             let mut r = server.complete(ctx, p).await?;
             r.completion.values.truncate(100);
-            encode(&r)
+            modern::encode(finish.as_ref(), r)
         })
     }
 
@@ -155,9 +160,7 @@ fn custom(
         .as_ref()
         .and_then(|v| v.get("_meta"))
         .and_then(serde_json::Value::as_object);
+    let finish = call.finish.clone();
     let ctx = call.ctx(meta);
-    Box::pin(async move {
-        let r = h(ctx, value).await?;
-        encode(&r)
-    })
+    Box::pin(async move { modern::encode(finish.as_ref(), h(ctx, value).await?) })
 }

@@ -8,7 +8,7 @@ use oxmcp_types::GetPromptParams;
 
 use super::Session;
 use super::dispatch::Call;
-use super::reply::{encode, fail, list_with};
+use super::reply::{fail, list_with};
 use crate::dynamic::ServerHandler as _;
 
 impl Session {
@@ -32,7 +32,10 @@ impl Session {
             Err(e) => return fail(e),
         };
         let server = self.handler();
+        let finish = call.finish.clone();
         let ctx = call.ctx(p.meta.as_ref());
-        Box::pin(async move { encode(&server.get_prompt(ctx, p).await?) })
+        Box::pin(
+            async move { crate::modern::encode(finish.as_ref(), server.get_prompt(ctx, p).await?) },
+        )
     }
 }

@@ -36,7 +36,7 @@ pub(super) fn list_with<R, F, Fut>(
     list: F,
 ) -> BoxFuture<'static, HandlerResult>
 where
-    R: Serialize,
+    R: crate::modern::ModernResult,
     F: FnOnce(crate::Server, crate::Ctx, Option<String>) -> Fut + Send + 'static,
     Fut: std::future::Future<Output = Result<R, ErrorObject>> + Send + 'static,
 {
@@ -45,6 +45,10 @@ where
         Err(e) => return fail(e),
     };
     let server = call.session.handler();
+    let finish = call.finish.clone();
     let ctx = call.ctx_owned(p.meta);
-    Box::pin(async move { encode(&list(server, ctx, p.cursor).await?) })
+    Box::pin(async move {
+        let page = list(server, ctx, p.cursor).await?;
+        crate::modern::encode(finish.as_ref(), page)
+    })
 }

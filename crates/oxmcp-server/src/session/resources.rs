@@ -8,7 +8,7 @@ use oxmcp_types::{EmptyResult, ResourceUriParams};
 
 use super::Session;
 use super::dispatch::Call;
-use super::reply::{encode, fail, list_with, ready};
+use super::reply::{fail, list_with, ready};
 use crate::dynamic::ServerHandler as _;
 use crate::echo::echo;
 
@@ -60,8 +60,12 @@ impl Session {
             Err(e) => return fail(e),
         };
         let server = self.handler();
+        let finish = call.finish.clone();
         let ctx = call.ctx(p.meta.as_ref());
-        Box::pin(async move { encode(&server.read_resource(ctx, p).await?) })
+        Box::pin(async move {
+            let read = server.read_resource(ctx, p).await?;
+            crate::modern::encode(finish.as_ref(), read)
+        })
     }
 
     /// `resources/subscribe`.

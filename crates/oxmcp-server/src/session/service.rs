@@ -14,7 +14,7 @@ use oxmcp_types::{EmptyResult, ProtocolVersion, RequestMeta};
 
 use super::Session;
 use super::lifecycle::not_initialized;
-use super::reply::{encode, fail, ready};
+use super::reply::{fail, ready};
 use crate::echo::echo;
 use crate::modern::{self, ModernMeta};
 use crate::mrtr::Binding;
@@ -206,9 +206,11 @@ impl Session {
                     .with_result_type(Some(oxmcp_types::ResultType::InputRequired))
                     .with_input_requests(Some(pending))
                     .with_request_state(Some(state));
-                return modern::finish(&encode(&interim)?, server, &method);
+                let finish = modern::Finish::new(server.clone(), &method);
+                return modern::encode(Some(&finish), interim);
             }
-            modern::finish(&result?, server, &method)
+            // Its fields set by the method table (see `Call::finish`).
+            result
         })
     }
 }

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use super::Session;
 use super::dispatch::Call;
 use super::reply::{encode, fail};
+use crate::modern::{Finish, encode as answer};
 use crate::tasks::{TaskRecord, TaskSignal, Tasks, tasks_capability_required, wire};
 
 /// The methods of the tasks surface.
@@ -65,6 +66,7 @@ impl Session {
             return fail(ErrorObject::method_not_found(method));
         };
         let modern = call.modern.is_some();
+        let finish = call.finish.clone();
         let ctx = call.ctx(None);
         if modern {
             if matches!(method, "tasks/result" | "tasks/list") {
@@ -81,18 +83,17 @@ impl Session {
         let method = method.to_owned();
         let params: Option<Box<RawValue>> = params.map(ToOwned::to_owned);
         Box::pin(async move {
-            let params = params.as_deref();
-            let owner = owner.as_deref();
+            let (params, owner, finish) = (params.as_deref(), owner.as_deref(), finish.as_ref());
             match (method.as_str(), modern) {
                 ("tasks/get", true) => {
                     let p: TaskIdParams = parse_params(params)?;
                     let rec = load(&tasks, &p.task_id, owner).await?;
-                    encode(&wire::modern_detailed(&rec))
+                    answer(finish, wire::modern_detailed(&rec))
                 }
                 ("tasks/get", false) => {
                     let p: TaskIdParams = parse_params(params)?;
                     let rec = load(&tasks, &p.task_id, owner).await?;
-                    encode(&wire::legacy_task(&rec))
+                    answer(finish, wire::legacy_task(&rec))
                 }
                 ("tasks/update", _) => {
                     let p: UpdateTaskParams = parse_params(params)?;
@@ -105,7 +106,7 @@ impl Session {
                                 let mut responses = p.input_responses;
                                 responses.retain(|key, _| rec.input_requests.contains_key(key));
                                 if responses.is_empty() {
-                                    return encode(&json!({}));
+                                    return answer(finish, json!({}));
                                 }
                                 let signal = TaskSignal::Input { responses };
                                 tasks
@@ -116,11 +117,11 @@ impl Session {
                             }
                         }
                     }
-                    encode(&json!({}))
+                    answer(finish, json!({}))
                 }
                 ("tasks/cancel", _) => {
                     let p: TaskIdParams = parse_params(params)?;
-                    cancel(&tasks, &p.task_id, owner, modern).await
+                    cancel(&tasks, &p.task_id, owner, finish).await
                 }
                 ("tasks/result", _) => {
                     let p: TaskIdParams = parse_params(params)?;
@@ -137,12 +138,19 @@ impl Session {
 }
 
 /// `tasks/cancel`: 2026-07-28 acknowledges (a terminal task too); 2025-11-25 refuses a
-/// terminal task with -32602 and answers with the cancelled task.
-async fn cancel(tasks: &Tasks, id: &str, owner: Option<&str>, modern: bool) -> HandlerResult {
+/// terminal task with -32602 and answers with the cancelled task. `finish`: the fields of
+/// a 2026-07-28 answer (`None`: 2025-11-25).
+async fn cancel(
+    tasks: &Tasks,
+    id: &str,
+    owner: Option<&str>,
+    finish: Option<&Finish>,
+) -> HandlerResult {
+    let modern = finish.is_some();
     let rec = load(tasks, id, owner).await?;
     if rec.status.is_terminal() {
         if modern {
-            return encode(&json!({}));
+            return answer(finish, json!({}));
         }
         return Err(ErrorObject::invalid_params(format!(
             "Cannot cancel task: already in terminal status '{}'",
@@ -162,16 +170,16 @@ async fn cancel(tasks: &Tasks, id: &str, owner: Option<&str>, modern: bool) -> H
                 .await
                 .map_err(store_error)?;
             if modern {
-                return encode(&json!({}));
+                return answer(finish, json!({}));
             }
             // 2025-11-25 answers with the cancelled task: wait (a while) to see it so.
             settled(tasks, id, owner).await?
         }
     };
     if modern {
-        encode(&json!({}))
+        answer(finish, json!({}))
     } else {
-        encode(&wire::legacy_task(&rec))
+        answer(finish, wire::legacy_task(&rec))
     }
 }
 

@@ -15,9 +15,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::Session;
 use super::dispatch::Call;
-use super::reply::{encode, fail, list_with};
+use super::reply::{fail, list_with};
 use crate::context::Ctx;
 use crate::dynamic::{ServerHandler as _, Target};
+use crate::modern::{Finish, encode};
 use crate::tasks::{Plan, TaskEra, TaskSlot, TaskStart, Tasks, decide, wire};
 
 impl Session {
@@ -49,6 +50,7 @@ impl Session {
             .map(|m| declares_extension(m.client_caps.extensions.as_ref(), TASKS_EXTENSION));
         let spoken = self.version().has(Feature::LegacyTasks);
         let tasks = self.server.features.tasks.clone();
+        let finish = call.finish.clone();
         let ctx = call.ctx(p.meta.as_ref());
         Box::pin(async move {
             let target = Arc::new(server.target(&ctx, &p.name).await?);
@@ -70,9 +72,9 @@ impl Session {
                         target,
                         params: p,
                     };
-                    as_task(tasks, work, ctx, era, ttl).await
+                    as_task(tasks, work, ctx, (era, ttl), finish).await
                 }
-                _ => encode(&server.run_tool(&target, ctx, p).await?),
+                _ => encode(finish.as_ref(), server.run_tool(&target, ctx, p).await?),
             }
         })
     }
@@ -112,8 +114,8 @@ fn as_task(
     tasks: Arc<Tasks>,
     w: Work,
     mut ctx: Ctx,
-    era: TaskEra,
-    ttl: Option<u64>,
+    (era, ttl): (TaskEra, Option<u64>),
+    finish: Option<Finish>,
 ) -> BoxFuture<'static, HandlerResult> {
     Box::pin(async move {
         let slot = Arc::new(TaskSlot::default());
@@ -123,8 +125,8 @@ fn as_task(
         let owner = ctx.owner();
         let legacy_peer = (era == TaskEra::Legacy).then(|| ctx.rc.peer.clone());
         let created = |rec: &crate::tasks::TaskRecord| match era {
-            TaskEra::Modern => encode(&wire::modern_created(rec)),
-            TaskEra::Legacy => encode(&wire::legacy_created(rec)),
+            TaskEra::Modern => encode(finish.as_ref(), wire::modern_created(rec)),
+            TaskEra::Legacy => encode(finish.as_ref(), wire::legacy_created(rec)),
         };
         if w.target.task_start() == TaskStart::Immediately {
             let (run, rec) = tasks
@@ -150,7 +152,7 @@ fn as_task(
         let mut handle = tokio::spawn(work(w, ctx));
         let guard = AbortGuard(Some(handle.abort_handle()));
         let ack = tokio::select! {
-            joined = &mut handle => return plain_answer(joined),
+            joined = &mut handle => return plain_answer(joined, finish.as_ref()),
             () = request_token.cancelled() => {
                 return Err(ErrorObject::internal("the request was cancelled"));
             }
@@ -198,9 +200,12 @@ impl Drop for AbortGuard {
 }
 
 /// The answer of a handler that finished before becoming a task.
-fn plain_answer(joined: Result<crate::tasks::Outcome, tokio::task::JoinError>) -> HandlerResult {
+fn plain_answer(
+    joined: Result<crate::tasks::Outcome, tokio::task::JoinError>,
+    finish: Option<&Finish>,
+) -> HandlerResult {
     match joined {
-        Ok(crate::tasks::Outcome::Result(v)) => encode(&v),
+        Ok(crate::tasks::Outcome::Result(v)) => encode(finish, v),
         Ok(crate::tasks::Outcome::Error(e)) => Err(e),
         Err(_) => Err(ErrorObject::internal("the tool's work was lost")),
     }

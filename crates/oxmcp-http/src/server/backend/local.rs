@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use axum::response::Response;
 use oxmcp_jsonrpc::{Message, Request, RequestId};
 use oxmcp_store::{
     AppendEvent, EventLog, SessionRecord, StoreError, StoreResult, StoredEvent, StreamInfo,
@@ -38,12 +37,12 @@ impl SessionBackend for Local {
         inner: &'a Arc<Inner>,
         id: &'a str,
         principal: Option<&'a str>,
-    ) -> Step<'a, Result<Arc<HttpSession>, Response>> {
+    ) -> Step<'a, Result<Arc<HttpSession>, Refusal>> {
         let local = inner.sessions().get(id).cloned();
         done(
             local
                 .filter(|s| s.owner.as_deref() == principal)
-                .ok_or_else(|| Refusal::unknown_session().into()),
+                .ok_or_else(Refusal::unknown_session),
         )
     }
 
@@ -72,7 +71,7 @@ impl SessionBackend for Local {
         &'a self,
         _session: &'a HttpSession,
         _messages: &'a [Message],
-    ) -> Step<'a, Result<Option<Vec<Message>>, Response>> {
+    ) -> Step<'a, Result<Option<Vec<Message>>, Refusal>> {
         done(Ok(None))
     }
 

@@ -14,7 +14,7 @@ mod local;
 use std::future::{Future, Ready};
 use std::sync::Arc;
 
-use axum::response::Response;
+use crate::server::refusal::Refusal;
 use futures::future::{BoxFuture, Either};
 use oxmcp_jsonrpc::{Message, Request, RequestId};
 use oxmcp_store::{AppendEvent, SessionRecord, StoreError, StoreResult, StoredEvent, StreamInfo};
@@ -51,7 +51,7 @@ pub(crate) trait SessionBackend: Send + Sync + 'static {
         inner: &'a Arc<Inner>,
         id: &'a str,
         principal: Option<&'a str>,
-    ) -> Step<'a, Result<Arc<HttpSession>, Response>>;
+    ) -> Step<'a, Result<Arc<HttpSession>, Refusal>>;
 
     /// What is saved of a new session once its `initialize` succeeds (`None`: nothing).
     fn session_record(
@@ -77,7 +77,7 @@ pub(crate) trait SessionBackend: Send + Sync + 'static {
         &'a self,
         session: &'a HttpSession,
         messages: &'a [Message],
-    ) -> Step<'a, Result<Option<Vec<Message>>, Response>>;
+    ) -> Step<'a, Result<Option<Vec<Message>>, Refusal>>;
 
     /// Notes the state changes that `messages` (whose requests are now in flight) ask for.
     fn expect_changes(&self, session: &HttpSession, messages: &[Message]);

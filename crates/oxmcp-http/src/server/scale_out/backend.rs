@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use axum::response::Response;
+use crate::server::refusal::Refusal;
 use oxmcp_jsonrpc::{Message, Request, RequestId};
 use oxmcp_store::{
     AppendEvent, BusEvent, SessionRecord, StoreError, StoreResult, StoredEvent, StreamInfo,
@@ -35,7 +35,7 @@ impl SessionBackend for ScaleOut {
         inner: &'a Arc<Inner>,
         id: &'a str,
         principal: Option<&'a str>,
-    ) -> Step<'a, Result<Arc<HttpSession>, Response>> {
+    ) -> Step<'a, Result<Arc<HttpSession>, Refusal>> {
         later(super::restore::lookup(inner, &self.0, id, principal))
     }
 
@@ -84,7 +84,7 @@ impl SessionBackend for ScaleOut {
         &'a self,
         session: &'a HttpSession,
         messages: &'a [Message],
-    ) -> Step<'a, Result<Option<Vec<Message>>, Response>> {
+    ) -> Step<'a, Result<Option<Vec<Message>>, Refusal>> {
         later(super::incoming::share(&self.0, session, messages))
     }
 

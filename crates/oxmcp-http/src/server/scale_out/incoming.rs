@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use axum::response::Response;
+use crate::server::refusal::Refusal;
 use oxmcp_jsonrpc::{Message, Request, RequestId};
 use oxmcp_store::{BusEvent, StateChange};
 
@@ -81,7 +81,7 @@ pub(crate) async fn share(
     shared: &Arc<Shared>,
     session: &HttpSession,
     messages: &[Message],
-) -> Result<Option<Vec<Message>>, Response> {
+) -> Result<Option<Vec<Message>>, Refusal> {
     let me = shared.instance().to_owned();
     // Hands a client message to one other instance, or to all of them.
     let deliver = |to: Option<String>, message: String| {

@@ -29,7 +29,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use axum::response::Response;
 use oxmcp_store::{BusEvent, Store, StoreError, StoreResult};
 use parking_lot::Mutex;
 use tokio::sync::{Notify, Semaphore};
@@ -150,10 +149,10 @@ impl Shared {
 /// The answer to a request that needed the store when the store failed: 503, a transient
 /// busy error (-32000) and `Retry-After`; or, when the store refused it by its limits, 400
 /// with -32600 (the same request is refused again).
-pub(crate) fn store_failed(e: &StoreError) -> Response {
+pub(crate) fn store_failed(e: &StoreError) -> crate::server::refusal::Refusal {
     if !e.is_transient() {
         tracing::debug!("{e}");
-        return crate::server::refusal::Refusal::bad_request(&e.to_string()).into();
+        return crate::server::refusal::Refusal::bad_request(&e.to_string());
     }
     tracing::warn!("{e}");
     crate::server::refusal::Refusal::retry_later(
@@ -162,5 +161,4 @@ pub(crate) fn store_failed(e: &StoreError) -> Response {
         Duration::from_secs(1),
         &e.to_string(),
     )
-    .into()
 }

@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use axum::response::Response;
 use oxmcp_jsonrpc::{Inbound, Message, RequestId};
 use oxmcp_types::ProtocolVersion;
 
@@ -23,16 +22,16 @@ pub(crate) async fn lookup(
     shared: &Arc<Shared>,
     id: &str,
     principal: Option<&str>,
-) -> Result<Arc<HttpSession>, Response> {
+) -> Result<Arc<HttpSession>, Refusal> {
     let local = inner.sessions().get(id).cloned();
     match local {
-        Some(s) if s.owner.as_deref() != principal => Err(Refusal::unknown_session().into()),
+        Some(s) if s.owner.as_deref() != principal => Err(Refusal::unknown_session()),
         Some(s) => match shared.op(shared.store.touch_session(id)).await {
             Ok(true) => Ok(s),
             Ok(false) => {
                 // Deleted on another instance (or expired in the store).
                 inner.drop_local(id);
-                Err(Refusal::unknown_session().into())
+                Err(Refusal::unknown_session())
             }
             Err(e) => Err(store_failed(&e)),
         },
@@ -48,18 +47,18 @@ async fn restore(
     shared: &Arc<Shared>,
     id: &str,
     principal: Option<&str>,
-) -> Result<Arc<HttpSession>, Response> {
+) -> Result<Arc<HttpSession>, Refusal> {
     let lock = shared.restore_lock(id);
     let _one = lock.lock().await;
     if let Some(s) = inner.sessions().get(id).cloned() {
         return match s.owner.as_deref() == principal {
             true => Ok(s),
-            false => Err(Refusal::unknown_session().into()),
+            false => Err(Refusal::unknown_session()),
         };
     }
     let record = match shared.op(shared.store.load_session(id)).await {
         Ok(Some(r)) if r.owner.as_deref() == principal => r,
-        Ok(_) => return Err(Refusal::unknown_session().into()),
+        Ok(_) => return Err(Refusal::unknown_session()),
         Err(e) => return Err(store_failed(&e)),
     };
     // A request here is a use of the session like any other: its keys live on.
@@ -78,7 +77,7 @@ async fn restore(
                 session = id,
                 "stored session has no usable initialize; dropped"
             );
-            return Err(Refusal::unknown_session().into());
+            return Err(Refusal::unknown_session());
         }
     };
     let params: serde_json::Value = init
@@ -105,7 +104,7 @@ async fn restore(
         Ok(Some(now)) => catch_up(&session, &mut applied, &now).await,
         Ok(None) => {
             inner.drop_local(id);
-            return Err(Refusal::unknown_session().into());
+            return Err(Refusal::unknown_session());
         }
         Err(e) => tracing::debug!(session = id, "second read of a restored session: {e}"),
     }
