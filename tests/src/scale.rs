@@ -330,7 +330,19 @@ async fn forward(State(p): State<Arc<ProxyState>>, req: Request) -> Response {
 
 /// A POST to `url` in session `sid` (`version`), answered as JSON or SSE.
 pub fn post(url: &str, sid: &str, version: &str, body: &Value) -> reqwest::RequestBuilder {
-    reqwest::Client::new()
+    post_with(&reqwest::Client::new(), url, sid, version, body)
+}
+
+/// [`post`] on `client`: many calls at once share one client (and its connection pool)
+/// instead of each building its own.
+pub fn post_with(
+    client: &reqwest::Client,
+    url: &str,
+    sid: &str,
+    version: &str,
+    body: &Value,
+) -> reqwest::RequestBuilder {
+    client
         .post(url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")

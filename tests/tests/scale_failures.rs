@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use oxmcp_tests::scale::{Instance, Proxy, Redis, SseReader, call, open_session, post, tool};
+use oxmcp_tests::scale::{
+    Instance, Proxy, Redis, SseReader, call, open_session, post, post_with, tool,
+};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
@@ -343,15 +345,24 @@ async fn slow_redis_gets_back_pressure() {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    // One client for the hundred calls: building one each took seconds on a loaded machine,
+    // and late calls then missed Redis's sleep.
+    let client = reqwest::Client::new();
     let t0 = Instant::now();
     let calls: Vec<_> = (0..100)
         .map(|i| {
-            let (url, sid) = (inst.url.clone(), sid.clone());
+            let (url, sid, client) = (inst.url.clone(), sid.clone(), client.clone());
             tokio::spawn(async move {
-                let r = post(&url, &sid, V, &tool(i, "echo", json!({"message": "x"})))
-                    .send()
-                    .await
-                    .unwrap();
+                let r = post_with(
+                    &client,
+                    &url,
+                    &sid,
+                    V,
+                    &tool(i, "echo", json!({"message": "x"})),
+                )
+                .send()
+                .await
+                .unwrap();
                 let status = r.status().as_u16();
                 let v: Value = r.json().await.unwrap();
                 (status, v)
