@@ -2,6 +2,8 @@
 //! and raw envelopes (bad ones included) against the server.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+// The helpers of oxmcp-http's endpoint tests (servers, clients, SSE), shared rather than copied.
+#[path = "../../oxmcp-http/tests/common/mod.rs"]
 mod common;
 
 use std::sync::Arc;
