@@ -29,6 +29,15 @@ pub trait Serve: Send + Sync + 'static {
 
     /// Serves one connection until its input ends and its answers are sent.
     fn serve(&self, connection: Connection) -> BoxFuture<'static, ()>;
+
+    /// Serves a connection that carries one self-contained request and ends after its answer
+    /// (a 2026-07-28 request over Streamable HTTP: no session). Nothing outside the request
+    /// can reach it, so a service may serve it more cheaply than a long-lived connection; a
+    /// server, for one, keeps it out of the sessions it broadcasts to. By default, as
+    /// [`Serve::serve`] does.
+    fn serve_request(&self, connection: Connection) -> BoxFuture<'static, ()> {
+        self.serve(connection)
+    }
 }
 
 impl<T: Serve + ?Sized> Serve for std::sync::Arc<T> {
@@ -38,6 +47,10 @@ impl<T: Serve + ?Sized> Serve for std::sync::Arc<T> {
 
     fn serve(&self, connection: Connection) -> BoxFuture<'static, ()> {
         (**self).serve(connection)
+    }
+
+    fn serve_request(&self, connection: Connection) -> BoxFuture<'static, ()> {
+        (**self).serve_request(connection)
     }
 }
 

@@ -73,3 +73,47 @@ async fn a_modern_tools_call_reads_its_params_once_per_round() {
     assert_eq!(done["result"]["content"][0]["text"], "named Ada", "{done}");
     assert_eq!(parses_on_this_thread() - before, 1, "the retry");
 }
+
+/// A 2026-07-28 request is served on its own: it is no session of the server's (nothing to
+/// broadcast to, nothing for the next request to scan), even while its handler runs.
+#[tokio::test]
+async fn a_modern_request_in_flight_is_no_session_of_the_server() {
+    let release = std::sync::Arc::new(tokio::sync::Notify::new());
+    let started = std::sync::Arc::new(tokio::sync::Notify::new());
+    let (held, began) = (release.clone(), started.clone());
+    let server = oxmcp_server::Server::builder("waiting", "1")
+        .tool(
+            "wait",
+            "waits to be released",
+            move |_ctx: oxmcp_server::Ctx, _a: NoArgs| {
+                let (held, began) = (held.clone(), began.clone());
+                async move {
+                    began.notify_one();
+                    held.notified().await;
+                    Ok::<_, String>("released")
+                }
+            },
+        )
+        .build()
+        .unwrap();
+    let s = start_with(
+        server.clone(),
+        HttpConfig::default(),
+        ServeOptions::default(),
+    )
+    .await;
+    let params = json!({
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}
+        },
+        "name": "wait",
+        "arguments": {}
+    });
+    let call = tokio::spawn(modern_post(&s.url, 1, "tools/call", Some("wait"), params).send());
+    started.notified().await;
+    assert_eq!(server.session_count(), 0, "a modern request in flight");
+    release.notify_one();
+    let done = answer(call.await.unwrap().unwrap()).await;
+    assert_eq!(done["result"]["content"][0]["text"], "released", "{done}");
+}

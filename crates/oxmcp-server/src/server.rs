@@ -99,6 +99,25 @@ impl Server {
             .retain(|(s, _)| !s.ptr_eq(&weak) && s.strong_count() > 0);
     }
 
+    /// Serves a connection that carries one self-contained request (see
+    /// [`oxmcp_engine::Serve::serve_request`]): as [`Server::run`] does, but its session is
+    /// not one of the server's live sessions. A 2026-07-28 request gets no broadcast (list
+    /// changes reach it through `subscriptions/listen`, log messages only from its own
+    /// handler), so nothing needs to find it, and it takes no lock shared by every request.
+    async fn run_request(&self, connection: oxmcp_engine::Connection) {
+        let oxmcp_engine::Connection {
+            incoming,
+            outgoing,
+            config: engine,
+            principal,
+        } = connection;
+        let peer = Peer::with_config(outgoing, &engine);
+        let session = Arc::new(Session::new(self.state.clone()).with_principal(principal));
+        let service = Arc::new(SessionService(session.clone()));
+        oxmcp_engine::run(peer, incoming, service, engine).await;
+        session.release_subscriptions();
+    }
+
     fn lock_sessions(&self) -> parking_lot::MutexGuard<'_, Vec<(Weak<Session>, Peer)>> {
         self.state.live.sessions.lock()
     }
@@ -114,7 +133,9 @@ impl Server {
             .collect()
     }
 
-    /// Number of connections being served.
+    /// Number of connections being served: legacy sessions and connection transports (a
+    /// 2026-07-28 request served on its own, [`oxmcp_engine::Serve::serve_request`], is not
+    /// one).
     pub fn session_count(&self) -> usize {
         self.live_sessions().len()
     }
@@ -323,5 +344,13 @@ impl oxmcp_engine::Serve for Server {
     ) -> futures::future::BoxFuture<'static, ()> {
         let server = self.clone();
         Box::pin(async move { server.run(connection).await })
+    }
+
+    fn serve_request(
+        &self,
+        connection: oxmcp_engine::Connection,
+    ) -> futures::future::BoxFuture<'static, ()> {
+        let server = self.clone();
+        Box::pin(async move { server.run_request(connection).await })
     }
 }

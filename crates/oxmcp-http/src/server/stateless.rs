@@ -2,10 +2,10 @@
 //!
 //! The standard headers are checked against the body (`MCP-Protocol-Version` against
 //! `_meta`, `Mcp-Method` against `method`, `Mcp-Name` against `params.name`/`params.uri`;
-//! 400 with `HeaderMismatch` -32020 otherwise). Each request runs on its own short-lived
-//! engine connection, so any instance can answer any request. The answer is JSON when the
-//! response is all there is, otherwise an SSE stream carrying the request's notifications
-//! (progress, log messages) before it. There are no event ids: 2026-07-28 has no resumption.
+//! 400 with `HeaderMismatch` -32020 otherwise). Each request is served on its own
+//! short-lived engine connection (`Serve::serve_request`), so any instance can answer any
+//! request. The answer is JSON when the response is all there is, otherwise an SSE stream
+//! carrying the request's notifications (progress, log messages) before it. There are no event ids: 2026-07-28 has no resumption.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -330,7 +330,7 @@ pub(crate) async fn handle(
     };
     let (in_tx, in_rx) = mpsc::channel(1);
     let (out_tx, mut out_rx) = mpsc::channel::<Outbound>(64);
-    let serving = inner.service.serve(oxmcp_engine::Connection {
+    let serving = inner.service.serve_request(oxmcp_engine::Connection {
         incoming: in_rx,
         outgoing: out_tx,
         config: inner.engine.clone(),
