@@ -121,18 +121,16 @@ pub fn to_json(envelope: Envelope) -> Result<Vec<u8>, EnvelopeError> {
     }
 }
 
-/// The envelope of one JSON message in `form`. A message the protobuf form cannot carry (it
-/// never happens for JSON-RPC) goes as JSON.
+/// The envelope of one JSON message in `form` (in protobuf, read from the text in one pass,
+/// [`oxmcp_proto::to_proto_text`]). A message the protobuf form cannot carry (it never
+/// happens for JSON-RPC) goes as JSON.
 pub fn from_json(line: &str, form: Form) -> Envelope {
-    if form == Form::Protobuf {
-        let proto = serde_json::from_str::<serde_json::Value>(line)
-            .ok()
-            .and_then(|json| oxmcp_proto::to_proto(&json).ok());
-        if let Some(m) = proto {
-            return Envelope {
-                body: Some(Body::Message(m)),
-            };
-        }
+    if form == Form::Protobuf
+        && let Ok(m) = oxmcp_proto::to_proto_text(line.as_bytes())
+    {
+        return Envelope {
+            body: Some(Body::Message(m)),
+        };
     }
     Envelope {
         body: Some(Body::Json(line.as_bytes().to_vec())),

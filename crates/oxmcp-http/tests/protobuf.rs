@@ -314,3 +314,72 @@ async fn our_client_reads_protobuf_events() {
     assert_eq!(r.content[0].as_text(), Some("late answer"));
     c.close().await;
 }
+
+/// A 2026-07-28 request (no session) answered in protobuf: a plain answer, an error answer
+/// with the HTTP status its code calls for, an SSE answer's events, and a refusal made before
+/// the request reached the server.
+#[tokio::test]
+async fn modern_answers_and_refusals_in_protobuf() {
+    let s = start(HttpConfig::default(), ServeOptions::default()).await;
+    let proto = |id: u64, method: &str, name: Option<&str>, mut params: Value| {
+        params["_meta"] = modern_meta();
+        params["_meta"]["io.modelcontextprotocol/logLevel"] = json!("info");
+        let body = json!({"jsonrpc":"2.0","id":id,"method":method,"params":params});
+        let mut r = reqwest::Client::new()
+            .post(&s.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/mcp+protobuf, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method)
+            .body(body.to_string());
+        if let Some(n) = name {
+            r = r.header("mcp-name", n);
+        }
+        r
+    };
+    let echo = |message: &str| json!({"name": "echo", "arguments": {"message": message}});
+
+    let r = proto(1, "tools/call", Some("echo"), echo("modern")).send();
+    let v = proto_answer(r.await.unwrap()).await;
+    assert_eq!(v["result"]["content"][0]["text"], "modern", "{v}");
+
+    let r = proto(2, "no/such", None, json!({})).send().await.unwrap();
+    assert_eq!(r.status(), 404);
+    let v = proto_answer(r).await;
+    assert_eq!(v["error"]["code"], -32601, "{v}");
+
+    // Refused by the header checks, before the server saw it: in protobuf too.
+    let r = proto(3, "tools/call", Some("other"), echo("x")).send();
+    let r = r.await.unwrap();
+    assert_eq!(r.status(), 400);
+    let v = proto_answer(r).await;
+    assert_eq!(v["id"], 3, "{v}");
+    assert_eq!(v["error"]["code"], -32020, "{v}");
+
+    // A log message before the answer: an SSE stream, each event in protobuf.
+    let chatty = json!({"name": "chatty_echo", "arguments": {"message": "streamed"}});
+    let r = proto(4, "tools/call", Some("chatty_echo"), chatty).send();
+    let body = r.await.unwrap().text().await.unwrap();
+    let messages: Vec<Value> = events(&body)
+        .into_iter()
+        .map(|(name, d)| {
+            assert_eq!(name, "mcp+protobuf", "{body}");
+            decode_event(&d)
+        })
+        .collect();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[0]["method"], "notifications/message");
+    assert_eq!(messages[1]["result"]["content"][0]["text"], "streamed");
+}
+
+/// A legacy request refused before it reached a session (no session id) is answered in
+/// protobuf when the client takes it.
+#[tokio::test]
+async fn legacy_refusals_in_protobuf() {
+    let s = start(HttpConfig::default(), ServeOptions::default()).await;
+    let call = serde_json::from_str(&call(1, "echo", json!({"message": "x"}))).unwrap();
+    let r = proto_post(&s.url, None, &call).send().await.unwrap();
+    assert_eq!(r.status(), 400);
+    let v = proto_answer(r).await;
+    assert_eq!(v["error"]["code"], -32600, "{v}");
+}

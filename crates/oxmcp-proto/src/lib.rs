@@ -6,6 +6,8 @@
 //! protobuf form without loss: JSON → protobuf → JSON gives the same JSON value (numbers,
 //! nulls, nesting, key order, unknown fields and `_meta` included). Binary contents (a
 //! resource's `blob`, image and audio `data`) travel as raw bytes instead of base64.
+//! [`to_proto_text`] and [`encode_json_text`] read JSON text straight into the protobuf
+//! form, and [`to_json_text`] writes it out again, with no `serde_json::Value` in between.
 //!
 //! ```
 //! let json = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
@@ -19,11 +21,13 @@
 //! one element per four bytes of a 4 MiB message; see the `limits` module).
 
 mod convert;
+mod json_in;
 mod json_out;
 mod limits;
 mod messages;
 
 pub use convert::{from_proto, to_proto};
+pub use json_in::{encode_json_text, to_proto_text};
 pub use json_out::to_json_text;
 pub use limits::{DecodeLimits, MAX_DEPTH, Root, scan};
 pub use messages::*;

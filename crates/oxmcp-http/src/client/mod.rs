@@ -147,10 +147,8 @@ impl State {
     /// A POST's body and its headers: `line` as JSON, or in the protobuf encoding.
     fn body_of(&self, req: reqwest::RequestBuilder, line: &str) -> reqwest::RequestBuilder {
         if self.protobuf() {
-            let proto = serde_json::from_str::<serde_json::Value>(line)
-                .ok()
-                .and_then(|v| oxmcp_proto::encode(&v).ok());
-            if let Some(bytes) = proto {
+            // Read from the text in one pass (no `serde_json::Value` in between).
+            if let Ok(bytes) = oxmcp_proto::encode_json_text(line.as_bytes()) {
                 return req
                     .header("content-type", oxmcp_proto::MEDIA_TYPE)
                     .header(

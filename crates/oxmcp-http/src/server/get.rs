@@ -11,8 +11,10 @@ use axum::response::{IntoResponse, Response};
 use crate::server::admission::{accepting, common_checks, plausible_session_id, stream_slot};
 use crate::server::clients::Principal;
 use crate::server::endpoint::Inner;
+use crate::server::protobuf::Encoding;
 use crate::server::refusal::Refusal;
 use crate::server::replies::{SESSION_HEADER, accepts, header_str};
+use crate::server::session::Event;
 use crate::server::sse_stream::{priming, sse_event, sse_response};
 
 /// Host/Origin checks, then the bearer token: the request's parts and principal.
@@ -46,11 +48,8 @@ async fn session_of(
 }
 
 pub(crate) async fn handle_get(State(inner): State<Arc<Inner>>, request: Request) -> Response {
-    if !crate::server::protobuf::wants_protobuf(request.headers()) {
-        return get(inner, request).await;
-    }
-    let max = inner.config.max_body;
-    crate::server::protobuf::answer_in_protobuf(get(inner, request).await, max).await
+    let encoding = Encoding::of(request.headers());
+    encoding.refusal(get(inner, request).await)
 }
 
 async fn get(inner: Arc<Inner>, request: Request) -> Response {
@@ -92,14 +91,16 @@ async fn stream(inner: Arc<Inner>, headers: &HeaderMap, principal: Option<String
         return r.into_response();
     }
     let keep_alive = inner.config.keep_alive;
+    let encoding = Encoding::of(&headers);
+    let event = |e: &Event| sse_event(e, encoding);
     let mut replayed = Vec::new();
     if let Some(last) = header_str(&headers, "last-event-id") {
         if last.len() > 256 || !last.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
             return Refusal::bad_request("Bad Request: malformed Last-Event-ID").into_response();
         }
         if let Some(resumed) = session.resume(last).await {
-            let chunks: Vec<String> = resumed.replay.iter().map(sse_event).collect();
-            return sse_response(chunks, resumed.live, keep_alive, None);
+            let chunks: Vec<String> = resumed.replay.iter().map(event).collect();
+            return sse_response(chunks, resumed.live, keep_alive, None, encoding);
         }
         // Not a stream of this instance: one another instance writes, a GET stream whose
         // instance died, or one whose events are gone. A live session is never answered
@@ -110,8 +111,8 @@ async fn stream(inner: Arc<Inner>, headers: &HeaderMap, principal: Option<String
         let backend = inner.backend();
         match backend.resume_elsewhere(&inner, &session, token, seq).await {
             Ok(crate::server::scale_out::Elsewhere::Request(resumed)) => {
-                let chunks: Vec<String> = resumed.replay.iter().map(sse_event).collect();
-                return sse_response(chunks, resumed.live, keep_alive, None);
+                let chunks: Vec<String> = resumed.replay.iter().map(event).collect();
+                return sse_response(chunks, resumed.live, keep_alive, None, encoding);
             }
             Ok(crate::server::scale_out::Elsewhere::Standalone(events)) => replayed = events,
             Err(e) => return crate::server::scale_out::store_failed(&e).into(),
@@ -124,9 +125,9 @@ async fn stream(inner: Arc<Inner>, headers: &HeaderMap, principal: Option<String
         )
         .into_response();
     };
-    let mut chunks: Vec<String> = replayed.iter().map(sse_event).collect();
+    let mut chunks: Vec<String> = replayed.iter().map(event).collect();
     chunks.push(priming(&token, inner.config.sse_retry));
-    sse_response(chunks, Some(rx), keep_alive, None)
+    sse_response(chunks, Some(rx), keep_alive, None, encoding)
 }
 
 pub(crate) async fn handle_delete(State(inner): State<Arc<Inner>>, request: Request) -> Response {

@@ -28,6 +28,7 @@ use crate::server::clients::{Client, ClientTable};
 use crate::server::config::HttpConfig;
 use crate::server::guard;
 use crate::server::lease::{Lease, Watched};
+use crate::server::protobuf::Encoding;
 use crate::server::refusal::Refusal;
 use crate::server::session::{handshake_done, random_hex};
 use crate::server::sse_stream::{KEEP_ALIVE, sse_body, sse_message};
@@ -265,7 +266,9 @@ impl Outgoing {
                 m = tokio::time::timeout(self.keep_alive, self.rx.recv()) => m,
             };
             match next {
-                Ok(Some(Outbound::Message(m))) => return Some(sse_message(&m.line)),
+                Ok(Some(Outbound::Message(m))) => {
+                    return Some(sse_message(&m.line, Encoding::Json));
+                }
                 // Stream signals mean nothing on one stream.
                 Ok(Some(Outbound::CloseStream(_) | Outbound::Ended(_))) => continue,
                 Ok(None) => return None,

@@ -18,8 +18,9 @@ use crate::server::admission::{
 use crate::server::clients::{Client, Refused};
 use crate::server::config::ResponseMode;
 use crate::server::endpoint::Inner;
+use crate::server::protobuf::Encoding;
 use crate::server::refusal::Refusal;
-use crate::server::replies::{SESSION_HEADER, accepts, header_str, json_response, read_body};
+use crate::server::replies::{SESSION_HEADER, accepts, answer_response, header_str, read_body};
 use crate::server::session::{Event, HttpSession, handshake_done, random_hex};
 use crate::server::sse_stream::{priming, sse_event, sse_response};
 
@@ -123,14 +124,13 @@ fn media_checks(headers: &HeaderMap) -> Result<(), Refusal> {
 }
 
 pub(crate) async fn handle_post(State(inner): State<Arc<Inner>>, request: Request) -> Response {
-    if !crate::server::protobuf::wants_protobuf(request.headers()) {
-        return post(inner, request).await;
-    }
-    let max = inner.config.max_body;
-    crate::server::protobuf::answer_in_protobuf(post(inner, request).await, max).await
+    let encoding = Encoding::of(request.headers());
+    encoding.refusal(post(inner, request, encoding).await)
 }
 
-async fn post(inner: Arc<Inner>, request: Request) -> Response {
+/// Answers a POST, its messages in `encoding` (refusals in JSON: `handle_post` writes them in
+/// `encoding`).
+async fn post(inner: Arc<Inner>, request: Request, encoding: Encoding) -> Response {
     let (mut parts, body) = request.into_parts();
     if let Err(r) = header_checks(&inner, &parts.headers) {
         return r.into_response();
@@ -185,14 +185,16 @@ async fn post(inner: Arc<Inner>, request: Request) -> Response {
         return match posted.messages.into_iter().next() {
             Some(m) => {
                 let principal = client.principal().map(str::to_owned);
-                let answer =
-                    crate::server::stateless::handle(&inner, headers, m, principal, context).await;
+                let answer = crate::server::stateless::handle(
+                    &inner, headers, m, principal, context, encoding,
+                )
+                .await;
                 crate::server::sse_stream::until_lease_ends(answer, lease)
             }
             None => Refusal::bad_request("empty request").into_response(),
         };
     }
-    post_in_session(&inner, headers, posted, &client, context).await
+    post_in_session(&inner, headers, posted, &client, context, encoding).await
 }
 
 /// A legacy POST once its body is decoded and checked: found or started in its session, shared
@@ -203,6 +205,7 @@ async fn post_in_session(
     mut posted: Posted,
     client: &Client,
     context: oxmcp_jsonrpc::TransportContext,
+    encoding: Encoding,
 ) -> Response {
     let (session, new_session) = match find_or_start(inner, headers, &posted, client).await {
         Ok(s) => s,
@@ -226,7 +229,7 @@ async fn post_in_session(
         )
         .into_response();
     }
-    answer(inner, session, new_session, posted, context).await
+    answer(inner, session, new_session, posted, context, encoding).await
 }
 
 /// The session a POST belongs to, or a new one for an `initialize` without a session id.
@@ -319,6 +322,7 @@ async fn answer(
     new_session: bool,
     mut posted: Posted,
     context: oxmcp_jsonrpc::TransportContext,
+    encoding: Encoding,
 ) -> Response {
     let ids: Vec<RequestId> = posted
         .messages
@@ -329,7 +333,7 @@ async fn answer(
         })
         .collect();
     if ids.is_empty() {
-        return accept_only(&session, posted, context).await;
+        return accept_only(&session, posted, context, encoding).await;
     }
     let mode = inner.config.response_mode;
     if mode == ResponseMode::Sse
@@ -351,7 +355,7 @@ async fn answer(
         Ok(opened) => opened,
         Err(dup) => {
             let e = ErrorObject::invalid_request(format!("request id {dup} is already in use"));
-            return json_response(Message::error(Some(dup), e).encode(), None);
+            return answer_response(Message::error(Some(dup), e).encode(), None, encoding);
         }
     };
     // Its requests are in flight now: a state change they ask for is shared with their
@@ -369,6 +373,7 @@ async fn answer(
         token,
         new_session,
         entry_errors: posted.entry_errors,
+        encoding,
     };
     reply.send(rx).await
 }
@@ -379,12 +384,14 @@ async fn accept_only(
     session: &HttpSession,
     mut posted: Posted,
     context: oxmcp_jsonrpc::TransportContext,
+    encoding: Encoding,
 ) -> Response {
     if !posted.messages.is_empty() && !session.feed(posted.take_input(context)).await {
         return Refusal::unknown_session().into_response();
     }
     if !posted.entry_errors.is_empty() {
-        return json_response(oxmcp_jsonrpc::encode_batch(&posted.entry_errors), None);
+        let errors = oxmcp_jsonrpc::encode_batch(&posted.entry_errors);
+        return answer_response(errors, None, encoding);
     }
     StatusCode::ACCEPTED.into_response()
 }
@@ -398,6 +405,8 @@ struct Reply<'a> {
     new_session: bool,
     /// Answers owed for invalid batch entries (the engine never saw them).
     entry_errors: Vec<Message>,
+    /// The encoding the client takes its answers in.
+    encoding: Encoding,
 }
 
 impl Reply<'_> {
@@ -431,7 +440,7 @@ impl Reply<'_> {
         if self.new_session && first.last && first.error {
             // A failed initialize leaves no session behind.
             self.inner.remove(&self.session.id);
-            return json_response(first.data, None);
+            return answer_response(first.data, None, self.encoding);
         }
         if self.new_session
             && let Err(r) = self.save_session().await
@@ -470,7 +479,7 @@ impl Reply<'_> {
         self.session.forget_stream(&self.token).await;
         if !self.entry_errors.is_empty() {
             let errors = oxmcp_jsonrpc::encode_batch(&self.entry_errors);
-            return json_response(errors, self.session_header());
+            return answer_response(errors, self.session_header(), self.encoding);
         }
         self.stream(Vec::new(), None)
     }
@@ -490,9 +499,9 @@ impl Reply<'_> {
         self.session.forget_stream(&self.token).await;
         if !self.entry_errors.is_empty() {
             let merged = merge_batch(&last.data, &self.entry_errors);
-            return json_response(merged, self.session_header());
+            return answer_response(merged, self.session_header(), self.encoding);
         }
-        json_response(last.data, self.session_header())
+        answer_response(last.data, self.session_header(), self.encoding)
     }
 
     /// An SSE stream: a priming event (2025-11-25 on), the first event, then the rest live.
@@ -503,7 +512,7 @@ impl Reply<'_> {
             chunks.push(priming(&self.token, self.inner.config.sse_retry));
         }
         let done = first.last;
-        chunks.push(sse_event(&first));
+        chunks.push(sse_event(&first, self.encoding));
         self.stream(chunks, (!done).then_some(rx))
     }
 
@@ -513,6 +522,7 @@ impl Reply<'_> {
             rx,
             self.inner.config.keep_alive,
             self.session_header(),
+            self.encoding,
         )
     }
 }

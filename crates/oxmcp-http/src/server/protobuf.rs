@@ -3,12 +3,13 @@
 //! answer as the protobuf bytes, and on an SSE stream (a POST's or the GET stream) each
 //! message event as `event: mcp+protobuf` with the base64 of the protobuf message as its
 //! `data` (SSE is text). Priming events, ids, `retry` and comments are unchanged, so
-//! resumption works the same. JSON is the default; batches are JSON only.
+//! resumption works the same. JSON is the default; a request body in protobuf is one
+//! message (a batch is JSON only). Each answer is written in its [`Encoding`] where it is
+//! written.
 
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
-use futures::StreamExt;
 use oxmcp_proto::SSE_EVENT;
 
 use crate::server::refusal::Refusal;
@@ -45,96 +46,110 @@ pub(crate) fn body_to_json(body: &Bytes, max_body: usize) -> Result<Bytes, Refus
     }
 }
 
-/// An answer turned into its protobuf form: a JSON body as protobuf bytes, an SSE stream's
-/// message events as [`SSE_EVENT`] events (anything else is returned as it is).
-pub(crate) async fn answer_in_protobuf(resp: Response, max: usize) -> Response {
-    let content_type = resp
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    if content_type.starts_with("text/event-stream") {
-        return sse_in_protobuf(resp);
-    }
-    if !content_type.starts_with("application/json") {
-        return resp;
-    }
-    let (mut parts, body) = resp.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, max.max(64 << 20)).await else {
-        return Response::from_parts(parts, Body::empty());
-    };
-    let encoded = serde_json::from_slice::<serde_json::Value>(&bytes)
-        .ok()
-        .and_then(|json| oxmcp_proto::encode(&json).ok());
-    match encoded {
-        Some(proto) => {
-            parts.headers.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static(oxmcp_proto::MEDIA_TYPE),
-            );
-            parts.headers.remove(header::CONTENT_LENGTH);
-            Response::from_parts(parts, Body::from(proto))
-        }
-        None => Response::from_parts(parts, Body::from(bytes)),
-    }
+/// The encoding a client takes its answers in, from the `Accept` of its request: each message
+/// is written in it where it is written (a body, an SSE event), from the engine's JSON text
+/// in one pass ([`oxmcp_proto::encode_json_text`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Encoding {
+    /// JSON, the default.
+    #[default]
+    Json,
+    /// `application/mcp+protobuf`.
+    Protobuf,
 }
 
-/// An SSE response whose message events are re-encoded as [`SSE_EVENT`] events.
-pub(crate) fn sse_in_protobuf(resp: Response) -> Response {
-    let (parts, body) = resp.into_parts();
-    let mut pending = String::new();
-    let events = body.into_data_stream().filter_map(move |chunk| {
-        let out = match chunk {
-            Ok(bytes) => {
-                pending.push_str(&String::from_utf8_lossy(&bytes));
-                let mut out = String::new();
-                while let Some(end) = pending.find("\n\n") {
-                    let block: String = pending.drain(..end + 2).collect();
-                    out.push_str(&event_in_protobuf(&block));
-                }
-                (!out.is_empty()).then(|| Ok::<_, axum::Error>(Bytes::from(out)))
-            }
-            Err(e) => Some(Err(e)),
+impl Encoding {
+    /// The encoding the request's `Accept` asks for.
+    pub(crate) fn of(headers: &HeaderMap) -> Self {
+        if wants_protobuf(headers) {
+            Self::Protobuf
+        } else {
+            Self::Json
+        }
+    }
+
+    /// Message `line` in the protobuf form, if that is what the client takes (a message the
+    /// form cannot carry, which JSON-RPC never sends, goes as JSON).
+    fn proto(self, line: &str) -> Option<Vec<u8>> {
+        match self {
+            Self::Json => None,
+            Self::Protobuf => oxmcp_proto::encode_json_text(line.as_bytes()).ok(),
+        }
+    }
+
+    /// A plain answer holding message `line` (a message or a batch), with `status`.
+    pub(crate) fn answer(self, status: StatusCode, line: String) -> Response {
+        let (content_type, body) = match self.proto(&line) {
+            Some(proto) => (oxmcp_proto::MEDIA_TYPE, Body::from(proto)),
+            None => ("application/json", Body::from(line)),
         };
-        std::future::ready(out)
-    });
-    Response::from_parts(parts, Body::from_stream(events))
+        let mut resp = Response::new(body);
+        *resp.status_mut() = status;
+        resp.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        resp
+    }
+
+    /// The SSE event carrying message `line`, with event id `id` if it has one: a `message`
+    /// event with the JSON as its data, or an [`SSE_EVENT`] event with the base64 of the
+    /// protobuf message.
+    pub(crate) fn event(self, id: Option<&str>, line: &str) -> String {
+        let mut out = String::with_capacity(line.len() + 48);
+        if let Some(id) = id {
+            out.push_str("id: ");
+            out.push_str(id);
+            out.push('\n');
+        }
+        match self.proto(line) {
+            Some(proto) => {
+                use base64::Engine as _;
+                out.push_str("event: ");
+                out.push_str(SSE_EVENT);
+                out.push_str("\ndata: ");
+                base64::engine::general_purpose::STANDARD.encode_string(proto, &mut out);
+                out.push('\n');
+            }
+            None => {
+                out.push_str("event: message\n");
+                for data in line.lines() {
+                    out.push_str("data: ");
+                    out.push_str(data);
+                    out.push('\n');
+                }
+            }
+        }
+        out.push('\n');
+        out
+    }
+
+    /// A refusal's answer in this encoding: its JSON-RPC error in the protobuf form when
+    /// that is what the client takes (a refusal made before the request's encoding was
+    /// known, read from what the refusal put in the response's extensions, not from its
+    /// body). Any other response is returned as it is.
+    pub(crate) fn refusal(self, mut resp: Response) -> Response {
+        if self == Self::Json {
+            return resp;
+        }
+        let Some(refused) = resp.extensions_mut().remove::<RefusedMessage>() else {
+            return resp;
+        };
+        let Some(proto) = std::str::from_utf8(&refused.0)
+            .ok()
+            .and_then(|line| self.proto(line))
+        else {
+            return resp;
+        };
+        let (mut parts, _) = resp.into_parts();
+        parts.headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(oxmcp_proto::MEDIA_TYPE),
+        );
+        parts.headers.remove(header::CONTENT_LENGTH);
+        Response::from_parts(parts, Body::from(proto))
+    }
 }
 
-/// One SSE event (ending in its blank line), re-encoded when it carries a JSON-RPC message.
-fn event_in_protobuf(block: &str) -> String {
-    let mut kept = Vec::new();
-    let mut data = Vec::new();
-    let mut name = "message";
-    for line in block.lines() {
-        if let Some(d) = line.strip_prefix("data:") {
-            data.push(d.strip_prefix(' ').unwrap_or(d));
-        } else if let Some(e) = line.strip_prefix("event:") {
-            name = e.trim();
-        } else if !line.is_empty() {
-            kept.push(line);
-        }
-    }
-    let text = data.join("\n");
-    if name != "message" || text.is_empty() {
-        return block.to_owned();
-    }
-    let encoded = serde_json::from_str::<serde_json::Value>(&text)
-        .ok()
-        .and_then(|json| oxmcp_proto::encode(&json).ok());
-    let Some(proto) = encoded else {
-        return block.to_owned();
-    };
-    use base64::Engine as _;
-    let mut out = String::with_capacity(proto.len() * 4 / 3 + 64);
-    for line in kept {
-        out.push_str(line);
-        out.push('\n');
-    }
-    out.push_str("event: ");
-    out.push_str(SSE_EVENT);
-    out.push_str("\ndata: ");
-    out.push_str(&base64::engine::general_purpose::STANDARD.encode(proto));
-    out.push_str("\n\n");
-    out
-}
+/// The JSON-RPC error message a [`Refusal`] answered with, kept in the response's extensions
+/// so that it can be written in the client's encoding.
+#[derive(Debug, Clone)]
+pub(crate) struct RefusedMessage(pub(crate) Bytes);

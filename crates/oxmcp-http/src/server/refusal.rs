@@ -10,6 +10,8 @@ use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use oxmcp_jsonrpc::{DecodeError, ErrorCode, ErrorObject, Message, RequestId};
 
+use crate::server::protobuf::RefusedMessage;
+
 /// A refused request: its status, body and extra headers. Built by a constructor named for
 /// the reason; it becomes a response with [`IntoResponse`] (or `Response::from`), and the
 /// gRPC server reads it ([`Refusal::status`], [`Refusal::error_code`], [`Refusal::header`])
@@ -266,7 +268,11 @@ impl IntoResponse for Refusal {
         let json = [(header::CONTENT_TYPE, "application/json")];
         let mut response = match self.body {
             Body::Rpc { id, error } => {
-                (self.status, json, Message::error(id, error).encode()).into_response()
+                let line = axum::body::Bytes::from(Message::error(id, error).encode());
+                let mut response = (self.status, json, line.clone()).into_response();
+                // For a client that takes protobuf (`Encoding::refusal`).
+                response.extensions_mut().insert(RefusedMessage(line));
+                response
             }
             Body::OAuth { error, description } => {
                 let body = serde_json::json!({ "error": error, "error_description": description });

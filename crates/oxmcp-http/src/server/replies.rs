@@ -1,11 +1,12 @@
-//! Building HTTP answers (JSON bodies), reading headers, and reading a request body within
+//! Building HTTP answers (message bodies), reading headers, and reading a request body within
 //! its limits. Refusals are [`Refusal`]s.
 
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
 use crate::server::config::HttpConfig;
+use crate::server::protobuf::Encoding;
 use crate::server::refusal::Refusal;
 
 pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
@@ -61,14 +62,10 @@ pub(crate) async fn read_body(
     }
 }
 
-/// A 200 JSON answer, with the session header on the one that created the session.
-pub(crate) fn json_response(body: String, session: Option<&str>) -> Response {
-    let mut resp = (
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "application/json")],
-        body,
-    )
-        .into_response();
+/// A 200 answer holding message `line` in the client's `encoding`, with the session header
+/// on the one that created the session.
+pub(crate) fn answer_response(line: String, session: Option<&str>, encoding: Encoding) -> Response {
+    let mut resp = encoding.answer(StatusCode::OK, line);
     if let Some(id) = session.and_then(|s| HeaderValue::from_str(s).ok()) {
         resp.headers_mut().insert(SESSION_HEADER, id);
     }

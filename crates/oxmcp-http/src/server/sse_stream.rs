@@ -11,6 +11,7 @@ use axum::response::Response;
 use futures::Stream;
 use tokio::sync::mpsc;
 
+use crate::server::protobuf::Encoding;
 use crate::server::replies::SESSION_HEADER;
 use crate::server::session::Event;
 
@@ -56,21 +57,14 @@ pub(crate) fn until_lease_ends(
     })
 }
 
-/// One `message` event without an id (streams that are never resumed).
-pub(crate) fn sse_message(data: &str) -> Bytes {
-    Bytes::from(format!("event: message\ndata: {data}\n\n"))
+/// One event carrying a message, without an id (streams that are never resumed).
+pub(crate) fn sse_message(data: &str, encoding: Encoding) -> Bytes {
+    Bytes::from(encoding.event(None, data))
 }
 
 /// One SSE event carrying a message, with its id.
-pub(crate) fn sse_event(e: &Event) -> String {
-    let mut s = format!("id: {}\nevent: message\n", e.id);
-    for line in e.data.lines() {
-        s.push_str("data: ");
-        s.push_str(line);
-        s.push('\n');
-    }
-    s.push('\n');
-    s
+pub(crate) fn sse_event(e: &Event, encoding: Encoding) -> String {
+    encoding.event(Some(&e.id), &e.data)
 }
 
 /// The priming event of a stream (an id and `retry`, no data).
@@ -78,13 +72,14 @@ pub(crate) fn priming(token: &str, retry: Duration) -> String {
     format!("id: {token}-0\nretry: {}\ndata: \n\n", retry.as_millis())
 }
 
-/// An SSE response: `first` chunks, then the live events of `rx` until the last one, with
-/// keep-alive comments while nothing happens.
+/// An SSE response: `first` chunks, then the live events of `rx` in `encoding` until the
+/// last one, with keep-alive comments while nothing happens.
 pub(crate) fn sse_response(
     first: Vec<String>,
     rx: Option<mpsc::Receiver<Event>>,
     keep_alive: Duration,
     session: Option<&str>,
+    encoding: Encoding,
 ) -> Response {
     let state = (VecDeque::from(first), rx, false);
     let stream = futures::stream::unfold(state, move |(mut queue, mut rx, done)| async move {
@@ -100,7 +95,7 @@ pub(crate) fn sse_response(
             Ok(Some(e)) if e.is_end_marker() => None,
             Ok(Some(e)) => {
                 let last = e.last;
-                Some((Ok(Bytes::from(sse_event(&e))), (queue, rx, last)))
+                Some((Ok(Bytes::from(sse_event(&e, encoding))), (queue, rx, last)))
             }
             Ok(None) => None,
             Err(_) => Some((Ok(Bytes::from_static(KEEP_ALIVE)), (queue, rx, false))),

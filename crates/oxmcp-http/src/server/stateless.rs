@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use oxmcp_jsonrpc::{Inbound, Message, OutMessage, Outbound, RawValue, Request};
@@ -24,6 +24,7 @@ use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use crate::server::config::ResponseMode;
 use crate::server::endpoint::Inner;
 use crate::server::hangup::CancelOnHangUp;
+use crate::server::protobuf::Encoding;
 use crate::server::refusal::{Refusal, answer_status};
 use crate::server::sse_stream::{KEEP_ALIVE, sse_body, sse_message};
 
@@ -313,6 +314,7 @@ pub(crate) async fn handle(
     message: Message,
     principal: Option<String>,
     context: oxmcp_jsonrpc::TransportContext,
+    encoding: Encoding,
 ) -> Response {
     let req = match message {
         Message::Request(r) => r,
@@ -364,9 +366,9 @@ pub(crate) async fn handle(
             ResponseMode::Auto => first.is_response(),
         };
     if json {
-        json_answer(first, out_rx, watch).await
+        json_answer(first, out_rx, watch, encoding).await
     } else {
-        stream_answer(first, out_rx, watch, inner.config.keep_alive)
+        stream_answer(first, out_rx, watch, inner.config.keep_alive, encoding)
     }
 }
 
@@ -410,6 +412,7 @@ async fn json_answer(
     first: OutMessage,
     mut rx: mpsc::Receiver<Outbound>,
     mut watch: CancelOnHangUp,
+    encoding: Encoding,
 ) -> Response {
     let mut last = first;
     while !last.is_response() {
@@ -419,13 +422,7 @@ async fn json_answer(
         }
     }
     watch.answered();
-    let status = status_for(&last);
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        last.line,
-    )
-        .into_response()
+    encoding.answer(status_for(&last), last.line)
 }
 
 /// An SSE answer: the first message, then the rest as the handler sends them. (A client that
@@ -436,6 +433,7 @@ fn stream_answer(
     rx: mpsc::Receiver<Outbound>,
     watch: CancelOnHangUp,
     keep_alive: Duration,
+    encoding: Encoding,
 ) -> Response {
     let state = (Some(first), rx, false, watch);
     let stream =
@@ -462,7 +460,7 @@ fn stream_answer(
             if done {
                 held.answered();
             }
-            Some((Ok(sse_message(&m.line)), (None, rx, done, held)))
+            Some((Ok(sse_message(&m.line, encoding)), (None, rx, done, held)))
         });
     sse_body(stream, None)
 }
