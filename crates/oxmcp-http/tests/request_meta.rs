@@ -117,3 +117,66 @@ async fn a_modern_request_in_flight_is_no_session_of_the_server() {
     let done = answer(call.await.unwrap().unwrap()).await;
     assert_eq!(done["result"]["content"][0]["text"], "released", "{done}");
 }
+
+/// `Mcp-Param-*` headers are checked against the arguments they mirror, read from the
+/// request's text: a match (plain or base64 sentinel) is served, a missing or different
+/// header is a 400 with HeaderMismatch (-32020), and an argument nested deeper or left out
+/// does not count.
+#[tokio::test]
+async fn mcp_param_headers_are_checked_against_the_arguments() {
+    use tokio_util::sync::CancellationToken;
+    let shutdown = CancellationToken::new();
+    let config = HttpConfig::default().shutdown(shutdown.clone());
+    let http =
+        oxmcp_http::StreamableHttp::new(common::server(), config).with_param_headers(|tool| {
+            match tool {
+                "echo" => vec![("Message".to_owned(), "message".to_owned())],
+                _ => Vec::new(),
+            }
+        });
+    let s = common::serve(http, shutdown, ServeOptions::default()).await;
+    let call = |args: Value, header: Option<&str>| {
+        let params = json!({"name": "echo", "arguments": args});
+        let mut r = modern_post(&s.url, 7, "tools/call", Some("echo"), params);
+        if let Some(h) = header {
+            r = r.header("mcp-param-message", h);
+        }
+        r.send()
+    };
+    let ok = call(json!({"message": "héllo"}), Some("=?base64?aMOpbGxv?=")).await;
+    let ok = ok.unwrap();
+    assert_eq!(ok.status(), 200);
+    assert_eq!(answer(ok).await["result"]["content"][0]["text"], "héllo");
+    let ok = call(json!({"message": "plain"}), Some("plain"))
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+
+    for (args, header, says) in [
+        (
+            json!({"message": "a"}),
+            Some("b"),
+            "does not match body value 'a'",
+        ),
+        (json!({"message": "a"}), None, "header is required"),
+        (
+            json!({"message": "a"}),
+            Some("=?base64?!!?="),
+            "not valid base64",
+        ),
+    ] {
+        let r = call(args, header).await.unwrap();
+        assert_eq!(r.status(), 400);
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["error"]["code"], -32020, "{v}");
+        assert_eq!(v["id"], 7, "{v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{message}");
+    }
+    // Not the argument: nothing to mirror, so no header is needed (the tool then refuses
+    // its arguments itself).
+    let r = call(json!({"other": {"message": "a"}}), None)
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+}

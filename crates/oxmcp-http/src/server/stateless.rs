@@ -117,18 +117,19 @@ fn check_param_headers(
     if mirrored.is_empty() {
         return Ok(());
     }
-    let params: Value = req
+    let wanted: Vec<&str> = mirrored.iter().map(|(_, prop)| prop.as_str()).collect();
+    let sent_args = req
         .params
         .as_deref()
-        .and_then(|p| serde_json::from_str(p.get()).ok())
-        .unwrap_or(Value::Null);
-    for (header, prop) in mirrored {
+        .map(|p| mirrored_arguments(p.get(), &wanted))
+        .unwrap_or_default();
+    for (header, prop) in &mirrored {
         let name = format!("mcp-param-{}", header.to_ascii_lowercase());
-        let body = match &params["arguments"][&prop] {
-            Value::Null => None,
-            Value::String(s) => Some(s.clone()),
-            other => Some(other.to_string()),
-        };
+        let body = sent_args
+            .iter()
+            .rev()
+            .find(|(key, _)| key == prop)
+            .and_then(|(_, raw)| argument_text(raw));
         let sent = headers
             .get(name.as_str())
             .map(|v| v.to_str().map(str::to_owned));
@@ -174,6 +175,99 @@ fn check_param_headers(
         }
     }
     Ok(())
+}
+
+/// The members `wanted` of the request's `arguments` (in the order sent, a member sent twice
+/// twice), borrowed from the params text: the arguments themselves are not built, only
+/// skimmed for these (their typed parse is the handler's).
+fn mirrored_arguments<'p>(params: &'p str, wanted: &[&str]) -> Vec<(String, &'p RawValue)> {
+    use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+
+    struct Params<'w>(&'w [&'w str]);
+    struct Arguments<'w>(&'w [&'w str]);
+
+    impl<'de> Visitor<'de> for Params<'_> {
+        type Value = Vec<(String, &'de RawValue)>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("params")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut found = Vec::new();
+            while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                if key == "arguments" {
+                    // As with a JSON object read whole, the last `arguments` counts.
+                    found = map.next_value_seed(Arguments(self.0))?;
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(found)
+        }
+    }
+
+    impl<'de> DeserializeSeed<'de> for Arguments<'_> {
+        type Value = Vec<(String, &'de RawValue)>;
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Arguments<'_> {
+        type Value = Vec<(String, &'de RawValue)>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("arguments")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut found = Vec::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if self.0.contains(&key.as_str()) {
+                    found.push((key, map.next_value::<&'de RawValue>()?));
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(found)
+        }
+        // Arguments that are not an object mirror nothing.
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(Vec::new())
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(Vec::new())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(Vec::new())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(Vec::new())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(Vec::new())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+            Ok(Vec::new())
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(Vec::new())
+        }
+    }
+
+    let mut de = serde_json::Deserializer::from_str(params);
+    serde::Deserializer::deserialize_map(&mut de, Params(wanted)).unwrap_or_default()
+}
+
+/// What an argument's header must say: a string as it is, any other value as its JSON
+/// (`None` for null).
+fn argument_text(raw: &RawValue) -> Option<String> {
+    match serde_json::from_str::<Value>(raw.get()).ok()? {
+        Value::Null => None,
+        Value::String(s) => Some(s),
+        other => Some(other.to_string()),
+    }
 }
 
 /// The `_meta` every 2026-07-28 request carries: protocol version and client capabilities.
@@ -526,6 +620,35 @@ mod tests {
             status_for(&answer(OutKind::Response { error: None })),
             StatusCode::OK
         );
+    }
+
+    #[test]
+    fn mirrored_arguments_are_read_from_the_text_alone() {
+        let params = r#"{"name":"t","_meta":{"region":"x"},"arguments":{"region":"eu","nested":{"region":"no"},
+            "n":1.5,"flag":true,"none":null,"re\u0067ion2":"escaped","region":"last"}}"#;
+        let found = mirrored_arguments(params, &["region", "n", "flag", "none", "region2"]);
+        let text = |key: &str| {
+            found
+                .iter()
+                .rev()
+                .find(|(k, _)| k == key)
+                .and_then(|(_, raw)| argument_text(raw))
+        };
+        assert_eq!(text("region").as_deref(), Some("last"));
+        assert_eq!(text("n").as_deref(), Some("1.5"));
+        assert_eq!(text("flag").as_deref(), Some("true"));
+        assert_eq!(text("none"), None);
+        assert_eq!(text("region2").as_deref(), Some("escaped"));
+        assert!(found.iter().all(|(k, _)| k != "nested"));
+        for odd in [
+            r#"{"arguments":[{"region":"eu"}]}"#,
+            r#"{"arguments":"region"}"#,
+            r#"{"arguments":null}"#,
+            r#"{"name":"t"}"#,
+            "[]",
+        ] {
+            assert!(mirrored_arguments(odd, &["region"]).is_empty(), "{odd}");
+        }
     }
 
     #[test]
