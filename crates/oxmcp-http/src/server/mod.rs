@@ -15,6 +15,7 @@ pub(crate) mod endpoint;
 pub(crate) mod get;
 pub(crate) mod guard;
 pub(crate) mod hangup;
+pub(crate) mod header_match;
 pub(crate) mod lease;
 pub(crate) mod legacy;
 pub(crate) mod listener;
