@@ -1,24 +1,75 @@
 //! N connections calling a tool over the raw driver, each one call at a time, in one of three
 //! shapes: a session per connection, one session shared by all (legacy era), or no session
-//! (2026-07-28, stateless).
+//! (2026-07-28, stateless). Sessions are opened over hyper (`wire`), before the clock starts;
+//! the timed calls go over the driver's own lean HTTP/1.1 (`lean`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::check::{Failure, Tally};
+use crate::check::{Expect, Failure, Tally};
+use crate::lean::{self, Lean, Needles};
 use crate::run::{Phase, Plan, Sessions};
 use crate::stats::{DONE, Ticker};
-use crate::wire::{self, Conn, Endpoint, Session, Template, ToolResult};
+use crate::wire::{self, Body, Conn, Endpoint, Session, Template};
 
 /// One worker: a connection per endpoint (reopened when the server closes it), its
-/// headers, and which endpoint takes its next call.
+/// headers, the needles its answers are checked with, and which endpoint takes its next
+/// call.
 struct Worker {
-    conns: Vec<Option<Conn>>,
+    conns: Vec<Option<Lean>>,
     headers: Vec<(&'static str, String)>,
+    needles: Needles,
     reopened: u64,
     turn: usize,
+}
+
+/// A connection for timed calls to `ep`, its requests carrying `headers`.
+async fn open(ep: &Endpoint, headers: &[(&'static str, String)]) -> Result<Lean, Failure> {
+    let (addr, authority, path) = ep.parts();
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    Lean::open(addr, authority, path, &headers).await
+}
+
+/// What every answer's bytes are compared with.
+fn needles(plan: &Plan) -> Needles {
+    match &plan.expect {
+        Expect::Echo => Needles::new(plan.payload.base.as_deref(), true),
+        Expect::Text(t) => Needles::new(Some(t), false),
+        Expect::AnyResult => Needles::new(None, false),
+    }
+}
+
+/// A worker's headers: a new session's (`initialize`, checked), the shared session's, or
+/// the 2026-07-28 ones.
+async fn headers_of(
+    i: usize,
+    ep: &Endpoint,
+    plan: &Plan,
+    sessions: Sessions,
+    opened: &mut Vec<Session>,
+) -> Result<Vec<(&'static str, String)>, Failure> {
+    match sessions {
+        Sessions::Stateless => Ok(vec![
+            ("mcp-protocol-version", wire::MODERN.to_owned()),
+            ("mcp-method", "tools/call".to_owned()),
+            ("mcp-name", plan.tool.clone()),
+        ]),
+        Sessions::Shared if i > 0 => match opened.first() {
+            Some(s) => Ok(Session::headers(s)),
+            None => Err(Failure::Transport(
+                "the shared session was not opened".into(),
+            )),
+        },
+        Sessions::Each | Sessions::Shared => {
+            let mut conn = Conn::open(ep).await?;
+            let session = wire::initialize(&mut conn, ep).await?;
+            let h = session.headers();
+            opened.push(session);
+            Ok(h)
+        }
+    }
 }
 
 /// Connections and sessions set up before the clock starts; failures are counted.
@@ -30,19 +81,20 @@ async fn setup(
 ) -> (Vec<Worker>, Vec<Session>) {
     let mut workers = Vec::with_capacity(plan.clients);
     let mut opened = Vec::new();
-    let modern = vec![
-        ("mcp-protocol-version", wire::MODERN.to_owned()),
-        ("mcp-method", "tools/call".to_owned()),
-        ("mcp-name", plan.tool.clone()),
-    ];
     'workers: for i in 0..plan.clients {
         let t = Instant::now();
         // Sessions start on the endpoints in turn; calls then go to every one.
         let home = i % eps.len();
-        let ep = &eps[home];
+        let headers = match headers_of(i, &eps[home], plan, sessions, &mut opened).await {
+            Ok(h) => h,
+            Err(f) => {
+                tally.record(Err(f), t.elapsed());
+                continue;
+            }
+        };
         let mut conns = Vec::with_capacity(eps.len());
         for e in eps {
-            match Conn::open(e).await {
+            match open(e, &headers).await {
                 Ok(c) => conns.push(Some(c)),
                 Err(f) => {
                     tally.record(Err(f), t.elapsed());
@@ -50,51 +102,32 @@ async fn setup(
                 }
             }
         }
-        let Some(mut conn) = conns[home].take() else {
-            continue;
-        };
-        let headers = match sessions {
-            Sessions::Stateless => Ok(modern.clone()),
-            Sessions::Shared if i > 0 => match opened.first() {
-                Some(s) => Ok(Session::headers(s)),
-                None => Err(Failure::Transport(
-                    "the shared session was not opened".into(),
-                )),
-            },
-            Sessions::Each | Sessions::Shared => wire::initialize(&mut conn, ep).await.map(|s| {
-                let h = s.headers();
-                opened.push(s);
-                h
-            }),
-        };
-        match headers {
-            Ok(headers) => {
-                tally.record(Ok(()), t.elapsed());
-                conns[home] = Some(conn);
-                workers.push(Worker {
-                    conns,
-                    headers,
-                    reopened: 0,
-                    turn: home + 1,
-                });
-            }
-            Err(f) => tally.record(Err(f), t.elapsed()),
-        }
+        tally.record(Ok(()), t.elapsed());
+        workers.push(Worker {
+            conns,
+            headers,
+            needles: needles(plan),
+            reopened: 0,
+            turn: home + 1,
+        });
     }
     (workers, opened)
 }
 
-/// One checked call.
+/// One checked call: its answer's bytes compared, or parsed and checked in full when the
+/// comparison cannot accept it.
 async fn call(
-    conn: &mut Conn,
-    ep: &Endpoint,
-    headers: &[(&str, &str)],
+    conn: &mut Lean,
+    needles: &mut Needles,
     plan: &Plan,
     template: &Template,
     n: u64,
 ) -> Result<(), Failure> {
-    let reply = conn.post(ep, headers, template.render(n)).await?;
-    let result: ToolResult = wire::answer(&reply, n)?;
+    let answer = conn.call(template, n).await?;
+    if answer.status == 200 && answer.kind == Body::Json && needles.accept(answer.body, n) {
+        return Ok(());
+    }
+    let result = lean::parsed(&answer, n)?;
     let sent = plan.payload.message(n);
     plan.expect
         .check(sent.as_deref(), result.failed(), result.texts())
@@ -109,11 +142,6 @@ async fn work(
     deadline: Option<Instant>,
 ) -> Tally {
     let mut tally = Tally::default();
-    let headers: Vec<(&str, &str)> = worker
-        .headers
-        .iter()
-        .map(|(k, v)| (*k, v.as_str()))
-        .collect();
     loop {
         // Call numbers start at 1 (0 is the initialize request), unique across workers.
         let n = next.fetch_add(1, Ordering::Relaxed) + 1;
@@ -128,9 +156,9 @@ async fn work(
         let e = worker.turn % eps.len();
         worker.turn += 1;
         let (ep, slot) = (&eps[e], &mut worker.conns[e]);
-        if slot.as_ref().is_none_or(Conn::is_closed) {
+        if slot.as_ref().is_none_or(Lean::is_closed) {
             worker.reopened += 1;
-            match Conn::open(ep).await {
+            match open(ep, &worker.headers).await {
                 Ok(c) => *slot = Some(c),
                 Err(f) => {
                     *slot = None;
@@ -141,7 +169,7 @@ async fn work(
             }
         }
         let outcome = match slot.as_mut() {
-            Some(conn) => call(conn, ep, &headers, plan, template, n).await,
+            Some(conn) => call(conn, &mut worker.needles, plan, template, n).await,
             None => Err(Failure::Transport("no connection".into())),
         };
         tally.record(outcome, t.elapsed());
@@ -204,10 +232,13 @@ pub(crate) async fn run(
     }
     let reopened: u64 = workers.iter().map(|w| w.reopened).sum();
     phases.push(Phase::new("calls", "calls", plan.clients, tally, elapsed));
-    // Not timed: end the sessions, on the first live connection to the first endpoint.
-    if let Some(conn) = workers.iter_mut().find_map(|w| w.conns[0].as_mut()) {
+    // Not timed: end the sessions, on a connection of their own to the first endpoint.
+    drop(workers);
+    if !opened.is_empty()
+        && let Ok(mut conn) = Conn::open(&eps[0]).await
+    {
         for s in &opened {
-            wire::end(conn, &eps[0], s).await;
+            wire::end(&mut conn, &eps[0], s).await;
         }
     }
     Ok((phases, json!({"connections_reopened": reopened})))

@@ -16,6 +16,7 @@ mod check;
 mod client;
 mod cold;
 mod idle;
+mod lean;
 mod relay;
 mod run;
 mod stats;

@@ -35,6 +35,11 @@ pub(crate) struct Endpoint {
 }
 
 impl Endpoint {
+    /// The resolved address, the `Host` header and the path.
+    pub(crate) fn parts(&self) -> (SocketAddr, &str, &str) {
+        (self.addr, &self.authority, &self.path)
+    }
+
     pub(crate) async fn resolve(url: &str) -> anyhow::Result<Endpoint> {
         let uri: hyper::Uri = url
             .parse()
@@ -89,7 +94,7 @@ pub(crate) enum Body {
 pub(crate) struct Reply {
     pub(crate) status: u16,
     pub(crate) kind: Body,
-    content_type: String,
+    pub(crate) content_type: String,
     pub(crate) session: Option<String>,
     pub(crate) body: Bytes,
 }
@@ -113,11 +118,6 @@ impl Conn {
             let _ = conn.await;
         });
         Ok(Conn { sender })
-    }
-
-    /// Whether the server closed the connection (then open another).
-    pub(crate) fn is_closed(&self) -> bool {
-        self.sender.is_closed()
     }
 
     /// Sends a request and reads its whole answer, within [`TIMEOUT`].
@@ -446,21 +446,28 @@ impl Template {
         Template(pieces)
     }
 
-    pub(crate) fn render(&self, n: u64) -> Bytes {
-        let mut out = Vec::with_capacity(256);
+    /// Call `n`'s body, appended to `out` (nothing allocated once `out` has grown).
+    pub(crate) fn render_into(&self, n: u64, out: &mut Vec<u8>) {
+        let mut number = itoa::Buffer::new();
+        let number = number.format(n).as_bytes();
         for p in &self.0 {
             match p {
                 Piece::Text(t) => out.extend_from_slice(t),
-                Piece::Number => out.extend_from_slice(n.to_string().as_bytes()),
+                Piece::Number => out.extend_from_slice(number),
             }
         }
-        Bytes::from(out)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn rendered(t: &Template, n: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        t.render_into(n, &mut out);
+        out
+    }
 
     #[test]
     fn template_puts_the_number_in_the_id_and_the_message() {
@@ -471,7 +478,7 @@ mod tests {
             Some("he said \"hi\""),
             Some(json!({"io.modelcontextprotocol/protocolVersion": MODERN})),
         );
-        let v: Value = serde_json::from_slice(&t.render(42)).unwrap();
+        let v: Value = serde_json::from_slice(&rendered(&t, 42)).unwrap();
         assert_eq!(v["id"], 42);
         assert_eq!(v["params"]["arguments"]["message"], "he said \"hi\"-42");
         assert_eq!(v["params"]["arguments"]["k"], 1);
@@ -481,7 +488,7 @@ mod tests {
             MODERN
         );
         let plain = Template::tools_call("add", &oxmcp_types::JsonObject::new(), None, None);
-        let v: Value = serde_json::from_slice(&plain.render(7)).unwrap();
+        let v: Value = serde_json::from_slice(&rendered(&plain, 7)).unwrap();
         assert_eq!(v["id"], 7);
     }
 

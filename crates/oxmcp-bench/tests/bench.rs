@@ -19,7 +19,7 @@ const BENCH: &str = env!("CARGO_BIN_EXE_oxmcp-bench");
 /// A fake MCP endpoint at `/{fault}/mcp`: a valid handshake, then tool calls answered with the
 /// given fault: `text` (a stale text), `id` (another request's id), `busy` (every third call
 /// refused with 429), `sse` (right answers as SSE, after a priming event and a notification),
-/// anything else right answers as JSON.
+/// `chunked` (right answers in a chunked body), anything else right answers as JSON.
 async fn fake(
     Path(fault): Path<String>,
     State(calls): State<Arc<AtomicU64>>,
@@ -60,6 +60,15 @@ async fn fake(
                 right(id, message)
             );
             ([("content-type", "text/event-stream")], body).into_response()
+        }
+        "chunked" => {
+            // A chunked body, in two chunks.
+            let text = right(id, message).to_string();
+            let (a, b) = text.split_at(text.len() / 2);
+            let chunks =
+                [a.to_owned(), b.to_owned()].map(|c| Ok::<_, std::io::Error>(Bytes::from(c)));
+            let body = axum::body::Body::from_stream(futures::stream::iter(chunks));
+            ([("content-type", "application/json")], body).into_response()
         }
         _ => json_answer(right(id, message)).into_response(),
     }
@@ -122,7 +131,7 @@ async fn wrong_answers_are_errors_and_no_throughput() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn right_answers_as_json_or_sse_pass() {
     let base = start_fake().await;
-    for fault in ["none", "sse"] {
+    for fault in ["none", "sse", "chunked"] {
         let url = format!("{base}/{fault}/mcp");
         let (ok, v, err) = bench(&[&url, "--clients", "3", "--requests", "60"]).await;
         assert!(ok, "{fault}: {err} {v}");

@@ -1,0 +1,432 @@
+//! The raw driver's timed calls: HTTP/1.1 written and read by hand on one TCP connection per
+//! worker, so that the driver costs far less per call than the server it measures. The
+//! request's head is rendered once per connection and its body from the call's template; the
+//! answer is read into one buffer (parsed by `httparse`, chunked bodies joined) and checked by
+//! comparing bytes: status 200, a JSON body, `"jsonrpc":"2.0"`, `"id":N`, no error, and the
+//! result's one text item equal to the expected text. An answer the comparison cannot accept
+//! (another layout, an SSE body, an error) is parsed and checked in full by `wire::answer`,
+//! which then gives the verdict. Once its buffers have grown, a call allocates nothing.
+
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use memchr::memmem;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::check::Failure;
+use crate::wire::{self, Body, Reply, TIMEOUT, Template};
+
+/// The most an answer's head or body may take (the driver's own limit on a server's reply).
+const MAX_ANSWER: usize = 64 << 20;
+
+/// One connection and its buffers.
+pub(crate) struct Lean {
+    stream: TcpStream,
+    /// `POST … HTTP/1.1`, the fixed headers, and `content-length: ` (the length follows).
+    head: Vec<u8>,
+    out: Vec<u8>,
+    body: Vec<u8>,
+    input: Vec<u8>,
+    /// The body of a chunked answer, joined.
+    joined: Vec<u8>,
+    closed: bool,
+}
+
+/// An answer as read: status, content type, body.
+pub(crate) struct Answer<'a> {
+    pub(crate) status: u16,
+    pub(crate) kind: Body,
+    pub(crate) content_type: &'a str,
+    pub(crate) body: &'a [u8],
+}
+
+fn transport(what: &str, e: impl std::fmt::Display) -> Failure {
+    Failure::Transport(format!("{what}: {e}"))
+}
+
+impl Lean {
+    /// Opens a connection to `addr` whose requests carry `headers` besides the fixed ones.
+    pub(crate) async fn open(
+        addr: SocketAddr,
+        authority: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> Result<Lean, Failure> {
+        let stream = tokio::time::timeout(TIMEOUT, TcpStream::connect(addr))
+            .await
+            .map_err(|_| Failure::Timeout)?
+            .map_err(|e| transport("connect", e))?;
+        let _ = stream.set_nodelay(true);
+        let mut head = format!(
+            "POST {path} HTTP/1.1\r\nhost: {authority}\r\ncontent-type: application/json\r\n\
+             accept: application/json, text/event-stream\r\n"
+        );
+        for (k, v) in headers {
+            head.push_str(k);
+            head.push_str(": ");
+            head.push_str(v);
+            head.push_str("\r\n");
+        }
+        head.push_str("content-length: ");
+        Ok(Lean {
+            stream,
+            head: head.into_bytes(),
+            out: Vec::with_capacity(1024),
+            body: Vec::with_capacity(512),
+            input: Vec::with_capacity(4096),
+            joined: Vec::new(),
+            closed: false,
+        })
+    }
+
+    /// Whether the server closed the connection (then open another).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// POSTs call `n` of `template` and reads its answer, within [`TIMEOUT`].
+    pub(crate) async fn call(
+        &mut self,
+        template: &Template,
+        n: u64,
+    ) -> Result<Answer<'_>, Failure> {
+        self.body.clear();
+        template.render_into(n, &mut self.body);
+        self.out.clear();
+        self.out.extend_from_slice(&self.head);
+        self.out
+            .extend_from_slice(itoa::Buffer::new().format(self.body.len()).as_bytes());
+        self.out.extend_from_slice(b"\r\n\r\n");
+        self.out.extend_from_slice(&self.body);
+        let exchange = async {
+            self.stream
+                .write_all(&self.out)
+                .await
+                .map_err(|e| transport("send", e))?;
+            read_answer(&mut self.stream, &mut self.input, &mut self.joined).await
+        };
+        let read = match tokio::time::timeout(TIMEOUT, exchange).await {
+            Ok(Ok(read)) => read,
+            Ok(Err(f)) => {
+                self.closed = true;
+                return Err(f);
+            }
+            Err(_) => {
+                self.closed = true;
+                return Err(Failure::Timeout);
+            }
+        };
+        self.closed |= read.close;
+        let body = if read.chunked {
+            &self.joined[..]
+        } else {
+            &self.input[read.body.clone()]
+        };
+        let content_type =
+            std::str::from_utf8(&self.input[read.content_type.clone()]).unwrap_or("");
+        Ok(Answer {
+            status: read.status,
+            kind: kind_of(content_type),
+            content_type,
+            body,
+        })
+    }
+}
+
+fn kind_of(content_type: &str) -> Body {
+    let lower = |p: &str| {
+        content_type
+            .get(..p.len())
+            .is_some_and(|c| c.eq_ignore_ascii_case(p))
+    };
+    if lower("application/json") {
+        Body::Json
+    } else if lower("text/event-stream") {
+        Body::Sse
+    } else {
+        Body::Other
+    }
+}
+
+/// Where the parts of an answer are in the input buffer.
+struct Read {
+    status: u16,
+    content_type: std::ops::Range<usize>,
+    body: std::ops::Range<usize>,
+    chunked: bool,
+    close: bool,
+}
+
+/// Reads more of the answer into `input`; an error if the server closed the connection.
+async fn more(stream: &mut TcpStream, input: &mut Vec<u8>) -> Result<(), Failure> {
+    if input.len() >= MAX_ANSWER {
+        return Err(Failure::Wrong("an answer over 64 MiB".into()));
+    }
+    input.reserve(8192);
+    let n = stream
+        .read_buf(input)
+        .await
+        .map_err(|e| transport("read", e))?;
+    if n == 0 {
+        return Err(Failure::Transport(
+            "the server closed the connection".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Reads one answer: its head, then a body of `content-length` bytes, or a chunked body
+/// (joined into `joined`). The request/response exchange is strict, so the input holds
+/// nothing past the answer.
+async fn read_answer(
+    stream: &mut TcpStream,
+    input: &mut Vec<u8>,
+    joined: &mut Vec<u8>,
+) -> Result<Read, Failure> {
+    input.clear();
+    let (head_len, mut read) = loop {
+        if let Some(parsed) = parse_head(input)? {
+            break parsed;
+        }
+        more(stream, input).await?;
+    };
+    if read.chunked {
+        joined.clear();
+        let mut at = head_len;
+        loop {
+            match next_chunk(&input[at..])? {
+                Some((0, used)) if input.len() >= at + used + 2 => break,
+                Some((size, used)) if size > 0 && input.len() >= at + used + size + 2 => {
+                    joined.extend_from_slice(&input[at + used..at + used + size]);
+                    at += used + size + 2;
+                    continue;
+                }
+                _ => more(stream, input).await?,
+            }
+        }
+        read.body = 0..0;
+    } else {
+        let end = head_len + read.body.end;
+        while input.len() < end {
+            more(stream, input).await?;
+        }
+        read.body = head_len..end;
+    }
+    Ok(read)
+}
+
+/// The head of an answer, once `input` holds all of it: its length and what it says (the body
+/// range is relative to the body's start).
+fn parse_head(input: &[u8]) -> Result<Option<(usize, Read)>, Failure> {
+    let mut headers = [httparse::EMPTY_HEADER; 32];
+    let mut resp = httparse::Response::new(&mut headers);
+    let head_len = match resp.parse(input) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(Failure::Wrong(format!("malformed HTTP answer: {e}"))),
+    };
+    let mut read = Read {
+        status: resp.code.unwrap_or(0),
+        content_type: 0..0,
+        body: 0..0,
+        chunked: false,
+        close: false,
+    };
+    let base = input.as_ptr() as usize;
+    for h in resp.headers.iter() {
+        let value = h.value;
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let len = std::str::from_utf8(value)
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .ok_or_else(|| Failure::Wrong("a bad content-length".into()))?;
+            if len > MAX_ANSWER {
+                return Err(Failure::Wrong("an answer over 64 MiB".into()));
+            }
+            read.body = 0..len;
+        } else if h.name.eq_ignore_ascii_case("content-type") {
+            let start = value.as_ptr() as usize - base;
+            read.content_type = start..start + value.len();
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            read.chunked = value.eq_ignore_ascii_case(b"chunked");
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            read.close = value.eq_ignore_ascii_case(b"close");
+        }
+    }
+    Ok(Some((head_len, read)))
+}
+
+/// The size of the chunk at the start of `input` and the length of its size line, once the
+/// line is all there.
+fn next_chunk(input: &[u8]) -> Result<Option<(usize, usize)>, Failure> {
+    let Some(eol) = memmem::find(input, b"\r\n") else {
+        return Ok(None);
+    };
+    let line = &input[..eol];
+    let digits = line.split(|&b| b == b';').next().unwrap_or_default();
+    let size = std::str::from_utf8(digits)
+        .ok()
+        .and_then(|d| usize::from_str_radix(d.trim(), 16).ok())
+        .ok_or_else(|| Failure::Wrong("a bad chunk size".into()))?;
+    if size > MAX_ANSWER {
+        return Err(Failure::Wrong("an answer over 64 MiB".into()));
+    }
+    Ok(Some((size, eol + 2)))
+}
+
+/// The needles of call `n`'s check, rebuilt in place for each call.
+pub(crate) struct Needles {
+    /// The expected text, as a JSON string without its closing quote (`"base` or the whole
+    /// text); `None` when any result counts.
+    text: Option<Vec<u8>>,
+    /// Whether call `n`'s number ends the text (`"base-N"`).
+    numbered: bool,
+    first: Vec<u8>,
+    second: Vec<u8>,
+}
+
+impl Needles {
+    /// For a text that is `base-N` (echo) or fixed, or none (any result).
+    pub(crate) fn new(text: Option<&str>, numbered: bool) -> Needles {
+        let text = text.map(|t| {
+            let mut quoted = serde_json::to_vec(t).unwrap_or_default();
+            quoted.pop();
+            quoted
+        });
+        Needles {
+            text,
+            numbered,
+            first: Vec::with_capacity(128),
+            second: Vec::with_capacity(128),
+        }
+    }
+
+    /// Whether `body` is certainly the right answer to call `n`: `false` means "parse it".
+    pub(crate) fn accept(&mut self, body: &[u8], n: u64) -> bool {
+        if !id_is(body, n)
+            || memmem::find(body, b"\"jsonrpc\":\"2.0\"").is_none()
+            || memmem::find(body, b"\"error\"").is_some()
+            || memmem::find(body, b"\"isError\":true").is_some()
+        {
+            return false;
+        }
+        let Some(text) = &self.text else {
+            return memmem::find(body, b"\"result\":{").is_some();
+        };
+        // The result's content is one text item, its members in either order.
+        let quoted = &mut self.first;
+        quoted.clear();
+        quoted.extend_from_slice(text);
+        if self.numbered {
+            quoted.push(b'-');
+            quoted.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+        }
+        quoted.push(b'"');
+        let item = &mut self.second;
+        item.clear();
+        item.extend_from_slice(b"\"content\":[{\"type\":\"text\",\"text\":");
+        item.extend_from_slice(quoted);
+        item.extend_from_slice(b"}]");
+        if memmem::find(body, item).is_some() {
+            return true;
+        }
+        item.clear();
+        item.extend_from_slice(b"\"content\":[{\"text\":");
+        item.extend_from_slice(quoted);
+        item.extend_from_slice(b",\"type\":\"text\"}]");
+        memmem::find(body, item).is_some()
+    }
+}
+
+/// Whether the top-level `"id"` of `body` is `n`: some `"id":N` followed by `,` or `}`.
+fn id_is(body: &[u8], n: u64) -> bool {
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(n).as_bytes();
+    memmem::find_iter(body, b"\"id\":").any(|at| {
+        let rest = &body[at + 5..];
+        rest.starts_with(digits) && matches!(rest.get(digits.len()), Some(b',' | b'}'))
+    })
+}
+
+/// An answer as `wire::answer` takes it (for the full check).
+pub(crate) fn reply_of(answer: &Answer<'_>) -> Reply {
+    Reply {
+        status: answer.status,
+        kind: answer.kind,
+        content_type: answer.content_type.to_ascii_lowercase(),
+        session: None,
+        body: Bytes::copy_from_slice(answer.body),
+    }
+}
+
+/// The full check of an answer the comparison did not accept.
+pub(crate) fn parsed(answer: &Answer<'_>, n: u64) -> Result<wire::ToolResult, Failure> {
+    wire::answer(&reply_of(answer), n)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn ids_must_be_the_calls() {
+        assert!(id_is(br#"{"jsonrpc":"2.0","id":12,"result":{}}"#, 12));
+        assert!(id_is(br#"{"result":{},"id":12}"#, 12));
+        assert!(!id_is(br#"{"jsonrpc":"2.0","id":123,"result":{}}"#, 12));
+        assert!(!id_is(br#"{"jsonrpc":"2.0","id":"12","result":{}}"#, 12));
+    }
+
+    #[test]
+    fn only_the_right_answer_is_accepted_unparsed() {
+        let mut echo = Needles::new(Some("hi"), true);
+        let ours =
+            br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi-7"}]}}"#;
+        assert!(echo.accept(ours, 7));
+        let sorted =
+            br#"{"id":7,"jsonrpc":"2.0","result":{"content":[{"text":"hi-7","type":"text"}]}}"#;
+        assert!(echo.accept(sorted, 7));
+        for wrong in [
+            &br#"{"jsonrpc":"2.0","id":8,"result":{"content":[{"type":"text","text":"hi-7"}]}}"#[..],
+            br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi-8"}]}}"#,
+            br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi-77"}]}}"#,
+            br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi-7"}],"isError":true}}"#,
+            br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"x"},{"type":"text","text":"hi-7"}]}}"#,
+            br#"{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"hi-7"}}"#,
+            br#"{"id":7,"result":{"content":[{"type":"text","text":"hi-7"}]}}"#,
+        ] {
+            assert!(!echo.accept(wrong, 7), "{}", String::from_utf8_lossy(wrong));
+        }
+        let mut fixed = Needles::new(Some("a \"q\""), false);
+        assert!(fixed.accept(
+            br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a \"q\""}]}}"#,
+            1
+        ));
+        let mut any = Needles::new(None, false);
+        assert!(any.accept(br#"{"jsonrpc":"2.0","id":1,"result":{"x":1}}"#, 1));
+    }
+
+    #[test]
+    fn heads_and_chunks() {
+        let head =
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 5\r\n\r\nhello";
+        let (len, read) = parse_head(head).unwrap().unwrap();
+        assert_eq!(read.status, 200);
+        assert_eq!(&head[read.content_type.clone()], b"application/json");
+        assert_eq!(&head[len..len + read.body.end], b"hello");
+        assert!(
+            parse_head(b"HTTP/1.1 200 OK\r\ncontent-")
+                .unwrap()
+                .is_none()
+        );
+        let chunked = parse_head(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        assert!(chunked.1.chunked);
+        assert_eq!(next_chunk(b"1a;x=y\r\n").unwrap(), Some((26, 8)));
+        assert_eq!(next_chunk(b"1a").unwrap(), None);
+        assert!(next_chunk(b"zz\r\n").is_err());
+    }
+}
