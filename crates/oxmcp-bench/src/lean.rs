@@ -275,15 +275,21 @@ fn next_chunk(input: &[u8]) -> Result<Option<(usize, usize)>, Failure> {
     Ok(Some((size, eol + 2)))
 }
 
-/// The needles of call `n`'s check, rebuilt in place for each call.
+/// What call `n`'s answer is compared with: searchers built once, and the expected content
+/// item rebuilt in place for each call.
 pub(crate) struct Needles {
     /// The expected text, as a JSON string without its closing quote (`"base` or the whole
     /// text); `None` when any result counts.
     text: Option<Vec<u8>>,
     /// Whether call `n`'s number ends the text (`"base-N"`).
     numbered: bool,
-    first: Vec<u8>,
-    second: Vec<u8>,
+    quoted: Vec<u8>,
+    id: memmem::Finder<'static>,
+    version: memmem::Finder<'static>,
+    error: memmem::Finder<'static>,
+    is_error: memmem::Finder<'static>,
+    result: memmem::Finder<'static>,
+    content: memmem::Finder<'static>,
 }
 
 impl Needles {
@@ -297,25 +303,29 @@ impl Needles {
         Needles {
             text,
             numbered,
-            first: Vec::with_capacity(128),
-            second: Vec::with_capacity(128),
+            quoted: Vec::with_capacity(128),
+            id: memmem::Finder::new(b"\"id\":"),
+            version: memmem::Finder::new(b"\"jsonrpc\":\"2.0\""),
+            error: memmem::Finder::new(b"\"error\""),
+            is_error: memmem::Finder::new(b"\"isError\":true"),
+            result: memmem::Finder::new(b"\"result\":{"),
+            content: memmem::Finder::new(b"\"content\":[{"),
         }
     }
 
     /// Whether `body` is certainly the right answer to call `n`: `false` means "parse it".
     pub(crate) fn accept(&mut self, body: &[u8], n: u64) -> bool {
-        if !id_is(body, n)
-            || memmem::find(body, b"\"jsonrpc\":\"2.0\"").is_none()
-            || memmem::find(body, b"\"error\"").is_some()
-            || memmem::find(body, b"\"isError\":true").is_some()
+        if !self.id_is(body, n)
+            || self.version.find(body).is_none()
+            || self.error.find(body).is_some()
+            || self.is_error.find(body).is_some()
         {
             return false;
         }
         let Some(text) = &self.text else {
-            return memmem::find(body, b"\"result\":{").is_some();
+            return self.result.find(body).is_some();
         };
-        // The result's content is one text item, its members in either order.
-        let quoted = &mut self.first;
+        let quoted = &mut self.quoted;
         quoted.clear();
         quoted.extend_from_slice(text);
         if self.numbered {
@@ -323,30 +333,30 @@ impl Needles {
             quoted.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
         }
         quoted.push(b'"');
-        let item = &mut self.second;
-        item.clear();
-        item.extend_from_slice(b"\"content\":[{\"type\":\"text\",\"text\":");
-        item.extend_from_slice(quoted);
-        item.extend_from_slice(b"}]");
-        if memmem::find(body, item).is_some() {
-            return true;
-        }
-        item.clear();
-        item.extend_from_slice(b"\"content\":[{\"text\":");
-        item.extend_from_slice(quoted);
-        item.extend_from_slice(b",\"type\":\"text\"}]");
-        memmem::find(body, item).is_some()
+        // The result's content is one text item, its members in either order.
+        self.content.find_iter(body).any(|at| {
+            let item = &body[at + b"\"content\":[{".len()..];
+            let typed_first = item
+                .strip_prefix(b"\"type\":\"text\",\"text\":".as_slice())
+                .and_then(|rest| rest.strip_prefix(quoted.as_slice()))
+                .is_some_and(|rest| rest.starts_with(b"}]"));
+            typed_first
+                || item
+                    .strip_prefix(b"\"text\":".as_slice())
+                    .and_then(|rest| rest.strip_prefix(quoted.as_slice()))
+                    .is_some_and(|rest| rest.starts_with(b",\"type\":\"text\"}]"))
+        })
     }
-}
 
-/// Whether the top-level `"id"` of `body` is `n`: some `"id":N` followed by `,` or `}`.
-fn id_is(body: &[u8], n: u64) -> bool {
-    let mut digits = itoa::Buffer::new();
-    let digits = digits.format(n).as_bytes();
-    memmem::find_iter(body, b"\"id\":").any(|at| {
-        let rest = &body[at + 5..];
-        rest.starts_with(digits) && matches!(rest.get(digits.len()), Some(b',' | b'}'))
-    })
+    /// Whether the `"id"` of `body` is `n`: some `"id":N` followed by `,` or `}`.
+    fn id_is(&self, body: &[u8], n: u64) -> bool {
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(n).as_bytes();
+        self.id.find_iter(body).any(|at| {
+            let rest = &body[at + 5..];
+            rest.starts_with(digits) && matches!(rest.get(digits.len()), Some(b',' | b'}'))
+        })
+    }
 }
 
 /// An answer as `wire::answer` takes it (for the full check).
@@ -373,10 +383,11 @@ mod tests {
 
     #[test]
     fn ids_must_be_the_calls() {
-        assert!(id_is(br#"{"jsonrpc":"2.0","id":12,"result":{}}"#, 12));
-        assert!(id_is(br#"{"result":{},"id":12}"#, 12));
-        assert!(!id_is(br#"{"jsonrpc":"2.0","id":123,"result":{}}"#, 12));
-        assert!(!id_is(br#"{"jsonrpc":"2.0","id":"12","result":{}}"#, 12));
+        let n = Needles::new(None, false);
+        assert!(n.id_is(br#"{"jsonrpc":"2.0","id":12,"result":{}}"#, 12));
+        assert!(n.id_is(br#"{"result":{},"id":12}"#, 12));
+        assert!(!n.id_is(br#"{"jsonrpc":"2.0","id":123,"result":{}}"#, 12));
+        assert!(!n.id_is(br#"{"jsonrpc":"2.0","id":"12","result":{}}"#, 12));
     }
 
     #[test]
