@@ -12,6 +12,7 @@ Generates mcp_pb2 / mcp_pb2_grpc into a temporary folder, then:
 Prints one JSON line with what it saw.
 """
 
+import faulthandler
 import json
 import os
 import queue
@@ -20,6 +21,9 @@ import sys
 import tempfile
 
 import grpc
+
+# A step that hangs shows where (on stderr), and ends the script before the test's timeout.
+faulthandler.dump_traceback_later(40, exit=True)
 
 TARGET, PROTO = sys.argv[1], sys.argv[2]
 
@@ -121,4 +125,10 @@ answer = stub.Call(env({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "para
     "name": "echo", "arguments": {"message": "unary from python"}, "_meta": MODERN}}))
 seen["unary"] = json.loads(answer.json)["result"]["content"][0]["text"]
 
-print(json.dumps(seen))
+print(json.dumps(seen), flush=True)
+# grpcio can deadlock at interpreter exit while a streaming call is still referenced (its
+# `__del__` waits on a lock held by its channel's thread): end the calls and the channel, then
+# leave without the interpreter's teardown.
+replies.cancel()
+channel.close()
+os._exit(0)
