@@ -519,18 +519,18 @@ async fn unary(
         });
         return Ok(from_json(&error.to_string(), form));
     };
-    let id = match (message.get("id"), message.get("method")) {
-        (Some(id), Some(_)) if !id.is_null() => id.clone(),
+    match (message.get("id"), message.get("method")) {
+        (Some(id), Some(_)) if !id.is_null() => {}
         _ => {
             return Err(Status::invalid_argument(
                 "Call takes one JSON-RPC request (an id and a method); use Connect for \
                  notifications, batches and sessions",
             ));
         }
-    };
+    }
     let (in_tx, in_rx) = mpsc::channel(1);
     let (out_tx, mut out_rx) = mpsc::channel::<Outbound>(64);
-    let engine = tokio::spawn(inner.service.serve(Connection {
+    let engine = tokio::spawn(inner.service.serve_request(Connection {
         incoming: in_rx,
         outgoing: out_tx,
         config: inner.engine.clone(),
@@ -543,26 +543,20 @@ async fn unary(
     }
     drop(in_tx);
     tokio::select! {
-        answer = answer_of(&mut out_rx, &id, form) => answer,
+        answer = answer_of(&mut out_rx, form) => answer,
         why = oxmcp_http::front::ended(caller.lease.as_deref()) => Err(Status::unauthenticated(
             format!("{why}; call again with a fresh token"),
         )),
     }
 }
 
-/// The engine's answer to the request `id` of a unary call, in `form`.
-async fn answer_of(
-    out_rx: &mut mpsc::Receiver<Outbound>,
-    id: &serde_json::Value,
-    form: Form,
-) -> Result<Envelope, Status> {
+/// The engine's answer to the one request of a unary call's connection, in `form`: the
+/// first response it sends (told by its kind, not by reading the line); notifications and
+/// requests to the client are not part of a unary answer.
+async fn answer_of(out_rx: &mut mpsc::Receiver<Outbound>, form: Form) -> Result<Envelope, Status> {
     while let Some(out) = out_rx.recv().await {
-        let Some(line) = out.line() else { continue };
-        let Ok(answer) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        if answer.get("id") == Some(id) && answer.get("method").is_none() {
-            return Ok(from_json(line, form));
+        if let Some(m) = out.message().filter(|m| m.is_response()) {
+            return Ok(from_json(&m.line, form));
         }
     }
     Err(Status::internal("the request was not answered"))
