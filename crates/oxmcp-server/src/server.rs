@@ -59,13 +59,13 @@ impl Server {
         incoming: mpsc::Receiver<oxmcp_jsonrpc::Inbound>,
         outgoing: mpsc::Sender<oxmcp_jsonrpc::Outbound>,
     ) {
-        self.run(oxmcp_engine::Connection {
+        let connection = oxmcp_engine::Connection {
             incoming,
             outgoing,
             config: self.state.about.config.engine.clone(),
             principal: None,
-        })
-        .await;
+        };
+        self.run(connection, true).await;
     }
 
     /// Serves `connection` with its message-loop settings (HTTP sessions answer "busy"
@@ -74,7 +74,13 @@ impl Server {
     /// [`oxmcp_engine::Identity::principal`]; `None`: nobody verified): handlers see it
     /// ([`crate::Ctx::principal`]), and the `requestState` of a multi round-trip request is
     /// bound to it, so that nobody else can continue the request.
-    async fn run(&self, connection: oxmcp_engine::Connection) {
+    ///
+    /// A `listed` connection is one of the server's live sessions while it lasts (broadcasts
+    /// reach it, [`Server::session_count`] counts it). One that carries a single
+    /// self-contained request ([`oxmcp_engine::Serve::serve_request`]) is not: a 2026-07-28
+    /// request gets no broadcast (list changes reach it through `subscriptions/listen`, log
+    /// messages only from its own handler), so it takes no lock shared by every request.
+    async fn run(&self, connection: oxmcp_engine::Connection, listed: bool) {
         let oxmcp_engine::Connection {
             incoming,
             outgoing,
@@ -83,39 +89,22 @@ impl Server {
         } = connection;
         let peer = Peer::with_config(outgoing, &engine);
         let session = Arc::new(Session::new(self.state.clone()).with_principal(principal));
-        {
+        let weak = Arc::downgrade(&session);
+        if listed {
             let mut sessions = self.lock_sessions();
             sessions.retain(|(s, p)| s.strong_count() > 0 && !p.is_closed());
-            sessions.push((Arc::downgrade(&session), peer.clone()));
+            sessions.push((weak.clone(), peer.clone()));
         }
-        let weak = Arc::downgrade(&session);
         let service = Arc::new(SessionService(session.clone()));
         oxmcp_engine::run(peer, incoming, service, engine).await;
         // The connection is over: so are its subscriptions (`on_unsubscribe` hears of each).
         session.release_subscriptions();
         drop(session);
-        // Forget the connection so its outgoing queue closes and the transport can finish.
-        self.lock_sessions()
-            .retain(|(s, _)| !s.ptr_eq(&weak) && s.strong_count() > 0);
-    }
-
-    /// Serves a connection that carries one self-contained request (see
-    /// [`oxmcp_engine::Serve::serve_request`]): as [`Server::run`] does, but its session is
-    /// not one of the server's live sessions. A 2026-07-28 request gets no broadcast (list
-    /// changes reach it through `subscriptions/listen`, log messages only from its own
-    /// handler), so nothing needs to find it, and it takes no lock shared by every request.
-    async fn run_request(&self, connection: oxmcp_engine::Connection) {
-        let oxmcp_engine::Connection {
-            incoming,
-            outgoing,
-            config: engine,
-            principal,
-        } = connection;
-        let peer = Peer::with_config(outgoing, &engine);
-        let session = Arc::new(Session::new(self.state.clone()).with_principal(principal));
-        let service = Arc::new(SessionService(session.clone()));
-        oxmcp_engine::run(peer, incoming, service, engine).await;
-        session.release_subscriptions();
+        if listed {
+            // Forget the connection so its outgoing queue closes and the transport can finish.
+            self.lock_sessions()
+                .retain(|(s, _)| !s.ptr_eq(&weak) && s.strong_count() > 0);
+        }
     }
 
     fn lock_sessions(&self) -> parking_lot::MutexGuard<'_, Vec<(Weak<Session>, Peer)>> {
@@ -343,7 +332,7 @@ impl oxmcp_engine::Serve for Server {
         connection: oxmcp_engine::Connection,
     ) -> futures::future::BoxFuture<'static, ()> {
         let server = self.clone();
-        Box::pin(async move { server.run(connection).await })
+        Box::pin(async move { server.run(connection, true).await })
     }
 
     fn serve_request(
@@ -351,6 +340,6 @@ impl oxmcp_engine::Serve for Server {
         connection: oxmcp_engine::Connection,
     ) -> futures::future::BoxFuture<'static, ()> {
         let server = self.clone();
-        Box::pin(async move { server.run_request(connection).await })
+        Box::pin(async move { server.run(connection, false).await })
     }
 }
