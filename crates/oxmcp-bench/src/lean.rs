@@ -127,25 +127,10 @@ impl Lean {
             std::str::from_utf8(&self.input[read.content_type.clone()]).unwrap_or("");
         Ok(Answer {
             status: read.status,
-            kind: kind_of(content_type),
+            kind: Body::of(content_type),
             content_type,
             body,
         })
-    }
-}
-
-fn kind_of(content_type: &str) -> Body {
-    let lower = |p: &str| {
-        content_type
-            .get(..p.len())
-            .is_some_and(|c| c.eq_ignore_ascii_case(p))
-    };
-    if lower("application/json") {
-        Body::Json
-    } else if lower("text/event-stream") {
-        Body::Sse
-    } else {
-        Body::Other
     }
 }
 

@@ -89,6 +89,24 @@ pub(crate) enum Body {
     Other,
 }
 
+impl Body {
+    /// The kind of body a `Content-Type` announces (compared without regard to case).
+    pub(crate) fn of(content_type: &str) -> Body {
+        let is = |media: &str| {
+            content_type
+                .get(..media.len())
+                .is_some_and(|c| c.eq_ignore_ascii_case(media))
+        };
+        if is("application/json") {
+            Body::Json
+        } else if is("text/event-stream") {
+            Body::Sse
+        } else {
+            Body::Other
+        }
+    }
+}
+
 /// An HTTP answer, read whole.
 #[derive(Debug)]
 pub(crate) struct Reply {
@@ -178,13 +196,7 @@ impl Conn {
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_ascii_lowercase();
-        let kind = if content_type.starts_with("application/json") {
-            Body::Json
-        } else if content_type.starts_with("text/event-stream") {
-            Body::Sse
-        } else {
-            Body::Other
-        };
+        let kind = Body::of(&content_type);
         let session = resp
             .headers()
             .get("mcp-session-id")
