@@ -7,7 +7,8 @@ Every figure comes from `oxmcp-bench` (raw driver, 64 connections), which checks
 (status, id and the echoed text: every call sends its own message). A figure with errors is
 printed as its error count, never as a rate, and the script exits 1. With several instances,
 each connection's calls go to the instances in turn (`--also`), so a session opened on one is
-used on all of them, and every call needs the store. The servers and Redis share core 0 and
+used on all of them (each instance restores it, then asks the store once per lease,
+`--store-lease`; the "lease 0" row asks on every call, as before leases). The servers and Redis share core 0 and
 the driver has core 1 (taskset): on two cores, more instances add no CPU, so the figures give
 the per-call cost of the store, not a scaling claim.
 
@@ -94,12 +95,12 @@ class Redis:
 
 
 class Instance:
-    def __init__(self, store, name):
+    def __init__(self, store, name, extra=()):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         args = [MCP, "serve", "--listen", f"127.0.0.1:{self.port}"]
         if store:
-            args += ["--store", store, "--instance-id", name]
+            args += ["--store", store, "--instance-id", name, *extra]
         self.proc = subprocess.Popen(SERVER_CPU + args, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True)
         wait_http(self.url)
@@ -130,10 +131,13 @@ def bench(urls, era, label):
 
 
 def one(era, instances, store):
-    """One figure: (calls/s, errors, p50 ms, p99 ms, round trips per call)."""
+    """One figure: (calls/s, errors, p50 ms, p99 ms, round trips per call). `store`: False
+    (none), True (Redis) or "ask" (Redis, `--store-lease 0`: the store asked on every call)."""
     redis = Redis() if store else None
-    running = [Instance(redis.url() if redis else None, f"i{i}") for i in range(instances)]
-    label = f"{era}, {instances} instance(s), {'store' if store else 'no store'}"
+    extra = ["--store-lease", "0"] if store == "ask" else []
+    running = [Instance(redis.url() if redis else None, f"i{i}", extra)
+               for i in range(instances)]
+    label = f"{era}, {instances} instance(s), {STORES[store]}"
     report = bench([i.url for i in running], era, label)
     trips = [i.stop() for i in running]
     if redis:
@@ -207,9 +211,12 @@ def idle_memory():
     return (after - before) / IDLE, len(keys), one_key
 
 
+STORES = {False: "none", True: "redis", "ask": "redis, lease 0"}
+
+
 def main():
     shapes = [(era, n, store) for era in ("legacy", "modern")
-              for (n, store) in ((1, False), (1, True), (2, True), (3, True))]
+              for (n, store) in ((1, False), (1, True), (1, "ask"), (2, True), (3, True))]
     results = {s: [] for s in shapes}
     refs = {name: [] for name in REFERENCES}
     for r in range(ROUNDS):
@@ -230,7 +237,7 @@ def main():
                 continue
             runs = [x for x in results[(e, n, store)] if x]
             if not runs:
-                print(f"| {era} | {n} | {store} | failed | | | | | |")
+                print(f"| {era} | {n} | {STORES[store]} | failed | | | | | |")
                 continue
             errors = sum(x[1] for x in runs)
             med = lambda i: statistics.median(x[i] for x in runs)
@@ -238,7 +245,7 @@ def main():
             if base is None:
                 base = rate
             shown = f"{rate:,.0f}" if errors == 0 else f"{errors} errors"
-            print(f"| {era} | {n} | {'redis' if store else 'none'} | {shown} | {rate / base:.2f}x "
+            print(f"| {era} | {n} | {STORES[store]} | {shown} | {rate / base:.2f}x "
                   f"| {errors} | {med(2):.2f} | {med(3):.2f} | {med(4):.2f} |")
     print()
     print("Same shape (2025-11-25, 64 connections), same run: `oxmcp serve` with and without the store, against the floor and rmcp")

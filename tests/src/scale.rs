@@ -495,3 +495,36 @@ pub async fn delete(url: &str, sid: &str, version: &str) -> u16 {
 pub fn sampled(ask: &Value, text: &str) -> Value {
     json!({"jsonrpc":"2.0","id":ask["id"],"result":{"role":"assistant","content":{"type":"text","text":text},"model":"m"}})
 }
+
+/// The first status other than 200 that an `echo` call on session `sid` at `url` gets,
+/// calling again every 20 ms for at most `within` (`None`: every call succeeded). What another
+/// instance did to a session reaches this one through the store's bus, a moment later.
+pub async fn ended_within(url: &str, sid: &str, version: &str, within: Duration) -> Option<u16> {
+    let t0 = std::time::Instant::now();
+    let mut id = 1_000_000;
+    loop {
+        id += 1;
+        let (status, _) = call(url, sid, version, &tool(id, "echo", json!({"message":"x"}))).await;
+        if status != 200 {
+            return Some(status);
+        }
+        if t0.elapsed() > within {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+impl Redis {
+    /// How many times Redis ran `command` (lower case, e.g. `expire`) since it started.
+    pub fn calls_of(&self, command: &str) -> u64 {
+        let stats = self.cli(&["INFO", "commandstats"]);
+        let prefix = format!("cmdstat_{command}:calls=");
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    }
+}

@@ -28,6 +28,12 @@ pub(crate) struct StoreArgs {
     /// instead of queueing behind a slow store [default: 1024]
     #[arg(long, value_name = "N")]
     pub(crate) store_max_waiting: Option<usize>,
+    /// How long an instance serves a session without asking the store whether it still
+    /// exists (a DELETE on another instance reaches it on the store's bus at once; this
+    /// bounds how long one can go unnoticed when the bus is down). 0: ask on every request
+    /// [default: 1s]
+    #[arg(long, value_name = "DURATION")]
+    pub(crate) store_lease: Option<crate::limits::Dur>,
     /// The CA certificate (PEM) that signed the store's TLS certificate, for a rediss:// URL
     /// whose certificate is not from a public CA
     #[arg(long, value_name = "FILE")]
@@ -65,6 +71,9 @@ pub(crate) async fn connect(
     config.max_bus_event = config.max_bus_event.max(http.max_body + 64 * 1024);
     if let Some(t) = &args.store_timeout {
         config.op_timeout = t.0.max(std::time::Duration::from_millis(1));
+    }
+    if let Some(t) = &args.store_lease {
+        config.session_lease = t.0;
     }
     if let Some(n) = args.store_max_waiting {
         config.max_waiting = n.max(1);

@@ -53,12 +53,20 @@ async fn a_session_made_on_one_instance_is_served_by_the_other() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::OK);
-    let r = post(&a.url, Some(&sid), call(3, "sleep", json!({"ms": 1})))
-        .header("mcp-protocol-version", VERSION)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    // a hears of it on the bus, a moment later.
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        let r = post(&a.url, Some(&sid), call(3, "sleep", json!({"ms": 1})))
+            .header("mcp-protocol-version", VERSION)
+            .send()
+            .await
+            .unwrap();
+        if r.status() != StatusCode::OK || t0.elapsed() > std::time::Duration::from_secs(5) {
+            break r.status();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert_eq!(status, StatusCode::NOT_FOUND);
     assert!(
         until(5, || a.http.session_count() == 0).await,
         "a let go of it"

@@ -3,6 +3,7 @@
 //! its own (it blocks), from the last entry it saw, so a reconnect loses nothing the bus still
 //! holds.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -114,6 +115,11 @@ async fn read(inner: Weak<Inner>, target: Target, bus: String, mut last: String)
         };
         let timeout = strong.config.op_timeout;
         let sender = strong.bus.clone();
+        let broke = || {
+            if let Some(inner) = inner.upgrade() {
+                inner.bus_breaks.fetch_add(1, Ordering::AcqRel);
+            }
+        };
         drop(strong);
         let c = match &conn {
             Some(c) => c.clone(),
@@ -123,6 +129,7 @@ async fn read(inner: Weak<Inner>, target: Target, bus: String, mut last: String)
                     c
                 }
                 Err(e) => {
+                    broke();
                     tracing::warn!("bus reader cannot connect (retrying in {backoff:?}): {e}");
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(5));
@@ -154,6 +161,7 @@ async fn read(inner: Weak<Inner>, target: Target, bus: String, mut last: String)
                 }
             }
             Err(e) => {
+                broke();
                 tracing::warn!("bus read failed (retrying in {backoff:?}): {e}");
                 conn = None;
                 tokio::time::sleep(backoff).await;

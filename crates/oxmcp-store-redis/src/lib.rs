@@ -81,6 +81,8 @@ struct Inner {
     config: StoreConfig,
     instance: String,
     bus: broadcast::Sender<BusEvent>,
+    /// Times the bus reader lost Redis ([`Store::bus_breaks`]).
+    bus_breaks: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -161,6 +163,7 @@ impl RedisStore {
             config,
             instance: instance.into(),
             bus,
+            bus_breaks: std::sync::atomic::AtomicU64::new(0),
         });
         bus::start(&inner, target).await;
         Ok(RedisStore { inner })
@@ -364,6 +367,11 @@ impl Store for RedisStore {
 
     fn publish<'a>(&'a self, event: &'a BusEvent) -> BoxFuture<'a, StoreResult<()>> {
         Box::pin(bus::publish(&self.inner, event))
+    }
+    fn bus_breaks(&self) -> u64 {
+        self.inner
+            .bus_breaks
+            .load(std::sync::atomic::Ordering::Acquire)
     }
     fn bus(&self) -> broadcast::Receiver<BusEvent> {
         self.inner.bus.subscribe()

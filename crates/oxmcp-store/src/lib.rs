@@ -216,6 +216,14 @@ pub trait Store: EventLog {
         StoreStats::default()
     }
 
+    /// How many times this instance's bus reader lost the store (it counts up; a store
+    /// whose bus cannot break, such as [`MemoryStore`], stays at 0). While the reader was
+    /// away the store may have been unreachable and events may have gone unseen, so what an
+    /// instance trusts between bus events (a session's lease) is not trusted across a
+    /// change of this number.
+    fn bus_breaks(&self) -> u64 {
+        0
+    }
     /// The bus, from now on, in order. A receiver that falls behind by more than its buffer
     /// is told how much it missed (`Lagged`).
     fn bus(&self) -> broadcast::Receiver<BusEvent>;

@@ -295,6 +295,13 @@ pub struct StoreConfig {
     pub bus_inline: usize,
     /// How long a large bus event is kept beside the bus for the other instances to read.
     pub parcel_ttl: Duration,
+    /// How long an instance serving a session trusts, without asking the store, that the
+    /// session still exists. A session ended elsewhere (DELETE) is ended here by the bus's
+    /// [`crate::BusEvent::SessionEnded`] as soon as it arrives; the lease bounds how long a
+    /// missed event (the bus reader lost the store: [`crate::Store::bus_breaks`]) can go
+    /// unnoticed. Each use of a session past its lease asks the store again, which also
+    /// renews the record's expiry. Zero: the store is asked on every request.
+    pub session_lease: Duration,
 }
 
 impl Default for StoreConfig {
@@ -313,6 +320,7 @@ impl Default for StoreConfig {
             max_bus_event: 4 * 1024 * 1024 + 64 * 1024,
             bus_inline: 8 * 1024,
             parcel_ttl: Duration::from_secs(60),
+            session_lease: Duration::from_secs(1),
         }
     }
 }

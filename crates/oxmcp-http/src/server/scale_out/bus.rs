@@ -80,6 +80,12 @@ async fn read(
                     missed = n,
                     "the bus reader fell behind; {n} events were missed"
                 );
+                // A session's end may be among them: every session asks the store again.
+                if let Some(inner) = inner.upgrade() {
+                    for s in inner.sessions().values() {
+                        s.store_lease.store(0, std::sync::atomic::Ordering::Release);
+                    }
+                }
                 continue;
             }
             Err(RecvError::Closed) => return,

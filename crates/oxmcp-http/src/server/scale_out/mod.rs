@@ -6,8 +6,12 @@
 //!   session it does not hold restores it: it starts the session's engine and replays the
 //!   client's `initialize`, `notifications/initialized`, log level and subscriptions (their
 //!   answers go nowhere), then serves the request.
-//! - Every instance checks on every request that the session still exists, so a DELETE on any
-//!   instance ends it everywhere.
+//! - A DELETE on any instance ends the session everywhere: the other instances drop it when
+//!   the bus brings [`BusEvent::SessionEnded`]. Between bus events an instance serving a
+//!   session asks the store whether it still exists once per lease
+//!   ([`oxmcp_store::StoreConfig::session_lease`]), not on every request, and after its bus
+//!   broke ([`Store::bus_breaks`]) on the next request; each of these asks renews the record's
+//!   expiry.
 //! - Log level and subscription changes are saved and sent on the bus: every instance holding
 //!   the session makes them too.
 //! - Requests to the client are numbered from a block of ids per instance; the instance

@@ -2,6 +2,7 @@
 //! restored from the store.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use oxmcp_jsonrpc::{Inbound, Message, RequestId};
 use oxmcp_types::ProtocolVersion;
@@ -26,8 +27,12 @@ pub(crate) async fn lookup(
     let local = inner.sessions().get(id).cloned();
     match local {
         Some(s) if s.owner.as_deref() != principal => Err(Refusal::unknown_session()),
+        Some(s) if leased(&s, shared) => Ok(s),
         Some(s) => match shared.op(shared.store.touch_session(id)).await {
-            Ok(true) => Ok(s),
+            Ok(true) => {
+                lease(&s, shared);
+                Ok(s)
+            }
             Ok(false) => {
                 // Deleted on another instance (or expired in the store).
                 inner.drop_local(id);
@@ -37,6 +42,42 @@ pub(crate) async fn lookup(
         },
         None => restore(inner, shared, id, principal).await,
     }
+}
+
+/// A session's lease, packed in one word: the bus connection it was granted under (the
+/// store's [`oxmcp_store::Store::bus_breaks`], its low 20 bits) and when it ends (the rest:
+/// milliseconds of [`clock_ms`]). 0 is no lease.
+const BREAK_BITS: u32 = 20;
+
+/// Milliseconds since this process first asked (a monotonic clock), from 1.
+fn clock_ms() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let start = *START.get_or_init(std::time::Instant::now);
+    start.elapsed().as_millis() as u64 + 1
+}
+
+fn breaks(shared: &Shared) -> u64 {
+    shared.store.bus_breaks() & ((1 << BREAK_BITS) - 1)
+}
+
+/// Whether this instance may serve `session` without asking the store whether it still
+/// exists: it asked within [`oxmcp_store::StoreConfig::session_lease`], and the bus has
+/// not broken since (while the bus works, a DELETE elsewhere reaches here as
+/// [`oxmcp_store::BusEvent::SessionEnded`], which drops the session).
+fn leased(session: &HttpSession, shared: &Shared) -> bool {
+    let word = session.store_lease.load(Ordering::Acquire);
+    word != 0 && word & ((1 << BREAK_BITS) - 1) == breaks(shared) && word >> BREAK_BITS > clock_ms()
+}
+
+/// Grants `session` a lease from now (the store has just said it exists), unless leases
+/// are off (a zero [`oxmcp_store::StoreConfig::session_lease`]).
+fn lease(session: &HttpSession, shared: &Shared) {
+    let ms = shared.store.config().session_lease.as_millis() as u64;
+    if ms == 0 {
+        return;
+    }
+    let word = ((clock_ms() + ms) << BREAK_BITS) | breaks(shared);
+    session.store_lease.store(word, Ordering::Release);
 }
 
 /// Starts serving a session another instance made: its engine gets the client's
@@ -109,6 +150,7 @@ async fn restore(
         Err(e) => tracing::debug!(session = id, "second read of a restored session: {e}"),
     }
     session.mark_initialized();
+    lease(&session, shared);
     tracing::debug!(
         session = id,
         instance = shared.instance(),

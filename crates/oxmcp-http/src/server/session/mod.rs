@@ -84,6 +84,9 @@ pub(crate) struct HttpSession {
     pub(crate) created: Instant,
     /// `notifications/initialized` (or a first request after `initialize`) has been seen.
     initialized: std::sync::atomic::AtomicBool,
+    /// Until when this instance trusts that the shared store still has the session, and
+    /// under which of the store's bus connections (store-backed sessions only; 0: ask).
+    pub(crate) store_lease: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for HttpSession {
@@ -126,6 +129,7 @@ impl HttpSession {
             owner,
             created: Instant::now(),
             initialized: std::sync::atomic::AtomicBool::new(false),
+            store_lease: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
