@@ -10,8 +10,10 @@ pub(crate) fn sse_data_to_json(data: &str) -> Result<String, String> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(data.trim())
         .map_err(|e| format!("the event is not base64: {e}"))?;
-    oxmcp_proto::decode(&bytes)
-        .or_else(|_| oxmcp_proto::decode_batch(&bytes))
-        .map(|json| json.to_string())
-        .map_err(|e| e.to_string())
+    match oxmcp_proto::decode_json_text(&bytes, &oxmcp_proto::DecodeLimits::default()) {
+        Ok(json) => String::from_utf8(json).map_err(|e| e.to_string()),
+        Err(_) => oxmcp_proto::decode_batch(&bytes)
+            .map(|json| json.to_string())
+            .map_err(|e| e.to_string()),
+    }
 }

@@ -112,8 +112,9 @@ pub(super) async fn read_limited(
         body.extend_from_slice(&chunk);
     }
     if protobuf {
-        return oxmcp_proto::decode(&body)
-            .map(|json| json.to_string())
+        return oxmcp_proto::decode_json_text(&body, &oxmcp_proto::DecodeLimits::default())
+            .map_err(|e| e.to_string())
+            .and_then(|json| String::from_utf8(json).map_err(|e| e.to_string()))
             .map_err(|e| TransportError::Invalid(format!("an answer in protobuf: {e}")));
     }
     String::from_utf8(body).map_err(|_| TransportError::Invalid("response is not UTF-8".to_owned()))
