@@ -62,6 +62,16 @@ fn lock(map: &InFlightMap) -> parking_lot::MutexGuard<'_, HashMap<RequestId, InF
     map.lock()
 }
 
+/// Takes request `id` out of the in-flight map. The last one out frees the map's table: an
+/// idle connection (most sessions, most of the time) holds none.
+fn forget(map: &mut HashMap<RequestId, InFlight>, id: &RequestId) -> Option<InFlight> {
+    let entry = map.remove(id);
+    if map.is_empty() && map.capacity() > 0 {
+        *map = HashMap::new();
+    }
+    entry
+}
+
 /// Runs one connection until its input ends, then waits for in-flight requests to finish and
 /// closes `peer` (failing any of its own outstanding requests with `Closed`).
 ///
@@ -153,7 +163,7 @@ fn spawn_request(
             // Cancelled meanwhile: no response is sent for a cancelled request (and the
             // entry under this id, if any, is a newer request's).
             let mut map = lock(&in_flight);
-            if q.cancel.is_cancelled() || map.remove(&q.id).is_none() {
+            if q.cancel.is_cancelled() || forget(&mut map, &q.id).is_none() {
                 return;
             }
         }
@@ -345,7 +355,7 @@ fn cancel(
         return false;
     }
     let mut alone = false;
-    if let Some(entry) = map.remove(id) {
+    if let Some(entry) = forget(&mut map, id) {
         entry.cancel.cancel();
         alone = entry.alone;
         if let Some(abort) = entry.abort {
