@@ -108,11 +108,14 @@ def http_figures(name):
         "http_each": ["--clients", "64"],
         "http_shared": ["--clients", "64", "--session", "shared"],
         "http_one": ["--clients", "1"],
+        "http_modern": ["--clients", "64", "--era", "modern"],
     }
     with Http(name) as s:
         for key, shape in shapes.items():
             if name == "floor" and key == "http_shared":
                 continue  # no sessions: the same as a session each
+            if name == "rmcp" and key == "http_modern":
+                continue  # rmcp does not speak 2026-07-28
             r = bench([s.url, "--duration", f"{SECS}s", "--server-pid", str(s.proc.pid)] + shape,
                       f"{name} {key}")
             figs[key] = rate(r, "calls")
@@ -121,6 +124,7 @@ def http_figures(name):
                     r["cpu"].get("wall_s", 1), 1e-9)
     if name == "floor":
         figs["http_shared"] = figs["http_each"]
+        figs["http_shared_driver_cpu"] = figs.get("http_each_driver_cpu")
         return figs
     with Http(name) as s:
         r = bench([s.url, "--idle-sessions", IDLE, "--server-pid", str(s.proc.pid)],
@@ -188,6 +192,7 @@ def main():
         ("Streamable HTTP, 64 connections, a session each (calls/s)", "http_each", ""),
         ("Streamable HTTP, 64 connections in one session (calls/s)", "http_shared", ""),
         ("Streamable HTTP, 1 connection (calls/s)", "http_one", ""),
+        ("Streamable HTTP, 64 connections, 2026-07-28 stateless (calls/s)", "http_modern", ""),
         ("stdio, sequential calls/s", "stdio_seq", ""),
         ("stdio, pipelined calls/s (window 1024)", "stdio_pipe", ""),
         ("stdio, peak RSS in those calls", "stdio_rss", "kib"),
@@ -200,16 +205,28 @@ def main():
           f"{'Server on core 0, driver on core 1' if PIN else 'Server and driver unpinned'}; "
           f"HTTP figures {SECS} s each, stdio {STDIO_CALLS} calls, {STARTS} cold starts; "
           f"each cell the median of {ROUNDS} rounds, the servers taking turns.\n")
-    print("| measurement | floor | ours (SDK echo) | `oxmcp serve` | rmcp | ours/floor | ours/rmcp |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| measurement | floor | ours (SDK echo) | `oxmcp serve` | rmcp | ours/floor | ours/rmcp "
+          "| serve/floor | serve/rmcp |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for label, key, unit in rows:
         cells = [f[n].get(key) for n in SERVERS]
         print(f"| {label} | " + " | ".join(fmt(c, unit) for c in cells)
-              + f" | {ratio(cells[1], cells[0])} | {ratio(cells[1], cells[3])} |")
-    driver = f["floor"].get("http_each_driver_cpu")
-    if isinstance(driver, float):
-        print(f"\nThe driver used {100 * driver:.0f}% of its core while the floor ran at 64 "
-              f"connections: above ~90%, the floor is the driver's limit, not the server's.")
+              + f" | {ratio(cells[1], cells[0])} | {ratio(cells[1], cells[3])}"
+              + f" | {ratio(cells[2], cells[0])} | {ratio(cells[2], cells[3])} |")
+    print("\nThe driver's share of its core in each HTTP figure (median of the rounds). A figure "
+          "counts only where the driver drove the floor at least twice as fast as the server "
+          "measured, and was not near 100% itself.\n")
+    print("| HTTP shape | " + " | ".join(SERVERS) + " | floor / fastest server |")
+    print("|---|" + "---:|" * (len(SERVERS) + 1))
+    for label, key, _ in rows:
+        if not key.startswith("http_"):
+            continue
+        shares = [f[n].get(key + "_driver_cpu") for n in SERVERS]
+        rates = [f[n].get(key) for n in SERVERS]
+        fastest = max((r for r in rates[1:] if isinstance(r, (int, float))), default=None)
+        print(f"| {label.split(' (')[0]} | "
+              + " | ".join(f"{100 * c:.0f}%" if isinstance(c, float) else "—" for c in shares)
+              + f" | {ratio(rates[0], fastest)} |")
     if failed:
         print("\nFigures with errors (no rate given):")
         for line in failed:

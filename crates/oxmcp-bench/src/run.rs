@@ -229,7 +229,9 @@ async fn raw(plan: &Plan, url: &str) -> anyhow::Result<(Vec<Phase>, Value, Strin
     Ok((
         phases,
         extra,
-        format!("raw HTTP driver (hyper, one thread), {shape}"),
+        format!(
+            "raw HTTP driver (one thread; timed calls on its own lean HTTP/1.1, sessions opened over hyper), {shape}"
+        ),
     ))
 }
 
