@@ -104,6 +104,18 @@ impl Redis {
             .collect()
     }
 
+    /// How many times Redis ran `command` (lower case, e.g. `expire`) since it started.
+    pub fn calls_of(&self, command: &str) -> u64 {
+        let stats = self.cli(&["INFO", "commandstats"]);
+        let prefix = format!("cmdstat_{command}:calls=");
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    }
+
     /// Stops Redis (SIGKILL: an outage, not a clean shutdown).
     pub async fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
@@ -512,19 +524,5 @@ pub async fn ended_within(url: &str, sid: &str, version: &str, within: Duration)
             return None;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-impl Redis {
-    /// How many times Redis ran `command` (lower case, e.g. `expire`) since it started.
-    pub fn calls_of(&self, command: &str) -> u64 {
-        let stats = self.cli(&["INFO", "commandstats"]);
-        let prefix = format!("cmdstat_{command}:calls=");
-        stats
-            .lines()
-            .find_map(|l| l.strip_prefix(&prefix))
-            .and_then(|rest| rest.split(',').next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0)
     }
 }

@@ -106,6 +106,13 @@ pub(crate) async fn start(inner: &Arc<Inner>, target: Target) {
     tokio::spawn(read(Arc::downgrade(inner), target, bus, from));
 }
 
+/// Counts a lost connection of the bus reader ([`oxmcp_store::Store::bus_breaks`]).
+fn broke(inner: &Weak<Inner>) {
+    if let Some(inner) = inner.upgrade() {
+        inner.bus_breaks.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
 async fn read(inner: Weak<Inner>, target: Target, bus: String, mut last: String) {
     let mut conn: Option<Conn> = None;
     let mut backoff = Duration::from_millis(100);
@@ -115,11 +122,6 @@ async fn read(inner: Weak<Inner>, target: Target, bus: String, mut last: String)
         };
         let timeout = strong.config.op_timeout;
         let sender = strong.bus.clone();
-        let broke = || {
-            if let Some(inner) = inner.upgrade() {
-                inner.bus_breaks.fetch_add(1, Ordering::AcqRel);
-            }
-        };
         drop(strong);
         let c = match &conn {
             Some(c) => c.clone(),
@@ -129,7 +131,7 @@ async fn read(inner: Weak<Inner>, target: Target, bus: String, mut last: String)
                     c
                 }
                 Err(e) => {
-                    broke();
+                    broke(&inner);
                     tracing::warn!("bus reader cannot connect (retrying in {backoff:?}): {e}");
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(5));
@@ -161,7 +163,7 @@ async fn read(inner: Weak<Inner>, target: Target, bus: String, mut last: String)
                 }
             }
             Err(e) => {
-                broke();
+                broke(&inner);
                 tracing::warn!("bus read failed (retrying in {backoff:?}): {e}");
                 conn = None;
                 tokio::time::sleep(backoff).await;
