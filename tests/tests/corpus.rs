@@ -723,11 +723,14 @@ async fn http_only_cases(base: &str, s: &Streamable) {
     assert_eq!(r.status(), 403);
     // 38: Last-Event-ID. One no stream of this session has: a live session is not answered
     // 404 (that would end it for the client), it gets a new GET stream with nothing replayed.
+    // Each case has a session of its own: the server learns only some time after the client
+    // drops a stream that it is gone, and until then a second GET stream gets 409.
     for (id, want) in [("s1 x", 400), ("nope-1", 200), ("s999-1", 200)] {
+        let own = Streamable::open(&url, "2025-11-25").await;
         let r = client()
             .get(&url)
             .header("accept", "text/event-stream")
-            .header("mcp-session-id", &s.session)
+            .header("mcp-session-id", &own.session)
             .header("last-event-id", id.as_bytes())
             .send()
             .await
