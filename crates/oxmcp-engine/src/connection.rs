@@ -3,6 +3,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
@@ -22,7 +23,7 @@ use crate::options::EngineConfig;
 use crate::peer::Peer;
 use crate::service::{HandlerResult, RequestContext, Service};
 
-struct InFlight {
+pub(crate) struct InFlight {
     abort: Option<AbortHandle>,
     cancel: CancellationToken,
     cancellable: bool,
@@ -30,7 +31,7 @@ struct InFlight {
     alone: bool,
 }
 
-type InFlightMap = Arc<Mutex<HashMap<RequestId, InFlight>>>;
+pub(crate) type InFlightMap = Arc<Mutex<HashMap<RequestId, InFlight>>>;
 
 /// Where a request's response goes.
 enum Reply {
@@ -50,21 +51,59 @@ struct Queued {
 }
 
 /// What the handlers of one connection's input share.
-struct Conn<'a> {
-    peer: &'a Peer,
-    service: &'a Arc<dyn Service>,
-    config: &'a EngineConfig,
-    in_flight: &'a InFlightMap,
-    closing: &'a CancellationToken,
+pub(crate) struct Conn<'a> {
+    pub(crate) peer: &'a Peer,
+    pub(crate) service: &'a Arc<dyn Service>,
+    pub(crate) config: &'a EngineConfig,
+    pub(crate) in_flight: &'a InFlightMap,
+    pub(crate) closing: &'a CancellationToken,
 }
 
-fn lock(map: &InFlightMap) -> parking_lot::MutexGuard<'_, HashMap<RequestId, InFlight>> {
+/// The state of one connection that both its message loop and [`crate::Direct`] callers use.
+pub(crate) struct Shared {
+    pub(crate) peer: Peer,
+    pub(crate) service: Arc<dyn Service>,
+    pub(crate) config: EngineConfig,
+    pub(crate) in_flight: InFlightMap,
+    /// One permit per request running (`max_in_flight`).
+    pub(crate) sem: Arc<Semaphore>,
+    /// Cancelled when the connection's input has ended.
+    pub(crate) closing: CancellationToken,
+    /// Messages (frames and decoded messages) the loop has handled.
+    pub(crate) handled: AtomicU64,
+}
+
+impl Shared {
+    fn new(peer: Peer, service: Arc<dyn Service>, config: EngineConfig) -> Arc<Self> {
+        Arc::new(Self {
+            sem: Arc::new(Semaphore::new(config.max_in_flight.max(1))),
+            in_flight: Arc::new(Mutex::new(HashMap::new())),
+            closing: CancellationToken::new(),
+            handled: AtomicU64::new(0),
+            peer,
+            service,
+            config,
+        })
+    }
+
+    pub(crate) fn conn(&self) -> Conn<'_> {
+        Conn {
+            peer: &self.peer,
+            service: &self.service,
+            config: &self.config,
+            in_flight: &self.in_flight,
+            closing: &self.closing,
+        }
+    }
+}
+
+pub(crate) fn lock(map: &InFlightMap) -> parking_lot::MutexGuard<'_, HashMap<RequestId, InFlight>> {
     map.lock()
 }
 
 /// Takes request `id` out of the in-flight map. The last one out frees the map's table: an
 /// idle connection (most sessions, most of the time) holds none.
-fn forget(map: &mut HashMap<RequestId, InFlight>, id: &RequestId) -> Option<InFlight> {
+pub(crate) fn forget(map: &mut HashMap<RequestId, InFlight>, id: &RequestId) -> Option<InFlight> {
     let entry = map.remove(id);
     if map.is_empty() && map.capacity() > 0 {
         *map = HashMap::new();
@@ -79,25 +118,39 @@ fn forget(map: &mut HashMap<RequestId, InFlight>, id: &RequestId) -> Option<InFl
 /// the news that the transport could not deliver one of our requests.
 pub async fn run(
     peer: Peer,
-    mut incoming: mpsc::Receiver<Inbound>,
+    incoming: mpsc::Receiver<Inbound>,
     service: Arc<dyn Service>,
     config: EngineConfig,
 ) {
-    let sem = Arc::new(Semaphore::new(config.max_in_flight.max(1)));
-    let in_flight: InFlightMap = Arc::new(Mutex::new(HashMap::new()));
+    run_with(peer, incoming, service, config, None).await;
+}
+
+/// [`run`], and once the loop is set up, a [`crate::Direct`] handle in `direct`: a transport
+/// answers requests through it on its own task, next to the loop.
+pub async fn run_with(
+    peer: Peer,
+    mut incoming: mpsc::Receiver<Inbound>,
+    service: Arc<dyn Service>,
+    config: EngineConfig,
+    direct: Option<crate::DirectSlot>,
+) {
+    let max_in_flight = config.max_in_flight.max(1);
+    let shared = Shared::new(peer, service, config);
+    if let Some(slot) = direct {
+        slot.fill(crate::Direct::new(shared.clone()));
+    }
+    let (peer, sem, in_flight, closing) = (
+        &shared.peer,
+        &shared.sem,
+        &shared.in_flight,
+        &shared.closing,
+    );
     let mut queue: VecDeque<Queued> = VecDeque::new();
     let mut tasks: JoinSet<()> = JoinSet::new();
     let mut input_open = true;
-    let closing = CancellationToken::new();
-    let max_queued = config.max_queued.max(1);
+    let max_queued = shared.config.max_queued.max(1);
     let killed = peer.killed().clone();
-    let cx = Conn {
-        peer: &peer,
-        service: &service,
-        config: &config,
-        in_flight: &in_flight,
-        closing: &closing,
-    };
+    let cx = shared.conn();
 
     loop {
         if !input_open && queue.is_empty() {
@@ -113,23 +166,29 @@ pub async fn run(
                 queue.clear();
                 tasks.abort_all();
                 // Work the handlers spawned with a clone of their token learns it too.
-                for (_, entry) in lock(&in_flight).drain() {
+                for (_, entry) in lock(in_flight).drain() {
                     entry.cancel.cancel();
                 }
             }
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
             Ok(permit) = sem.clone().acquire_owned(), if !queue.is_empty() => {
                 let Some(q) = queue.pop_front() else { continue };
-                let abort = spawn_request(&mut tasks, &peer, &in_flight, q, permit);
-                if let Some(entry) = lock(&in_flight).get_mut(&abort.0) {
+                let abort = spawn_request(&mut tasks, peer, in_flight, q, permit);
+                if let Some(entry) = lock(in_flight).get_mut(&abort.0) {
                     entry.abort = Some(abort.1);
                 }
             }
             frame = incoming.recv(), if input_open && queue.len() < max_queued => {
                 match frame {
                     Some(Inbound::Failed { id, error }) => peer.fail(id, *error),
-                    Some(Inbound::Frame(bytes)) => on_frame(&cx, &bytes, &mut queue, &mut tasks),
-                    Some(Inbound::Message(msg, context)) => on_message(&cx, *msg, context, &mut queue),
+                    Some(Inbound::Frame(bytes)) => {
+                        on_frame(&cx, &bytes, &mut queue, &mut tasks);
+                        shared.handled.fetch_add(1, Ordering::Release);
+                    }
+                    Some(Inbound::Message(msg, context)) => {
+                        on_message(&cx, *msg, context, &mut queue);
+                        shared.handled.fetch_add(1, Ordering::Release);
+                    }
                     None => {
                         input_open = false;
                         closing.cancel();
@@ -138,8 +197,11 @@ pub async fn run(
             }
         }
     }
-    // Input is over: let what was accepted finish, so nothing that was asked goes unanswered.
+    // Input is over: let what was accepted finish, so nothing that was asked goes unanswered
+    // (a request answered directly holds a permit while it runs).
     while tasks.join_next().await.is_some() {}
+    let all = u32::try_from(max_in_flight).unwrap_or(u32::MAX);
+    let _all_done = sem.acquire_many(all).await;
     peer.close();
 }
 
@@ -182,7 +244,7 @@ fn spawn_request(
 }
 
 /// A handler's panic becomes -32603 for its request only (the payload is logged, not sent).
-fn panicked(panic: &(dyn std::any::Any + Send)) -> ErrorObject {
+pub(crate) fn panicked(panic: &(dyn std::any::Any + Send)) -> ErrorObject {
     let what = panic
         .downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
@@ -285,8 +347,7 @@ fn on_notification(cx: &Conn<'_>, n: Notification, queue: &mut VecDeque<Queued>)
 }
 
 /// Takes a request in: registered in the in-flight map (where cancellation finds it) and
-/// queued for a slot. Refused with -32600 when its id is already in flight, and with
-/// -32000 "server busy" (`data.transient`) when `busy_after` requests already are.
+/// queued for a slot. Refused as [`admit`] refuses.
 fn accept(
     cx: &Conn<'_>,
     r: Request,
@@ -294,6 +355,30 @@ fn accept(
     transport: Option<oxmcp_jsonrpc::TransportContext>,
     queue: &mut VecDeque<Queued>,
 ) -> Result<(), ErrorObject> {
+    let id = r.id.clone();
+    let alone = matches!(reply, Reply::Alone);
+    let (cancel, fut) = admit(cx, r, alone, transport, None)?;
+    queue.push_back(Queued {
+        id,
+        cancel,
+        fut,
+        reply,
+    });
+    Ok(())
+}
+
+/// Registers a request in the in-flight map (where cancellation finds it) and starts its
+/// handler: its cancellation token and the handler's future. `spoke`, if given, is set when
+/// the handler first sends something to the other side. Refused with -32600 when its id is
+/// already in flight, and with -32000 "server busy" (`data.transient`) when `busy_after`
+/// requests already are.
+pub(crate) fn admit(
+    cx: &Conn<'_>,
+    r: Request,
+    alone: bool,
+    transport: Option<oxmcp_jsonrpc::TransportContext>,
+    spoke: Option<Arc<AtomicBool>>,
+) -> Result<(CancellationToken, BoxFuture<'static, HandlerResult>), ErrorObject> {
     let id = r.id.clone();
     let mut map = lock(cx.in_flight);
     if map.contains_key(&id) {
@@ -315,25 +400,19 @@ fn accept(
             abort: None,
             cancel: cancel.clone(),
             cancellable: cx.service.cancellable(&r.method),
-            alone: matches!(reply, Reply::Alone),
+            alone,
         },
     );
     drop(map);
     let ctx = RequestContext {
-        id: id.clone(),
-        peer: cx.peer.for_handler(id.clone(), cancel.clone()),
+        peer: cx.peer.for_handler(id.clone(), cancel.clone(), spoke),
+        id,
         cancel: cancel.clone(),
         closing: cx.closing.clone(),
         transport,
     };
     let fut = cx.service.call(r, ctx);
-    queue.push_back(Queued {
-        id,
-        cancel,
-        fut,
-        reply,
-    });
-    Ok(())
+    Ok((cancel, fut))
 }
 
 /// Cancels request `id`: fires its token, and aborts its handler if it has not returned

@@ -48,6 +48,7 @@
 //! ```
 
 mod connection;
+mod direct;
 mod error;
 mod options;
 mod outbox;
@@ -55,7 +56,8 @@ mod peer;
 mod serve;
 mod service;
 
-pub use connection::run;
+pub use connection::{run, run_with};
+pub use direct::{Direct, DirectAnswer, DirectCall, DirectSlot};
 pub use error::CallError;
 pub use options::{EngineConfig, ProgressCallback, RequestOptions};
 pub use peer::Peer;

@@ -18,6 +18,10 @@ pub struct Connection {
     pub config: EngineConfig,
     /// Who the transport authenticated the other side as, if it did.
     pub principal: Option<String>,
+    /// Where the service puts the connection's [`crate::Direct`] handle, if the transport
+    /// wants to answer requests on its own task and the service offers it
+    /// ([`crate::run_with`]).
+    pub direct: Option<crate::DirectSlot>,
 }
 
 /// Something a transport can host: it serves each connection the transport opens. An MCP

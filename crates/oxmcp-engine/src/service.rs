@@ -35,7 +35,9 @@ pub struct RequestContext {
 ///
 /// `call` and `notify` run on the message loop in arrival order: their synchronous part is
 /// where state transitions (such as the handshake) belong. The future `call` returns runs
-/// concurrently with other requests.
+/// concurrently with other requests. A request a transport answers through
+/// [`crate::Direct`] has its `call` run on the transport's task instead, once the loop has
+/// handled everything the transport fed it before.
 pub trait Service: Send + Sync + 'static {
     /// Starts handling a request.
     fn call(&self, request: Request, ctx: RequestContext) -> BoxFuture<'static, HandlerResult>;

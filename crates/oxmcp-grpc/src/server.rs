@@ -322,6 +322,7 @@ fn open(
         outgoing: out_tx,
         config: inner.engine.clone(),
         principal: caller.principal,
+        direct: None,
     }));
     let form = Arc::new(SharedForm::new(chosen));
     let ending = Arc::new(Mutex::new(None));
@@ -535,6 +536,7 @@ async fn unary(
         outgoing: out_tx,
         config: inner.engine.clone(),
         principal: caller.principal,
+        direct: None,
     }));
     // A call the client gives up on, or whose token ends, stops its engine with it.
     let _guard = AbortOnDrop(engine.abort_handle());

@@ -64,6 +64,7 @@ impl Server {
             outgoing,
             config: self.state.about.config.engine.clone(),
             principal: None,
+            direct: None,
         };
         self.run(connection, true).await;
     }
@@ -86,6 +87,7 @@ impl Server {
             outgoing,
             config: engine,
             principal,
+            direct,
         } = connection;
         let peer = Peer::with_config(outgoing, &engine);
         let session = Arc::new(Session::new(self.state.clone()).with_principal(principal));
@@ -96,7 +98,7 @@ impl Server {
             sessions.push((weak.clone(), peer.clone()));
         }
         let service = Arc::new(SessionService(session.clone()));
-        oxmcp_engine::run(peer, incoming, service, engine).await;
+        oxmcp_engine::run_with(peer, incoming, service, engine, direct).await;
         // The connection is over: so are its subscriptions (`on_unsubscribe` hears of each).
         session.release_subscriptions();
         drop(session);

@@ -126,6 +126,7 @@ async fn connect(
             outgoing: theirs.outgoing,
             config: EngineConfig::default(),
             principal: Some(who),
+            direct: None,
         };
         Serve::serve(&s, connection).await;
     });

@@ -235,6 +235,7 @@ fn start_engine(
         outgoing: out_tx,
         config: inner.engine.clone(),
         principal,
+        direct: None,
     });
     (in_tx, out_rx, tokio::spawn(serving))
 }

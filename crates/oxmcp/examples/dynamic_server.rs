@@ -82,6 +82,7 @@ async fn connect(server: &Server, tenant: &str, era: EraChoice) -> Result<Client
             outgoing: theirs.outgoing,
             config: server.config().engine.clone(),
             principal: Some(tenant),
+            direct: None,
         };
         Serve::serve(&server, connection).await;
     });

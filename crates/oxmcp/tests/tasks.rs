@@ -400,6 +400,7 @@ async fn client_as(server: &Server, principal: &str, era: EraChoice) -> Client {
             outgoing: theirs.outgoing,
             config: s.config().engine.clone(),
             principal: Some(who),
+            direct: None,
         };
         Serve::serve(&s, connection).await;
     });

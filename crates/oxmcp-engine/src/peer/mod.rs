@@ -56,6 +56,8 @@ pub struct Peer {
     /// The cancellation of the request a handler's peer serves: once it fired, nothing the
     /// handler sends goes out (it may still be winding down).
     silenced: Option<CancellationToken>,
+    /// Set when this peer first sends something (a handler's peer that is asked to tell).
+    spoke: Option<Arc<AtomicBool>>,
 }
 
 impl fmt::Debug for Peer {
@@ -111,6 +113,7 @@ impl Peer {
             }),
             related: None,
             silenced: None,
+            spoke: None,
         }
     }
 
@@ -120,18 +123,33 @@ impl Peer {
             inner: self.inner.clone(),
             related: Some(id),
             silenced: None,
+            spoke: None,
         }
     }
 
     /// The peer of the handler of request `id`: scoped to it, and once `cancel` fired its
     /// requests fail with [`CallError::Cancelled`] (a handler winding down after its
     /// cancellation asks the client nothing more). Its notifications still go out: a
-    /// cancelled request's last words (a log line) reach the client that sent it.
-    pub(crate) fn for_handler(&self, id: RequestId, cancel: CancellationToken) -> Peer {
+    /// cancelled request's last words (a log line) reach the client that sent it. `spoke`, if
+    /// given, is set when the handler first sends something.
+    pub(crate) fn for_handler(
+        &self,
+        id: RequestId,
+        cancel: CancellationToken,
+        spoke: Option<Arc<AtomicBool>>,
+    ) -> Peer {
         Peer {
             inner: self.inner.clone(),
             related: Some(id),
             silenced: Some(cancel),
+            spoke,
+        }
+    }
+
+    /// Notes that this peer sends something.
+    fn speaks(&self) {
+        if let Some(spoke) = &self.spoke {
+            spoke.store(true, Ordering::Release);
         }
     }
 
@@ -148,11 +166,17 @@ impl Peer {
     }
 
     fn outbound(&self, line: String, kind: OutKind) -> Outbound {
+        self.speaks();
         Outbound::Message(Box::new(OutMessage {
             line,
             related: self.related.clone(),
             kind,
         }))
+    }
+
+    /// A response to the request this peer is scoped to, ready for the transport.
+    pub(crate) fn response(&self, response: &Message) -> Outbound {
+        self.outbound(response.encode(), OutKind::of(response))
     }
 
     /// Sends a response to the request this peer is scoped to.
@@ -268,6 +292,7 @@ impl Peer {
     /// resumes (Streamable HTTP polling). A no-op on transports with a single stream.
     pub async fn close_stream(&self) {
         if let Some(id) = self.related.clone() {
+            self.speaks();
             let _ = self.inner.out.send(Outbound::CloseStream(id)).await;
         }
     }

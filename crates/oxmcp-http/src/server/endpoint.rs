@@ -125,7 +125,8 @@ impl Inner {
         let (out_tx, mut out_rx) = mpsc::channel(1024);
         let backend = self.backend().clone();
         let principal = owner.clone();
-        let session = HttpSession::new(id, in_tx, version, backend, client, owner);
+        let direct = oxmcp_engine::DirectSlot::new();
+        let session = HttpSession::new(id, in_tx, version, backend, client, owner, direct.clone());
         let mut config = self.engine.clone();
         config.first_request_id = first_id;
         let serving = self.service.serve(Connection {
@@ -133,6 +134,7 @@ impl Inner {
             outgoing: out_tx,
             config,
             principal,
+            direct: Some(direct),
         });
         let (ended, id) = (Arc::downgrade(self), session.id.clone());
         tokio::spawn(async move {

@@ -215,6 +215,7 @@ fn start(
         outgoing: out_tx,
         config: inner.engine.clone(),
         principal: client.principal().map(str::to_owned),
+        direct: None,
     });
     let (ended, id, key) = (inner.clone(), id.to_owned(), client.key());
     tokio::spawn(async move {

@@ -11,6 +11,7 @@ pub(crate) mod admission;
 pub(crate) mod backend;
 pub(crate) mod clients;
 pub(crate) mod config;
+pub(crate) mod direct;
 pub(crate) mod endpoint;
 pub(crate) mod get;
 pub(crate) mod guard;

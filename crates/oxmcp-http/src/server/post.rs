@@ -43,6 +43,20 @@ impl Posted {
         self.messages = messages;
     }
 
+    /// The lone request of a POST that holds nothing else, taken out.
+    fn single_request(&mut self) -> Option<oxmcp_jsonrpc::Request> {
+        if self.batch || self.messages.len() != 1 {
+            return None;
+        }
+        match self.messages.pop() {
+            Some(Message::Request(r)) => Some(r),
+            other => {
+                self.messages.extend(other);
+                None
+            }
+        }
+    }
+
     /// What the engine gets: a lone message as decoded here (not decoded twice), a batch as
     /// its text.
     fn take_input(&mut self, context: oxmcp_jsonrpc::TransportContext) -> Inbound {
@@ -364,7 +378,15 @@ async fn answer(
     if mode == ResponseMode::Json {
         session.answer_as_json(&token);
     }
-    if !session.feed(posted.take_input(context)).await {
+    // One request is answered on this task, when it may be (see `direct`).
+    let request = (mode != ResponseMode::Sse && !new_session && session.direct().is_some())
+        .then(|| posted.single_request())
+        .flatten();
+    let handed = match request {
+        Some(request) => crate::server::direct::answer_here(&session, request, context).await,
+        None => session.feed(posted.take_input(context)).await,
+    };
+    if !handed {
         return Refusal::unknown_session().into_response();
     }
     let reply = Reply {
@@ -498,7 +520,7 @@ impl Reply<'_> {
         }
         self.session.forget_stream(&self.token).await;
         if !self.entry_errors.is_empty() {
-            let merged = merge_batch(&last.data, &self.entry_errors);
+            let merged = crate::server::replies::merge_batch(&last.data, &self.entry_errors);
             return answer_response(merged, self.session_header(), self.encoding);
         }
         answer_response(last.data, self.session_header(), self.encoding)
@@ -527,50 +549,8 @@ impl Reply<'_> {
     }
 }
 
-/// The engine's batch answer (a JSON array, never empty; a single answer is made one) with
-/// `extra` answers appended, without reading it again: they go before its closing bracket.
-fn merge_batch(answer: &str, extra: &[Message]) -> String {
-    let answer = answer.trim();
-    let mut all = String::with_capacity(answer.len() + 64 * extra.len() + 2);
-    match answer.strip_suffix(']') {
-        Some(open) if answer.starts_with('[') => all.push_str(open),
-        _ => {
-            all.push('[');
-            all.push_str(answer);
-        }
-    }
-    for m in extra {
-        all.push(',');
-        all.push_str(&m.encode());
-    }
-    all.push(']');
-    all
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    #[test]
-    fn extra_batch_answers_join_the_engines_array() {
-        let extra = [Message::error(
-            Some(RequestId::Number(2)),
-            oxmcp_jsonrpc::ErrorObject::invalid_request("dup"),
-        )];
-        let merged = merge_batch(r#"[{"jsonrpc":"2.0","id":1,"result":{}}]"#, &extra);
-        let all: Vec<serde_json::Value> = serde_json::from_str(&merged).unwrap();
-        assert_eq!(all.len(), 2);
-        assert_eq!(all[0]["id"], 1);
-        assert_eq!(all[1]["id"], 2);
-        assert_eq!(all[1]["error"]["code"], -32600);
-        let single = merge_batch(
-            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"m"}}"#,
-            &extra,
-        );
-        let all: Vec<serde_json::Value> = serde_json::from_str(&single).unwrap();
-        assert_eq!(all.len(), 2);
-    }
-
     #[test]
     fn no_session_id_without_randomness() {
         assert_eq!(crate::server::session::random_hex_from(16, |_| false), None);

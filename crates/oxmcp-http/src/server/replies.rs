@@ -5,6 +5,8 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 
+use oxmcp_jsonrpc::Message;
+
 use crate::server::config::HttpConfig;
 use crate::server::protobuf::Encoding;
 use crate::server::refusal::Refusal;
@@ -70,4 +72,50 @@ pub(crate) fn answer_response(line: String, session: Option<&str>, encoding: Enc
         resp.headers_mut().insert(SESSION_HEADER, id);
     }
     resp
+}
+
+/// The engine's batch answer (a JSON array, never empty; a single answer is made one) with
+/// `extra` answers appended, without reading it again: they go before its closing bracket.
+pub(crate) fn merge_batch(answer: &str, extra: &[Message]) -> String {
+    let answer = answer.trim();
+    let mut all = String::with_capacity(answer.len() + 64 * extra.len() + 2);
+    match answer.strip_suffix(']') {
+        Some(open) if answer.starts_with('[') => all.push_str(open),
+        _ => {
+            all.push('[');
+            all.push_str(answer);
+        }
+    }
+    for m in extra {
+        all.push(',');
+        all.push_str(&m.encode());
+    }
+    all.push(']');
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oxmcp_jsonrpc::RequestId;
+
+    #[test]
+    fn extra_batch_answers_join_the_engines_array() {
+        let extra = [Message::error(
+            Some(RequestId::Number(2)),
+            oxmcp_jsonrpc::ErrorObject::invalid_request("dup"),
+        )];
+        let merged = merge_batch(r#"[{"jsonrpc":"2.0","id":1,"result":{}}]"#, &extra);
+        let all: Vec<serde_json::Value> = serde_json::from_str(&merged).unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[0]["id"], 1);
+        assert_eq!(all[1]["id"], 2);
+        assert_eq!(all[1]["error"]["code"], -32600);
+        let single = merge_batch(
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"m"}}"#,
+            &extra,
+        );
+        let all: Vec<serde_json::Value> = serde_json::from_str(&single).unwrap();
+        assert_eq!(all.len(), 2);
+    }
 }

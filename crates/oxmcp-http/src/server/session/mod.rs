@@ -87,6 +87,10 @@ pub(crate) struct HttpSession {
     /// Until when this instance trusts that the shared store still has the session, and
     /// under which of the store's bus connections (store-backed sessions only; 0: ask).
     pub(crate) store_lease: std::sync::atomic::AtomicU64,
+    /// The engine's handle for answering a request on the POST's own task.
+    direct: oxmcp_engine::DirectSlot,
+    /// Messages fed to the engine's input (compared with what it handled).
+    fed: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for HttpSession {
@@ -112,6 +116,7 @@ impl HttpSession {
         backend: Arc<dyn SessionBackend>,
         client: Option<String>,
         owner: Option<String>,
+        direct: oxmcp_engine::DirectSlot,
     ) -> Arc<Self> {
         Arc::new(Self {
             id,
@@ -130,6 +135,8 @@ impl HttpSession {
             created: Instant::now(),
             initialized: std::sync::atomic::AtomicBool::new(false),
             store_lease: std::sync::atomic::AtomicU64::new(0),
+            direct,
+            fed: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -233,9 +240,22 @@ impl HttpSession {
     pub(crate) async fn feed(&self, input: Inbound) -> bool {
         let tx = self.incoming.lock().clone();
         match tx {
-            Some(tx) => tx.send(input).await.is_ok(),
+            Some(tx) => {
+                // Counted first: a request answered directly meanwhile sees it as not handled.
+                self.fed.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+                tx.send(input).await.is_ok()
+            }
             None => false,
         }
+    }
+
+    /// The engine's handle for answering a request on the caller's task, when the session is
+    /// open and the engine has handled everything fed to it before (a request never
+    /// overtakes a message the client sent before it, such as `notifications/initialized`).
+    pub(crate) fn direct(&self) -> Option<&oxmcp_engine::Direct> {
+        let direct = self.direct.get()?;
+        let fed = self.fed.load(std::sync::atomic::Ordering::Acquire);
+        (self.incoming.lock().is_some() && direct.handled() == fed).then_some(direct)
     }
 
     /// Fails our request `id` to the client at once: no stream can carry it (the POST it
@@ -342,6 +362,7 @@ mod tests {
                 Arc::new(Local::new(log)),
                 None,
                 None,
+                oxmcp_engine::DirectSlot::new(),
             ),
             rx,
         )

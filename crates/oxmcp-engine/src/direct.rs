@@ -1,0 +1,232 @@
+//! Answering a request on the transport's own task, next to the message loop: no hop to the
+//! loop, to a task of the request's own, and back.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use oxmcp_jsonrpc::{Message, Outbound, Request, TransportContext};
+
+use crate::connection::{Shared, admit, forget, lock, panicked};
+
+/// Where [`crate::run_with`] puts the [`Direct`] handle of the connection it runs, once its
+/// loop is set up. Cheap to clone; empty until then, and for a service that does not offer
+/// one.
+#[derive(Clone, Default)]
+pub struct DirectSlot(Arc<OnceLock<Direct>>);
+
+impl std::fmt::Debug for DirectSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DirectSlot")
+            .field("filled", &self.0.get().is_some())
+            .finish()
+    }
+}
+
+impl DirectSlot {
+    /// An empty slot.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The handle, once the connection's loop runs.
+    pub fn get(&self) -> Option<&Direct> {
+        self.0.get()
+    }
+
+    pub(crate) fn fill(&self, direct: Direct) {
+        let _ = self.0.set(direct);
+    }
+}
+
+/// What a [`Direct`] call came to.
+#[derive(Debug)]
+pub enum DirectAnswer {
+    /// The response, for the caller to deliver: nothing else the handler sent is still on
+    /// its way before it.
+    Here(Outbound),
+    /// Whatever is owed for the request (its response, or the news that it was cancelled)
+    /// comes through the connection's outgoing channel, as for a request the loop received:
+    /// the handler sent something before its response, or the caller stopped waiting.
+    Queued,
+    /// The connection's input has ended: it takes no more requests.
+    Closed,
+}
+
+/// A handle on a running connection that answers one request on the caller's task, with the
+/// loop's bounds, cancellation and in-flight table: a request answered this way counts
+/// against `max_in_flight` and `busy_after`, its id must not be in flight, and
+/// `notifications/cancelled` reaches it.
+///
+/// The handler runs on the caller's task as long as it sends nothing. Once it sends something
+/// (a progress notification, a request to the client) it goes on on a task of its own and
+/// everything, its response included, goes through the outgoing channel in order: the call
+/// then ends with [`DirectAnswer::Queued`], so the caller can stream what comes. Dropping the call
+/// does not cancel the request: its handler goes on on a task of its own.
+///
+/// Only requests the caller may answer in any order with what it fed the loop belong here:
+/// a transport keeps a request behind the messages it fed the loop before it
+/// ([`Direct::handled`]).
+#[derive(Clone)]
+pub struct Direct {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Direct {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Direct")
+            .field("handled", &self.handled())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Direct {
+    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+        Self { shared }
+    }
+
+    /// How many messages the loop has taken from its input and handled: once it equals the
+    /// number a transport fed it, everything fed before has been dispatched.
+    pub fn handled(&self) -> u64 {
+        self.shared.handled.load(Ordering::Acquire)
+    }
+
+    /// Answers `request`. The handler is started on the caller's task (where its synchronous
+    /// part runs) and runs there while it sends nothing (see [`Direct`]).
+    pub fn call(&self, request: Request, transport: Option<TransportContext>) -> DirectCall {
+        let shared = &self.shared;
+        if shared.closing.is_cancelled() {
+            return DirectCall::done(DirectAnswer::Closed);
+        }
+        let id = request.id.clone();
+        let spoke = Arc::new(AtomicBool::new(false));
+        let cx = shared.conn();
+        let (cancel, handler) = match admit(&cx, request, true, transport, Some(spoke.clone())) {
+            Ok(started) => started,
+            Err(e) => {
+                let refusal = shared
+                    .peer
+                    .scoped(id.clone())
+                    .response(&Message::error(Some(id), e));
+                return DirectCall::done(DirectAnswer::Here(refusal));
+            }
+        };
+        let shared = shared.clone();
+        let flag = spoke.clone();
+        let run = async move {
+            let Ok(_permit) = shared.sem.acquire().await else {
+                return DirectAnswer::Closed;
+            };
+            let handler = AssertUnwindSafe(handler).catch_unwind();
+            let grace = shared.config.cancel_grace;
+            let killed = shared.peer.killed().clone();
+            let cancelled = async {
+                cancel.cancelled().await;
+                // Cancelled by the other side: the handler has its grace to return. The
+                // connection killed: it stops now.
+                if !killed.is_cancelled() {
+                    tokio::time::sleep(grace).await;
+                }
+            };
+            let result = tokio::select! {
+                r = handler => r.unwrap_or_else(|panic| Err(panicked(&*panic))),
+                () = cancelled => return DirectAnswer::Queued,
+            };
+            {
+                let mut map = lock(&shared.in_flight);
+                if cancel.is_cancelled() || forget(&mut map, &id).is_none() {
+                    // No response for a cancelled request; the loop told the transport.
+                    return DirectAnswer::Queued;
+                }
+            }
+            let msg = match result {
+                Ok(raw) => Message::result(id.clone(), raw),
+                Err(e) => Message::error(Some(id.clone()), e),
+            };
+            let peer = shared.peer.scoped(id);
+            if flag.load(Ordering::Acquire) {
+                // Behind what the handler sent, in order.
+                peer.send_response(&msg).await;
+                return DirectAnswer::Queued;
+            }
+            DirectAnswer::Here(peer.response(&msg))
+        };
+        DirectCall {
+            run: Some(Box::pin(run)),
+            ready: None,
+            spoke,
+        }
+    }
+}
+
+/// A [`Direct::call`] under way: a future of its [`DirectAnswer`].
+#[must_use = "a call does nothing unless awaited"]
+pub struct DirectCall {
+    run: Option<BoxFuture<'static, DirectAnswer>>,
+    ready: Option<DirectAnswer>,
+    /// Set when the handler sent something (or the call was let go): its answer is queued.
+    spoke: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for DirectCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DirectCall")
+            .field("running", &self.run.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl DirectCall {
+    fn done(answer: DirectAnswer) -> Self {
+        Self {
+            run: None,
+            ready: Some(answer),
+            spoke: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Lets the handler finish on a task of its own, its answer queued.
+    fn let_go(&mut self) {
+        if let Some(run) = self.run.take() {
+            self.spoke.store(true, Ordering::Release);
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(run);
+            }
+        }
+    }
+}
+
+impl Future for DirectCall {
+    type Output = DirectAnswer;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<DirectAnswer> {
+        let Some(run) = self.run.as_mut() else {
+            return Poll::Ready(self.ready.take().unwrap_or(DirectAnswer::Queued));
+        };
+        match run.poll_unpin(cx) {
+            Poll::Ready(answer) => {
+                self.run = None;
+                Poll::Ready(answer)
+            }
+            Poll::Pending if self.spoke.load(Ordering::Acquire) => {
+                // The handler talks to the other side: what it says should flow now, so it
+                // goes on on its own task and the caller streams what comes.
+                self.let_go();
+                Poll::Ready(DirectAnswer::Queued)
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl Drop for DirectCall {
+    fn drop(&mut self) {
+        // The caller stopped waiting (a client gone): that does not cancel the request.
+        self.let_go();
+    }
+}
