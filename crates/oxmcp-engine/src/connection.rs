@@ -3,7 +3,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
@@ -67,7 +67,7 @@ pub(crate) struct Shared {
     pub(crate) in_flight: InFlightMap,
     /// One permit per request running (`max_in_flight`).
     pub(crate) sem: Arc<Semaphore>,
-    /// Cancelled when the connection's input has ended.
+    /// Cancelled when the connection's input has ended, or the connection was killed.
     pub(crate) closing: CancellationToken,
     /// Messages (frames and decoded messages) the loop has handled.
     pub(crate) handled: AtomicU64,
@@ -377,7 +377,7 @@ pub(crate) fn admit(
     r: Request,
     alone: bool,
     transport: Option<oxmcp_jsonrpc::TransportContext>,
-    spoke: Option<Arc<AtomicBool>>,
+    spoke: Option<Arc<crate::direct::Spoke>>,
 ) -> Result<(CancellationToken, BoxFuture<'static, HandlerResult>), ErrorObject> {
     let id = r.id.clone();
     let mut map = lock(cx.in_flight);

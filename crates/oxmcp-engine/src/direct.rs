@@ -10,9 +10,31 @@ use std::task::{Context, Poll};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use futures::task::AtomicWaker;
 use oxmcp_jsonrpc::{Message, Outbound, Request, TransportContext};
 
 use crate::connection::{Shared, admit, forget, lock, panicked};
+
+/// Set when a directly answered request's handler first sends something, from whichever
+/// task sends it; wakes the caller's task, which then lets the handler go on on its own.
+#[derive(Default)]
+pub(crate) struct Spoke {
+    flag: AtomicBool,
+    waker: AtomicWaker,
+}
+
+impl Spoke {
+    /// The handler sent something: the caller should stop running it.
+    pub(crate) fn set(&self) {
+        if !self.flag.swap(true, Ordering::AcqRel) {
+            self.waker.wake();
+        }
+    }
+
+    fn is_set(&self) -> bool {
+        self.flag.load(Ordering::Acquire)
+    }
+}
 
 /// Where [`crate::run_with`] puts the [`Direct`] handle of the connection it runs, once its
 /// loop is set up. Cheap to clone; empty until then, and for a service that does not offer
@@ -90,8 +112,9 @@ impl Direct {
         Self { shared }
     }
 
-    /// How many messages the loop has taken from its input and handled: once it equals the
-    /// number a transport fed it, everything fed before has been dispatched.
+    /// How many messages (frames and decoded messages, not the news of an undeliverable
+    /// request) the loop has taken from its input and handled: once it equals the number a
+    /// transport fed it, everything fed before has been dispatched.
     pub fn handled(&self) -> u64 {
         self.shared.handled.load(Ordering::Acquire)
     }
@@ -104,9 +127,21 @@ impl Direct {
             return DirectCall::done(DirectAnswer::Closed);
         }
         let id = request.id.clone();
-        let spoke = Arc::new(AtomicBool::new(false));
+        let spoke = Arc::new(Spoke::default());
         let cx = shared.conn();
-        let (cancel, handler) = match admit(&cx, request, true, transport, Some(spoke.clone())) {
+        // The handler's synchronous part runs here: a panic in it fails this request only.
+        let admitted = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            admit(&cx, request, true, transport, Some(spoke.clone()))
+        }));
+        let refused = match admitted {
+            Ok(Ok(started)) => Ok(started),
+            Ok(Err(e)) => Err(e),
+            Err(panic) => {
+                forget(&mut lock(&shared.in_flight), &id);
+                Err(panicked(&*panic))
+            }
+        };
+        let (cancel, handler) = match refused {
             Ok(started) => started,
             Err(e) => {
                 let refusal = shared
@@ -119,8 +154,13 @@ impl Direct {
         let shared = shared.clone();
         let flag = spoke.clone();
         let run = async move {
-            let Ok(_permit) = shared.sem.acquire().await else {
-                return DirectAnswer::Closed;
+            // A request cancelled while it waits for a slot never runs.
+            let _permit = tokio::select! {
+                permit = shared.sem.acquire() => match permit {
+                    Ok(permit) => permit,
+                    Err(_) => return DirectAnswer::Closed,
+                },
+                () = cancel.cancelled() => return DirectAnswer::Queued,
             };
             let handler = AssertUnwindSafe(handler).catch_unwind();
             let grace = shared.config.cancel_grace;
@@ -128,9 +168,10 @@ impl Direct {
             let cancelled = async {
                 cancel.cancelled().await;
                 // Cancelled by the other side: the handler has its grace to return. The
-                // connection killed: it stops now.
-                if !killed.is_cancelled() {
-                    tokio::time::sleep(grace).await;
+                // connection killed (then, or during the grace): it stops now.
+                tokio::select! {
+                    () = tokio::time::sleep(grace) => {}
+                    () = killed.cancelled() => {}
                 }
             };
             let result = tokio::select! {
@@ -149,7 +190,7 @@ impl Direct {
                 Err(e) => Message::error(Some(id.clone()), e),
             };
             let peer = shared.peer.scoped(id);
-            if flag.load(Ordering::Acquire) {
+            if flag.is_set() {
                 // Behind what the handler sent, in order.
                 peer.send_response(&msg).await;
                 return DirectAnswer::Queued;
@@ -165,12 +206,13 @@ impl Direct {
 }
 
 /// A [`Direct::call`] under way: a future of its [`DirectAnswer`].
-#[must_use = "a call does nothing unless awaited"]
+#[must_use = "the request is in flight already: await its answer (dropping the call lets the \
+              handler finish on a task of its own, its answer queued)"]
 pub struct DirectCall {
     run: Option<BoxFuture<'static, DirectAnswer>>,
     ready: Option<DirectAnswer>,
     /// Set when the handler sent something (or the call was let go): its answer is queued.
-    spoke: Arc<AtomicBool>,
+    spoke: Arc<Spoke>,
 }
 
 impl std::fmt::Debug for DirectCall {
@@ -186,14 +228,15 @@ impl DirectCall {
         Self {
             run: None,
             ready: Some(answer),
-            spoke: Arc::new(AtomicBool::new(false)),
+            spoke: Arc::new(Spoke::default()),
         }
     }
 
     /// Lets the handler finish on a task of its own, its answer queued.
     fn let_go(&mut self) {
         if let Some(run) = self.run.take() {
-            self.spoke.store(true, Ordering::Release);
+            // Its answer goes through the output from now on.
+            self.spoke.flag.store(true, Ordering::Release);
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                 runtime.spawn(run);
             }
@@ -205,6 +248,8 @@ impl Future for DirectCall {
     type Output = DirectAnswer;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<DirectAnswer> {
+        // Woken too when the handler speaks from another task while it waits.
+        self.spoke.waker.register(cx.waker());
         let Some(run) = self.run.as_mut() else {
             return Poll::Ready(self.ready.take().unwrap_or(DirectAnswer::Queued));
         };
@@ -213,7 +258,7 @@ impl Future for DirectCall {
                 self.run = None;
                 Poll::Ready(answer)
             }
-            Poll::Pending if self.spoke.load(Ordering::Acquire) => {
+            Poll::Pending if self.spoke.is_set() => {
                 // The handler talks to the other side: what it says should flow now, so it
                 // goes on on its own task and the caller streams what comes.
                 self.let_go();

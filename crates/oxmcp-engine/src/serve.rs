@@ -20,7 +20,9 @@ pub struct Connection {
     pub principal: Option<String>,
     /// Where the service puts the connection's [`crate::Direct`] handle, if the transport
     /// wants to answer requests on its own task and the service offers it
-    /// ([`crate::run_with`]).
+    /// ([`crate::run_with`]). A service that filters or rewrites `incoming` before its
+    /// engine reads it must not pass this on (set it to `None`): requests answered
+    /// directly would bypass it.
     pub direct: Option<crate::DirectSlot>,
 }
 

@@ -57,7 +57,7 @@ pub struct Peer {
     /// handler sends goes out (it may still be winding down).
     silenced: Option<CancellationToken>,
     /// Set when this peer first sends something (a handler's peer that is asked to tell).
-    spoke: Option<Arc<AtomicBool>>,
+    spoke: Option<Arc<crate::direct::Spoke>>,
 }
 
 impl fmt::Debug for Peer {
@@ -136,7 +136,7 @@ impl Peer {
         &self,
         id: RequestId,
         cancel: CancellationToken,
-        spoke: Option<Arc<AtomicBool>>,
+        spoke: Option<Arc<crate::direct::Spoke>>,
     ) -> Peer {
         Peer {
             inner: self.inner.clone(),
@@ -149,7 +149,7 @@ impl Peer {
     /// Notes that this peer sends something.
     fn speaks(&self) {
         if let Some(spoke) = &self.spoke {
-            spoke.store(true, Ordering::Release);
+            spoke.set();
         }
     }
 

@@ -240,11 +240,17 @@ impl HttpSession {
     pub(crate) async fn feed(&self, input: Inbound) -> bool {
         let tx = self.incoming.lock().clone();
         match tx {
-            Some(tx) => {
-                // Counted first: a request answered directly meanwhile sees it as not handled.
-                self.fed.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-                tx.send(input).await.is_ok()
-            }
+            Some(tx) => match tx.reserve().await {
+                Ok(slot) => {
+                    // Counted before it is sent: a request answered directly meanwhile sees
+                    // it as not handled yet. (A caller dropped while waiting for the slot
+                    // sent nothing, and counted nothing.)
+                    self.fed.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+                    slot.send(input);
+                    true
+                }
+                Err(_) => false,
+            },
             None => false,
         }
     }
