@@ -11,9 +11,11 @@ use std::task::{Context, Poll};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::task::AtomicWaker;
-use oxmcp_jsonrpc::{Message, Outbound, Request, TransportContext};
+use oxmcp_jsonrpc::{ErrorObject, Message, Outbound, Request, TransportContext};
+use tokio_util::sync::CancellationToken;
 
 use crate::connection::{Shared, admit, forget, lock, panicked};
+use crate::service::HandlerResult;
 
 /// Set when a directly answered request's handler first sends something, from whichever
 /// task sends it; wakes the caller's task, which then lets the handler go on on its own.
@@ -128,19 +130,7 @@ impl Direct {
         }
         let id = request.id.clone();
         let spoke = Arc::new(Spoke::default());
-        let cx = shared.conn();
-        // The handler's synchronous part runs here: a panic in it fails this request only.
-        let admitted = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            admit(&cx, request, true, transport, Some(spoke.clone()))
-        }));
-        let refused = match admitted {
-            Ok(Ok(started)) => Ok(started),
-            Ok(Err(e)) => Err(e),
-            Err(panic) => {
-                forget(&mut lock(&shared.in_flight), &id);
-                Err(panicked(&*panic))
-            }
-        };
+        let refused = start(shared, request, transport, &spoke);
         let (cancel, handler) = match refused {
             Ok(started) => started,
             Err(e) => {
@@ -201,6 +191,28 @@ impl Direct {
             run: Some(Box::pin(run)),
             ready: None,
             spoke,
+        }
+    }
+}
+
+/// Registers `request` and runs its handler's synchronous part here; a panic in it fails
+/// this request only.
+fn start(
+    shared: &Shared,
+    request: Request,
+    transport: Option<TransportContext>,
+    spoke: &Arc<Spoke>,
+) -> Result<(CancellationToken, BoxFuture<'static, HandlerResult>), ErrorObject> {
+    let id = request.id.clone();
+    let cx = shared.conn();
+    let admitted = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        admit(&cx, request, true, transport, Some(spoke.clone()))
+    }));
+    match admitted {
+        Ok(started) => started,
+        Err(panic) => {
+            forget(&mut lock(&shared.in_flight), &id);
+            Err(panicked(&*panic))
         }
     }
 }
