@@ -37,7 +37,7 @@ async fn typed_methods_against_the_demo_server() {
     assert_eq!(client.server().server_info.name, "mcp-demo");
     client.ping().await.unwrap();
     let tools = client.list_tools().await.unwrap();
-    assert_eq!(tools.len(), 11);
+    assert_eq!(tools.len(), 16);
     let add = tools.iter().find(|t| t.name == "add").unwrap();
     assert!(add.output_schema.is_some());
     let r = client
@@ -136,7 +136,7 @@ async fn stray_stdout_lines_are_skipped() {
     .await
     .unwrap();
     client.ping().await.unwrap();
-    assert_eq!(client.list_tools().await.unwrap().len(), 11);
+    assert_eq!(client.list_tools().await.unwrap().len(), 16);
     client.close().await;
 }
 
@@ -456,7 +456,7 @@ async fn auto_client_speaks_2026_to_the_dual_era_demo() {
     );
     assert_eq!(client.server().server_info.name, "mcp-demo");
     client.ping().await.unwrap();
-    assert_eq!(client.list_tools().await.unwrap().len(), 11);
+    assert_eq!(client.list_tools().await.unwrap().len(), 16);
     let r = client
         .call_tool("add", obj(json!({"a": 2, "b": 2})))
         .await

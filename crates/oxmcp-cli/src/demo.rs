@@ -200,7 +200,7 @@ pub(crate) fn server_with(
         ));
     let builder = Server::builder("mcp-demo", env!("CARGO_PKG_VERSION"))
         .config(config)
-        .instructions("A demo server: echo, add, slow (progress), log, fail, ask (elicitation), sample (sampling), converse (all three), touch (resource updates), subscriptions (how many are held), roots (the client's roots); resources under demo://; prompts greet and summarize.")
+        .instructions("A demo server: echo, add, slow (progress), log, fail, ask (elicitation), sample (sampling), converse (all three), touch (resource updates), subscriptions (how many are held), roots (the client's roots), cd/pwd/ls (a tree that remembers each session's working directory), note/notes (a notebook per signed-in user); resources under demo://; prompts greet and summarize.")
         .on_subscribe(move |_, _| {
             up.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             Ok(())
@@ -210,6 +210,7 @@ pub(crate) fn server_with(
         });
     let builder = basic_tools(builder, add);
     let builder = interactive_tools(builder, count);
+    let builder = crate::demo_state::state_tools(builder);
     let builder = prompts(resources(builder));
     Ok(crate::skills::publish(completion(builder), skills)?.build()?)
 }

@@ -10,6 +10,7 @@ mod cli;
 mod client_side;
 mod commands;
 mod demo;
+mod demo_state;
 mod elicit;
 mod gateway;
 mod inspect;

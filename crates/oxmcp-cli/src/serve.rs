@@ -211,6 +211,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         server_config.request_state_key = crate::store::request_state_key(store).await?;
         // Tasks live in the store too: any instance answers tasks/get.
         server_config.task_store = Some(oxmcp::StoreTasks::new(store.clone()));
+        // And handlers' state: every instance sees a session's and a user's.
+        server_config.state_store = Some(store.clone());
     }
     limits.server(&mut server_config);
     if args.stdio {

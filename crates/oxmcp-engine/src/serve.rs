@@ -24,6 +24,10 @@ pub struct Connection {
     /// engine reads it must not pass this on (set it to `None`): requests answered
     /// directly would bypass it.
     pub direct: Option<crate::DirectSlot>,
+    /// The transport's name for this session, the same at every instance that serves it
+    /// (Streamable HTTP's `Mcp-Session-Id`); `None` where the connection is the session
+    /// (stdio, WebSocket, gRPC). A server names the session's handler state by it.
+    pub session: Option<String>,
 }
 
 /// Something a transport can host: it serves each connection the transport opens. An MCP

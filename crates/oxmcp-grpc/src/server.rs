@@ -323,6 +323,7 @@ fn open(
         config: inner.engine.clone(),
         principal: caller.principal,
         direct: None,
+        session: None,
     }));
     let form = Arc::new(SharedForm::new(chosen));
     let ending = Arc::new(Mutex::new(None));
@@ -537,6 +538,7 @@ async fn unary(
         config: inner.engine.clone(),
         principal: caller.principal,
         direct: None,
+        session: None,
     }));
     // A call the client gives up on, or whose token ends, stops its engine with it.
     let _guard = AbortOnDrop(engine.abort_handle());

@@ -485,6 +485,13 @@ impl ServerBuilder {
             None => self.config.cache.scope,
         };
         let handler = user.unwrap_or_else(|| catalogue.clone());
+        let handler_state = crate::state::HandlerState {
+            store: self.config.state_store.clone().unwrap_or_else(|| {
+                crate::handler_state::MemoryStateStore::new()
+                    as Arc<dyn crate::handler_state::StateStore>
+            }),
+            limits: Arc::new(self.config.state_limits.clone()),
+        };
         Ok(Server {
             state: Arc::new(ServerState {
                 about: About {
@@ -509,6 +516,7 @@ impl ServerBuilder {
                 features: Features {
                     tasks,
                     extensions: self.extensions,
+                    state: handler_state,
                 },
                 handler,
             }),

@@ -53,6 +53,12 @@ pub struct ServerConfig {
     /// Where task state lives when the builder names no store ([`crate::ServerBuilder::task_store`]);
     /// `None`: in this process's memory. Instances sharing a store share their tasks.
     pub task_store: Option<std::sync::Arc<dyn crate::tasks::TaskStore>>,
+    /// Where handlers' state lives ([`crate::Ctx::session_state`], [`crate::Ctx::user_state`]);
+    /// `None`: in this process's memory ([`crate::MemoryStateStore`]). Instances sharing a
+    /// store see the same state.
+    pub state_store: Option<std::sync::Arc<dyn crate::handler_state::StateStore>>,
+    /// Limits on handlers' state: key and value sizes, keys and bytes per scope, lifetimes.
+    pub state_limits: crate::handler_state::StateLimits,
 }
 
 impl Default for ServerConfig {
@@ -72,6 +78,8 @@ impl Default for ServerConfig {
             max_subscriptions: 1_000,
             max_uri_len: 8 * 1024,
             task_store: None,
+            state_store: None,
+            state_limits: crate::handler_state::StateLimits::default(),
         }
     }
 }

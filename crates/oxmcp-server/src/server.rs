@@ -65,6 +65,7 @@ impl Server {
             config: self.state.about.config.engine.clone(),
             principal: None,
             direct: None,
+            session: None,
         };
         self.run(connection, true).await;
     }
@@ -88,9 +89,14 @@ impl Server {
             config: engine,
             principal,
             direct,
+            session: name,
         } = connection;
         let peer = Peer::with_config(outgoing, &engine);
-        let session = Arc::new(Session::new(self.state.clone()).with_principal(principal));
+        let mut session = Session::new(self.state.clone()).with_principal(principal);
+        if listed {
+            session = session.with_state(name);
+        }
+        let session = Arc::new(session);
         let weak = Arc::downgrade(&session);
         if listed {
             let mut sessions = self.lock_sessions();
@@ -99,8 +105,10 @@ impl Server {
         }
         let service = Arc::new(SessionService(session.clone()));
         oxmcp_engine::run_with(peer, incoming, service, engine, direct).await;
-        // The connection is over: so are its subscriptions (`on_unsubscribe` hears of each).
+        // The connection is over: so are its subscriptions (`on_unsubscribe` hears of each),
+        // and its handler state where it lives in this process only.
         session.release_subscriptions();
+        session.end_state();
         drop(session);
         if listed {
             // Forget the connection so its outgoing queue closes and the transport can finish.

@@ -71,6 +71,14 @@ pub(crate) struct Features {
     pub(crate) tasks: Option<Arc<Tasks>>,
     /// Declared extensions and custom methods.
     pub(crate) extensions: Extensions,
+    /// Where handlers keep their state, and its limits.
+    pub(crate) state: HandlerState,
+}
+
+/// Handlers' state: the backend and its limits.
+pub(crate) struct HandlerState {
+    pub(crate) store: Arc<dyn crate::handler_state::StateStore>,
+    pub(crate) limits: Arc<crate::handler_state::StateLimits>,
 }
 
 /// Called with a legacy session's new roots after the client said they changed

@@ -40,6 +40,7 @@
 mod bus;
 mod conn;
 mod sessions;
+mod state;
 mod streams;
 mod tasks;
 
@@ -178,8 +179,8 @@ impl RedisStore {
     }
 
     /// The session's own keys (not its event logs).
-    pub(crate) fn session_keys(&self, sid: &str) -> [String; 5] {
-        ["sess", "subs", "pend", "seq", "streams"].map(|k| self.key(sid, k))
+    pub(crate) fn session_keys(&self, sid: &str) -> [String; 6] {
+        ["sess", "subs", "pend", "seq", "streams", "state"].map(|k| self.key(sid, k))
     }
 
     fn node_key(&self, instance: &str) -> String {

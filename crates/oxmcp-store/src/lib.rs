@@ -47,10 +47,12 @@
 
 mod event_log;
 mod memory;
+pub mod state;
 mod types;
 
 pub use event_log::MemoryEventLog;
 pub use memory::MemoryStore;
+pub use state::{MemoryStateStore, StateStore};
 pub use types::*;
 
 use futures::future::BoxFuture;
@@ -148,7 +150,9 @@ pub trait EventLog: Send + Sync + 'static {
 ///
 /// Sessions, their streams and their pending requests expire by themselves after
 /// [`StoreConfig::session_ttl`] without use, so an abandoned session leaves nothing behind.
-pub trait Store: EventLog {
+/// A store also keeps handlers' state ([`StateStore`]); [`Store::delete_session`] deletes the
+/// session's, and a session's handler state lives as long as the session.
+pub trait Store: EventLog + StateStore {
     /// This instance's id (shown in logs, and where answers for it are routed).
     fn instance(&self) -> &str;
     /// The store's settings.
@@ -172,7 +176,7 @@ pub trait Store: EventLog {
         id: &'a str,
         change: &'a StateChange,
     ) -> BoxFuture<'a, StoreResult<()>>;
-    /// Deletes a session with its streams and pending requests.
+    /// Deletes a session with its streams, pending requests and handler state.
     fn delete_session<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<()>>;
     /// A number never returned before for this session (1, 2, ...): each instance serving the
     /// session numbers its own requests to the client from a block of its own.

@@ -8,6 +8,7 @@ use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use tokio::sync::broadcast;
 
+use crate::state::{self, Expect, StateError, StateScope};
 use crate::{
     AppendEvent, BusEvent, EventLog, SessionRecord, StateChange, Store, StoreConfig, StoreResult,
     StoredEvent, StoredTask, StreamInfo,
@@ -33,6 +34,8 @@ struct Shared {
     secrets: Mutex<HashMap<String, [u8; 32]>>,
     tasks: Mutex<HashMap<String, StoredTask>>,
     bus: broadcast::Sender<BusEvent>,
+    /// Handlers' state.
+    state: crate::MemoryStateStore,
 }
 
 /// A [`Store`] in this process's memory. [`MemoryStore::instance_handle`] gives handles that
@@ -69,6 +72,7 @@ impl MemoryStore {
                 secrets: Mutex::new(HashMap::new()),
                 tasks: Mutex::new(HashMap::new()),
                 bus,
+                state: crate::MemoryStateStore::default(),
             }),
             instance: instance.into(),
         }
@@ -100,6 +104,47 @@ impl MemoryStore {
         }
         sessions.get_mut(id).map(f)
     }
+}
+
+impl crate::StateStore for MemoryStore {
+    fn get<'a>(
+        &'a self,
+        scope: &'a StateScope,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<state::Stored>, StateError>> {
+        self.shared.state.get(scope, key)
+    }
+
+    fn put<'a>(
+        &'a self,
+        scope: &'a StateScope,
+        key: &'a str,
+        value: &'a str,
+        expect: Expect,
+        limits: &'a state::StateLimits,
+    ) -> BoxFuture<'a, Result<state::Written, StateError>> {
+        self.shared.state.put(scope, key, value, expect, limits)
+    }
+
+    fn remove<'a>(
+        &'a self,
+        scope: &'a StateScope,
+        key: &'a str,
+        expect: Expect,
+    ) -> BoxFuture<'a, Result<state::Removed, StateError>> {
+        self.shared.state.remove(scope, key, expect)
+    }
+
+    fn keys<'a>(&'a self, scope: &'a StateScope) -> BoxFuture<'a, Result<Vec<String>, StateError>> {
+        self.shared.state.keys(scope)
+    }
+
+    fn clear<'a>(&'a self, scope: &'a StateScope) -> BoxFuture<'a, Result<(), StateError>> {
+        self.shared.state.clear(scope)
+    }
+
+    // A session may go on at another instance: its state goes with the session's record
+    // (`delete_session`).
 }
 
 impl EventLog for MemoryStore {
@@ -237,6 +282,7 @@ impl Store for MemoryStore {
 
     fn delete_session<'a>(&'a self, id: &'a str) -> BoxFuture<'a, StoreResult<()>> {
         self.shared.sessions.lock().remove(id);
+        crate::StateStore::session_ended(&self.shared.state, id);
         ready(())
     }
 

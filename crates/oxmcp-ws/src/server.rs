@@ -236,6 +236,7 @@ fn start_engine(
         config: inner.engine.clone(),
         principal,
         direct: None,
+        session: None,
     });
     (in_tx, out_rx, tokio::spawn(serving))
 }

@@ -36,9 +36,14 @@ allow_tools = ["echo", "slow"]
         [
             "local__add",
             "local__ask",
+            "local__cd",
             "local__converse",
             "local__echo",
             "local__log",
+            "local__ls",
+            "local__note",
+            "local__notes",
+            "local__pwd",
             "local__roots",
             "local__sample",
             "local__slow",
@@ -91,7 +96,7 @@ allow_tools = ["echo", "slow"]
         !n.iter().any(|t| t.starts_with("remote__"))
     })
     .await;
-    assert_eq!(left.len(), 10);
+    assert_eq!(left.len(), 15);
     let r = modern
         .call_tool("local__echo", args(json!({"message": "still here"})))
         .await
@@ -99,7 +104,7 @@ allow_tools = ["echo", "slow"]
     assert_eq!(r.content[0].as_text(), Some("still here"));
     // It comes back on the same address: so do its tools.
     let (_upstream, _) = oxmcp_tests::serve_http(&["--listen", &listen]).await;
-    until(&legacy, "remote tools back", |n| n.len() == 12).await;
+    until(&legacy, "remote tools back", |n| n.len() == 17).await;
     let r = legacy
         .call_tool("remote__echo", args(json!({"message": "back"})))
         .await

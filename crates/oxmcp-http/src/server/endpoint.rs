@@ -126,6 +126,7 @@ impl Inner {
         let backend = self.backend().clone();
         let principal = owner.clone();
         let direct = oxmcp_engine::DirectSlot::new();
+        let name = Some(id.clone());
         let session = HttpSession::new(id, in_tx, version, backend, client, owner, direct.clone());
         let mut config = self.engine.clone();
         config.first_request_id = first_id;
@@ -135,6 +136,7 @@ impl Inner {
             config,
             principal,
             direct: Some(direct),
+            session: name,
         });
         let (ended, id) = (Arc::downgrade(self), session.id.clone());
         tokio::spawn(async move {

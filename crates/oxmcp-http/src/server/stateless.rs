@@ -144,6 +144,7 @@ pub(crate) async fn handle(
         config: inner.engine.clone(),
         principal,
         direct: None,
+        session: None,
     });
     // The permits live as long as the engine: a handler cancelled because its client hung
     // up may still be finishing, and counts against the caps until it has.

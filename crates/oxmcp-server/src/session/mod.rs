@@ -52,6 +52,12 @@ pub(crate) struct Session {
     /// Who the transport says the client is, if it verified that.
     pub(crate) principal: Option<String>,
     state: Mutex<State>,
+    /// The name of this session's handler state: the transport's (Streamable HTTP's
+    /// `Mcp-Session-Id`), or one made on first use; `None` for a self-contained request,
+    /// which has no session.
+    state_key: Option<std::sync::OnceLock<String>>,
+    /// The transport's name for the session, if it has one.
+    transport_session: Option<String>,
 }
 
 impl std::fmt::Debug for Session {
@@ -66,6 +72,8 @@ impl Session {
     pub(crate) fn new(server: Arc<ServerState>) -> Self {
         Self {
             principal: None,
+            state_key: None,
+            transport_session: None,
             server,
             state: Mutex::new(State {
                 phase: Phase::New,
@@ -82,6 +90,30 @@ impl Session {
     pub(crate) fn with_principal(mut self, principal: Option<String>) -> Self {
         self.principal = principal;
         self
+    }
+
+    /// Gives the session a scope of handler state, named `name` by the transport or, when
+    /// the transport names none, by a random name made on first use.
+    pub(crate) fn with_state(mut self, name: Option<String>) -> Self {
+        self.state_key = Some(std::sync::OnceLock::new());
+        self.transport_session = name;
+        self
+    }
+
+    /// The name of this session's handler state (`None`: a request without a session).
+    pub(crate) fn state_name(&self) -> Option<&str> {
+        let key = self.state_key.as_ref()?;
+        Some(key.get_or_init(|| {
+            // Unique beyond this process too: a shared store may hold it.
+            self.transport_session.clone().unwrap_or_else(unique_name)
+        }))
+    }
+
+    /// The session's handler state was used and the session is over: tell the backend.
+    pub(crate) fn end_state(&self) {
+        if let Some(name) = self.state_key.as_ref().and_then(|k| k.get()) {
+            self.server.features.state.store.session_ended(name);
+        }
     }
 
     fn lock(&self) -> parking_lot::MutexGuard<'_, State> {
@@ -170,6 +202,21 @@ impl Drop for Session {
         // Normally released when the connection ends already; this covers a dropped serve.
         self.release_subscriptions();
     }
+}
+
+/// A name no other session has, here or at another instance: 128 random bits (or, should the
+/// OS have no randomness to give, the process, the time and a counter).
+fn unique_name() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_ok() {
+        return bytes.iter().map(|b| format!("{b:02x}")).collect();
+    }
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{}-{t}-{n}", std::process::id())
 }
 
 /// -32602 for one subscription too many.
