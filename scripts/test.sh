@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace, the fuzz targets' replay tests and a short run of each
 # fuzz target, then the official conformance suite. Installs what the tests need (cargo-fuzz
-# from crates.io, Redis from Debian's packages when run as root, the Python SDK from PyPI,
+# from crates.io, Redis and PostgreSQL from Debian's packages when run as root, the Python SDK from PyPI,
 # Node 22 and the suite from the npm registry). The soak test is separate:
 # scripts/soak.sh.
 set -euo pipefail
@@ -28,6 +28,19 @@ if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; th
   fi
 fi
 # apt may start a Redis on 6379 as a service; the tests use their own, so it is left alone.
+# The PostgreSQL tests start a private cluster of their own (initdb and pg_ctl from Debian's
+# /usr/lib/postgresql/*/bin or PATH, on a free loopback port, as the `postgres` user when run
+# as root, since PostgreSQL refuses to run as root).
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "== installing Debian's postgresql package (for the PostgreSQL store's tests)"
+    apt-get install -y -q postgresql >/dev/null 2>&1 \
+      || { apt-get update -q >/dev/null && apt-get install -y -q postgresql >/dev/null; }
+  else
+    echo "the PostgreSQL store's tests need initdb and pg_ctl: install Debian's postgresql package" >&2
+    exit 1
+  fi
+fi
 # The interop tests drive the Python SDK (its WebSocket client and server), a plain
 # `websockets` client, and a gRPC client generated from our .proto with grpcio-tools, all
 # from PyPI, in a venv of their own.

@@ -17,6 +17,7 @@
 
 mod binary;
 pub mod listen;
+pub mod postgres;
 pub mod python;
 pub mod scale;
 pub mod tls;

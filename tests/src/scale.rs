@@ -206,6 +206,37 @@ impl Cluster {
     }
 }
 
+/// A store the instances share: Redis or PostgreSQL, each started by the tests.
+pub trait Shared {
+    /// The `--store` URL.
+    fn store_url(&self) -> String;
+    /// Whether the store still holds anything of session `sid`.
+    fn holds_session(&self, sid: &str) -> bool;
+}
+
+impl Shared for Redis {
+    fn store_url(&self) -> String {
+        self.url()
+    }
+    fn holds_session(&self, sid: &str) -> bool {
+        !self.keys(&format!("mcp:{{{sid}}}:*")).is_empty()
+    }
+}
+
+impl Shared for crate::postgres::Postgres {
+    fn store_url(&self) -> String {
+        self.url()
+    }
+    fn holds_session(&self, sid: &str) -> bool {
+        let rows = self.psql(&format!(
+            "SELECT (SELECT count(*) FROM mcp.sessions WHERE id = '{sid}')
+                  + (SELECT count(*) FROM mcp.streams WHERE session = '{sid}')
+                  + (SELECT count(*) FROM mcp.state_scopes WHERE scope = 's:{sid}')"
+        ));
+        rows != "0"
+    }
+}
+
 /// An `oxmcp serve --store` instance.
 #[derive(Debug)]
 pub struct Instance {
@@ -218,9 +249,10 @@ pub struct Instance {
 }
 
 impl Instance {
-    /// An instance whose store is `redis`, with extra `oxmcp serve` arguments.
-    pub async fn start(redis: &Redis, name: &str, extra: &[&str]) -> Instance {
-        Self::start_url(&redis.url(), name, extra).await
+    /// An instance whose store is `store` (Redis or PostgreSQL), with extra `oxmcp serve`
+    /// arguments.
+    pub async fn start(store: &impl Shared, name: &str, extra: &[&str]) -> Instance {
+        Self::start_url(&store.store_url(), name, extra).await
     }
 
     /// An instance whose store is at `url`.

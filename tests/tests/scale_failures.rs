@@ -6,6 +6,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use oxmcp_tests::postgres::Postgres;
+use oxmcp_tests::scale::Shared;
 use oxmcp_tests::scale::{
     Instance, Proxy, Redis, SseReader, call, open_session, post, post_with, tool,
 };
@@ -102,12 +104,10 @@ async fn resilient_call(url: &str, sid: &str, id: i64) -> Outcome {
 /// 50 sessions make 1,000 calls through the proxy; one instance is SIGKILLed halfway. Every
 /// call ends exactly once: its result (never twice), or an error saying the instance running
 /// it stopped. None hangs.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_instance_killed_mid_stream_loses_nothing_completed() {
-    let redis = Redis::start().await;
+async fn an_instance_killed_mid_stream_loses_nothing_completed_on(redis: &impl Shared) {
     let mut all = Vec::new();
     for name in ["a", "b", "c"] {
-        all.push(Instance::start(&redis, name, &["--response-mode", "sse"]).await);
+        all.push(Instance::start(redis, name, &["--response-mode", "sse"]).await);
     }
     let proxy = Proxy::start(&all.iter().collect::<Vec<_>>()).await;
     let url = proxy.url.clone();
@@ -185,6 +185,17 @@ async fn an_instance_killed_mid_stream_loses_nothing_completed() {
         failed.len()
     );
     assert!(ok >= 950, "{ok} results");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_killed_mid_stream_loses_nothing_completed() {
+    an_instance_killed_mid_stream_loses_nothing_completed_on(&Redis::start().await).await;
+}
+
+/// The same, with PostgreSQL as the store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_killed_mid_stream_loses_nothing_completed_postgres() {
+    an_instance_killed_mid_stream_loses_nothing_completed_on(&Postgres::start().await).await;
 }
 
 /// Redis goes away: requests get a clear 503 busy error at once, nothing panics; Redis comes

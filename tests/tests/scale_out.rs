@@ -1,9 +1,12 @@
 //! Several `oxmcp serve --store redis://...` instances behind a round-robin proxy, with a real
-//! Redis: what a client sees is the same whichever instance it lands on.
+//! Redis: what a client sees is the same whichever instance it lands on. The tests named
+//! `*_postgres` run the same against `--store postgres://...` and a real PostgreSQL.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 
+use oxmcp_tests::postgres::Postgres;
+use oxmcp_tests::scale::Shared;
 use oxmcp_tests::scale::{
     Instance, Proxy, Redis, SseReader, call, ended_within, open_session, post, result_text, tool,
 };
@@ -11,7 +14,7 @@ use serde_json::{Value, json};
 
 const V: &str = "2025-11-25";
 
-async fn three(redis: &Redis, extra: &[&str]) -> Vec<Instance> {
+async fn three(redis: &impl Shared, extra: &[&str]) -> Vec<Instance> {
     let mut v = Vec::new();
     for name in ["a", "b", "c"] {
         v.push(Instance::start(redis, name, extra).await);
@@ -21,10 +24,8 @@ async fn three(redis: &Redis, extra: &[&str]) -> Vec<Instance> {
 
 /// Legacy sessions through the proxy: initialize on one instance, then calls land on all
 /// three; DELETE on one ends the session on all of them.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn legacy_sessions_work_on_every_instance() {
-    let redis = Redis::start().await;
-    let all = three(&redis, &[]).await;
+async fn legacy_sessions_work_on_every_instance_on(redis: &impl Shared) {
+    let all = three(redis, &[]).await;
     let proxy = Proxy::start(&all.iter().collect::<Vec<_>>()).await;
     let sid = open_session(&proxy.url, V).await;
     for i in 1..=9 {
@@ -82,18 +83,24 @@ async fn legacy_sessions_work_on_every_instance() {
             inst.name
         );
     }
-    assert!(
-        redis.keys(&format!("mcp:{{{sid}}}:*")).is_empty(),
-        "nothing of it is left"
-    );
+    assert!(!redis.holds_session(&sid), "nothing of it is left");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_sessions_work_on_every_instance() {
+    legacy_sessions_work_on_every_instance_on(&Redis::start().await).await;
+}
+
+/// The same, with PostgreSQL as the store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_sessions_work_on_every_instance_postgres() {
+    legacy_sessions_work_on_every_instance_on(&Postgres::start().await).await;
 }
 
 /// 2026-07-28 requests have no session: any instance answers, and `requestState` made by
 /// one instance is accepted by another (the key is shared through the store).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn modern_requests_and_request_state_cross_instances() {
-    let redis = Redis::start().await;
-    let all = three(&redis, &[]).await;
+async fn modern_requests_and_request_state_cross_instances_on(redis: &impl Shared) {
+    let all = three(redis, &[]).await;
     let modern = |url: &str, id: i64, method: &str, params: Value| {
         let mut params = params;
         params["_meta"] = json!({
@@ -164,12 +171,21 @@ async fn modern_requests_and_request_state_cross_instances() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modern_requests_and_request_state_cross_instances() {
+    modern_requests_and_request_state_cross_instances_on(&Redis::start().await).await;
+}
+
+/// The same, with PostgreSQL as the store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modern_requests_and_request_state_cross_instances_postgres() {
+    modern_requests_and_request_state_cross_instances_on(&Postgres::start().await).await;
+}
+
 /// A stream written on one instance resumes on another (nothing missed, nothing twice); a
 /// tool on one instance asks for sampling and the client answers on another.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn resumption_and_sampling_cross_instances() {
-    let redis = Redis::start().await;
-    let all = three(&redis, &[]).await;
+async fn resumption_and_sampling_cross_instances_on(redis: &impl Shared) {
+    let all = three(redis, &[]).await;
     let sid = open_session(&all[0].url, V).await;
     // `slow` on b: progress events, then the result. The client leaves after the first...
     let mut slow = tool(1, "slow", json!({"steps": 6, "delay_ms": 150}));
@@ -271,12 +287,21 @@ async fn resumption_and_sampling_cross_instances() {
     assert!(result_text(&done).contains("second"), "{done}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resumption_and_sampling_cross_instances() {
+    resumption_and_sampling_cross_instances_on(&Redis::start().await).await;
+}
+
+/// The same, with PostgreSQL as the store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resumption_and_sampling_cross_instances_postgres() {
+    resumption_and_sampling_cross_instances_on(&Postgres::start().await).await;
+}
+
 /// A resource update made on one instance reaches a legacy GET stream held on another (the
 /// subscription made on a third), and a 2026-07-28 `subscriptions/listen` on another.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn resource_updates_fan_out_across_instances() {
-    let redis = Redis::start().await;
-    let all = three(&redis, &[]).await;
+async fn resource_updates_fan_out_across_instances_on(redis: &impl Shared) {
+    let all = three(redis, &[]).await;
     let sid = open_session(&all[0].url, V).await;
     let get = reqwest::Client::new()
         .get(&all[0].url)
@@ -334,6 +359,17 @@ async fn resource_updates_fan_out_across_instances() {
     // Exactly once on the GET stream: no second copy from b or c.
     let extra = tokio::time::timeout(Duration::from_millis(500), stream.next_message(1)).await;
     assert!(extra.is_err(), "one notification, not several: {extra:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resource_updates_fan_out_across_instances() {
+    resource_updates_fan_out_across_instances_on(&Redis::start().await).await;
+}
+
+/// The same, with PostgreSQL as the store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resource_updates_fan_out_across_instances_postgres() {
+    resource_updates_fan_out_across_instances_on(&Postgres::start().await).await;
 }
 
 /// The gateway scales out the same way: `store` in its config file; a session opened on one

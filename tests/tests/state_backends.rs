@@ -1,6 +1,6 @@
 //! One suite of handler-state behaviour, run against every backend: this process's memory
-//! (`MemoryStateStore`), the in-process multi-instance store (`MemoryStore`) and a real
-//! Redis (`RedisStore`). Each backend is reached through two handles, as two instances
+//! (`MemoryStateStore`), the in-process multi-instance store (`MemoryStore`), a real Redis
+//! (`RedisStore`) and a real PostgreSQL (`PostgresStore`). Each backend is reached through two handles, as two instances
 //! would reach it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -10,7 +10,9 @@ use std::time::Duration;
 use oxmcp_server::handler_state::{Expect, Written};
 use oxmcp_server::{ScopedState, StateError, StateLimits, StateScope, StateStore};
 use oxmcp_store::{MemoryStore, StoreConfig};
+use oxmcp_store_postgres::PostgresStore;
 use oxmcp_store_redis::RedisStore;
+use oxmcp_tests::postgres::Postgres;
 use oxmcp_tests::scale::Redis;
 use serde_json::json;
 
@@ -225,4 +227,19 @@ async fn redis_two_instances() {
     // The suite clears every scope it wrote: nothing is left behind.
     let left = redis.keys("mcp:*state*");
     assert!(left.is_empty(), "{left:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_two_instances() {
+    let pg = Postgres::start().await;
+    let one = PostgresStore::connect(&pg.url(), "a", StoreConfig::default())
+        .await
+        .unwrap();
+    let two = PostgresStore::connect(&pg.url(), "b", StoreConfig::default())
+        .await
+        .unwrap();
+    suite(Arc::new(one.clone()), Arc::new(two)).await;
+    one.sweep().await.unwrap();
+    assert_eq!(pg.count("state"), 0, "nothing is left behind");
+    assert_eq!(pg.count("state_scopes"), 0);
 }

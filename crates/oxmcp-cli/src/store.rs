@@ -1,5 +1,5 @@
-//! `oxmcp serve --store URL`: sessions, stream logs and changes shared with the other
-//! instances of a deployment through Redis.
+//! `oxmcp serve --store URL`: sessions, stream logs, tasks, handlers' state and changes
+//! shared with the other instances of a deployment through Redis or PostgreSQL.
 
 use std::sync::Arc;
 
@@ -11,10 +11,12 @@ use tokio::sync::broadcast::error::RecvError;
 /// The store flags of `oxmcp serve`.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub(crate) struct StoreArgs {
-    /// Share sessions with the other instances behind a load balancer through this Redis:
-    /// redis://[user:password@]host:port[/db], rediss:// for TLS, or
-    /// redis+cluster://host:port,host:port for a Cluster (also `store = "..."` in the
-    /// config file). Without it everything stays in this process.
+    /// Share sessions, tasks and handlers' state with the other instances behind a load
+    /// balancer through this Redis or PostgreSQL: redis://[user:password@]host:port[/db],
+    /// rediss:// for TLS, redis+cluster://host:port,host:port for a Cluster, or
+    /// postgres://[user[:password]@]host[:port]/db[?sslmode=require] (also postgresql://)
+    /// (also `store = "..."` in the config file). Without it everything stays in this
+    /// process.
     #[arg(long, value_name = "URL")]
     pub(crate) store: Option<String>,
     /// This instance's name in the store and in logs (default: random).
@@ -35,7 +37,7 @@ pub(crate) struct StoreArgs {
     #[arg(long, value_name = "DURATION")]
     pub(crate) store_lease: Option<crate::limits::Dur>,
     /// The CA certificate (PEM) that signed the store's TLS certificate, for a rediss:// URL
-    /// whose certificate is not from a public CA
+    /// or a postgres:// URL with sslmode=require whose certificate is not from a public CA
     #[arg(long, value_name = "FILE")]
     pub(crate) store_ca: Option<std::path::PathBuf>,
 }
@@ -84,14 +86,26 @@ pub(crate) async fn connect(
         }
         None => None,
     };
-    let store =
-        oxmcp_store_redis::RedisStore::connect_with_ca(url, instance.clone(), config, ca).await?;
-    eprintln!(
-        "oxmcp: instance {instance}, sessions shared through {}",
+    let postgres = url.starts_with("postgres://") || url.starts_with("postgresql://");
+    let store: Arc<dyn Store> = if postgres {
+        let store =
+            oxmcp_store_postgres::PostgresStore::connect_with_ca(url, instance.clone(), config, ca)
+                .await?;
+        Arc::new(store)
+    } else {
+        let store =
+            oxmcp_store_redis::RedisStore::connect_with_ca(url, instance.clone(), config, ca)
+                .await?;
+        Arc::new(store)
+    };
+    let shown = if postgres {
+        oxmcp_store_postgres::redacted(url)
+    } else {
         oxmcp_store_redis::redacted(url)
-    );
+    };
+    eprintln!("oxmcp: instance {instance}, sessions shared through {shown}");
     tracing::info!(instance = %instance, "connected to the session store");
-    Ok(Arc::new(store))
+    Ok(store)
 }
 
 /// The key that signs 2026-07-28 `requestState`, the same on every instance.

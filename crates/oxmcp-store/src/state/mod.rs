@@ -5,7 +5,8 @@
 //!
 //! Values are JSON texts, versioned: every write gives the key a new version, higher than
 //! any the scope gave before, so a compare-and-swap on a version never mistakes a key deleted
-//! and written again for the one it read.
+//! and written again for the one it read. (Clearing a whole scope, or its expiry, starts its
+//! numbering again.)
 
 mod memory;
 
@@ -223,7 +224,7 @@ pub trait StateStore: std::fmt::Debug + Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Removed, StateError>>;
     /// The scope's keys, sorted.
     fn keys<'a>(&'a self, scope: &'a StateScope) -> BoxFuture<'a, Result<Vec<String>, StateError>>;
-    /// Deletes the whole scope.
+    /// Deletes the whole scope (its numbering of versions starts again).
     fn clear<'a>(&'a self, scope: &'a StateScope) -> BoxFuture<'a, Result<(), StateError>>;
     /// Told that a session of this process ended (its connection closed, or its HTTP
     /// session was deleted or expired here). A backend of one process drops the session's
