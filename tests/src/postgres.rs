@@ -1,5 +1,6 @@
 //! A private PostgreSQL cluster for the tests: `initdb` into a temporary directory and
-//! `pg_ctl` on a free loopback port (TCP only, trust authentication, no fsync), as the
+//! `pg_ctl` on a free loopback port (TCP only, trust authentication, no fsync: a commit
+//! reaches the OS, so it survives a stop of the server, not of the machine), as the
 //! `postgres` user when the tests run as root (PostgreSQL refuses to run as root). The
 //! binaries come from Debian's `/usr/lib/postgresql/*/bin` (the newest) or PATH.
 
@@ -16,6 +17,8 @@ pub struct Postgres {
     /// The port it listens on.
     pub port: u16,
     running: bool,
+    /// More server settings (`-c` options).
+    extra: String,
 }
 
 /// Where `initdb` and `pg_ctl` are.
@@ -79,6 +82,12 @@ fn run(mut c: Command, what: &str) -> String {
 impl Postgres {
     /// A new cluster on a free port, started.
     pub async fn start() -> Postgres {
+        Self::start_with_tls(None).await
+    }
+
+    /// A new cluster that also takes TLS connections with this certificate and key (PEM
+    /// files), started.
+    pub async fn start_with_tls(tls: Option<(&Path, &Path)>) -> Postgres {
         let bin = bin_dir();
         let dir = tempfile::tempdir().unwrap();
         if is_root() {
@@ -110,11 +119,32 @@ impl Postgres {
             ),
             "initdb",
         );
+        let mut extra = String::new();
+        if let Some((cert, key)) = tls {
+            // The server reads them as its own user, and wants the key private.
+            for (from, to) in [(cert, "server.crt"), (key, "server.key")] {
+                let dest = dir.path().join(to);
+                std::fs::copy(from, &dest).unwrap();
+                let mut c = Command::new("chmod");
+                c.arg("600").arg(&dest);
+                run(c, "chmod");
+                if is_root() {
+                    let mut c = Command::new("chown");
+                    c.arg("postgres:").arg(&dest);
+                    run(c, "chown");
+                }
+            }
+            let d = dir.path().to_str().unwrap();
+            extra = format!(
+                " -c ssl=on -c ssl_cert_file={d}/server.crt -c ssl_key_file={d}/server.key"
+            );
+        }
         let mut pg = Postgres {
             dir,
             bin,
             port: free_port(),
             running: false,
+            extra,
         };
         pg.start_again().await;
         pg
@@ -128,8 +158,8 @@ impl Postgres {
     pub async fn start_again(&mut self) {
         let options = format!(
             "-p {} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=off \
-             -c synchronous_commit=off -c full_page_writes=off -c max_connections=300",
-            self.port
+             -c full_page_writes=off -c max_connections=300{}",
+            self.port, self.extra
         );
         let log = format!("{}/log", self.dir.path().to_str().unwrap());
         let data = self.data();

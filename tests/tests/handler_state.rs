@@ -1,10 +1,11 @@
 //! Handlers' state end to end, with the demo server's `cd`/`pwd`/`ls` (a session's working
 //! directory) and `note`/`notes` (a user's notebook): in memory over stdio and HTTP, and in a
-//! real Redis shared by several `oxmcp serve --store` instances.
+//! real Redis or PostgreSQL shared by several `oxmcp serve --store` instances.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use oxmcp_tests::postgres::Postgres;
 use oxmcp_tests::scale::{
-    Instance, Proxy, Redis, call, delete, open_session, post_with, result_text, tool,
+    Instance, Proxy, Redis, Shared, call, delete, open_session, post_with, result_text, tool,
 };
 use serde_json::{Value, json};
 
@@ -93,12 +94,10 @@ async fn a_sessionless_request_has_no_session_state() {
 
 /// Three instances sharing Redis behind a round-robin proxy: a working directory set through
 /// one is seen by the others, and a DELETE leaves none of it in Redis.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn session_state_is_shared_by_instances_and_deleted_with_the_session() {
-    let redis = Redis::start().await;
+async fn session_state_is_shared_on(store: &impl Shared) {
     let mut all = Vec::new();
     for name in ["a", "b", "c"] {
-        all.push(Instance::start(&redis, name, &[]).await);
+        all.push(Instance::start(store, name, &[]).await);
     }
     let proxy = Proxy::start(&all.iter().collect::<Vec<_>>()).await;
     let sid = open_session(&proxy.url, V).await;
@@ -117,32 +116,41 @@ async fn session_state_is_shared_by_instances_and_deleted_with_the_session() {
             inst.name
         );
     }
-    assert!(
-        !redis.keys(&format!("mcp:{{{sid}}}:state")).is_empty(),
-        "kept in Redis, with the session's keys"
-    );
+    assert!(store.holds_session(&sid));
     assert_eq!(delete(&all[2].url, &sid, V).await, 200);
     assert!(
-        redis.keys(&format!("mcp:{{{sid}}}:*")).is_empty(),
-        "nothing of the session is left"
+        !store.holds_session(&sid),
+        "nothing of the session is left, its state included"
     );
     // Another session starts at the root.
     let other = open_session(&proxy.url, V).await;
     assert_eq!(run(&proxy.url, &other, 20, "pwd", json!({})).await.0, "/");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_state_is_shared_by_instances_and_deleted_with_the_session() {
+    let redis = Redis::start().await;
+    session_state_is_shared_on(&redis).await;
+    assert!(redis.keys("mcp:{*}:state").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_state_is_shared_by_instances_and_deleted_with_the_session_postgres() {
+    let pg = Postgres::start().await;
+    session_state_is_shared_on(&pg).await;
+    assert_eq!(pg.count("state_scopes"), 0);
+}
+
 /// A user's notebook: 64 notes written at once through two instances (each an atomic update
 /// of one key) are all kept; another user sees none of them; and a 2026-07-28 request of the
 /// same user, which has no session, reads the same notebook.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_users_state_loses_no_concurrent_write() {
-    let redis = Redis::start().await;
+async fn a_users_state_loses_no_concurrent_write_on(store: &impl Shared) {
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens");
     std::fs::write(&tokens, "tok-alice-1f2e3d4c alice\ntok-bob-5a6b7c8d bob\n").unwrap();
     let tf = tokens.to_str().unwrap();
-    let a = Instance::start(&redis, "a", &["--auth-token-file", tf]).await;
-    let b = Instance::start(&redis, "b", &["--auth-token-file", tf]).await;
+    let a = Instance::start(store, "a", &["--auth-token-file", tf]).await;
+    let b = Instance::start(store, "b", &["--auth-token-file", tf]).await;
     let http = reqwest::Client::new();
     let session = |token: &'static str| {
         let http = http.clone();
@@ -219,4 +227,14 @@ async fn a_users_state_loses_no_concurrent_write() {
         .unwrap();
     let m: Value = r.json().await.unwrap();
     assert_eq!(result_text(&m).lines().count(), 64, "{m}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_users_state_loses_no_concurrent_write() {
+    a_users_state_loses_no_concurrent_write_on(&Redis::start().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_users_state_loses_no_concurrent_write_postgres() {
+    a_users_state_loses_no_concurrent_write_on(&Postgres::start().await).await;
 }

@@ -1,7 +1,8 @@
 //! Tasks with `oxmcp serve`'s demo (`slow` runs as a task when asked): raw JSON-RPC over
 //! stdio in both eras, `oxmcp call --task` and `oxmcp tasks list|get|cancel|wait` over HTTP,
-//! a task outliving the client that started it, and tasks shared by two instances through
-//! Redis (read on one, cancelled from the other).
+//! a task outliving the client that started it, tasks shared by two instances through
+//! Redis (read on one, cancelled from the other), tasks that outlive every instance with
+//! PostgreSQL, and the task of a dead instance reported failed by another.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Stdio;
@@ -211,4 +212,78 @@ async fn instances_share_tasks_through_redis() {
         let v: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["status"], "cancelled", "{era}: {v}");
     }
+}
+
+/// `oxmcp tasks get URL ID --json` (legacy era): the task as JSON.
+async fn task_at(url: &str, id: &str) -> Value {
+    let (ok, out, err) = mcp(&["tasks", "get", url, id, "--json", "--era", "legacy"]).await;
+    assert!(ok, "{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
+/// With PostgreSQL as the store, a finished task outlives the instance that ran it and a
+/// restart of every instance: fetched from a new instance, it is still there, with its
+/// result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_survive_a_restart_of_every_instance_on_postgres() {
+    let pg = oxmcp_tests::postgres::Postgres::start().await;
+    let mut a = oxmcp_tests::scale::Instance::start(&pg, "a", &[]).await;
+    let mut b = oxmcp_tests::scale::Instance::start(&pg, "b", &[]).await;
+    let (mut call, id) = started_task(&a.url, "legacy", 2).await;
+    let status = tokio::time::timeout(Duration::from_secs(30), call.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(task_at(&b.url, &id).await["status"], "completed");
+    a.kill().await;
+    b.kill().await;
+    let c = oxmcp_tests::scale::Instance::start(&pg, "c", &[]).await;
+    assert_eq!(task_at(&c.url, &id).await["status"], "completed");
+    let (ok, out, err) = mcp(&["tasks", "wait", &c.url, &id, "--era", "legacy"]).await;
+    assert!(ok, "{err}");
+    assert!(out.contains("done after 2 steps"), "{out}");
+}
+
+/// A task whose instance died (SIGKILL) is reported `failed` by another instance once the
+/// dead one's heartbeats stop (three missed, 6 s by default), instead of `working` until
+/// its TTL; waiting for its result gets that failure. With Redis and with PostgreSQL.
+async fn a_task_of_a_dead_instance_fails_on(store: &impl oxmcp_tests::scale::Shared) {
+    let mut a = oxmcp_tests::scale::Instance::start(store, "a", &[]).await;
+    let b = oxmcp_tests::scale::Instance::start(store, "b", &[]).await;
+    let (_call, id) = started_task(&a.url, "legacy", 200).await;
+    assert_eq!(task_at(&b.url, &id).await["status"], "working");
+    a.kill().await;
+    let t0 = std::time::Instant::now();
+    let failed = loop {
+        let v = task_at(&b.url, &id).await;
+        if v["status"] != "working" {
+            break v;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "still working 20 s after its instance died: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert!(
+        failed["statusMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("(a) stopped")),
+        "{failed}"
+    );
+    let (ok, _, err) = mcp(&["tasks", "wait", &b.url, &id, "--era", "legacy"]).await;
+    assert!(!ok, "waiting for a failed task fails");
+    assert!(err.contains("stopped before it finished"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_of_a_dead_instance_fails_redis() {
+    a_task_of_a_dead_instance_fails_on(&oxmcp_tests::scale::Redis::start().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_of_a_dead_instance_fails_postgres() {
+    a_task_of_a_dead_instance_fails_on(&oxmcp_tests::postgres::Postgres::start().await).await;
 }

@@ -2,7 +2,7 @@
 //! server. (The load generator is another binary of the workspace, `oxmcp-bench`.)
 //! The top of the stack. Imports oxmcp, oxmcp-auth, oxmcp-client, oxmcp-engine, oxmcp-gateway,
 //! oxmcp-grpc, oxmcp-http, oxmcp-jsonrpc, oxmcp-remote, oxmcp-server, oxmcp-store,
-//! oxmcp-store-redis, oxmcp-transport, oxmcp-types and oxmcp-ws.
+//! oxmcp-store-postgres, oxmcp-store-redis, oxmcp-transport, oxmcp-types and oxmcp-ws.
 
 mod about;
 mod auth;

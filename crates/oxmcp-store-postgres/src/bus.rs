@@ -69,7 +69,7 @@ async fn listen(
     client
         .batch_execute(&format!("LISTEN {ns}_bus"))
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| crate::describe(&e))?;
     Ok(Listening { client, rings })
 }
 
@@ -85,7 +85,7 @@ pub(crate) async fn start(
         .client
         .query_one(&format!("SELECT coalesce(max(seq), 0) FROM {ns}.bus"), &[])
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| crate::describe(&e))?;
     let last: i64 = row.get(0);
     tokio::spawn(read(Arc::downgrade(inner), config, tls, ns, first, last));
     Ok(())
@@ -135,7 +135,7 @@ async fn read(
             Ok(Ok(rows)) => rows,
             Ok(Err(e)) => {
                 broke(&inner);
-                tracing::warn!("bus read failed (reconnecting): {e}");
+                tracing::warn!("bus read failed (reconnecting): {}", crate::describe(&e));
                 conn = None;
                 continue;
             }

@@ -108,8 +108,20 @@ impl std::fmt::Debug for PostgresStore {
 /// Connections of the pool.
 const POOL_SIZE: usize = 16;
 
-pub(crate) fn unavailable(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Unavailable(e.to_string())
+/// What a driver error says: the database's own message when it sent one.
+pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{}: {}", db.severity(), db.message()),
+        None => match std::error::Error::source(e) {
+            Some(cause) => format!("{e}: {cause}"),
+            None => e.to_string(),
+        },
+    }
+}
+
+/// A driver error as the store's: the database is unavailable.
+pub(crate) fn unavailable(e: tokio_postgres::Error) -> StoreError {
+    StoreError::Unavailable(describe(&e))
 }
 
 impl PostgresStore {

@@ -203,7 +203,10 @@ pub(crate) fn valid_namespace(ns: &str) -> bool {
 /// # Errors
 /// The database refused (no right to create the schema, a newer schema than this code).
 pub(crate) async fn migrate(client: &mut Client, ns: &str) -> Result<usize, String> {
-    let tx = client.transaction().await.map_err(|e| e.to_string())?;
+    let tx = client
+        .transaction()
+        .await
+        .map_err(|e| crate::describe(&e))?;
     tx.batch_execute(&format!(
         "SELECT pg_advisory_xact_lock(hashtext('{ns}.migrate'));
          CREATE SCHEMA IF NOT EXISTS {ns};
@@ -213,14 +216,14 @@ pub(crate) async fn migrate(client: &mut Client, ns: &str) -> Result<usize, Stri
          );"
     ))
     .await
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| crate::describe(&e))?;
     let row = tx
         .query_one(
             &format!("SELECT coalesce(max(version), 0) FROM {ns}.migrations"),
             &[],
         )
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| crate::describe(&e))?;
     let at: i32 = row.get(0);
     if at > VERSION {
         return Err(format!(
@@ -231,16 +234,16 @@ pub(crate) async fn migrate(client: &mut Client, ns: &str) -> Result<usize, Stri
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(at as usize) {
         tx.batch_execute(&sql.replace("{ns}", ns))
             .await
-            .map_err(|e| format!("migration {}: {e}", i + 1))?;
+            .map_err(|e| format!("migration {}: {}", i + 1, crate::describe(&e)))?;
         tx.execute(
             &format!("INSERT INTO {ns}.migrations (version) VALUES ($1)"),
             &[&(i as i32 + 1)],
         )
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| crate::describe(&e))?;
         applied += 1;
     }
-    tx.commit().await.map_err(|e| e.to_string())?;
+    tx.commit().await.map_err(|e| crate::describe(&e))?;
     Ok(applied)
 }
 

@@ -1,6 +1,8 @@
-//! [`StoreTasks`]: a server's tasks in a shared [`oxmcp_store::Store`] (Redis, say), so that
-//! every instance of a scaled-out server reads them, and `tasks/cancel` or `tasks/update`
-//! received by one instance reaches the instance running the task over the store's bus.
+//! [`StoreTasks`]: a server's tasks in a shared [`oxmcp_store::Store`] (Redis, PostgreSQL), so
+//! that every instance of a scaled-out server reads them, and `tasks/cancel` or
+//! `tasks/update` received by one instance reaches the instance running the task over the
+//! store's bus. Each record names the instance running the task: once that instance's
+//! heartbeats stop, the first instance that reads an unfinished task stores it as `failed`.
 
 use std::sync::Arc;
 
@@ -57,28 +59,86 @@ impl StoreTasks {
     }
 }
 
-fn decode(json: &str) -> TaskStoreResult<TaskRecord> {
-    serde_json::from_str(json).map_err(|e| failed(format!("unreadable task record: {e}")))
+/// The key, beside the record's own, that names the instance running the task.
+const RUNNER: &str = "x-oxmcp-runner";
+
+/// A stored record and the instance that runs it (records stored before the instance was
+/// kept name none).
+fn decode(json: &str) -> TaskStoreResult<(TaskRecord, Option<String>)> {
+    let mut value: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| failed(format!("unreadable task record: {e}")))?;
+    let runner = value
+        .as_object_mut()
+        .and_then(|o| o.remove(RUNNER))
+        .and_then(|r| r.as_str().map(str::to_owned));
+    let record = serde_json::from_value(value)
+        .map_err(|e| failed(format!("unreadable task record: {e}")))?;
+    Ok((record, runner))
+}
+
+impl StoreTasks {
+    /// Saves `record` as run by `runner`.
+    async fn save(&self, record: &TaskRecord, runner: &str) -> TaskStoreResult<()> {
+        let mut value = serde_json::to_value(record).map_err(failed)?;
+        if let Some(o) = value.as_object_mut() {
+            o.insert(
+                RUNNER.to_owned(),
+                serde_json::Value::String(runner.to_owned()),
+            );
+        }
+        let stored = StoredTask {
+            id: record.id.clone(),
+            owner: record.owner.clone(),
+            created_ms: record.created_ms,
+            expires_ms: record.expires_ms(),
+            json: value.to_string(),
+        };
+        self.store.put_task(&stored).await.map_err(failed)
+    }
+
+    /// `record` as it is: failed, when it is not finished and the instance running it has
+    /// stopped saying it is alive (it died: nobody will finish it). The failure is stored,
+    /// so every instance answers the same.
+    async fn checked(
+        &self,
+        record: TaskRecord,
+        runner: Option<String>,
+    ) -> TaskStoreResult<TaskRecord> {
+        let Some(runner) = runner else {
+            return Ok(record);
+        };
+        if record.status.is_terminal()
+            || runner == self.store.instance()
+            || self.store.is_alive(&runner).await.map_err(failed)?
+        {
+            return Ok(record);
+        }
+        let mut record = record;
+        let why = format!("the instance running the task ({runner}) stopped before it finished");
+        tracing::warn!(task = %record.id, "{why}");
+        record.status = oxmcp_types::TaskStatus::Failed;
+        record.status_message = Some(why.clone());
+        record.updated_ms = oxmcp_store::now_ms();
+        record.input_requests = Default::default();
+        record.error = Some(serde_json::json!({"code": -32603, "message": why}));
+        self.save(&record, &runner).await?;
+        Ok(record)
+    }
 }
 
 impl TaskStore for StoreTasks {
     fn put<'a>(&'a self, record: &'a TaskRecord) -> BoxFuture<'a, TaskStoreResult<()>> {
-        Box::pin(async move {
-            let stored = StoredTask {
-                id: record.id.clone(),
-                owner: record.owner.clone(),
-                created_ms: record.created_ms,
-                expires_ms: record.expires_ms(),
-                json: serde_json::to_string(record).map_err(failed)?,
-            };
-            self.store.put_task(&stored).await.map_err(failed)
-        })
+        // Only the instance running a task writes its record.
+        Box::pin(self.save(record, self.store.instance()))
     }
 
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, TaskStoreResult<Option<TaskRecord>>> {
         Box::pin(async move {
             match self.store.get_task(id).await.map_err(failed)? {
-                Some(json) => Ok(Some(decode(&json)?)),
+                Some(json) => {
+                    let (record, runner) = decode(&json)?;
+                    Ok(Some(self.checked(record, runner).await?))
+                }
                 None => Ok(None),
             }
         })
@@ -91,7 +151,12 @@ impl TaskStore for StoreTasks {
     ) -> BoxFuture<'a, TaskStoreResult<Vec<TaskRecord>>> {
         Box::pin(async move {
             let all = self.store.list_tasks(owner, limit).await.map_err(failed)?;
-            all.iter().map(|j| decode(j)).collect()
+            let mut records = Vec::with_capacity(all.len());
+            for json in &all {
+                let (record, runner) = decode(json)?;
+                records.push(self.checked(record, runner).await?);
+            }
+            Ok(records)
         })
     }
 
