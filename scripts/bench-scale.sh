@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Scale-out figures (scripts/bench_scale.py): `oxmcp serve` with the Redis store, 1 to 3
-# instances, against one instance without it, both eras; Redis round trips per call and
+# Scale-out figures (scripts/bench_scale.py): `oxmcp serve` with the Redis store (1 to 3
+# instances) and the PostgreSQL store (1 and 3), against one instance without a store, both
+# eras; store round trips per call and Redis
 # memory per idle session. Every answer checked; exits 1 if any figure had errors. Needs
-# redis-server (Debian's redis-server package). Not part of the tests.
+# redis-server and PostgreSQL (Debian's redis-server and postgresql packages). Not part of
+# the tests.
 # Usage: scripts/bench-scale.sh [seconds per figure, default 5]
 set -euo pipefail
 cd "$(dirname "$0")/.."

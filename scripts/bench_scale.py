@@ -1,21 +1,23 @@
 #!/usr/bin/env python3
-"""Scale-out figures: `oxmcp serve` with the Redis store, 1, 2 and 3 instances, against one
-instance without it, in both eras; Redis round trips per call; memory per idle session in
-Redis.
+"""Scale-out figures: `oxmcp serve` with the Redis store (1, 2 and 3 instances) and the
+PostgreSQL store (1 and 3 instances), against one instance without a store, in both eras;
+store round trips per call; memory per idle session in Redis.
 
 Every figure comes from `oxmcp-bench` (raw driver, 64 connections), which checks each answer
 (status, id and the echoed text: every call sends its own message). A figure with errors is
 printed as its error count, never as a rate, and the script exits 1. With several instances,
 each connection's calls go to the instances in turn (`--also`), so a session opened on one is
 used on all of them (each instance restores it, then asks the store once per lease,
-`--store-lease`; the "lease 0" row asks on every call, as before leases). The servers and Redis share core 0 and
+`--store-lease`; the "lease 0" row asks on every call, as before leases). The servers and
+the store (Redis, or PostgreSQL with its default durability) share core 0 and
 the driver has core 1 (taskset): on two cores, more instances add no CPU, so the figures give
 the per-call cost of the store, not a scaling claim.
 
 Also in the same run, in the same shape: the floor (crates/oxmcp-bench/examples/bare_http.rs,
 no MCP machinery) and rmcp's echo server (bench/compare), for ratios.
 
-Needs redis-server and a release build (scripts/bench-scale.sh builds it, and bench/compare's
+Needs redis-server, PostgreSQL's initdb and pg_ctl (Debian's postgresql package; run as
+the `postgres` user when we are root) and a release build (scripts/bench-scale.sh builds it, and bench/compare's
 rmcp example). Arguments: seconds
 per figure (default 5). Environment: ROUNDS (default 3; each cell is the median), IDLE
 (default 1000 sessions).
@@ -29,6 +31,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -94,6 +97,42 @@ class Redis:
         self.proc.wait()
 
 
+class Postgres:
+    """A private cluster: initdb into a temporary directory, pg_ctl on a free port (TCP only,
+    trust authentication, the default durability), on the servers' core."""
+
+    def __init__(self):
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="bench-pg-")
+        versions = sorted(
+            (d for d in os.listdir("/usr/lib/postgresql")
+             if os.path.exists(f"/usr/lib/postgresql/{d}/bin/initdb")),
+            key=lambda v: int(v) if v.isdigit() else 0) if os.path.isdir("/usr/lib/postgresql") else []
+        self.bin = f"/usr/lib/postgresql/{versions[-1]}/bin" if versions else os.path.dirname(
+            shutil.which("initdb") or "/usr/bin/initdb")
+        self.as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        if self.as_user:
+            subprocess.run(["chown", "postgres:", self.dir], check=True)
+        self.data = f"{self.dir}/data"
+        subprocess.run(self.as_user + [f"{self.bin}/initdb", "-D", self.data, "-A", "trust",
+                                       "-U", "postgres", "-E", "UTF8", "--no-sync"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        options = (f"-p {self.port} -c listen_addresses=127.0.0.1 "
+                   "-c unix_socket_directories='' -c max_connections=200")
+        subprocess.run(SERVER_CPU + self.as_user + [
+            f"{self.bin}/pg_ctl", "-D", self.data, "-l", f"{self.dir}/log", "-w", "-o", options,
+            "start"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def url(self):
+        return f"postgres://postgres@127.0.0.1:{self.port}/postgres?sslmode=disable"
+
+    def stop(self):
+        subprocess.run(self.as_user + [f"{self.bin}/pg_ctl", "-D", self.data, "-m", "immediate",
+                                       "-w", "stop"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 class Instance:
     def __init__(self, store, name, extra=()):
         self.port = free_port()
@@ -132,8 +171,9 @@ def bench(urls, era, label):
 
 def one(era, instances, store):
     """One figure: (calls/s, errors, p50 ms, p99 ms, round trips per call). `store`: False
-    (none), True (Redis) or "ask" (Redis, `--store-lease 0`: the store asked on every call)."""
-    redis = Redis() if store else None
+    (none), True (Redis), "ask" (Redis, `--store-lease 0`: the store asked on every call) or
+    "postgres"."""
+    redis = (Postgres() if store == "postgres" else Redis()) if store else None
     extra = ["--store-lease", "0"] if store == "ask" else []
     running = [Instance(redis.url() if redis else None, f"i{i}", extra)
                for i in range(instances)]
@@ -175,6 +215,9 @@ def reference(cmd, label):
     64 connections, on the servers' core."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
+    if not os.path.exists(cmd[0]):
+        print(f"   {label}: {cmd[0]} not built, skipped", file=sys.stderr)
+        return None
     proc = subprocess.Popen(SERVER_CPU + [c.replace("{addr}", f"127.0.0.1:{port}") for c in cmd],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_http(url)
@@ -211,12 +254,13 @@ def idle_memory():
     return (after - before) / IDLE, len(keys), one_key
 
 
-STORES = {False: "none", True: "redis", "ask": "redis, lease 0"}
+STORES = {False: "none", True: "redis", "ask": "redis, lease 0", "postgres": "postgres"}
 
 
 def main():
     shapes = [(era, n, store) for era in ("legacy", "modern")
-              for (n, store) in ((1, False), (1, True), (1, "ask"), (2, True), (3, True))]
+              for (n, store) in ((1, False), (1, True), (1, "ask"), (2, True), (3, True),
+                                 (1, "postgres"), (3, "postgres"))]
     results = {s: [] for s in shapes}
     refs = {name: [] for name in REFERENCES}
     for r in range(ROUNDS):
@@ -226,7 +270,7 @@ def main():
             results[s].append(one(*s))
         print(f"round {r + 1}/{ROUNDS} done", file=sys.stderr)
     print(f"64 connections, {SECS}s per figure, median of {ROUNDS} rounds; every answer checked")
-    print("servers and Redis on core 0, driver on core 1" if PIN else "unpinned")
+    print("servers and the store on core 0, driver on core 1" if PIN else "unpinned")
     print()
     print("| era | instances | store | calls/s | vs 1 without | errors | p50 ms | p99 ms | round trips/call |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -249,18 +293,19 @@ def main():
                   f"| {errors} | {med(2):.2f} | {med(3):.2f} | {med(4):.2f} |")
     print()
     print("Same shape (2025-11-25, 64 connections), same run: `oxmcp serve` with and without the store, against the floor and rmcp")
-    print("| server | calls/s | errors | store none / ratio | store redis, 1 instance / ratio |")
-    print("|---|---|---|---|---|")
-    ours = {store: statistics.median(x[0] for x in results[("legacy", 1, store)] if x)
-            for store in (False, True)}
+    print("| server | calls/s | errors | store none / ratio | redis, 1 instance / ratio | postgres, 1 instance / ratio |")
+    print("|---|---|---|---|---|---|")
+    ours = {store: statistics.median([x[0] for x in results[("legacy", 1, store)] if x] or [0])
+            for store in (False, True, "postgres")}
     for name in REFERENCES:
         runs = [x for x in refs[name] if x]
         if not runs:
-            print(f"| {name} | failed | | | |")
+            print(f"| {name} | not run | | | | |")
             continue
         errors = sum(x[1] for x in runs)
         rate = statistics.median(x[0] for x in runs)
-        print(f"| {name} | {rate:,.0f} | {errors} | {ours[False] / rate:.2f}x | {ours[True] / rate:.2f}x |")
+        print(f"| {name} | {rate:,.0f} | {errors} | {ours[False] / rate:.2f}x "
+              f"| {ours[True] / rate:.2f}x | {ours['postgres'] / rate:.2f}x |")
     mem = idle_memory()
     if mem:
         per, sessions, key = mem
