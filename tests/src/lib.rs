@@ -41,13 +41,18 @@ pub struct Raw {
 }
 
 /// The demo server's tools, sorted by name.
-pub const DEMO_TOOLS: [&str; 11] = [
+pub const DEMO_TOOLS: [&str; 16] = [
     "add",
     "ask",
+    "cd",
     "converse",
     "echo",
     "fail",
     "log",
+    "ls",
+    "note",
+    "notes",
+    "pwd",
     "roots",
     "sample",
     "slow",

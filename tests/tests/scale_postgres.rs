@@ -202,3 +202,101 @@ async fn instances_migrate_together_and_leave_no_expired_rows() {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
+
+/// The store itself, on a fresh database: four instances connecting at once all get the
+/// schema and the same shared secret; a stream's writer and ids live as long as its session
+/// (its events go after `stream_ttl`); writes and clears of one scope racing each other all
+/// succeed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_under_races_and_expiry() {
+    use oxmcp_server::{ScopedState, StateLimits, StateScope};
+    use oxmcp_store::{AppendEvent, EventLog, SessionRecord, Store, StoreConfig, StreamInfo};
+    use oxmcp_store_postgres::PostgresStore;
+    let pg = Postgres::start().await;
+    let config = StoreConfig::default().stream_ttl(Duration::from_millis(300));
+    let url = pg.url();
+    let stores = futures::future::join_all(
+        ["a", "b", "c", "d"].map(|n| PostgresStore::connect(&url, n, config.clone())),
+    )
+    .await;
+    let stores: Vec<PostgresStore> = stores.into_iter().map(Result::unwrap).collect();
+    let secrets =
+        futures::future::join_all(stores.iter().map(|s| s.shared_secret("request-state"))).await;
+    let first = secrets[0].clone().unwrap();
+    assert!(secrets.iter().all(|s| s.as_ref().unwrap() == &first));
+
+    let s = &stores[0];
+    let record = SessionRecord {
+        version: V.into(),
+        owner: None,
+        init: "{}".into(),
+        log_level: None,
+        subscriptions: vec![],
+        created_ms: 0,
+    };
+    s.create_session("s1", &record).await.unwrap();
+    let info = StreamInfo {
+        owner: "a".into(),
+        ids: vec![json!(7)],
+        batch: false,
+    };
+    s.append(AppendEvent {
+        session: "s1",
+        stream: "t1",
+        seq: 1,
+        data: "{}",
+        last: false,
+        info: Some(&info),
+    })
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    s.sweep().await.unwrap();
+    assert!(
+        s.replay("s1", "t1", 0).await.unwrap().is_empty(),
+        "events expired"
+    );
+    assert_eq!(
+        stores[1].stream_info("s1", "t1").await.unwrap(),
+        Some(info),
+        "who writes the stream is known while the session lives"
+    );
+
+    let limits = std::sync::Arc::new(StateLimits::default());
+    let scope = StateScope::Principal("racer".into());
+    let racing = (0..40).map(|i| {
+        let state = ScopedState::new(
+            std::sync::Arc::new(stores[i % 4].clone()),
+            scope.clone(),
+            limits.clone(),
+        );
+        async move {
+            if i % 2 == 0 {
+                state
+                    .update("n", |n: Option<u64>| Some(n.unwrap_or(0) + 1))
+                    .await
+                    .map(|_| ())
+            } else {
+                state.clear().await
+            }
+        }
+    });
+    for r in futures::future::join_all(racing).await {
+        r.unwrap();
+    }
+}
+
+/// A task id holding a NUL (which PostgreSQL's text cannot hold) is an unknown task, not a
+/// store failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nul_in_a_task_id_is_an_unknown_task() {
+    let pg = Postgres::start().await;
+    let a = Instance::start(&pg, "a", &[]).await;
+    let sid = open_session(&a.url, V).await;
+    let get = json!({"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"x\u{0}y"}});
+    let (status, m) = call(&a.url, &sid, V, &get).await;
+    assert_eq!(status, 200, "{m:?}");
+    let error = &m[0]["error"];
+    assert_ne!(error["code"], -32603, "{m:?}");
+    assert_ne!(error["code"], -32000, "{m:?}");
+}

@@ -35,9 +35,9 @@ fn tools_human_and_json() {
     let (ok, out, _) = mcp(&["tools", "--json", "--", MCP, "serve", "--stdio"]);
     assert!(ok);
     let tools: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(tools[3]["name"], "echo");
+    assert_eq!(tools[4]["name"], "echo");
     assert_eq!(
-        tools[3]["inputSchema"]["required"],
+        tools[4]["inputSchema"]["required"],
         serde_json::json!(["message"])
     );
 }

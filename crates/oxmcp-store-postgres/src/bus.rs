@@ -1,12 +1,19 @@
-//! The bus: `{ns}.bus_publish` numbers an event under a lock, stores it and notifies
-//! `{ns}_bus` with its number. One reader per store, on a connection of its own, `LISTEN`s
-//! and reads the rows after the last it saw on every notification and every second; after a
-//! lost connection it reconnects and reads on from there, so nothing the table still holds
-//! (`parcel_ttl`) is missed.
+//! The bus: `{ns}.bus_publish` stores an event, numbered, and notifies `{ns}_bus` with its
+//! number. One reader per store, on a connection of its own, `LISTEN`s and reads the rows
+//! after the last it saw on every notification and every second; after a lost connection it
+//! reconnects and reads on from there, so nothing the table still holds (`parcel_ttl`) is
+//! missed.
+//!
+//! Numbers are given in the order of the inserts, but two transactions may commit in the
+//! other order: a reader that sees 12 before 11 delivers 12 and waits up to [`GAP_WAIT`] for
+//! 11 (a rolled-back insert leaves a number that never comes) before it reads past it. It
+//! delivers every event once, and counts a gap it gave up on as a break of the bus
+//! ([`oxmcp_store::Store::bus_breaks`]).
 
+use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use oxmcp_store::{BusEvent, StoreResult};
@@ -18,6 +25,13 @@ use crate::Inner;
 
 /// Rows read at once.
 const BATCH: i64 = 512;
+
+/// Bytes of events read at once (past it, the rest waits for the next read; one event is
+/// always read, however large).
+const BATCH_BYTES: i64 = 8 * 1024 * 1024;
+
+/// How long a gap in the numbers is waited for before the reader passes it.
+pub(crate) const GAP_WAIT: Duration = Duration::from_secs(2);
 
 /// How long one read of the bus may take before the connection is given up as lost.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -104,11 +118,17 @@ async fn read(
     tls: MakeRustlsConnect,
     ns: String,
     first: Listening,
-    mut last: i64,
+    last: i64,
 ) {
     let mut conn = Some(first);
     let mut backoff = Duration::from_millis(100);
-    let select = format!("SELECT seq, payload FROM {ns}.bus WHERE seq > $1 ORDER BY seq LIMIT $2");
+    let mut seen = Seen::new(last);
+    let select = format!(
+        "SELECT seq, payload FROM (
+           SELECT seq, payload, sum(octet_length(payload)) OVER (ORDER BY seq) AS total
+           FROM {ns}.bus WHERE seq > $1 ORDER BY seq LIMIT $2
+         ) t WHERE total - octet_length(payload) < $3 ORDER BY seq"
+    );
     loop {
         let Some(strong) = inner.upgrade() else {
             return;
@@ -129,8 +149,15 @@ async fn read(
             }
             continue;
         };
-        let read =
-            tokio::time::timeout(READ_TIMEOUT, l.client.query(&select, &[&last, &BATCH])).await;
+        if seen.give_up_on_gap() {
+            broke(&inner);
+        }
+        let from = seen.done;
+        let read = tokio::time::timeout(
+            READ_TIMEOUT,
+            l.client.query(&select, &[&from, &BATCH, &BATCH_BYTES]),
+        )
+        .await;
         let rows = match read {
             Ok(Ok(rows)) => rows,
             Ok(Err(e)) => {
@@ -146,17 +173,22 @@ async fn read(
                 continue;
             }
         };
-        let full = rows.len() as i64 == BATCH;
+        let mut fresh = false;
         for row in rows {
-            last = row.get(0);
+            let seq: i64 = row.get(0);
+            if !seen.take(seq) {
+                continue;
+            }
+            fresh = true;
             let payload: &str = row.get(1);
             match serde_json::from_str::<BusEvent>(payload) {
                 // No receiver is fine: nothing listens yet.
                 Ok(event) => drop(sender.send(event)),
-                Err(e) => tracing::warn!("unreadable bus event {last}: {e}"),
+                Err(e) => tracing::warn!("unreadable bus event {seq}: {e}"),
             }
         }
-        if full {
+        // New events: there may be more (a read stops at a count and a size).
+        if fresh {
             continue;
         }
         match tokio::time::timeout(POLL, l.rings.recv()).await {
@@ -166,5 +198,87 @@ async fn read(
                 conn = None;
             }
         }
+    }
+}
+
+/// Which events the reader delivered: every number up to `done`, and those in `ahead`
+/// (read past a gap).
+struct Seen {
+    done: i64,
+    ahead: BTreeSet<i64>,
+    /// Since when the reader waits for `done + 1`.
+    gap_since: Option<Instant>,
+}
+
+impl Seen {
+    fn new(done: i64) -> Self {
+        Self {
+            done,
+            ahead: BTreeSet::new(),
+            gap_since: None,
+        }
+    }
+
+    /// Takes event `seq`: whether it is new (to deliver).
+    fn take(&mut self, seq: i64) -> bool {
+        if seq <= self.done || !self.ahead.insert(seq) {
+            return false;
+        }
+        while self.ahead.remove(&(self.done + 1)) {
+            self.done += 1;
+        }
+        self.gap_since = match (self.ahead.is_empty(), self.gap_since) {
+            (true, _) => None,
+            (false, Some(t)) => Some(t),
+            (false, None) => Some(Instant::now()),
+        };
+        true
+    }
+
+    /// Passes a gap waited for longer than [`GAP_WAIT`]: whether one was passed.
+    fn give_up_on_gap(&mut self) -> bool {
+        let Some(since) = self.gap_since else {
+            return false;
+        };
+        if since.elapsed() < GAP_WAIT {
+            return false;
+        }
+        if let Some(&first) = self.ahead.iter().next() {
+            tracing::warn!(
+                "bus events {} to {} never came: passed",
+                self.done + 1,
+                first - 1
+            );
+            self.done = first - 1;
+            while self.ahead.remove(&(self.done + 1)) {
+                self.done += 1;
+            }
+        }
+        self.gap_since = (!self.ahead.is_empty()).then(Instant::now);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Seen;
+
+    #[test]
+    fn events_are_taken_once_in_spite_of_gaps() {
+        let mut s = Seen::new(10);
+        assert!(s.take(11));
+        assert!(s.take(13));
+        assert_eq!(s.done, 11);
+        assert!(!s.take(13), "once");
+        assert!(!s.take(11), "once");
+        assert!(s.take(12), "the late one is still delivered");
+        assert_eq!(s.done, 13);
+        assert!(s.ahead.is_empty());
+        assert!(!s.give_up_on_gap());
+        assert!(s.take(15));
+        s.gap_since = Some(std::time::Instant::now() - super::GAP_WAIT);
+        assert!(s.give_up_on_gap());
+        assert_eq!(s.done, 15);
+        assert!(!s.take(14), "a number passed is not delivered late");
     }
 }

@@ -12,19 +12,33 @@ pub(crate) struct Target {
     pub(crate) tls: MakeRustlsConnect,
 }
 
-/// `url` without its password (for messages and logs).
+/// `url` without its password, in the user part or as a `password=` parameter (for
+/// messages and logs).
 pub fn redacted(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) if u.password().is_some() => {
-            let _ = u.set_password(Some("***"));
-            u.to_string()
-        }
-        _ => url.to_owned(),
+    let Ok(mut u) = url::Url::parse(url) else {
+        return url.to_owned();
+    };
+    if u.password().is_some() {
+        let _ = u.set_password(Some("***"));
     }
+    if u.query_pairs().any(|(k, _)| k == "password") {
+        let pairs: Vec<(String, String)> = u
+            .query_pairs()
+            .map(|(k, v)| {
+                let v = if k == "password" { "***".into() } else { v };
+                (k.into_owned(), v.into_owned())
+            })
+            .collect();
+        u.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    u.to_string()
 }
 
 /// Parses `url`: `postgres://` or `postgresql://`, with the driver's parameters
-/// (`sslmode=disable|prefer|require`, `connect_timeout`, `application_name`, ...).
+/// (`sslmode=disable|prefer|require`, `connect_timeout`, `application_name`, ...). Without
+/// `sslmode` the driver's default is `prefer`: TLS when the server offers it, verified as
+/// below (a server with a self-signed certificate then needs `--store-ca`, or
+/// `sslmode=disable`).
 /// `sslmode=verify-ca` and `verify-full` are taken as `require`: the server's certificate is
 /// always verified (against `ca_pem` when given, else the web's root certificates), and its
 /// name too. `sslrootcert=FILE` names the CA file when `ca_pem` is `None`.
@@ -114,5 +128,6 @@ mod tests {
             "postgres://u:***@h/db"
         );
         assert_eq!(redacted("postgres://u@h/db"), "postgres://u@h/db");
+        assert!(!redacted("postgres://u@h/db?password=secret&sslmode=require").contains("secret"));
     }
 }

@@ -175,13 +175,12 @@ impl Inner {
     /// The secret `name`: made by the first instance that asks.
     pub(crate) async fn shared_secret(&self, name: &str) -> StoreResult<[u8; 32]> {
         let fresh = oxmcp_store::random_secret()?;
+        // On a conflict the row is "updated" to itself, so that RETURNING gives the secret
+        // another instance made, even one committed after this statement began.
         let rows = self
             .query(
-                "WITH i AS (
-                   INSERT INTO {ns}.secrets (name, secret) VALUES ($1, $2)
-                   ON CONFLICT (name) DO NOTHING RETURNING secret
-                 )
-                 SELECT secret FROM i UNION ALL SELECT secret FROM {ns}.secrets WHERE name = $1",
+                "INSERT INTO {ns}.secrets (name, secret) VALUES ($1, $2)
+                 ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING secret",
                 &[&name, &fresh.as_slice()],
             )
             .await?;

@@ -1,5 +1,6 @@
-//! SSE stream logs: a row per stream (its writer and ids) and a row per event, kept to the
-//! last `max_events_per_stream` and for `stream_ttl` after the last.
+//! SSE stream logs: a row per stream (its writer and ids, kept as long as the session) and a
+//! row per event, kept to the last `max_events_per_stream` and for `stream_ttl` after the
+//! stream's last event.
 
 use oxmcp_store::{AppendEvent, StoreError, StoreResult, StoredEvent, StreamInfo};
 
@@ -81,8 +82,7 @@ impl Inner {
     ) -> StoreResult<Option<StreamInfo>> {
         let rows = self
             .query(
-                "SELECT info FROM {ns}.streams
-                 WHERE session = $1 AND stream = $2 AND expires_at > now()",
+                "SELECT info FROM {ns}.streams WHERE session = $1 AND stream = $2",
                 &[&session, &stream],
             )
             .await?;

@@ -55,8 +55,32 @@ impl StoreTasks {
                 }
             }
         });
+        heartbeats(&store);
         Arc::new(Self { store, signals })
     }
+}
+
+/// Says this instance is alive every `heartbeat` for as long as the store lives, so that the
+/// others do not take its tasks for a dead instance's (the HTTP scale-out layer says so too;
+/// a server that shares only its tasks would not).
+fn heartbeats(store: &Arc<dyn Store>) {
+    let weak = Arc::downgrade(store);
+    let every = store
+        .config()
+        .heartbeat
+        .max(std::time::Duration::from_millis(100));
+    tokio::spawn(async move {
+        loop {
+            let Some(store) = weak.upgrade() else {
+                return;
+            };
+            if let Err(e) = store.heartbeat().await {
+                tracing::debug!("task heartbeat failed: {e}");
+            }
+            drop(store);
+            tokio::time::sleep(every).await;
+        }
+    });
 }
 
 /// The key, beside the record's own, that names the instance running the task.
@@ -96,14 +120,13 @@ impl StoreTasks {
         self.store.put_task(&stored).await.map_err(failed)
     }
 
-    /// `record` as it is: failed, when it is not finished and the instance running it has
-    /// stopped saying it is alive (it died: nobody will finish it). The failure is stored,
-    /// so every instance answers the same.
-    async fn checked(
-        &self,
-        record: TaskRecord,
-        runner: Option<String>,
-    ) -> TaskStoreResult<TaskRecord> {
+    /// The record stored as `json`, as it is: failed, when it is not finished and the
+    /// instance running it has stopped saying it is alive (it died: nobody will finish it).
+    /// The failure is stored, so every instance answers the same, unless the record changed
+    /// meanwhile (its runner wrote it: it lives). A runner that was only slow, not dead, may
+    /// still store its result over the failure afterwards.
+    async fn checked(&self, json: &str) -> TaskStoreResult<TaskRecord> {
+        let (record, runner) = decode(json)?;
         let Some(runner) = runner else {
             return Ok(record);
         };
@@ -112,6 +135,11 @@ impl StoreTasks {
             || self.store.is_alive(&runner).await.map_err(failed)?
         {
             return Ok(record);
+        }
+        match self.store.get_task(&record.id).await.map_err(failed)? {
+            Some(again) if again == json => {}
+            Some(again) => return Ok(decode(&again)?.0),
+            None => return Ok(record),
         }
         let mut record = record;
         let why = format!("the instance running the task ({runner}) stopped before it finished");
@@ -135,10 +163,7 @@ impl TaskStore for StoreTasks {
     fn get<'a>(&'a self, id: &'a str) -> BoxFuture<'a, TaskStoreResult<Option<TaskRecord>>> {
         Box::pin(async move {
             match self.store.get_task(id).await.map_err(failed)? {
-                Some(json) => {
-                    let (record, runner) = decode(&json)?;
-                    Ok(Some(self.checked(record, runner).await?))
-                }
+                Some(json) => Ok(Some(self.checked(&json).await?)),
                 None => Ok(None),
             }
         })
@@ -153,8 +178,7 @@ impl TaskStore for StoreTasks {
             let all = self.store.list_tasks(owner, limit).await.map_err(failed)?;
             let mut records = Vec::with_capacity(all.len());
             for json in &all {
-                let (record, runner) = decode(json)?;
-                records.push(self.checked(record, runner).await?);
+                records.push(self.checked(json).await?);
             }
             Ok(records)
         })

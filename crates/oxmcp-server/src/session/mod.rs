@@ -109,10 +109,24 @@ impl Session {
         }))
     }
 
-    /// The session's handler state was used and the session is over: tell the backend.
+    /// The session's handler state was used and the session is over: tell the backend. A
+    /// state named here (a connection's: stdio, WebSocket, gRPC) cannot be served by another
+    /// instance, so it is deleted now from a shared store too.
     pub(crate) fn end_state(&self) {
-        if let Some(name) = self.state_key.as_ref().and_then(|k| k.get()) {
-            self.server.features.state.store.session_ended(name);
+        let Some(name) = self.state_key.as_ref().and_then(|k| k.get()) else {
+            return;
+        };
+        let store = self.server.features.state.store.clone();
+        store.session_ended(name);
+        if self.transport_session.is_none()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let scope = oxmcp_store::state::StateScope::Session(name.clone());
+            runtime.spawn(async move {
+                if let Err(e) = store.clear(&scope).await {
+                    tracing::debug!("a closed connection's state is left to expire: {e}");
+                }
+            });
         }
     }
 

@@ -66,26 +66,34 @@ impl MemoryStateStore {
         if inner.writes.is_multiple_of(1024) {
             inner.scopes.retain(|_, s| s.live(now));
         }
-        let s = inner.scopes.entry(scope.clone()).or_default();
-        if !s.live(now) {
-            *s = Scope::default();
-        }
-        let current = s.entries.get(key);
+        // Checked before the scope is made: a refused write leaves nothing behind.
+        let live = inner.scopes.get(scope).filter(|s| s.live(now));
+        let current = live.and_then(|s| s.entries.get(key));
         if !expect.met_by(current.map(|c| c.version)) {
             return Ok(Written::Conflict(current.map(|c| c.version)));
         }
+        let (keys, bytes) = live.map_or((0, 0), |s| (s.entries.len(), s.bytes));
         let freed = current.map_or(0, |c| c.value.len() + key.len());
-        if current.is_none() && s.entries.len() >= limits.max_keys {
+        if current.is_none() && keys >= limits.max_keys {
             return Err(StateError::TooManyKeys {
                 limit: limits.max_keys,
             });
         }
-        let would = s.bytes - freed + key.len() + value.len();
+        let would = bytes - freed + key.len() + value.len();
         if would > limits.max_scope_bytes {
             return Err(StateError::ScopeFull {
                 would,
                 limit: limits.max_scope_bytes,
             });
+        }
+        let s = inner.scopes.entry(scope.clone()).or_default();
+        if !s.live(now) {
+            // Expired: empty again, its numbering going on.
+            let seq = s.seq;
+            *s = Scope {
+                seq,
+                ..Scope::default()
+            };
         }
         s.seq += 1;
         let version = s.seq;
