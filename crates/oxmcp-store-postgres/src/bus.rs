@@ -173,22 +173,8 @@ async fn read(
                 continue;
             }
         };
-        let mut fresh = false;
-        for row in rows {
-            let seq: i64 = row.get(0);
-            if !seen.take(seq) {
-                continue;
-            }
-            fresh = true;
-            let payload: &str = row.get(1);
-            match serde_json::from_str::<BusEvent>(payload) {
-                // No receiver is fine: nothing listens yet.
-                Ok(event) => drop(sender.send(event)),
-                Err(e) => tracing::warn!("unreadable bus event {seq}: {e}"),
-            }
-        }
         // New events: there may be more (a read stops at a count and a size).
-        if fresh {
+        if deliver(rows, &mut seen, &sender) {
             continue;
         }
         match tokio::time::timeout(POLL, l.rings.recv()).await {
@@ -199,6 +185,29 @@ async fn read(
             }
         }
     }
+}
+
+/// Sends the events of `rows` not delivered before; whether there was one.
+fn deliver(
+    rows: Vec<tokio_postgres::Row>,
+    seen: &mut Seen,
+    sender: &tokio::sync::broadcast::Sender<BusEvent>,
+) -> bool {
+    let mut fresh = false;
+    for row in rows {
+        let seq: i64 = row.get(0);
+        if !seen.take(seq) {
+            continue;
+        }
+        fresh = true;
+        let payload: &str = row.get(1);
+        match serde_json::from_str::<BusEvent>(payload) {
+            // No receiver is fine: nothing listens yet.
+            Ok(event) => drop(sender.send(event)),
+            Err(e) => tracing::warn!("unreadable bus event {seq}: {e}"),
+        }
+    }
+    fresh
 }
 
 /// Which events the reader delivered: every number up to `done`, and those in `ahead`
