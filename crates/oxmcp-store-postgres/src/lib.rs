@@ -9,7 +9,7 @@
 //! |---|---|---|
 //! | `sessions` | a session's record (the client's `initialize`, version, owner, log level, subscriptions) and its request-id blocks | session TTL, renewed on use |
 //! | `pending` | request id to the client -> instance waiting for the answer | with its session |
-//! | `streams`, `events` | each SSE stream's writer and ids, and its last events | stream TTL after its last event, or with its session |
+//! | `streams`, `events` | each SSE stream's writer and ids (with its session), and its last events (stream TTL after the last) | with its session |
 //! | `nodes` | heartbeats | an hour after the last |
 //! | `secrets` | secrets shared by every instance (the `requestState` key) | never |
 //! | `tasks` | task records (the server's JSON) | the task's TTL |
@@ -19,10 +19,12 @@
 //! The bus is the `bus` table: an instance writes an event and a `NOTIFY` carrying its number
 //! only (a notification holds at most 8,000 bytes; an event may hold a client's answer of
 //! megabytes); readers `LISTEN`, and read the rows after the last they saw, on every
-//! notification and every second. Events are numbered under a lock, so they commit in order
-//! of their numbers; a reader whose connection broke reads on from its last number once
-//! back, so nothing the table still holds is missed. Expired rows are deleted by the
-//! instances themselves, every few seconds. Access tokens are never stored.
+//! notification and every second. Two events may commit out of the order of their numbers:
+//! a reader delivers what it sees and waits a moment for a missing number before it passes
+//! it, and delivers every event once. A reader whose connection broke reads on from its last
+//! number once back, so nothing the table still holds is missed. Expired rows are deleted
+//! by the instances themselves, in short batches every few seconds. Access tokens are never
+//! stored.
 //!
 //! ```no_run
 //! use std::sync::Arc;
