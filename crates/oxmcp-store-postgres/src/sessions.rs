@@ -192,26 +192,4 @@ impl Inner {
             .try_into()
             .map_err(|_| StoreError::Protocol(format!("a shared secret of {} bytes", secret.len())))
     }
-
-    /// Rows the store holds now, per table (for tests and soaks).
-    pub(crate) async fn row_counts(&self) -> StoreResult<Vec<(String, u64)>> {
-        let mut out = Vec::new();
-        for table in [
-            "sessions",
-            "pending",
-            "streams",
-            "events",
-            "tasks",
-            "state_scopes",
-            "state",
-            "bus",
-        ] {
-            let rows = self
-                .query(&format!("SELECT count(*) FROM {{ns}}.{table}"), &[])
-                .await?;
-            let n: i64 = rows.first().map_or(0, |r| r.get(0));
-            out.push((table.to_owned(), u64::try_from(n).unwrap_or(0)));
-        }
-        Ok(out)
-    }
 }

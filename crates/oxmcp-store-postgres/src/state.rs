@@ -4,7 +4,9 @@
 //! version check. A session's scope is `s:{id}`, deleted and renewed with the session; a
 //! user's is `p:{hex}`.
 
-use oxmcp_store::state::{Expect, Removed, StateError, StateLimits, StateScope, Stored, Written};
+use oxmcp_store::state::{
+    self, Expect, Removed, StateError, StateLimits, StateScope, Stored, Written,
+};
 
 use crate::{Inner, big, hex, millis};
 
@@ -17,19 +19,6 @@ fn name(scope: &StateScope) -> String {
         StateScope::Session(id) => format!("s:{id}"),
         StateScope::Principal(p) => format!("p:{}", hex(p)),
     }
-}
-
-/// `expect` as the functions' two arguments.
-fn expectation(expect: Expect) -> (i32, i64) {
-    match expect {
-        Expect::Any => (0, 0),
-        Expect::Absent => (1, 0),
-        Expect::Version(v) => (2, big(v)),
-    }
-}
-
-fn version(n: Option<i64>) -> Option<u64> {
-    n.and_then(|n| u64::try_from(n).ok())
 }
 
 impl Inner {
@@ -49,7 +38,7 @@ impl Inner {
             .map_err(failed)?;
         Ok(rows.first().map(|r| Stored {
             value: r.get(0),
-            version: version(Some(r.get(1))).unwrap_or(0),
+            version: u64::try_from(r.get::<_, i64>(1)).unwrap_or(0),
         }))
     }
 
@@ -61,7 +50,8 @@ impl Inner {
         expect: Expect,
         limits: &StateLimits,
     ) -> Result<Written, StateError> {
-        let (kind, v) = expectation(expect);
+        let (kind, v) = expect.codes();
+        let v = big(v);
         let ttl = match scope {
             StateScope::Session(_) => millis(self.config.session_ttl),
             StateScope::Principal(_) => millis(limits.principal_ttl),
@@ -88,21 +78,7 @@ impl Inner {
             .first()
             .ok_or_else(|| StateError::Store("state_put answered nothing".into()))?;
         let (code, detail): (i64, Option<i64>) = (row.get(0), row.get(1));
-        match code {
-            -1 => Ok(Written::Conflict(version(detail))),
-            -2 => Err(StateError::TooManyKeys {
-                limit: limits.max_keys,
-            }),
-            -3 => Err(StateError::ScopeFull {
-                would: detail
-                    .and_then(|d| usize::try_from(d).ok())
-                    .unwrap_or(usize::MAX),
-                limit: limits.max_scope_bytes,
-            }),
-            n => version(Some(n))
-                .map(Written::Done)
-                .ok_or_else(|| StateError::Store(format!("unexpected answer {n}"))),
-        }
+        state::written_from(code, detail, limits)
     }
 
     pub(crate) async fn state_remove(
@@ -111,7 +87,8 @@ impl Inner {
         key: &str,
         expect: Expect,
     ) -> Result<Removed, StateError> {
-        let (kind, v) = expectation(expect);
+        let (kind, v) = expect.codes();
+        let v = big(v);
         let rows = self
             .query(
                 "SELECT code, detail FROM {ns}.state_remove($1, $2, $3, $4)",
@@ -123,11 +100,7 @@ impl Inner {
             .first()
             .ok_or_else(|| StateError::Store("state_remove answered nothing".into()))?;
         let (code, detail): (i64, Option<i64>) = (row.get(0), row.get(1));
-        Ok(match code {
-            -1 => Removed::Conflict(version(detail)),
-            0 => Removed::Absent,
-            _ => Removed::Removed,
-        })
+        Ok(state::removed_from(code, detail))
     }
 
     pub(crate) async fn state_keys(&self, scope: &StateScope) -> Result<Vec<String>, StateError> {

@@ -11,15 +11,6 @@ use tokio::sync::broadcast;
 use crate::PostgresStore;
 
 impl PostgresStore {
-    /// Rows held now, per table (`sessions`, `pending`, `streams`, `events`, `tasks`,
-    /// `state_scopes`, `state`, `bus`): what a soak checks is left behind.
-    ///
-    /// # Errors
-    /// The database failing.
-    pub async fn row_counts(&self) -> StoreResult<Vec<(String, u64)>> {
-        self.inner.row_counts().await
-    }
-
     /// Deletes what expired now (the instances do it every few seconds by themselves).
     ///
     /// # Errors

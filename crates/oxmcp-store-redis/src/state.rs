@@ -7,7 +7,7 @@
 
 use futures::future::BoxFuture;
 use oxmcp_store::state::{
-    Expect, Removed, StateError, StateLimits, StateScope, StateStore, Stored, Written,
+    self, Expect, Removed, StateError, StateLimits, StateScope, StateStore, Stored, Written,
 };
 
 use crate::RedisStore;
@@ -48,16 +48,8 @@ fn failed(e: redis::RedisError) -> StateError {
     StateError::Store(e.to_string())
 }
 
-/// `expect` as the scripts' two arguments.
-fn expectation(expect: Expect) -> (&'static str, u64) {
-    match expect {
-        Expect::Any => ("0", 0),
-        Expect::Absent => ("1", 0),
-        Expect::Version(v) => ("2", v),
-    }
-}
-
-fn version(text: &str) -> Option<u64> {
+/// A script's detail: a number, or empty.
+fn detail(text: &str) -> Option<i64> {
     text.parse().ok()
 }
 
@@ -88,7 +80,7 @@ impl RedisStore {
             .arg(format!("n:{key}"));
         let (value, n): (Option<String>, Option<String>) =
             self.inner.conn.cmd(&cmd).await.map_err(failed)?;
-        Ok(match (value, n.as_deref().and_then(version)) {
+        Ok(match (value, n.and_then(|n| n.parse::<u64>().ok())) {
             (Some(value), Some(version)) => Some(Stored { value, version }),
             _ => None,
         })
@@ -102,7 +94,7 @@ impl RedisStore {
         expect: Expect,
         limits: &StateLimits,
     ) -> Result<Written, StateError> {
-        let (kind, v) = expectation(expect);
+        let (kind, v) = expect.codes();
         let mut cmd = redis::cmd("EVAL");
         cmd.arg(PUT)
             .arg(1)
@@ -114,20 +106,8 @@ impl RedisStore {
             .arg(limits.max_keys)
             .arg(limits.max_scope_bytes)
             .arg(self.state_ttl(scope, limits));
-        let (code, detail): (i64, String) = self.inner.conn.cmd(&cmd).await.map_err(failed)?;
-        match code {
-            -1 => Ok(Written::Conflict(version(&detail))),
-            -2 => Err(StateError::TooManyKeys {
-                limit: limits.max_keys,
-            }),
-            -3 => Err(StateError::ScopeFull {
-                would: detail.parse().unwrap_or(usize::MAX),
-                limit: limits.max_scope_bytes,
-            }),
-            seq => u64::try_from(seq)
-                .map(Written::Done)
-                .map_err(|_| StateError::Store(format!("unexpected answer {seq}"))),
-        }
+        let (code, text): (i64, String) = self.inner.conn.cmd(&cmd).await.map_err(failed)?;
+        state::written_from(code, detail(&text), limits)
     }
 
     async fn state_remove(
@@ -136,7 +116,7 @@ impl RedisStore {
         key: &str,
         expect: Expect,
     ) -> Result<Removed, StateError> {
-        let (kind, v) = expectation(expect);
+        let (kind, v) = expect.codes();
         let mut cmd = redis::cmd("EVAL");
         cmd.arg(REMOVE)
             .arg(1)
@@ -144,12 +124,8 @@ impl RedisStore {
             .arg(key)
             .arg(kind)
             .arg(v);
-        let (code, detail): (i64, String) = self.inner.conn.cmd(&cmd).await.map_err(failed)?;
-        Ok(match code {
-            -1 => Removed::Conflict(version(&detail)),
-            0 => Removed::Absent,
-            _ => Removed::Removed,
-        })
+        let (code, text): (i64, String) = self.inner.conn.cmd(&cmd).await.map_err(failed)?;
+        Ok(state::removed_from(code, detail(&text)))
     }
 
     async fn state_keys(&self, scope: &StateScope) -> Result<Vec<String>, StateError> {

@@ -109,6 +109,58 @@ impl Expect {
     }
 }
 
+impl Expect {
+    /// As the two numbers a store's script or stored function takes: `(kind, version)`, kind
+    /// 0 for anything, 1 for absent, 2 for the version given.
+    pub fn codes(self) -> (i32, u64) {
+        match self {
+            Expect::Any => (0, 0),
+            Expect::Absent => (1, 0),
+            Expect::Version(v) => (2, v),
+        }
+    }
+}
+
+/// A conditional write's answer from a store's script or stored function, `(code, detail)`:
+/// a code of 0 or more is the new version; -1 a conflict (detail: the current version, if
+/// any); -2 one key too many; -3 a scope too large (detail: the bytes it would hold).
+///
+/// # Errors
+/// The limit refused ([`StateError::TooManyKeys`], [`StateError::ScopeFull`]), or a code
+/// this does not know.
+pub fn written_from(
+    code: i64,
+    detail: Option<i64>,
+    limits: &StateLimits,
+) -> Result<Written, StateError> {
+    let version = |n: Option<i64>| n.and_then(|n| u64::try_from(n).ok());
+    match code {
+        -1 => Ok(Written::Conflict(version(detail))),
+        -2 => Err(StateError::TooManyKeys {
+            limit: limits.max_keys,
+        }),
+        -3 => Err(StateError::ScopeFull {
+            would: detail
+                .and_then(|d| usize::try_from(d).ok())
+                .unwrap_or(usize::MAX),
+            limit: limits.max_scope_bytes,
+        }),
+        n => version(Some(n))
+            .map(Written::Done)
+            .ok_or_else(|| StateError::Store(format!("unexpected answer {n}"))),
+    }
+}
+
+/// A conditional delete's answer from a store's script or stored function, `(code,
+/// detail)`: 1 deleted, 0 absent, -1 a conflict (detail: the current version, if any).
+pub fn removed_from(code: i64, detail: Option<i64>) -> Removed {
+    match code {
+        -1 => Removed::Conflict(detail.and_then(|n| u64::try_from(n).ok())),
+        0 => Removed::Absent,
+        _ => Removed::Removed,
+    }
+}
+
 /// What a conditional write did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Written {
