@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace, the fuzz targets' replay tests and a short run of each
 # fuzz target, then the official conformance suite. Installs what the tests need (cargo-fuzz
-# from crates.io, Redis and PostgreSQL from Debian's packages when run as root, the Python SDK from PyPI,
+# from crates.io, Redis, PostgreSQL and chromium from Debian's packages when run as root, the Python SDK from PyPI,
 # Node 22 and the suite from the npm registry). The soak test is separate:
 # scripts/soak.sh.
 set -euo pipefail
@@ -38,6 +38,19 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb 
       || { apt-get update -q >/dev/null && apt-get install -y -q postgresql >/dev/null; }
   else
     echo "the PostgreSQL store's tests need initdb and pg_ctl: install Debian's postgresql package" >&2
+    exit 1
+  fi
+fi
+# The inspector's browser tests (tests/tests/inspector.rs) drive Debian's chromium through
+# chromedriver (headless, over WebDriver on 127.0.0.1); they fail without them unless
+# OXMCP_SKIP_BROWSER=1. Their screenshots land in target/tmp/inspector/.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "== installing Debian's chromium and chromium-driver (for the inspector's browser tests)"
+    apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 \
+      || { apt-get update -q >/dev/null && apt-get install -y -q chromium chromium-driver >/dev/null; }
+  elif [ -z "${OXMCP_SKIP_BROWSER:-}" ]; then
+    echo "the inspector's browser tests need chromium and chromedriver: install Debian's chromium and chromium-driver packages (or set OXMCP_SKIP_BROWSER=1)" >&2
     exit 1
   fi
 fi

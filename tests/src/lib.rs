@@ -2,8 +2,9 @@
 //! drive the real `oxmcp` binary (`oxmcp serve`, its gateway and bridges, scale-out over Redis,
 //! interop with the Python SDK, limits and the bad-input corpus), and this library: the one
 //! set of helpers those tests, the `oxmcp` CLI's own tests and the `oxmcp-bench` tests share.
-//! Imports oxmcp-client and oxmcp-http; nothing imports it but the tests of oxmcp-cli and
-//! oxmcp-bench (as a dev-dependency).
+//! Imports oxmcp-client, oxmcp-http, oxmcp-server and oxmcp-transport (the last two for its
+//! one binary, `many_tools`, a stdio server of 1,000 tools for the inspector's test); nothing
+//! imports it but the tests of oxmcp-cli and oxmcp-bench (as a dev-dependency).
 //!
 //! - [`oxmcp()`] finds the binary under test (`OXMCP_BIN`, else builds it once);
 //! - [`Raw`] drives `oxmcp serve --stdio` line by line, [`mcp`] runs any `oxmcp` command;

@@ -52,7 +52,7 @@ pub(crate) async fn info(url: Option<String>, reach: Reach) -> anyhow::Result<()
 }
 
 /// What `oxmcp info` shows, as JSON.
-async fn describe(c: &Client) -> Value {
+pub(crate) async fn describe(c: &Client) -> Value {
     let init = c.server();
     let era = if c.is_modern() { "modern" } else { "legacy" };
     let mut info = json!({

@@ -122,6 +122,13 @@ pub(crate) enum Command {
         #[command(flatten)]
         reach: inspect::Reach,
     },
+    /// Open a web inspector of a server (a URL, or a stdio command after --): its tools,
+    /// resources, prompts, tasks and skills, the server's requests answered at the page, and
+    /// every message both ways. Served on 127.0.0.1 behind a one-time token.
+    #[command(
+        after_help = "Examples:\n  oxmcp inspect http://127.0.0.1:8080/mcp\n  oxmcp inspect --era legacy --no-open http://127.0.0.1:8080/mcp\n  oxmcp inspect -- oxmcp serve --stdio"
+    )]
+    Inspect(Box<crate::inspector::InspectArgs>),
     /// Work on a server's tasks by id: `oxmcp tasks list|get|cancel|wait [URL] [ID]`.
     #[command(
         after_help = "Examples:\n  oxmcp call http://127.0.0.1:8080/mcp slow '{\"steps\":20,\"delay_ms\":500}' --task\n  oxmcp tasks list http://127.0.0.1:8080/mcp\n  oxmcp tasks get http://127.0.0.1:8080/mcp 3f2a...\n  oxmcp tasks cancel http://127.0.0.1:8080/mcp 3f2a...\n  oxmcp tasks wait http://127.0.0.1:8080/mcp 3f2a..."

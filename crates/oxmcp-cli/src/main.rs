@@ -1,5 +1,5 @@
 //! `oxmcp` (crate `oxmcp-cli`): serve the demo server or a gateway, list and call tools on any
-//! server. (The load generator is another binary of the workspace, `oxmcp-bench`.)
+//! server, inspect one in the browser (`oxmcp inspect`). (The load generator is another binary of the workspace, `oxmcp-bench`.)
 //! The top of the stack. Imports oxmcp, oxmcp-auth, oxmcp-client, oxmcp-engine, oxmcp-gateway,
 //! oxmcp-grpc, oxmcp-http, oxmcp-jsonrpc, oxmcp-remote, oxmcp-server, oxmcp-store,
 //! oxmcp-store-postgres, oxmcp-store-redis, oxmcp-transport, oxmcp-types and oxmcp-ws.
@@ -14,6 +14,7 @@ mod demo_state;
 mod elicit;
 mod gateway;
 mod inspect;
+mod inspector;
 mod limits;
 mod listen;
 mod login;
@@ -74,6 +75,7 @@ fn main() -> std::process::ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve::run(*args).await,
+        Command::Inspect(args) => inspector::run(*args).await,
         Command::Tools {
             url,
             json,

@@ -33,6 +33,17 @@ pub(crate) async fn connect_as(
     auth: &crate::auth::Auth,
     handlers: ClientHandlers,
 ) -> anyhow::Result<Connection> {
+    connect_via(target, auth, handlers, |channels| channels).await
+}
+
+/// [`connect_as`], with the transport's channels passed through `wrap` before the client
+/// reads them (the inspector records every message there).
+pub(crate) async fn connect_via(
+    target: &Target,
+    auth: &crate::auth::Auth,
+    handlers: ClientHandlers,
+    wrap: impl FnOnce(oxmcp_transport::Channels) -> oxmcp_transport::Channels,
+) -> anyhow::Result<Connection> {
     let mut http = oxmcp_http::HttpClientConfig::default()
         .headers(auth.headers()?)
         .encoding(auth.encoding.into());
@@ -55,9 +66,20 @@ pub(crate) async fn connect_as(
         // The transport's own error as it is: the handshake's gets the context below.
         Target::Url(url) => {
             let (channels, link) = oxmcp_remote::open(url, http).await?;
-            Client::connect_over(channels, link, handlers, config).await
+            Client::connect_over(wrap(channels), link, handlers, config).await
         }
-        Target::Command(_) => target.connect(http, handlers, config).await,
+        // Spawned as `Client::spawn` does, so its errors read the same.
+        Target::Command(words) => match words.split_first() {
+            Some((program, args)) => {
+                match oxmcp_transport::ChildProcess::spawn(program, args, config.child.clone()) {
+                    Ok((child, channels)) => {
+                        Client::connect_over(wrap(channels), child, handlers, config).await
+                    }
+                    Err(e) => Err(e.into()),
+                }
+            }
+            None => target.connect(http, handlers, config).await,
+        },
     };
     let client = result.with_context(|| format!("cannot connect to `{}`", target.describe()))?;
     Ok(Connection { client })

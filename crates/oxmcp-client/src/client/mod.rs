@@ -90,7 +90,8 @@ pub struct ClientConfig {
 }
 
 /// Which protocol era a client speaks: the one choice every front end uses (the CLI's
-/// `--era`, the gateway's `era = "..."`), parsed from `legacy`, `modern` or `auto`.
+/// `--era`, the gateway's `era = "..."`), parsed from `legacy`, `modern` (or its version,
+/// `2026-07-28`) or `auto`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EraChoice {
@@ -98,6 +99,7 @@ pub enum EraChoice {
     #[default]
     Legacy,
     /// 2026-07-28 only: self-describing requests, no handshake.
+    #[serde(alias = "2026-07-28")]
     Modern,
     /// Probe with `server/discover`; speak 2026-07-28 if the server does, else fall back to
     /// the handshake. Either way the same handlers answer sampling, elicitation and roots:
@@ -111,9 +113,11 @@ impl std::str::FromStr for EraChoice {
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "legacy" => Ok(EraChoice::Legacy),
-            "modern" => Ok(EraChoice::Modern),
+            "modern" | "2026-07-28" => Ok(EraChoice::Modern),
             "auto" => Ok(EraChoice::Auto),
-            other => Err(format!("unknown era {other:?} (legacy, modern or auto)")),
+            other => Err(format!(
+                "unknown era {other:?} (legacy, modern or 2026-07-28, or auto)"
+            )),
         }
     }
 }

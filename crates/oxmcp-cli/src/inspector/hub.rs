@@ -1,0 +1,253 @@
+//! What the inspector's pages share: the connected client, the traffic recorded so far, the
+//! requests the server is waiting on the person at the page to answer, the roots the page
+//! configured, and the tool calls in flight (so that a page can cancel one).
+//!
+//! Everything a page is told goes out as one JSON text per event, to every page at once;
+//! the answer to a page's own operation goes to that page only (see [`super::web`]).
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use oxmcp_client::Client;
+use oxmcp_jsonrpc::ErrorObject;
+use oxmcp_types::Root;
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, oneshot};
+
+/// The most traffic entries kept for a page that opens (or reloads) later.
+const TRAFFIC_ENTRIES: usize = 10_000;
+/// The most bytes of traffic kept for it.
+const TRAFFIC_BYTES: usize = 64 * 1024 * 1024;
+/// Events waiting for a slow page; past this, the page is told how many it missed.
+const EVENT_QUEUE: usize = 4096;
+/// How long the server's request waits for the person at the page.
+const ASK_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// A request of the server (sampling, elicitation) waiting for the person at the page.
+struct Ask {
+    /// The event that showed it, sent again to a page that opens later.
+    event: Arc<str>,
+    answer: oneshot::Sender<Result<Value, ErrorObject>>,
+}
+
+/// Traffic kept for pages that open later, bounded by entries and bytes.
+#[derive(Default)]
+struct Traffic {
+    entries: VecDeque<Arc<str>>,
+    bytes: usize,
+    seq: u64,
+}
+
+/// The inspector's shared state.
+pub(crate) struct Hub {
+    events: broadcast::Sender<Arc<str>>,
+    traffic: Mutex<Traffic>,
+    client: tokio::sync::RwLock<Option<Arc<Client>>>,
+    /// Why the last connection attempt failed (shown by a page that opens later).
+    failure: Mutex<Option<String>>,
+    asks: Mutex<BTreeMap<u64, Ask>>,
+    roots: Mutex<Vec<Root>>,
+    calls: Mutex<HashMap<u64, tokio::task::AbortHandle>>,
+    next: AtomicU64,
+    started: Instant,
+    /// What the page shows as the target (the URL, or the command's words).
+    pub(crate) target: String,
+}
+
+impl Hub {
+    pub(crate) fn new(target: String, roots: Vec<Root>) -> Arc<Self> {
+        let (events, _) = broadcast::channel(EVENT_QUEUE);
+        Arc::new(Self {
+            events,
+            traffic: Mutex::new(Traffic::default()),
+            client: tokio::sync::RwLock::new(None),
+            failure: Mutex::new(None),
+            asks: Mutex::new(BTreeMap::new()),
+            roots: Mutex::new(roots),
+            calls: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(1),
+            started: Instant::now(),
+            target,
+        })
+    }
+
+    /// Sends an event to every open page.
+    pub(crate) fn emit(&self, event: &Value) {
+        let _ = self.events.send(Arc::from(event.to_string()));
+    }
+
+    /// The events from now on, for a page that just opened.
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<str>> {
+        self.events.subscribe()
+    }
+
+    /// Milliseconds since the inspector started.
+    pub(crate) fn now_ms(&self) -> f64 {
+        self.started.elapsed().as_secs_f64() * 1000.0
+    }
+
+    /// Records one JSON-RPC message (`dir`: "in" from the server, "out" to it) and shows it.
+    pub(crate) fn record(&self, dir: &str, text: &str) {
+        let msg = match serde_json::value::RawValue::from_string(text.to_owned()) {
+            Ok(raw) => serde_json::to_value(&raw).unwrap_or(Value::Null),
+            Err(_) => json!({"unparsable": text}),
+        };
+        let mut traffic = self.traffic.lock();
+        traffic.seq += 1;
+        let event: Arc<str> = Arc::from(
+            json!({
+                "ev": "traffic", "n": traffic.seq, "dir": dir, "t": self.now_ms(),
+                "size": text.len(), "msg": msg,
+            })
+            .to_string(),
+        );
+        traffic.bytes += event.len();
+        traffic.entries.push_back(event.clone());
+        while traffic.entries.len() > TRAFFIC_ENTRIES || traffic.bytes > TRAFFIC_BYTES {
+            match traffic.entries.pop_front() {
+                Some(old) => traffic.bytes -= old.len(),
+                None => break,
+            }
+        }
+        drop(traffic);
+        let _ = self.events.send(event);
+    }
+
+    /// What a page that opens now must be shown first: the traffic so far, then the
+    /// requests still waiting for an answer.
+    pub(crate) fn history(&self) -> Vec<Arc<str>> {
+        let mut out: Vec<Arc<str>> = self.traffic.lock().entries.iter().cloned().collect();
+        out.extend(self.asks.lock().values().map(|a| a.event.clone()));
+        out
+    }
+
+    /// The connected client, if there is one.
+    pub(crate) async fn client(&self) -> Option<Arc<Client>> {
+        self.client.read().await.clone()
+    }
+
+    /// Puts `client` in place (closing the one before), or records why there is none.
+    pub(crate) async fn set_client(&self, client: Result<Client, String>) {
+        let old = match client {
+            Ok(c) => {
+                *self.failure.lock() = None;
+                self.client.write().await.replace(Arc::new(c))
+            }
+            Err(why) => {
+                *self.failure.lock() = Some(why);
+                self.client.write().await.take()
+            }
+        };
+        if let Some(old) = old {
+            match Arc::try_unwrap(old) {
+                Ok(c) => {
+                    c.close().await;
+                }
+                Err(shared) => {
+                    shared.close_transport().await;
+                }
+            }
+        }
+    }
+
+    /// Why the inspector is not connected, if it tried and failed.
+    pub(crate) fn failure(&self) -> Option<String> {
+        self.failure.lock().clone()
+    }
+
+    /// Shows the server's request to the page and waits for the person's answer.
+    pub(crate) async fn ask(&self, kind: &str, params: Value) -> Result<Value, ErrorObject> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        let event: Arc<str> =
+            Arc::from(json!({"ev": "ask", "ask": id, "kind": kind, "params": params}).to_string());
+        self.asks.lock().insert(
+            id,
+            Ask {
+                event: event.clone(),
+                answer: tx,
+            },
+        );
+        let _ = self.events.send(event);
+        let answer = tokio::time::timeout(ASK_TIMEOUT, rx).await;
+        self.asks.lock().remove(&id);
+        self.emit(&json!({"ev": "asked", "ask": id}));
+        match answer {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => Err(ErrorObject::internal("the inspector closed")),
+            Err(_) => Err(ErrorObject::internal(
+                "nobody answered at the inspector's page within 10 minutes",
+            )),
+        }
+    }
+
+    /// The page's answer to request `id`; false when no such request waits.
+    pub(crate) fn answer(&self, id: u64, answer: Result<Value, ErrorObject>) -> bool {
+        match self.asks.lock().remove(&id) {
+            Some(ask) => ask.answer.send(answer).is_ok(),
+            None => false,
+        }
+    }
+
+    pub(crate) fn roots(&self) -> Vec<Root> {
+        self.roots.lock().clone()
+    }
+
+    pub(crate) fn set_roots(&self, roots: Vec<Root>) {
+        *self.roots.lock() = roots;
+    }
+
+    /// Keeps the handle of call `id` (the page's id for it) until it ends.
+    pub(crate) fn start_call(&self, id: u64, handle: tokio::task::AbortHandle) {
+        self.calls.lock().insert(id, handle);
+    }
+
+    pub(crate) fn end_call(&self, id: u64) {
+        self.calls.lock().remove(&id);
+    }
+
+    /// Stops call `id` (its request is then cancelled); false when it is not running.
+    pub(crate) fn cancel_call(&self, id: u64) -> bool {
+        match self.calls.lock().remove(&id) {
+            Some(handle) => {
+                handle.abort();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn traffic_is_kept_within_its_bound_and_asks_wait_for_their_answer() {
+        let hub = Hub::new("t".into(), vec![]);
+        for i in 0..TRAFFIC_ENTRIES + 10 {
+            hub.record(
+                "out",
+                &format!("{{\"jsonrpc\":\"2.0\",\"method\":\"m{i}\"}}"),
+            );
+        }
+        let history = hub.history();
+        assert_eq!(history.len(), TRAFFIC_ENTRIES);
+        assert!(history[0].contains("\"m10\""), "the oldest went first");
+        hub.record("in", "not json");
+        assert!(hub.history().last().expect("one").contains("unparsable"));
+        let asking = hub.clone();
+        let ask = tokio::spawn(async move { asking.ask("sampling", json!({"q": 1})).await });
+        while hub.asks.lock().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        let id = *hub.asks.lock().keys().next().expect("an ask");
+        assert!(hub.history().last().expect("the ask").contains("\"ask\""));
+        assert!(hub.answer(id, Ok(json!({"a": 2}))));
+        assert!(!hub.answer(id, Ok(json!({}))), "answered once");
+        assert_eq!(ask.await.expect("joined").expect("answer"), json!({"a": 2}));
+    }
+}

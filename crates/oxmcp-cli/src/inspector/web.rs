@@ -1,0 +1,232 @@
+//! The inspector's web app: the page (HTML, CSS and JavaScript built into the binary), and
+//! the WebSocket it talks over. Every route is behind [`super::guard`].
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use futures::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::sync::{Semaphore, broadcast, mpsc};
+
+use super::Inspector;
+use super::guard::forbidden;
+use super::ops;
+
+const INDEX: &str = include_str!("assets/index.html");
+const SCRIPT: &str = include_str!("assets/app.js");
+const STYLE: &str = include_str!("assets/app.css");
+
+/// The largest message a page may send (a tool's arguments, an answer).
+const MAX_MESSAGE: usize = 16 * 1024 * 1024;
+/// Operations of one page running at once.
+const OPS_IN_FLIGHT: usize = 64;
+
+/// The app's routes.
+pub(crate) fn router(app: Arc<Inspector>) -> Router {
+    Router::new()
+        .route("/", get(index))
+        .route("/app.js", get(script))
+        .route("/app.css", get(style))
+        .route("/ws", get(socket))
+        .fallback(not_found)
+        .with_state(app)
+}
+
+/// The headers of every answer: nothing cached, nothing framed, no referrer, only the
+/// app's own scripts and connections.
+fn secure(mut r: Response) -> Response {
+    let h = r.headers_mut();
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
+             img-src 'self' data: blob:; media-src 'self' data: blob:; frame-ancestors 'none'; \
+             base-uri 'none'; form-action 'none'",
+        ),
+    );
+    r
+}
+
+/// Checks site and cookie: the 403 to answer, if the request is refused.
+fn refusal(app: &Inspector, headers: &HeaderMap, websocket: bool) -> Option<Response> {
+    if let Err(why) = app.guard.check_site(headers, websocket) {
+        return Some(secure(forbidden(why.0).into_response()));
+    }
+    if !app.guard.has_cookie(headers) {
+        return Some(secure(
+            forbidden("open the address oxmcp inspect printed (with its token)").into_response(),
+        ));
+    }
+    None
+}
+
+#[derive(serde::Deserialize)]
+struct TokenQuery {
+    token: Option<String>,
+}
+
+async fn index(
+    State(app): State<Arc<Inspector>>,
+    Query(q): Query<TokenQuery>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(why) = app.guard.check_site(&headers, false) {
+        return secure(forbidden(why.0).into_response());
+    }
+    if let Some(token) = q.token {
+        // The token for a cookie, once; then the address without it.
+        let fresh = app.guard.redeem(&token);
+        if !fresh && !app.guard.has_cookie(&headers) {
+            return secure(
+                forbidden("this token is wrong or was used already: start oxmcp inspect again")
+                    .into_response(),
+            );
+        }
+        let mut r = (StatusCode::SEE_OTHER, [(header::LOCATION, "/")]).into_response();
+        if fresh {
+            r.headers_mut()
+                .insert(header::SET_COOKIE, app.guard.set_cookie());
+        }
+        return secure(r);
+    }
+    if let Some(r) = refusal(&app, &headers, false) {
+        return r;
+    }
+    secure(([(header::CONTENT_TYPE, "text/html; charset=utf-8")], INDEX).into_response())
+}
+
+async fn script(State(app): State<Arc<Inspector>>, headers: HeaderMap) -> Response {
+    asset(&app, &headers, "text/javascript; charset=utf-8", SCRIPT)
+}
+
+async fn style(State(app): State<Arc<Inspector>>, headers: HeaderMap) -> Response {
+    asset(&app, &headers, "text/css; charset=utf-8", STYLE)
+}
+
+fn asset(app: &Inspector, headers: &HeaderMap, kind: &'static str, body: &'static str) -> Response {
+    if let Some(r) = refusal(app, headers, false) {
+        return r;
+    }
+    secure(([(header::CONTENT_TYPE, kind)], body).into_response())
+}
+
+async fn not_found(State(app): State<Arc<Inspector>>, headers: HeaderMap) -> Response {
+    if let Some(r) = refusal(&app, &headers, false) {
+        return r;
+    }
+    secure((StatusCode::NOT_FOUND, "not found\n").into_response())
+}
+
+async fn socket(
+    State(app): State<Arc<Inspector>>,
+    headers: HeaderMap,
+    ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Response {
+    // Refused before anything else is said about the request.
+    if let Some(r) = refusal(&app, &headers, true) {
+        return r;
+    }
+    let ws = match ws {
+        Ok(ws) => ws,
+        Err(e) => return secure(e.into_response()),
+    };
+    ws.max_message_size(MAX_MESSAGE)
+        .on_upgrade(move |socket| serve_page(app, socket))
+}
+
+/// One page: its operations in, their answers and every event out.
+async fn serve_page(app: Arc<Inspector>, socket: WebSocket) {
+    let (mut sink, mut stream) = socket.split();
+    let mut events = app.hub.subscribe();
+    let (replies, mut answers) = mpsc::channel::<String>(OPS_IN_FLIGHT);
+    let slots = Arc::new(Semaphore::new(OPS_IN_FLIGHT));
+    let connected = app.hub.client().await.is_some();
+    let hello = json!({
+        "ev": "hello", "target": app.hub.target, "connected": connected,
+        "error": app.hub.failure(), "version": env!("CARGO_PKG_VERSION"),
+    });
+    let mut first = vec![Arc::<str>::from(hello.to_string())];
+    first.extend(app.hub.history());
+    for text in first {
+        if sink
+            .send(Message::Text(text.as_ref().into()))
+            .await
+            .is_err()
+        {
+            return;
+        }
+    }
+    loop {
+        let out: String = tokio::select! {
+            e = events.recv() => match e {
+                Ok(text) => text.as_ref().to_owned(),
+                Err(broadcast::error::RecvError::Lagged(n)) => json!({"ev": "lagged", "missed": n}).to_string(),
+                Err(broadcast::error::RecvError::Closed) => break,
+            },
+            Some(reply) = answers.recv() => reply,
+            m = stream.next() => match m {
+                Some(Ok(Message::Text(text))) => {
+                    start_op(&app, text.as_str(), &replies, &slots);
+                    continue;
+                }
+                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
+                Some(Ok(_)) => continue,
+            },
+        };
+        if sink.send(Message::Text(out.into())).await.is_err() {
+            break;
+        }
+    }
+}
+
+/// Starts one operation of a page; its answer goes back on `replies`.
+fn start_op(
+    app: &Arc<Inspector>,
+    text: &str,
+    replies: &mpsc::Sender<String>,
+    slots: &Arc<Semaphore>,
+) {
+    let parsed: Result<Value, _> = serde_json::from_str(text);
+    let id = parsed
+        .as_ref()
+        .ok()
+        .and_then(|v| v.get("id"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let refuse = |why: String| {
+        let _ = replies.try_send(json!({"re": id, "error": {"message": why}}).to_string());
+    };
+    let op = match parsed.map(serde_json::from_value::<ops::Op>) {
+        Ok(Ok(op)) => op,
+        Ok(Err(e)) => return refuse(format!("not an operation: {e}")),
+        Err(e) => return refuse(format!("not JSON: {e}")),
+    };
+    let Ok(slot) = slots.clone().try_acquire_owned() else {
+        return refuse(format!("more than {OPS_IN_FLIGHT} operations at once"));
+    };
+    let (app, replies) = (app.clone(), replies.clone());
+    tokio::spawn(async move {
+        let reply = match ops::run(&app, id, op).await {
+            Ok(ok) => json!({"re": id, "ok": ok}),
+            Err(e) => json!({"re": id, "error": e.0}),
+        };
+        let _ = replies.send(reply.to_string()).await;
+        drop(slot);
+    });
+}
