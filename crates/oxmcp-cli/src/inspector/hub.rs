@@ -14,6 +14,7 @@ use oxmcp_client::Client;
 use oxmcp_jsonrpc::ErrorObject;
 use oxmcp_types::Root;
 use parking_lot::Mutex;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, oneshot};
 
@@ -39,6 +40,17 @@ struct Traffic {
     entries: VecDeque<Arc<str>>,
     bytes: usize,
     seq: u64,
+}
+
+/// One recorded message, as the pages get it.
+#[derive(serde::Serialize)]
+struct TrafficEvent<'a> {
+    ev: &'static str,
+    n: u64,
+    dir: &'a str,
+    t: f64,
+    size: usize,
+    msg: Option<&'a RawValue>,
 }
 
 /// The inspector's shared state.
@@ -91,19 +103,21 @@ impl Hub {
 
     /// Records one JSON-RPC message (`dir`: "in" from the server, "out" to it) and shows it.
     pub(crate) fn record(&self, dir: &str, text: &str) {
-        let msg = match serde_json::value::RawValue::from_string(text.to_owned()) {
-            Ok(raw) => serde_json::to_value(&raw).unwrap_or(Value::Null),
-            Err(_) => json!({"unparsable": text}),
-        };
+        // The message goes into the event as it is (checked to be JSON, not parsed into a
+        // tree); what is not JSON goes as a string.
+        let msg = RawValue::from_string(text.to_owned())
+            .or_else(|_| RawValue::from_string(json!({ "unparsable": text }).to_string()));
         let mut traffic = self.traffic.lock();
         traffic.seq += 1;
-        let event: Arc<str> = Arc::from(
-            json!({
-                "ev": "traffic", "n": traffic.seq, "dir": dir, "t": self.now_ms(),
-                "size": text.len(), "msg": msg,
-            })
-            .to_string(),
-        );
+        let event = TrafficEvent {
+            ev: "traffic",
+            n: traffic.seq,
+            dir,
+            t: self.now_ms(),
+            size: text.len(),
+            msg: msg.as_deref().ok(),
+        };
+        let event: Arc<str> = Arc::from(serde_json::to_string(&event).unwrap_or_default());
         traffic.bytes += event.len();
         traffic.entries.push_back(event.clone());
         while traffic.entries.len() > TRAFFIC_ENTRIES || traffic.bytes > TRAFFIC_BYTES {

@@ -396,6 +396,7 @@ async function loadTools() {
   if (state.info && !state.info.capabilities?.tools) { $('#tool-count').textContent = 'this server has no tools'; return; }
   const t0 = performance.now();
   try { state.tools = await send('tools'); } catch (e) { $('#tool-count').textContent = errorText(e); return; }
+  const t1 = performance.now();
   const frag = document.createDocumentFragment();
   state.toolItems = state.tools.map((tool) => {
     const ann = tool.annotations || {};
@@ -418,6 +419,9 @@ async function loadTools() {
   });
   list.append(frag);
   filterTools();
+  // How long the list took: asked and answered, then made into the page (the test reads these).
+  window.__inspector.perf.toolsFetched = t1 - t0;
+  await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
   window.__inspector.perf.toolsListed = performance.now() - t0;
   window.__inspector.perf.toolCount = state.tools.length;
 }
