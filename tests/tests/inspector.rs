@@ -564,6 +564,13 @@ async fn walk(c: &Client, address: &str, run: &str, modern: bool) {
     // A template, with its variable completed by the server.
     page.click("#template-list li.template[data-template='demo://greeting/{name}']")
         .await;
+    page.type_in("#resource-detail [data-field=name]", "Ba")
+        .await;
+    page.until(
+        "the server's completion",
+        "(document.querySelector('#resource-detail [data-field=name]')?.dataset.suggestions || '').split('\\n').includes('Barbara')",
+    )
+    .await;
     page.type_in("#resource-detail [data-field=name]", "Bo")
         .await;
     page.click("#template-read").await;
@@ -577,6 +584,12 @@ async fn walk(c: &Client, address: &str, run: &str, modern: bool) {
     // Prompts: arguments in, messages rendered.
     page.tab("prompts").await;
     page.click("#prompt-list li.prompt[data-name=greet]").await;
+    page.type_in("#prompt-detail [data-field=name]", "Gr").await;
+    page.until(
+        "the prompt argument's completion",
+        "document.querySelector('#prompt-detail datalist option')?.value === 'Grace'",
+    )
+    .await;
     page.type_in("#prompt-detail [data-field=name]", "Grace")
         .await;
     page.click("#prompt-get").await;
@@ -668,14 +681,15 @@ async fn the_inspector_in_a_browser_over_stdio() {
     browse("stdio-2026", true, &serve).await;
 }
 
-/// A server of 1,000 tools: listed and filtered in the page, with the times the page took
-/// printed (measured in the browser with `performance.now()`).
+/// A server of 1,000 tools (999 small ones and `form`): listed and filtered in the page, with
+/// the times the page took printed (measured in the browser with `performance.now()`); then
+/// `form`'s form, made from a schema with an enum, a nested object, an array and a default.
 #[tokio::test]
 async fn the_inspector_lists_and_filters_a_thousand_tools() {
     if skipped() {
         return;
     }
-    let (_inspector, address) = inspect(&["--", env!("CARGO_BIN_EXE_many_tools"), "1000"]).await;
+    let (_inspector, address) = inspect(&["--", env!("CARGO_BIN_EXE_many_tools"), "999"]).await;
     let browser = Browser::start().await;
     let page = Page {
         c: &browser.client,
@@ -688,6 +702,7 @@ async fn the_inspector_lists_and_filters_a_thousand_tools() {
     page.until("1000 tools", "window.__inspector.perf.toolCount === 1000 && document.querySelectorAll('#tool-list li.tool').length === 1000").await;
     let listed = page.eval("window.__inspector.perf.toolsListed").await;
     let fetched = page.eval("window.__inspector.perf.toolsFetched").await;
+    let longest = page.eval("window.__inspector.perf.longestTask").await;
     // Filters typed one key at a time, as a person types.
     page.type_in("#tool-filter", "group 7").await;
     page.until(
@@ -702,25 +717,88 @@ async fn the_inspector_lists_and_filters_a_thousand_tools() {
         .await;
     assert_eq!(visible, json!(100));
     let filtered = page.eval("window.__inspector.perf.lastFilter").await;
-    page.type_in("#tool-filter", "tool_0999").await;
+    page.type_in("#tool-filter", "tool_0998").await;
     page.until(
         "one tool",
         "document.querySelector('#tool-count').textContent === '1 of 1000 tools'",
     )
     .await;
-    page.click("#tool-list li.tool[data-name=tool_0999]").await;
+    page.click("#tool-list li.tool[data-name=tool_0998]").await;
     page.type_in("#tool-form [data-field=text]", "last").await;
     page.click("#call-tool").await;
-    let answer = page.result("tool_0999's answer").await;
+    let answer = page.result("tool_0998's answer").await;
     assert!(answer.contains("last"), "{answer}");
     page.shot("tools").await;
+    fill_the_form(&page).await;
     eprintln!(
-        "1,000 tools: listed and shown in {:.1} ms ({:.1} ms of it the tools/list round trip); one filter keystroke took {:.2} ms (in the page)",
+        "1,000 tools: listed and shown in {:.1} ms ({:.1} ms of it the tools/list round trip), the longest task of the page {:.1} ms; one filter keystroke took {:.2} ms (in the page)",
         listed.as_f64().unwrap_or(-1.0),
         fetched.as_f64().unwrap_or(-1.0),
+        longest.as_f64().unwrap_or(-1.0),
         filtered.as_f64().unwrap_or(-1.0)
     );
     browser.client.close().await.expect("close");
+}
+
+/// `form`: each kind of field filled as a person does, the arguments checked before they go,
+/// then the same call from the raw JSON editor.
+async fn fill_the_form(page: &Page<'_>) {
+    page.type_in("#tool-filter", "form").await;
+    page.click("#tool-list li.tool[data-name=form]").await;
+    page.until(
+        "form's form",
+        "window.__inspector.state.selectedTool?.name === 'form'",
+    )
+    .await;
+    page.type_in("#tool-form [data-field=name]", "box").await;
+    // The enum is a select list of its values (the third is `star`).
+    page.click("#tool-form select[data-field=kind] option:nth-child(3)")
+        .await;
+    page.type_in("#tool-form [data-field='at.x']", "3").await;
+    // A nested field left empty is refused before anything is sent.
+    page.click("#call-tool").await;
+    page.until(
+        "the nested field's error",
+        "document.querySelector('#form-errors')?.textContent.includes('at.y: required')",
+    )
+    .await;
+    page.type_in("#tool-form [data-field='at.y']", "-4").await;
+    // The array: two items added, each filled.
+    page.click("#tool-form [data-field=tags] .add-item").await;
+    page.click("#tool-form [data-field=tags] .add-item").await;
+    page.type_in(
+        "#tool-form [data-field=tags] .array-item:nth-of-type(1) input",
+        "red",
+    )
+    .await;
+    page.type_in(
+        "#tool-form [data-field=tags] .array-item:nth-of-type(2) input",
+        "blue",
+    )
+    .await;
+    let count = page
+        .eval("document.querySelector('#tool-form [data-field=count]').value")
+        .await;
+    assert_eq!(count, json!("3"), "the default is in the field");
+    page.click("#call-tool").await;
+    let expected = r#"{"name":"box","kind":"star","at":{"x":3,"y":-4},"tags":["red","blue"],"count":3,"filled":false}"#;
+    let answer = page.result("form's answer").await;
+    assert!(answer.contains(expected), "{answer}");
+    page.shot("form").await;
+    // The raw JSON editor starts from what the form holds, and calls the same.
+    page.click("#tool-raw-toggle").await;
+    let raw = page.eval("document.querySelector('#tool-raw').value").await;
+    assert!(
+        raw.as_str()
+            .unwrap_or_default()
+            .contains("\"kind\": \"star\""),
+        "{raw}"
+    );
+    page.eval("document.querySelector('#tool-result-box').textContent = ''")
+        .await;
+    page.click("#call-tool").await;
+    let again = page.result("form's answer from the raw editor").await;
+    assert!(again.contains(expected), "{again}");
 }
 
 /// The other transports of the client, each reached by its URL: the page connects, lists the

@@ -1,6 +1,8 @@
 //! A stdio MCP server with many tools (`many_tools [N]`, 1,000 by default): `tool_0000` to
-//! `tool_NNNN`, each with a small argument schema, each echoing its `text`. The inspector's
-//! test lists and filters them in a browser.
+//! `tool_NNNN`, each with a small argument schema, each echoing its `text`, and `form`, whose
+//! arguments have every shape a form is made of (an enum, a nested object, an array, a default)
+//! and which answers them as JSON. The inspector's test lists and filters them in a browser,
+//! and fills `form`'s form.
 
 use oxmcp_server::{Ctx, Server};
 
@@ -13,6 +15,46 @@ struct Args {
     /// Shout it.
     #[serde(default)]
     loud: bool,
+}
+
+/// A shape.
+#[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Kind {
+    Circle,
+    Square,
+    Star,
+}
+
+/// A point.
+#[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+struct Point {
+    x: i64,
+    y: i64,
+}
+
+fn three() -> u32 {
+    3
+}
+
+/// Every shape of argument a form is made of.
+#[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+struct Form {
+    /// A name.
+    name: String,
+    /// Which shape.
+    kind: Kind,
+    /// Where it is.
+    at: Point,
+    /// Labels.
+    #[serde(default)]
+    tags: Vec<String>,
+    /// How many.
+    #[serde(default = "three")]
+    count: u32,
+    /// Filled or not.
+    #[serde(default)]
+    filled: bool,
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -35,6 +77,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             Ok::<_, String>(text.repeat(a.times.unwrap_or(1).min(10) as usize))
         });
     }
+    let builder = builder.tool(
+        "form",
+        "Answers its arguments as JSON",
+        |_ctx: Ctx, f: Form| async move { serde_json::to_string(&f).map_err(|e| e.to_string()) },
+    );
     let server = builder.build()?;
     let (io, writer) = oxmcp_transport::stdio(oxmcp_transport::DEFAULT_MAX_LINE);
     server.serve(io.incoming, io.outgoing).await;

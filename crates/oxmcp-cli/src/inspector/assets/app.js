@@ -34,11 +34,17 @@ function errorText(e) {
 // ---------- the connection to the local app ----------
 const state = {
   ws: null, nextId: 1, pending: new Map(), connected: false, modern: false,
-  tools: [], toolItems: [], selectedTool: null, activeCall: null,
+  tools: [], toolItems: [], toolGeneration: 0, selectedTool: null, activeCall: null,
   traffic: [], seen: new Set(), sentAt: new Map(), subscribed: new Set(),
   shownResource: null, info: null, tasks: new Map(), roots: [],
 };
-window.__inspector = { state, perf: {} };
+window.__inspector = { state, perf: { longestTask: 0 } };
+// The longest time the page's main thread was busy at once (a stall is a long task).
+if (window.PerformanceObserver && PerformanceObserver.supportedEntryTypes?.includes('longtask')) {
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) window.__inspector.perf.longestTask = Math.max(window.__inspector.perf.longestTask, e.duration);
+  }).observe({ type: 'longtask', buffered: true });
+}
 
 function send(op, params = {}) {
   return new Promise((resolve, reject) => {
@@ -147,6 +153,33 @@ function renderInfo(info) {
 }
 
 // ---------- schema forms ----------
+// The schema with its local references (`$ref` to #/$defs/... or #/definitions/...) put in
+// place, and `anyOf: [X, {type: null}]` (an optional X, as schemars writes it) read as X.
+// Recursion past a depth, and a reference it cannot find, are left to the JSON editor.
+function resolve(schema, root, depth = 0) {
+  if (!schema || typeof schema !== 'object' || Array.isArray(schema)) return schema;
+  if (depth > 12) return {};
+  if (typeof schema.$ref === 'string') {
+    const m = /^#\/(\$defs|definitions)\/(.+)$/.exec(schema.$ref);
+    const name = m && decodeURIComponent(m[2]).replace(/~1/g, '/').replace(/~0/g, '~');
+    const target = m && root[m[1]] && root[m[1]][name];
+    if (!target) return {};
+    const { $ref, ...outer } = schema;
+    return resolve({ ...target, ...outer }, root, depth + 1);
+  }
+  for (const key of ['anyOf', 'oneOf']) {
+    const members = Array.isArray(schema[key]) ? schema[key].filter((x) => !(x && x.type === 'null')) : null;
+    if (members && members.length === 1 && !('const' in members[0])) {
+      const { [key]: _, ...outer } = schema;
+      return resolve({ ...members[0], ...outer }, root, depth + 1);
+    }
+  }
+  const out = { ...schema };
+  if (schema.properties) out.properties = Object.fromEntries(Object.entries(schema.properties).map(([k, v]) => [k, resolve(v, root, depth + 1)]));
+  if (schema.items && !Array.isArray(schema.items)) out.items = resolve(schema.items, root, depth + 1);
+  return out;
+}
+
 // A form for a JSON Schema (the subset tools and elicitations use), and what it holds.
 function kindOf(schema) {
   if (!schema || typeof schema !== 'object') return 'json';
@@ -302,7 +335,8 @@ function validate(schema, v, path = '') {
 // A schema form with a raw JSON editor beside it. Returns {el, value()} where value() gives
 // {value} or {errors: [...]}.
 function schemaForm(schema, idPrefix) {
-  const s = schema && schema.type === 'object' ? schema : { type: 'object', properties: {} };
+  const resolved = schema && typeof schema === 'object' ? resolve(schema, schema) : null;
+  const s = resolved && resolved.type === 'object' ? resolved : { type: 'object', properties: {} };
   const usable = kindOf({ ...s, properties: s.properties || {} }) === 'object';
   const form = h('form', { class: 'schema', id: `${idPrefix}-form`, onsubmit: (e) => e.preventDefault() });
   const fields = usable ? fieldFor({ ...s, properties: s.properties || {} }, '', true) : null;
@@ -391,39 +425,62 @@ function renderCallResult(out) {
 }
 
 // ---------- tools ----------
+// How many tools are made into list items at a time: the page stays responsive between
+// chunks however long the list is.
+const TOOL_CHUNK = 200;
+
 async function loadTools() {
   const list = clear($('#tool-list'));
+  const generation = ++state.toolGeneration;
   if (state.info && !state.info.capabilities?.tools) { $('#tool-count').textContent = 'this server has no tools'; return; }
   const t0 = performance.now();
-  try { state.tools = await send('tools'); } catch (e) { $('#tool-count').textContent = errorText(e); return; }
+  let tools;
+  try { tools = await send('tools'); } catch (e) { $('#tool-count').textContent = errorText(e); return; }
+  if (generation !== state.toolGeneration) return;
   const t1 = performance.now();
-  const frag = document.createDocumentFragment();
-  state.toolItems = state.tools.map((tool) => {
-    const ann = tool.annotations || {};
-    const tags = [];
-    if (ann.readOnlyHint) tags.push('read-only');
-    if (ann.destructiveHint) tags.push('destructive');
-    if (ann.idempotentHint) tags.push('idempotent');
-    if (ann.openWorldHint) tags.push('open world');
-    if (tool.execution && tool.execution.taskSupport && tool.execution.taskSupport !== 'forbidden') tags.push(`task ${tool.execution.taskSupport}`);
-    const icon = (tool.icons || []).find((i) => typeof i.src === 'string' && i.src.startsWith('data:image/'));
-    const li = h('li', { class: 'tool', dataset: { name: tool.name } },
-      icon ? h('img', { class: 'icon', src: icon.src, alt: '' }) : null,
-      h('span', { class: 'name', text: tool.title || tool.name }),
-      tool.title ? h('span', { class: 'muted', text: ` ${tool.name}` }) : null,
-      tags.map((t) => h('span', { class: 'tag', text: t })),
-      h('span', { class: 'desc muted', text: tool.description || '' }));
-    li.addEventListener('click', () => selectTool(tool, li));
-    frag.append(li);
-    return { li, key: `${tool.name} ${tool.title || ''} ${tool.description || ''}`.toLowerCase() };
-  });
-  list.append(frag);
+  state.tools = tools;
+  state.toolItems = [];
+  const q = $('#tool-filter').value.trim().toLowerCase();
+  for (let i = 0; i < tools.length; i += TOOL_CHUNK) {
+    const frag = document.createDocumentFragment();
+    for (const tool of tools.slice(i, i + TOOL_CHUNK)) {
+      const item = toolItem(tool);
+      item.li.hidden = !!q && !item.key.includes(q);
+      state.toolItems.push(item);
+      frag.append(item.li);
+    }
+    list.append(frag);
+    if (i + TOOL_CHUNK < tools.length) {
+      await new Promise((r) => setTimeout(r, 0));
+      if (generation !== state.toolGeneration) return;
+    }
+  }
   filterTools();
   // How long the list took: asked and answered, then made into the page (the test reads these).
   window.__inspector.perf.toolsFetched = t1 - t0;
   await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
   window.__inspector.perf.toolsListed = performance.now() - t0;
-  window.__inspector.perf.toolCount = state.tools.length;
+  window.__inspector.perf.toolCount = tools.length;
+}
+
+// One tool's list item, and the text the filter looks in.
+function toolItem(tool) {
+  const ann = tool.annotations || {};
+  const tags = [];
+  if (ann.readOnlyHint) tags.push('read-only');
+  if (ann.destructiveHint) tags.push('destructive');
+  if (ann.idempotentHint) tags.push('idempotent');
+  if (ann.openWorldHint) tags.push('open world');
+  if (tool.execution && tool.execution.taskSupport && tool.execution.taskSupport !== 'forbidden') tags.push(`task ${tool.execution.taskSupport}`);
+  const icon = (tool.icons || []).find((i) => typeof i.src === 'string' && i.src.startsWith('data:image/'));
+  const li = h('li', { class: 'tool', dataset: { name: tool.name } },
+    icon ? h('img', { class: 'icon', src: icon.src, alt: '' }) : null,
+    h('span', { class: 'name', text: tool.title || tool.name }),
+    tool.title ? h('span', { class: 'muted', text: ` ${tool.name}` }) : null,
+    tags.map((t) => h('span', { class: 'tag', text: t })),
+    h('span', { class: 'desc muted', text: tool.description || '' }));
+  li.addEventListener('click', () => selectTool(tool, li));
+  return { li, key: `${tool.name} ${tool.title || ''} ${tool.description || ''}`.toLowerCase() };
 }
 
 function filterTools() {
