@@ -196,6 +196,14 @@ async fn the_inspector_refuses_what_is_not_its_own_page() {
 
 // ---------------------------------------------------------------- the browser
 
+/// The skills `oxmcp serve --skills` publishes in the browser tests.
+fn skills() -> String {
+    format!(
+        "{}/../crates/oxmcp/tests/fixtures/skills",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
 /// Whether the browser tests are skipped on purpose.
 fn skipped() -> bool {
     if std::env::var_os("OXMCP_SKIP_BROWSER").is_some() {
@@ -621,6 +629,17 @@ async fn walk(c: &Client, address: &str, run: &str, modern: bool) {
     );
     page.shot("tasks").await;
 
+    // Skills: listed, and one loaded (verified) with its SKILL.md shown.
+    page.tab("skills").await;
+    page.click("#skill-list li.skill[data-uri='skill://pdf-processing/SKILL.md']")
+        .await;
+    page.until(
+        "the skill's SKILL.md",
+        "document.querySelector('#skill-detail .skill-md')?.textContent.includes('name: pdf-processing')",
+    )
+    .await;
+    page.shot("skills").await;
+
     // Traffic: every message, both ways, filterable.
     page.tab("traffic").await;
     page.until("requests out", "[...document.querySelectorAll('#traffic-list li.msg')].some(li => li.dataset.method === 'tools/call' && li.dataset.dir === 'out')").await;
@@ -666,7 +685,8 @@ async fn the_inspector_in_a_browser_over_streamable_http() {
     if skipped() {
         return;
     }
-    let (_server, url) = serve_http(&["--listen", "127.0.0.1:0"]).await;
+    let skills = skills();
+    let (_server, url) = serve_http(&["--listen", "127.0.0.1:0", "--skills", &skills]).await;
     browse("http-legacy", false, &[&url]).await;
     browse("http-2026", true, &[&url]).await;
 }
@@ -676,7 +696,8 @@ async fn the_inspector_in_a_browser_over_stdio() {
     if skipped() {
         return;
     }
-    let serve = ["--", oxmcp(), "serve", "--stdio"];
+    let skills = skills();
+    let serve = ["--", oxmcp(), "serve", "--stdio", "--skills", &skills];
     browse("stdio-legacy", false, &serve).await;
     browse("stdio-2026", true, &serve).await;
 }
