@@ -12,6 +12,9 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+#[path = "../../crates/oxmcp-auth/tests/common/mod.rs"]
+mod oauth;
+
 use fantoccini::{Client, ClientBuilder, Locator};
 use oxmcp_tests::{oxmcp, serve_http};
 use serde_json::{Value, json};
@@ -862,5 +865,79 @@ async fn the_inspector_in_a_browser_over_websocket_grpc_and_legacy_sse() {
         assert!(echoed.contains(&format!("over {run}")), "{run}: {echoed}");
         page.shot("tools").await;
     }
+    browser.client.close().await.expect("close");
+}
+
+/// A server behind OAuth: the inspector cannot connect without a token, Log in on the page
+/// offers the authorization server's page, the browser goes through it (the test authorization
+/// server approves at once) back to the inspector's loopback listener, and the page is then
+/// connected with the stored token.
+#[tokio::test]
+async fn the_inspector_logs_in_from_the_page() {
+    if skipped() {
+        return;
+    }
+    let (issuer, st) = oauth::start_as().await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("a free port")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let listen = format!("127.0.0.1:{port}");
+    let (_server, served) = serve_http(&[
+        "--listen",
+        &listen,
+        "--auth-issuer",
+        &issuer,
+        "--auth-audience",
+        &url,
+        "--auth-scope",
+        "mcp",
+    ])
+    .await;
+    assert_eq!(served, url);
+    let tokens = tempfile::tempdir().expect("a token directory");
+    let dir = tokens.path().to_str().expect("utf-8").to_owned();
+    let (_inspector, address) =
+        inspect_env(&["--era", "legacy", &url], &[("MCP_CONFIG_DIR", &dir)]).await;
+    let browser = Browser::start().await;
+    let page = Page {
+        c: &browser.client,
+        run: "login".into(),
+    };
+    browser.client.goto(&address).await.expect("open");
+    page.until(
+        "the advice to log in",
+        "document.querySelector('#status.bad')?.textContent.includes('oxmcp login')",
+    )
+    .await;
+    page.click("#login").await;
+    page.until(
+        "the authorization link",
+        "document.querySelector('.ask[data-kind=authorize] a.authorize-link')",
+    )
+    .await;
+    page.shot("login").await;
+    page.click(".ask[data-kind=authorize] a.authorize-link")
+        .await;
+    page.until(
+        "connected after logging in",
+        "document.querySelector('#status.ok')",
+    )
+    .await;
+    page.tab("tools").await;
+    page.until(
+        "the tools",
+        "document.querySelectorAll('#tool-list li.tool').length >= 16",
+    )
+    .await;
+    assert!(
+        tokens.path().join("tokens.json").exists(),
+        "the tokens were stored"
+    );
+    let auth = oauth::seen(&st, "/authorize");
+    assert_eq!(auth.len(), 1, "one authorization");
+    assert_eq!(auth[0]["resource"], url);
     browser.client.close().await.expect("close");
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use oxmcp_auth::client::{Flow, Loopback, OAuthClient, OAuthConfig, TokenStore};
+use oxmcp_auth::client::{Flow, Loopback, OAuthClient, OAuthConfig, TokenStore, UserAgent};
 
 /// The arguments of `oxmcp login`.
 #[derive(Debug, clap::Args)]
@@ -51,9 +51,16 @@ fn check_url(url: &str) -> anyhow::Result<url::Url> {
 /// `oxmcp login URL`.
 pub(crate) async fn login(args: LoginArgs) -> anyhow::Result<()> {
     check_url(&args.url)?;
-    let store = store()?;
     let agent = Loopback::bind(args.port, !args.no_browser).await?;
-    let mut config = OAuthConfig::new(&args.url, Flow::AuthorizationCode(Arc::new(agent)));
+    login_with(args, Arc::new(agent)).await
+}
+
+/// `oxmcp login`, with `agent` showing the authorization page to the user (the inspector
+/// shows it on its own page).
+pub(crate) async fn login_with(args: LoginArgs, agent: Arc<dyn UserAgent>) -> anyhow::Result<()> {
+    check_url(&args.url)?;
+    let store = store()?;
+    let mut config = OAuthConfig::new(&args.url, Flow::AuthorizationCode(agent));
     config.client_id = args.client_id;
     config.client_secret = args
         .client_secret_file

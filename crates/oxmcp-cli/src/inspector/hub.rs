@@ -69,6 +69,14 @@ pub(crate) struct Hub {
     pub(crate) target: String,
 }
 
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub")
+            .field("target", &self.target)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Hub {
     pub(crate) fn new(target: String, roots: Vec<Root>) -> Arc<Self> {
         let (events, _) = broadcast::channel(EVENT_QUEUE);

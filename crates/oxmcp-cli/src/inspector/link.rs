@@ -231,3 +231,26 @@ impl Listening {
         *self.task.lock() = Some(task.abort_handle());
     }
 }
+
+/// The browser flow of `oxmcp login`, shown on the inspector's page: the authorization URL
+/// (http or https, checked by the OAuth client) goes to the pages, which offer it as a link;
+/// the redirect comes back to the loopback listener.
+#[derive(Debug)]
+pub(crate) struct PageAgent {
+    pub(crate) browser: oxmcp_auth::client::Loopback,
+    pub(crate) hub: Arc<Hub>,
+}
+
+impl oxmcp_auth::client::UserAgent for PageAgent {
+    fn redirect_uri(&self) -> String {
+        self.browser.redirect_uri()
+    }
+
+    fn authorize<'a>(
+        &'a self,
+        url: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<String, oxmcp_auth::AuthError>> {
+        self.hub.emit(&json!({"ev": "authorize", "url": url}));
+        self.browser.authorize(url)
+    }
+}

@@ -64,21 +64,30 @@ impl Inspector {
         link::connect(&self.hub, &self.reach, &self.listening).await;
     }
 
-    /// `oxmcp login` for the server's URL (the browser flow); the tokens are stored.
+    /// `oxmcp login` for the server's URL: the authorization server's page is offered on the
+    /// inspector's page (the person is at a browser already), and its redirect comes back to
+    /// a loopback listener as with `oxmcp login`; the tokens are stored.
     async fn login(&self) -> anyhow::Result<()> {
         let Target::Url(url) = &self.reach.target else {
             bail!("logging in is for servers reached by an http(s) URL");
         };
-        crate::login::login(crate::login::LoginArgs {
-            url: url.clone(),
-            no_browser: false,
-            client_id: None,
-            client_secret_file: None,
-            client_metadata_url: None,
-            scopes: vec![],
-            port: 0,
-            allow_private_hosts: false,
-        })
+        let agent = link::PageAgent {
+            browser: oxmcp_auth::client::Loopback::bind(0, false).await?,
+            hub: self.hub.clone(),
+        };
+        crate::login::login_with(
+            crate::login::LoginArgs {
+                url: url.clone(),
+                no_browser: false,
+                client_id: None,
+                client_secret_file: None,
+                client_metadata_url: None,
+                scopes: vec![],
+                port: 0,
+                allow_private_hosts: false,
+            },
+            Arc::new(agent),
+        )
         .await
     }
 }

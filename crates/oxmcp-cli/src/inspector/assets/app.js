@@ -103,6 +103,7 @@ function onEvent(ev) {
     case 'progress': onProgress(ev); break;
     case 'task': onTask(ev.task, ev.call); break;
     case 'ask': showAsk(ev); break;
+    case 'authorize': showAuthorize(ev.url); break;
     case 'asked': { const el = $(`.ask[data-ask="${ev.ask}"]`); if (el) el.remove(); break; }
     case 'updated': onUpdated(ev.uri); break;
     case 'changed': onChanged(ev.what); break;
@@ -115,6 +116,7 @@ function onEvent(ev) {
 
 async function onConnected() {
   state.connected = true;
+  for (const box of $$('.ask[data-kind=authorize]')) box.remove();
   try {
     const info = await send('info');
     state.info = info;
@@ -807,6 +809,19 @@ function showAsk(ev) {
       h('button', { type: 'button', class: 'ask-decline', text: 'Decline', onclick: () => answer({ action: 'decline' }) }),
       h('button', { type: 'button', class: 'ask-cancel', text: 'Cancel', onclick: () => answer({ action: 'cancel' }) })));
   }
+  $('#asks').append(box);
+}
+
+// The authorization server's page of a log-in started here: a link to open (and an attempt to
+// open it at once, which a browser may block as a pop-up).
+function showAuthorize(url) {
+  if (!/^https?:\/\//i.test(url)) return;
+  for (const old of $$('.ask[data-kind=authorize]')) old.remove();
+  const box = h('div', { class: 'ask', dataset: { kind: 'authorize' } },
+    h('h4', { text: 'Log in' }),
+    h('p', { text: 'Authorize the inspector at the server\'s authorization server; this page reconnects when it is done.' }),
+    h('a', { class: 'authorize-link', href: url, target: '_blank', rel: 'noopener noreferrer', text: 'Open the authorization page' }),
+    h('div', { class: 'buttons' }, h('button', { type: 'button', text: 'Close', onclick: () => box.remove() })));
   $('#asks').append(box);
 }
 
