@@ -9,6 +9,7 @@
 //! - [`oxmcp()`] finds the binary under test (`OXMCP_BIN`, else builds it once);
 //! - [`Raw`] drives `oxmcp serve --stdio` line by line, [`mcp`] runs any `oxmcp` command;
 //! - [`serve_http`] starts `oxmcp serve` on a free port, [`HttpSession`] talks to it;
+//! - [`inspector`] starts `oxmcp inspect` and drives its page in a headless chromium;
 //! - [`listen`] drives `oxmcp listen`, [`python`] finds the interop venv and scripts,
 //!   [`tls`] makes certificates, [`scale`] runs Redis, `--store` instances and a proxy.
 #![forbid(unsafe_code)]
@@ -17,6 +18,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod binary;
+pub mod inspector;
 pub mod listen;
 pub mod postgres;
 pub mod python;
