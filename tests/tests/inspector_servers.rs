@@ -26,7 +26,10 @@ async fn the_inspector_lists_and_filters_a_thousand_tools() {
     if skipped() {
         return;
     }
-    let (_inspector, address) = inspect(&["--", env!("CARGO_BIN_EXE_many_tools"), "999"]).await;
+    // `OXMCP_MANY_TOOLS` names another build of it (a release one, for the figures).
+    let many = std::env::var("OXMCP_MANY_TOOLS")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_many_tools").to_owned());
+    let (_inspector, address) = inspect(&["--", &many, "999"]).await;
     let browser = Browser::start(shots()).await;
     let page = Page::new(&browser, "many-tools");
     browser.client.goto(&address).await.expect("open");
@@ -37,6 +40,10 @@ async fn the_inspector_lists_and_filters_a_thousand_tools() {
     let listed = page.eval("window.__inspector.perf.toolsListed").await;
     let fetched = page.eval("window.__inspector.perf.toolsFetched").await;
     let longest = page.eval("window.__inspector.perf.longestTask").await;
+    let tasks = page
+        .eval("JSON.stringify({asked: Math.round(window.__inspector.perf.toolsAsked), long: window.__inspector.perf.longTasks})")
+        .await;
+    eprintln!("the page's long tasks [start ms, duration ms]: {tasks}");
     // Filters typed one key at a time, as a person types.
     page.type_in("#tool-filter", "group 7").await;
     page.until(

@@ -180,8 +180,10 @@ impl UserAgent for Loopback {
     }
 }
 
-/// Opens a URL with the platform's opener, as a plain argument (no shell).
-fn open_browser(url: &str) -> bool {
+/// Opens `url` in the user's browser with the platform's opener (`open` on macOS, `explorer`
+/// on Windows, `xdg-open` elsewhere), as a plain argument, never through a shell. True when
+/// the opener started (not that a browser showed the page).
+pub fn open_browser(url: &str) -> bool {
     let program = if cfg!(target_os = "macos") {
         "open"
     } else if cfg!(windows) {

@@ -26,7 +26,7 @@ use oxmcp_http::client::{Authorizer, Challenge};
 use parking_lot::Mutex;
 use url::Url;
 
-pub use agent::{Headless, Loopback, UserAgent};
+pub use agent::{Headless, Loopback, UserAgent, open_browser};
 pub use guard::HostPolicy;
 pub use store::{Grant, RegisteredClient, TokenStore};
 pub use token::SigningKey;

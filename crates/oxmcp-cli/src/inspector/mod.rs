@@ -128,7 +128,7 @@ pub(crate) async fn run(args: InspectArgs) -> anyhow::Result<()> {
     );
     let connecting = app.clone();
     tokio::spawn(async move { connecting.connect().await });
-    if !args.no_open && !open_browser(&address) {
+    if !args.no_open && !oxmcp_auth::client::open_browser(&address) {
         eprintln!("oxmcp: could not open a browser; open the address above");
     }
     let stop = oxmcp_http::shutdown_on_signal();
@@ -138,20 +138,4 @@ pub(crate) async fn run(args: InspectArgs) -> anyhow::Result<()> {
         .context("the inspector's web server failed")?;
     app.hub.set_client(Err("stopped".into())).await;
     Ok(())
-}
-
-/// Opens `url` with the platform's opener, as a plain argument (no shell).
-fn open_browser(url: &str) -> bool {
-    let program = if cfg!(target_os = "macos") {
-        "open"
-    } else {
-        "xdg-open"
-    };
-    std::process::Command::new(program)
-        .arg(url)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .is_ok()
 }

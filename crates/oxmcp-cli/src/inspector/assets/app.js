@@ -38,11 +38,16 @@ const state = {
   traffic: [], seen: new Set(), sentAt: new Map(), subscribed: new Set(),
   shownResource: null, info: null, tasks: new Map(), roots: [],
 };
-window.__inspector = { state, perf: { longestTask: 0 } };
+window.__inspector = { state, perf: { longestTask: 0, longTasks: [] } };
 // The longest time the page's main thread was busy at once (a stall is a long task).
 if (window.PerformanceObserver && PerformanceObserver.supportedEntryTypes?.includes('longtask')) {
   new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) window.__inspector.perf.longestTask = Math.max(window.__inspector.perf.longestTask, e.duration);
+    for (const e of list.getEntries()) {
+      const perf = window.__inspector.perf;
+      perf.longestTask = Math.max(perf.longestTask, e.duration);
+      perf.longTasks.push([Math.round(e.startTime), Math.round(e.duration)]);
+      if (perf.longTasks.length > 100) perf.longTasks.shift();
+    }
   }).observe({ type: 'longtask', buffered: true });
 }
 
@@ -436,6 +441,7 @@ async function loadTools() {
   const generation = ++state.toolGeneration;
   if (state.info && !state.info.capabilities?.tools) { $('#tool-count').textContent = 'this server has no tools'; return; }
   const t0 = performance.now();
+  window.__inspector.perf.toolsAsked = t0;
   let tools;
   try { tools = await send('tools'); } catch (e) { $('#tool-count').textContent = errorText(e); return; }
   if (generation !== state.toolGeneration) return;
