@@ -39,17 +39,22 @@ fn http() -> reqwest::Client {
 }
 
 /// Exchanges the token for the cookie, as a browser does: the `Cookie` header to send.
-async fn cookie_of(address: &str) -> String {
+/// The page's key comes with it, in the fragment of the redirect's address: (cookie, key).
+async fn cookie_of(address: &str) -> (String, String) {
     let r = http().get(address).send().await.expect("GET /?token");
     assert_eq!(r.status(), 303);
-    assert_eq!(r.headers()["location"], "/");
+    let location = r.headers()["location"].to_str().expect("ascii").to_owned();
+    let key = location
+        .strip_prefix("/#key=")
+        .unwrap_or_else(|| panic!("no key in {location}"))
+        .to_owned();
     let set = r.headers()["set-cookie"]
         .to_str()
         .expect("ascii")
         .to_owned();
     assert!(set.contains("HttpOnly"), "{set}");
     assert!(set.contains("SameSite=Strict"), "{set}");
-    set.split(';').next().expect("pair").to_owned()
+    (set.split(';').next().expect("pair").to_owned(), key)
 }
 
 #[tokio::test]
@@ -87,7 +92,7 @@ async fn the_inspector_refuses_what_is_not_its_own_page() {
         .expect("GET");
     assert_eq!(foreign.status(), 403, "a foreign Origin");
     // The token works once, for a cookie; then the page is served with the cookie only.
-    let cookie = cookie_of(&address).await;
+    let (cookie, key) = cookie_of(&address).await;
     let again = c.get(&address).send().await.expect("GET");
     assert_eq!(
         again.status(),
@@ -117,9 +122,9 @@ async fn the_inspector_refuses_what_is_not_its_own_page() {
         .expect("GET");
     assert_eq!(rebound.status(), 403, "a foreign Host with the cookie");
     // The WebSocket needs the app's own Origin (a browser always sends one).
-    let upgrade = |origin: Option<&str>| {
+    let upgrade = |origin: Option<&str>, key: &str| {
         let mut r = c
-            .get(format!("{base}/ws"))
+            .get(format!("{base}/ws?key={key}"))
             .header("cookie", &cookie)
             .header("connection", "upgrade")
             .header("upgrade", "websocket")
@@ -131,20 +136,33 @@ async fn the_inspector_refuses_what_is_not_its_own_page() {
         r.send()
     };
     assert_eq!(
-        upgrade(None).await.expect("ws").status(),
+        upgrade(None, &key).await.expect("ws").status(),
         403,
         "a WebSocket without Origin"
     );
     assert_eq!(
-        upgrade(Some("http://attacker.example"))
+        upgrade(Some("http://attacker.example"), &key)
             .await
             .expect("ws")
             .status(),
         403,
         "a WebSocket from another site"
     );
+    // The cookie alone (which a browser also sends to other ports of 127.0.0.1) is not enough.
     assert_eq!(
-        upgrade(Some(&base)).await.expect("ws").status(),
+        upgrade(Some(&base), "").await.expect("ws").status(),
+        403,
+        "a WebSocket without the page's key"
+    );
+    let last = if key.ends_with('0') { '1' } else { '0' };
+    let wrong = format!("{}{last}", &key[..key.len() - 1]);
+    assert_eq!(
+        upgrade(Some(&base), &wrong).await.expect("ws").status(),
+        403,
+        "a WebSocket with a wrong key"
+    );
+    assert_eq!(
+        upgrade(Some(&base), &key).await.expect("ws").status(),
         101,
         "its own page"
     );
@@ -163,6 +181,7 @@ async fn the_inspector_refuses_what_is_not_its_own_page() {
         !stderr.contains(cookie.split('=').nth(1).expect("value")),
         "the cookie was logged"
     );
+    assert!(!stderr.contains(&key), "the page's key was logged");
 }
 
 // ---------------------------------------------------------------- the browser

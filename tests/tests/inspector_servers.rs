@@ -71,6 +71,7 @@ async fn the_inspector_lists_and_filters_a_thousand_tools() {
     assert!(answer.contains("last"), "{answer}");
     page.shot("tools").await;
     fill_the_form(&page).await;
+    page_functions(&page).await;
     eprintln!(
         "1,000 tools: listed and shown in {:.1} ms ({:.1} ms of it the tools/list round trip), the longest task of the page {:.1} ms; one filter keystroke took {:.2} ms (in the page)",
         listed.as_f64().unwrap_or(-1.0),
@@ -140,6 +141,25 @@ async fn fill_the_form(page: &Page<'_>) {
     page.click("#call-tool").await;
     let again = page.result("form's answer from the raw editor").await;
     assert!(again.contains(expected), "{again}");
+}
+
+/// What the page computes itself: a URI template's expansion (RFC 6570), and a form for a
+/// schema that refers to itself many times over (made within a budget, not hanging the page).
+async fn page_functions(page: &Page<'_>) {
+    let uri = page
+        .eval("expandTemplate('demo://x{/p}{?q,r}{#f}{.e}{;m}', {q: 'a b', r: '', p: 'x/y', f: '/z', e: 'json', m: 'v'})")
+        .await;
+    assert_eq!(uri, json!("demo://x/x%2Fy?q=a%20b#/z.json;m=v"));
+    let simple = page
+        .eval("expandTemplate('demo://greeting/{name}', {name: 'Ada Lovelace'})")
+        .await;
+    assert_eq!(simple, json!("demo://greeting/Ada%20Lovelace"));
+    let fields = page
+        .eval("(() => { const props = {}; for (let i = 0; i < 20; i++) props['p' + i] = {$ref: '#/$defs/A'}; const bomb = {type: 'object', properties: props, $defs: {A: {type: 'object', properties: props}}}; const t0 = performance.now(); const f = schemaForm(bomb, 'bomb'); return [f.el.querySelectorAll('input, select, textarea').length, performance.now() - t0]; })()")
+        .await;
+    let made = fields[0].as_u64().unwrap_or(u64::MAX);
+    assert!(made <= 2100, "{fields}");
+    assert!(fields[1].as_f64().unwrap_or(f64::MAX) < 5000.0, "{fields}");
 }
 
 /// The other transports of the client, each reached by its URL: the page connects, lists the

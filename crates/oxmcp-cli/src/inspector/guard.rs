@@ -9,6 +9,10 @@
 //!   (`Sec-Fetch-Site`) as coming from another origin, another port of 127.0.0.1 included.
 //! - Every request needs the session cookie, which only `GET /?token=TOKEN` with the
 //!   one-time token printed at start sets (HttpOnly, SameSite=Strict). The token works once.
+//! - The WebSocket also needs the page's key, which that same redirect gives the page in the
+//!   address's fragment (never sent to a server): a browser sends the cookie to every port
+//!   of 127.0.0.1 it visits, so another local server it visits could learn the cookie, never
+//!   the key.
 //!
 //! The token and the cookie are compared in constant time and never logged.
 
@@ -22,6 +26,10 @@ pub(crate) struct Guard {
     token: Mutex<Option<String>>,
     /// The cookie's value.
     cookie: String,
+    /// The page's key, which the WebSocket needs besides the cookie: it reaches the page once,
+    /// in the fragment of the address the token redirects to, and the browser keeps it in the
+    /// tab (cookies, unlike it, go to every port of 127.0.0.1 the browser visits).
+    page_key: String,
 }
 
 /// Why a request was refused (every refusal is a 403 with this text).
@@ -29,12 +37,23 @@ pub(crate) struct Guard {
 pub(crate) struct Refused(pub(crate) &'static str);
 
 impl Guard {
-    pub(crate) fn new(port: u16, token: String, cookie: String) -> Self {
+    pub(crate) fn new(port: u16, token: String, cookie: String, page_key: String) -> Self {
         Self {
             port,
             token: Mutex::new(Some(token)),
             cookie,
+            page_key,
         }
+    }
+
+    /// Where the token's redirect sends the browser: the page, its key in the fragment.
+    pub(crate) fn page_location(&self) -> String {
+        format!("/#key={}", self.page_key)
+    }
+
+    /// Whether `key` is the page's key.
+    pub(crate) fn is_page_key(&self, key: &str) -> bool {
+        same(key.as_bytes(), self.page_key.as_bytes())
     }
 
     /// The cookie's name: one per port, since browsers share cookies across a host's ports.
@@ -136,7 +155,7 @@ mod tests {
 
     #[test]
     fn only_the_apps_own_host_and_origin_pass() {
-        let g = Guard::new(4242, "t".into(), "c".into());
+        let g = Guard::new(4242, "t".into(), "c".into(), "k".into());
         assert!(
             g.check_site(&headers(&[("host", "127.0.0.1:4242")]), false)
                 .is_ok()
@@ -180,7 +199,7 @@ mod tests {
 
     #[test]
     fn the_token_works_once_and_the_cookie_always() {
-        let g = Guard::new(1, "token".into(), "cookie".into());
+        let g = Guard::new(1, "token".into(), "cookie".into(), "key".into());
         assert!(!g.redeem("tokem"));
         assert!(g.redeem("token"));
         assert!(!g.redeem("token"));
@@ -188,5 +207,9 @@ mod tests {
         assert!(!g.has_cookie(&headers(&[("cookie", "oxmcp_inspect_2=cookie")])));
         assert!(!g.has_cookie(&headers(&[("cookie", "oxmcp_inspect_1=cookiE")])));
         assert!(!g.has_cookie(&HeaderMap::new()));
+        assert_eq!(g.page_location(), "/#key=key");
+        assert!(g.is_page_key("key"));
+        assert!(!g.is_page_key("kez"));
+        assert!(!g.is_page_key(""));
     }
 }

@@ -5,7 +5,7 @@
 //! Everything a page is told goes out as one JSON text per event, to every page at once;
 //! the answer to a page's own operation goes to that page only (see [`super::web`]).
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -32,6 +32,19 @@ struct Ask {
     /// The event that showed it, sent again to a page that opens later.
     event: Arc<str>,
     answer: oneshot::Sender<Result<Value, ErrorObject>>,
+}
+
+/// Takes a request of the server off the pages when dropped.
+struct Shown<'a> {
+    hub: &'a Hub,
+    id: u64,
+}
+
+impl Drop for Shown<'_> {
+    fn drop(&mut self) {
+        self.hub.asks.lock().remove(&self.id);
+        self.hub.emit(&json!({"ev": "asked", "ask": self.id}));
+    }
 }
 
 /// Traffic kept for pages that open later, bounded by entries and bytes.
@@ -62,8 +75,11 @@ pub(crate) struct Hub {
     failure: Mutex<Option<String>>,
     asks: Mutex<BTreeMap<u64, Ask>>,
     roots: Mutex<Vec<Root>>,
-    calls: Mutex<HashMap<u64, tokio::task::AbortHandle>>,
+    /// The tool calls the pages have running.
+    pub(crate) calls: super::calls::Calls,
     next: AtomicU64,
+    /// The number of the current connection (events of an older one are dropped).
+    generation: AtomicU64,
     started: Instant,
     /// What the page shows as the target (the URL, or the command's words).
     pub(crate) target: String,
@@ -87,8 +103,9 @@ impl Hub {
             failure: Mutex::new(None),
             asks: Mutex::new(BTreeMap::new()),
             roots: Mutex::new(roots),
-            calls: Mutex::new(HashMap::new()),
+            calls: super::calls::Calls::default(),
             next: AtomicU64::new(1),
+            generation: AtomicU64::new(0),
             started: Instant::now(),
             target,
         })
@@ -128,14 +145,18 @@ impl Hub {
         let event: Arc<str> = Arc::from(serde_json::to_string(&event).unwrap_or_default());
         traffic.bytes += event.len();
         traffic.entries.push_back(event.clone());
-        while traffic.entries.len() > TRAFFIC_ENTRIES || traffic.bytes > TRAFFIC_BYTES {
+        // The newest is kept whatever its size.
+        while traffic.entries.len() > 1
+            && (traffic.entries.len() > TRAFFIC_ENTRIES || traffic.bytes > TRAFFIC_BYTES)
+        {
             match traffic.entries.pop_front() {
                 Some(old) => traffic.bytes -= old.len(),
                 None => break,
             }
         }
-        drop(traffic);
+        // Sent under the lock, so that pages get the messages in their order.
         let _ = self.events.send(event);
+        drop(traffic);
     }
 
     /// What a page that opens now must be shown first: the traffic so far, then the
@@ -194,9 +215,10 @@ impl Hub {
             },
         );
         let _ = self.events.send(event);
+        // However the wait ends (answered, timed out, or the server's request cancelled and
+        // this future dropped), the pages stop showing the request.
+        let _shown = Shown { hub: self, id };
         let answer = tokio::time::timeout(ASK_TIMEOUT, rx).await;
-        self.asks.lock().remove(&id);
-        self.emit(&json!({"ev": "asked", "ask": id}));
         match answer {
             Ok(Ok(answer)) => answer,
             Ok(Err(_)) => Err(ErrorObject::internal("the inspector closed")),
@@ -222,24 +244,19 @@ impl Hub {
         *self.roots.lock() = roots;
     }
 
-    /// Keeps the handle of call `id` (the page's id for it) until it ends.
-    pub(crate) fn start_call(&self, id: u64, handle: tokio::task::AbortHandle) {
-        self.calls.lock().insert(id, handle);
+    /// A number for a page that opened, or for a new connection: never the same twice.
+    pub(crate) fn next_number(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed)
     }
 
-    pub(crate) fn end_call(&self, id: u64) {
-        self.calls.lock().remove(&id);
+    /// Starts a new connection: its number.
+    pub(crate) fn new_generation(&self) -> u64 {
+        self.generation.fetch_add(1, Ordering::Relaxed) + 1
     }
 
-    /// Stops call `id` (its request is then cancelled); false when it is not running.
-    pub(crate) fn cancel_call(&self, id: u64) -> bool {
-        match self.calls.lock().remove(&id) {
-            Some(handle) => {
-                handle.abort();
-                true
-            }
-            None => false,
-        }
+    /// Whether connection `generation` is the current one.
+    pub(crate) fn is_current(&self, generation: u64) -> bool {
+        self.generation.load(Ordering::Relaxed) == generation
     }
 }
 
@@ -271,5 +288,20 @@ mod tests {
         assert!(hub.answer(id, Ok(json!({"a": 2}))));
         assert!(!hub.answer(id, Ok(json!({}))), "answered once");
         assert_eq!(ask.await.expect("joined").expect("answer"), json!({"a": 2}));
+        // A request the server gave up on (its future dropped) leaves the pages.
+        let mut events = hub.subscribe();
+        let asking = hub.clone();
+        let dropped = tokio::spawn(async move { asking.ask("elicitation", json!({})).await });
+        while hub.asks.lock().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        dropped.abort();
+        let _ = dropped.await;
+        assert!(hub.asks.lock().is_empty(), "forgotten");
+        let mut asked = false;
+        while let Ok(e) = events.try_recv() {
+            asked |= e.contains("\"asked\"");
+        }
+        assert!(asked, "the pages were told");
     }
 }

@@ -28,6 +28,7 @@ pub(crate) struct Reach {
 
 /// Connects (again), replacing the client the pages use; the error is shown on the pages too.
 pub(crate) async fn connect(hub: &Arc<Hub>, reach: &Reach, listening: &Listening) {
+    let generation = hub.new_generation();
     hub.emit(&json!({"ev": "connecting", "target": hub.target}));
     let handlers = match handlers(hub) {
         Ok(h) => h,
@@ -35,7 +36,7 @@ pub(crate) async fn connect(hub: &Arc<Hub>, reach: &Reach, listening: &Listening
     };
     let tapped = {
         let hub = hub.clone();
-        move |channels| tap(channels, hub)
+        move |channels| tap(channels, hub, generation)
     };
     match target::connect_via(&reach.target, &reach.auth, handlers, tapped).await {
         Ok(conn) => {
@@ -62,8 +63,9 @@ async fn fail(hub: &Arc<Hub>, why: String) {
     hub.emit(&json!({"ev": "disconnected", "error": why}));
 }
 
-/// Passes the transport's channels through, recording each message on the hub.
-fn tap(channels: Channels, hub: Arc<Hub>) -> Channels {
+/// Passes the transport's channels through, recording each message on the hub. The end of
+/// the input is shown as a disconnection while this is the current connection (`generation`).
+fn tap(channels: Channels, hub: Arc<Hub>, generation: u64) -> Channels {
     let Channels {
         mut incoming,
         outgoing,
@@ -84,7 +86,11 @@ fn tap(channels: Channels, hub: Arc<Hub>) -> Channels {
                 break;
             }
         }
-        seen.emit(&json!({"ev": "disconnected", "error": "the connection to the server ended"}));
+        if seen.is_current(generation) {
+            seen.emit(
+                &json!({"ev": "disconnected", "error": "the connection to the server ended"}),
+            );
+        }
     });
     tokio::spawn(async move {
         while let Some(m) = out_rx.recv().await {
@@ -165,11 +171,14 @@ fn event(e: &ServerEvent) -> Value {
 pub(crate) struct Listening {
     uris: Mutex<BTreeSet<String>>,
     task: Mutex<Option<tokio::task::AbortHandle>>,
+    /// One change at a time: two at once would each start a listener and leave one behind.
+    changing: tokio::sync::Mutex<()>,
 }
 
 impl Listening {
     /// Subscribes to (`on`) or unsubscribes from `uri`.
     pub(crate) async fn set(&self, hub: &Arc<Hub>, uri: &str, on: bool) -> Result<(), String> {
+        let _one = self.changing.lock().await;
         let client = hub.client().await.ok_or("not connected")?;
         if !client.is_modern() {
             let done = if on {
@@ -188,7 +197,7 @@ impl Listening {
             }
         }
         if client.is_modern() {
-            self.restart(hub).await;
+            self.start(hub).await;
         }
         Ok(())
     }
@@ -196,6 +205,12 @@ impl Listening {
     /// With a 2026-07-28 server, (re)starts listening for list changes and the subscribed
     /// resources; with a legacy one, subscribes again after a reconnection.
     pub(crate) async fn restart(&self, hub: &Arc<Hub>) {
+        let _one = self.changing.lock().await;
+        self.start(hub).await;
+    }
+
+    /// [`Self::restart`], the change already held.
+    async fn start(&self, hub: &Arc<Hub>) {
         if let Some(old) = self.task.lock().take() {
             old.abort();
         }

@@ -5,13 +5,15 @@
 //! - [`web`]: the page, built into the binary, and the WebSocket it talks over.
 //! - [`ops`]: what the page can ask: list, call, read, subscribe, get, complete, cancel, and
 //!   answer the server's requests.
-//! - [`hub`]: what the pages share: the client, the traffic so far, the open requests.
+//! - [`hub`]: what the pages share: the client, the traffic so far, the open requests;
+//!   [`calls`]: the tool calls the pages have running.
 //! - [`link`]: the client, connected through the CLI's usual path with every message
 //!   recorded.
 //!
 //! What the inspector talks to is fixed by its command line: no page can start a process or
 //! choose another server.
 
+mod calls;
 mod guard;
 mod hub;
 mod link;
@@ -110,7 +112,7 @@ pub(crate) async fn run(args: InspectArgs) -> anyhow::Result<()> {
     let token = secret(16)?;
     let app = Arc::new(Inspector {
         hub: Hub::new(target.describe(), roots),
-        guard: Guard::new(port, token.clone(), secret(32)?),
+        guard: Guard::new(port, token.clone(), secret(32)?, secret(32)?),
         reach: link::Reach {
             target,
             auth: args.auth,
@@ -128,7 +130,11 @@ pub(crate) async fn run(args: InspectArgs) -> anyhow::Result<()> {
     );
     let connecting = app.clone();
     tokio::spawn(async move { connecting.connect().await });
-    if !args.no_open && !oxmcp_auth::client::open_browser(&address) {
+    let opener = match args.no_open {
+        true => None,
+        false => open_page(&address),
+    };
+    if !args.no_open && opener.is_none() {
         eprintln!("oxmcp: could not open a browser; open the address above");
     }
     let stop = oxmcp_http::shutdown_on_signal();
@@ -137,5 +143,42 @@ pub(crate) async fn run(args: InspectArgs) -> anyhow::Result<()> {
         .await
         .context("the inspector's web server failed")?;
     app.hub.set_client(Err("stopped".into())).await;
+    if let Some(file) = opener {
+        let _ = std::fs::remove_file(file);
+    }
     Ok(())
+}
+
+/// Opens the page in the browser without putting the token on a command line (where other
+/// users of the machine could read it, in the process list): the browser is given a file
+/// only this user can read, which sends it on to `address`. The file's path, if it opened.
+#[cfg(unix)]
+fn open_page(address: &str) -> Option<std::path::PathBuf> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let name = format!("oxmcp-inspect-{}.html", secret(8).ok()?);
+    let path = std::env::temp_dir().join(name);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .ok()?;
+    let page = format!(
+        "<!doctype html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url={address}\">\
+         <title>oxmcp inspect</title><a href=\"{address}\">oxmcp inspect</a>\n"
+    );
+    file.write_all(page.as_bytes()).ok()?;
+    let url = url::Url::from_file_path(&path).ok()?;
+    if !oxmcp_auth::client::open_browser(url.as_str()) {
+        let _ = std::fs::remove_file(&path);
+        return None;
+    }
+    Some(path)
+}
+
+/// Opens the page in the browser.
+#[cfg(not(unix))]
+fn open_page(address: &str) -> Option<std::path::PathBuf> {
+    oxmcp_auth::client::open_browser(address).then(std::path::PathBuf::new)
 }

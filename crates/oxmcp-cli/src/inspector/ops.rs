@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Inspector;
+use super::calls::CallKey;
 
 /// How long a tool call may go without an answer or progress (a person may be answering
 /// the server's questions meanwhile).
@@ -109,8 +110,13 @@ fn value(v: impl serde::Serialize) -> Result<Value, OpError> {
     serde_json::to_value(v).map_err(OpError::text)
 }
 
-/// Runs operation `op`, sent by a page with id `id`.
-pub(crate) async fn run(app: &Arc<Inspector>, id: u64, op: Op) -> Result<Value, OpError> {
+/// Runs operation `op`, sent by page number `page` with id `id`.
+pub(crate) async fn run(
+    app: &Arc<Inspector>,
+    page: u64,
+    id: u64,
+    op: Op,
+) -> Result<Value, OpError> {
     match op {
         Op::Answer { ask, result, error } => {
             let answer = match (result, error) {
@@ -123,9 +129,17 @@ pub(crate) async fn run(app: &Arc<Inspector>, id: u64, op: Op) -> Result<Value, 
                 false => Err(OpError::text("that request is no longer waiting")),
             }
         }
-        Op::Cancel { call } => match app.hub.cancel_call(call) {
-            true => Ok(json!({})),
-            false => Err(OpError::text("that call is not running")),
+        Op::Cancel { call } => match app.hub.calls.cancel((page, call)) {
+            // A call run as a task: the task is cancelled too.
+            Some(Some(task)) => match app.hub.client().await {
+                Some(c) => {
+                    c.cancel_task(&task).await?;
+                    Ok(json!({"task": task}))
+                }
+                None => Ok(json!({})),
+            },
+            Some(None) => Ok(json!({})),
+            None => Err(OpError::text("that call is not running")),
         },
         Op::Reconnect => {
             app.connect().await;
@@ -165,7 +179,7 @@ pub(crate) async fn run(app: &Arc<Inspector>, id: u64, op: Op) -> Result<Value, 
                 .client()
                 .await
                 .ok_or_else(|| OpError::text("not connected"))?;
-            on_client(app, &client, id, op).await
+            on_client(app, &client, (page, id), op).await
         }
     }
 }
@@ -182,7 +196,7 @@ async fn subscribe(app: &Arc<Inspector>, uri: &str, on: bool) -> Result<Value, O
 async fn on_client(
     app: &Arc<Inspector>,
     c: &Arc<Client>,
-    id: u64,
+    key: CallKey,
     op: Op,
 ) -> Result<Value, OpError> {
     match op {
@@ -191,7 +205,7 @@ async fn on_client(
             name,
             arguments,
             task,
-        } => call(app, c, id, name, arguments, task).await,
+        } => call(app, c, key, name, arguments, task).await,
         Op::Resources => {
             let has = c.server_capabilities().resources.is_some();
             let resources = if has {
@@ -246,34 +260,39 @@ async fn on_client(
     }
 }
 
-/// A tool call, with its progress shown as it comes; cancelled when the page cancels it.
-/// A call run as a task shows the task's status until it ends.
+/// A tool call, with its progress shown as it comes; cancelled when the page cancels it or
+/// goes away. A call run as a task shows the task's status until it ends. The events name
+/// the page and its id for the call, so that only that page shows them.
 async fn call(
     app: &Arc<Inspector>,
     c: &Arc<Client>,
-    id: u64,
+    key: CallKey,
     name: String,
     arguments: JsonObject,
     task: bool,
 ) -> Result<Value, OpError> {
     let (client, hub) = (c.clone(), app.hub.clone());
+    let (page, id) = key;
     let running = tokio::spawn(async move {
         let progress = hub.clone();
         let options = RequestOptions::default()
             .timeout(CALL_TIMEOUT)
             .reset_on_progress(true)
             .on_progress(move |p| {
-                progress.emit(&json!({"ev": "progress", "call": id, "params": p}));
+                progress.emit(&json!({"ev": "progress", "page": page, "call": id, "params": p}));
             });
         let result = if task {
             match client.call_tool_as_task(&name, arguments, None).await? {
                 ToolCall::Done(result) => result,
                 ToolCall::Task(info) => {
-                    hub.emit(&json!({"ev": "task", "call": id, "task": info}));
+                    hub.calls.set_task(key, &info.task_id);
+                    hub.emit(&json!({"ev": "task", "page": page, "call": id, "task": info}));
                     let task_id = info.task_id.clone();
                     client
                         .wait_task(&task_id, |info| {
-                            hub.emit(&json!({"ev": "task", "call": id, "task": info}));
+                            hub.emit(
+                                &json!({"ev": "task", "page": page, "call": id, "task": info}),
+                            );
                         })
                         .await?
                 }
@@ -287,9 +306,9 @@ async fn call(
         };
         Ok::<_, CallError>(json!({"result": result, "outputError": check}))
     });
-    app.hub.start_call(id, running.abort_handle());
+    app.hub.calls.start(key, running.abort_handle());
     let outcome = running.await;
-    app.hub.end_call(id);
+    app.hub.calls.end(key);
     match outcome {
         Ok(result) => Ok(result?),
         Err(e) if e.is_cancelled() => Err(OpError::text("cancelled at the page")),

@@ -12,7 +12,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio::sync::{Semaphore, broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc};
+use tokio::task::JoinSet;
 
 use super::Inspector;
 use super::guard::forbidden;
@@ -98,7 +99,16 @@ async fn index(
                     .into_response(),
             );
         }
-        let mut r = (StatusCode::SEE_OTHER, [(header::LOCATION, "/")]).into_response();
+        // The first time, the page's key goes with it, in the fragment: the browser keeps it
+        // (the page puts it in its tab's storage) and never sends it to a server.
+        let mut r = match fresh {
+            true => (
+                StatusCode::SEE_OTHER,
+                [(header::LOCATION, app.guard.page_location())],
+            )
+                .into_response(),
+            false => (StatusCode::SEE_OTHER, [(header::LOCATION, "/".to_owned())]).into_response(),
+        };
         if fresh {
             r.headers_mut()
                 .insert(header::SET_COOKIE, app.guard.set_cookie());
@@ -133,14 +143,24 @@ async fn not_found(State(app): State<Arc<Inspector>>, headers: HeaderMap) -> Res
     secure((StatusCode::NOT_FOUND, "not found\n").into_response())
 }
 
+#[derive(serde::Deserialize)]
+struct KeyQuery {
+    key: Option<String>,
+}
+
 async fn socket(
     State(app): State<Arc<Inspector>>,
+    Query(q): Query<KeyQuery>,
     headers: HeaderMap,
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
     // Refused before anything else is said about the request.
     if let Some(r) = refusal(&app, &headers, true) {
         return r;
+    }
+    // The cookie goes to every port of 127.0.0.1 the browser visits; the page's key does not.
+    if !q.key.is_some_and(|k| app.guard.is_page_key(&k)) {
+        return secure(forbidden("the page's key is missing or wrong").into_response());
     }
     let ws = match ws {
         Ok(ws) => ws,
@@ -150,16 +170,18 @@ async fn socket(
         .on_upgrade(move |socket| serve_page(app, socket))
 }
 
-/// One page: its operations in, their answers and every event out.
+/// One page: its operations in, their answers and every event out. When the page goes away,
+/// its operations and tool calls stop.
 async fn serve_page(app: Arc<Inspector>, socket: WebSocket) {
+    let page = app.hub.next_number();
     let (mut sink, mut stream) = socket.split();
     let mut events = app.hub.subscribe();
     let (replies, mut answers) = mpsc::channel::<String>(OPS_IN_FLIGHT);
-    let slots = Arc::new(Semaphore::new(OPS_IN_FLIGHT));
+    let mut running = JoinSet::new();
     let connected = app.hub.client().await.is_some();
     let hello = json!({
-        "ev": "hello", "target": app.hub.target, "connected": connected,
-        "error": app.hub.failure(), "version": env!("CARGO_PKG_VERSION"),
+        "ev": "hello", "page": page, "target": app.hub.target, "connected": connected,
+        "error": app.hub.failure(), "roots": app.hub.roots(), "version": env!("CARGO_PKG_VERSION"),
     });
     let mut first = vec![Arc::<str>::from(hello.to_string())];
     first.extend(app.hub.history());
@@ -180,11 +202,12 @@ async fn serve_page(app: Arc<Inspector>, socket: WebSocket) {
                 Err(broadcast::error::RecvError::Closed) => break,
             },
             Some(reply) = answers.recv() => reply,
+            Some(_) = running.join_next(), if !running.is_empty() => continue,
             m = stream.next() => match m {
-                Some(Ok(Message::Text(text))) => {
-                    start_op(&app, text.as_str(), &replies, &slots);
-                    continue;
-                }
+                Some(Ok(Message::Text(text))) => match start_op(&app, page, text.as_str(), &replies, &mut running) {
+                    Some(refusal) => refusal,
+                    None => continue,
+                },
                 Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
                 Some(Ok(_)) => continue,
             },
@@ -193,15 +216,19 @@ async fn serve_page(app: Arc<Inspector>, socket: WebSocket) {
             break;
         }
     }
+    running.abort_all();
+    app.hub.calls.cancel_page(page);
 }
 
-/// Starts one operation of a page; its answer goes back on `replies`.
+/// Starts one operation of page `page`; its answer goes back on `replies`. What is refused at
+/// once (not JSON, not an operation, too many at once) is the answer returned.
 fn start_op(
     app: &Arc<Inspector>,
+    page: u64,
     text: &str,
     replies: &mpsc::Sender<String>,
-    slots: &Arc<Semaphore>,
-) {
+    running: &mut JoinSet<()>,
+) -> Option<String> {
     let parsed: Result<Value, _> = serde_json::from_str(text);
     let id = parsed
         .as_ref()
@@ -209,24 +236,22 @@ fn start_op(
         .and_then(|v| v.get("id"))
         .and_then(Value::as_u64)
         .unwrap_or(0);
-    let refuse = |why: String| {
-        let _ = replies.try_send(json!({"re": id, "error": {"message": why}}).to_string());
-    };
+    let refuse = |why: String| Some(json!({"re": id, "error": {"message": why}}).to_string());
     let op = match parsed.map(serde_json::from_value::<ops::Op>) {
         Ok(Ok(op)) => op,
         Ok(Err(e)) => return refuse(format!("not an operation: {e}")),
         Err(e) => return refuse(format!("not JSON: {e}")),
     };
-    let Ok(slot) = slots.clone().try_acquire_owned() else {
+    if running.len() >= OPS_IN_FLIGHT {
         return refuse(format!("more than {OPS_IN_FLIGHT} operations at once"));
-    };
+    }
     let (app, replies) = (app.clone(), replies.clone());
-    tokio::spawn(async move {
-        let reply = match ops::run(&app, id, op).await {
+    running.spawn(async move {
+        let reply = match ops::run(&app, page, id, op).await {
             Ok(ok) => json!({"re": id, "ok": ok}),
             Err(e) => json!({"re": id, "error": e.0}),
         };
         let _ = replies.send(reply.to_string()).await;
-        drop(slot);
     });
+    None
 }

@@ -65,8 +65,25 @@ function sendWithId(op, params = {}) {
   return { id, done: send(op, params) };
 }
 
+// The page's key: given once in the address's fragment by the token's redirect, then kept
+// in this tab's storage (the WebSocket needs it besides the cookie).
+function pageKey() {
+  const name = `oxmcp-inspect-key-${location.port}`;
+  const m = /^#key=([0-9a-f]+)$/.exec(location.hash);
+  if (m) {
+    sessionStorage.setItem(name, m[1]);
+    history.replaceState(null, '', '/');
+  }
+  return sessionStorage.getItem(name);
+}
+
 function open() {
-  const ws = new WebSocket(`ws://${location.host}/ws`);
+  const key = pageKey();
+  if (!key) {
+    setStatus('this tab has no key: open the address oxmcp inspect printed', 'bad');
+    return;
+  }
+  const ws = new WebSocket(`ws://${location.host}/ws?key=${encodeURIComponent(key)}`);
   state.ws = ws;
   ws.onmessage = (m) => {
     let msg;
@@ -97,16 +114,19 @@ function setStatus(text, kind) {
 function onEvent(ev) {
   switch (ev.ev) {
     case 'hello':
+      state.page = ev.page;
+      state.roots = (ev.roots || []).map((r) => ({ uri: r.uri, name: r.name || '' }));
+      renderRoots();
       $('#target').textContent = ev.target;
       if (ev.connected) onConnected(); else if (ev.error) setStatus(`not connected: ${ev.error}`, 'bad');
       break;
     case 'connecting': setStatus('connecting…'); break;
-    case 'connected': if (ev.logLevel) $('#log-level').value = ev.logLevel; onConnected(); break;
+    case 'connected': if (ev.logLevel) $('#log-level').value = ev.logLevel; state.sentAt.clear(); onConnected(); break;
     case 'disconnected': state.connected = false; setStatus(`disconnected: ${ev.error || ''}`, 'bad'); break;
     case 'traffic': addTraffic(ev); break;
     case 'log': addLog(ev.params); break;
-    case 'progress': onProgress(ev); break;
-    case 'task': onTask(ev.task, ev.call); break;
+    case 'progress': if (ev.page === state.page) onProgress(ev); break;
+    case 'task': onTask(ev.task, ev.page === state.page ? ev.call : null); break;
     case 'ask': showAsk(ev); break;
     case 'authorize': showAuthorize(ev.url); break;
     case 'asked': { const el = $(`.ask[data-ask="${ev.ask}"]`); if (el) el.remove(); break; }
@@ -163,27 +183,33 @@ function renderInfo(info) {
 // The schema with its local references (`$ref` to #/$defs/... or #/definitions/...) put in
 // place, and `anyOf: [X, {type: null}]` (an optional X, as schemars writes it) read as X.
 // Recursion past a depth, and a reference it cannot find, are left to the JSON editor.
-function resolve(schema, root, depth = 0) {
+// At most this many schema nodes are made into fields; past it (a server's schema that
+// refers to itself many times over), the JSON editor.
+const SCHEMA_BUDGET = 2000;
+
+function resolve(schema, root, depth = 0, budget = { left: SCHEMA_BUDGET }) {
   if (!schema || typeof schema !== 'object' || Array.isArray(schema)) return schema;
-  if (depth > 12) return {};
+  if (depth > 12 || --budget.left < 0) return {};
   if (typeof schema.$ref === 'string') {
     const m = /^#\/(\$defs|definitions)\/(.+)$/.exec(schema.$ref);
-    const name = m && decodeURIComponent(m[2]).replace(/~1/g, '/').replace(/~0/g, '~');
-    const target = m && root[m[1]] && root[m[1]][name];
-    if (!target) return {};
+    let name = null;
+    try { name = m && decodeURIComponent(m[2]).replace(/~1/g, '/').replace(/~0/g, '~'); } catch { name = null; }
+    const defs = m && root[m[1]];
+    const target = name !== null && defs && typeof defs === 'object' && Object.hasOwn(defs, name) ? defs[name] : null;
+    if (!target || typeof target !== 'object') return {};
     const { $ref, ...outer } = schema;
-    return resolve({ ...target, ...outer }, root, depth + 1);
+    return resolve({ ...target, ...outer }, root, depth + 1, budget);
   }
   for (const key of ['anyOf', 'oneOf']) {
-    const members = Array.isArray(schema[key]) ? schema[key].filter((x) => !(x && x.type === 'null')) : null;
+    const members = Array.isArray(schema[key]) ? schema[key].filter((x) => x && typeof x === 'object' && x.type !== 'null') : null;
     if (members && members.length === 1 && !('const' in members[0])) {
       const { [key]: _, ...outer } = schema;
-      return resolve({ ...members[0], ...outer }, root, depth + 1);
+      return resolve({ ...members[0], ...outer }, root, depth + 1, budget);
     }
   }
   const out = { ...schema };
-  if (schema.properties) out.properties = Object.fromEntries(Object.entries(schema.properties).map(([k, v]) => [k, resolve(v, root, depth + 1)]));
-  if (schema.items && !Array.isArray(schema.items)) out.items = resolve(schema.items, root, depth + 1);
+  if (schema.properties && typeof schema.properties === 'object') out.properties = Object.fromEntries(Object.entries(schema.properties).map(([k, v]) => [k, resolve(v, root, depth + 1, budget)]));
+  if (schema.items && typeof schema.items === 'object' && !Array.isArray(schema.items)) out.items = resolve(schema.items, root, depth + 1, budget);
   return out;
 }
 
@@ -196,7 +222,7 @@ function kindOf(schema) {
   if (t === 'object' && schema.properties) return 'object';
   if (t === 'array' && schema.items && !Array.isArray(schema.items)) return 'array';
   if (['string', 'number', 'integer', 'boolean'].includes(t)) return t;
-  if (schema.oneOf && schema.oneOf.every((s) => 'const' in s)) return 'enum';
+  if (Array.isArray(schema.oneOf) && schema.oneOf.length && schema.oneOf.every((s) => s && typeof s === 'object' && 'const' in s)) return 'enum';
   return 'json';
 }
 
@@ -255,14 +281,17 @@ function fieldFor(schema, path, required) {
       const values = Array.isArray(schema.enum) ? schema.enum : schema.oneOf.map((s) => s.const);
       const labels = Array.isArray(schema.enum) ? (schema.enumNames || values.map(String)) : schema.oneOf.map((s) => s.title || String(s.const));
       const sel = h('select', { dataset: test }, required ? null : h('option', { value: '', text: '' }),
-        values.map((v, i) => h('option', { value: String(i), text: labels[i] })));
+        values.map((v, i) => h('option', { value: String(i), text: labels[i], dataset: { json: JSON.stringify(v) } })));
       if (dflt !== undefined) { const i = values.indexOf(dflt); if (i >= 0) sel.value = String(i); }
       return { el: sel, read: () => (sel.value === '' ? { empty: true } : { value: values[Number(sel.value)] }) };
     }
     case 'boolean': {
       const cb = h('input', { type: 'checkbox', dataset: test });
       cb.checked = dflt === true;
-      return { el: cb, read: () => ({ value: cb.checked }) };
+      // An optional one without a default is absent until it is touched.
+      let touched = false;
+      cb.addEventListener('change', () => { touched = true; });
+      return { el: cb, read: () => (required || touched || dflt !== undefined ? { value: cb.checked } : { empty: true }) };
     }
     case 'number': case 'integer': {
       const inp = h('input', { type: 'number', step: kind === 'integer' ? '1' : 'any', dataset: test,
@@ -280,7 +309,8 @@ function fieldFor(schema, path, required) {
     }
     case 'string': {
       const long = (schema.maxLength || 0) > 200 || schema.format === 'textarea';
-      const type = { email: 'email', uri: 'url', date: 'date', 'date-time': 'datetime-local' }[schema.format] || 'text';
+      // date-time stays text: the browser's own field gives no seconds and no time zone.
+      const type = { email: 'email', uri: 'url', date: 'date' }[schema.format] || 'text';
       const inp = long ? h('textarea', { dataset: test }) : h('input', { type, dataset: test, placeholder: schema.format || 'text' });
       if (dflt !== undefined) inp.value = String(dflt);
       // Empty is absent (a required one is then reported missing); "" itself goes through the raw JSON editor.
@@ -302,7 +332,10 @@ function fieldFor(schema, path, required) {
 
 function setField(f, v) {
   const el = f.el;
-  if (el.matches('input[type=checkbox]')) el.checked = !!v;
+  if (el.matches('select')) {
+    const i = [...el.options].findIndex((o) => o.dataset.json === JSON.stringify(v));
+    if (i >= 0) el.selectedIndex = i;
+  } else if (el.matches('input[type=checkbox]')) el.checked = !!v;
   else if (el.matches('textarea') && typeof v !== 'string') el.value = pretty(v);
   else if (el.matches('input, textarea')) el.value = String(v);
 }
@@ -342,9 +375,11 @@ function validate(schema, v, path = '') {
 // A schema form with a raw JSON editor beside it. Returns {el, value()} where value() gives
 // {value} or {errors: [...]}.
 function schemaForm(schema, idPrefix) {
-  const resolved = schema && typeof schema === 'object' ? resolve(schema, schema) : null;
+  const budget = { left: SCHEMA_BUDGET };
+  const resolved = schema && typeof schema === 'object' ? resolve(schema, schema, 0, budget) : null;
   const s = resolved && resolved.type === 'object' ? resolved : { type: 'object', properties: {} };
-  const usable = kindOf({ ...s, properties: s.properties || {} }) === 'object';
+  // A schema too large to be a form is edited as JSON.
+  const usable = budget.left >= 0 && kindOf({ ...s, properties: s.properties || {} }) === 'object';
   const form = h('form', { class: 'schema', id: `${idPrefix}-form`, onsubmit: (e) => e.preventDefault() });
   const fields = usable ? fieldFor({ ...s, properties: s.properties || {} }, '', true) : null;
   const raw = h('textarea', { id: `${idPrefix}-raw`, placeholder: '{ }', hidden: true });
@@ -400,7 +435,7 @@ function renderResourceContents(rc) {
     const bytes = Math.floor(rc.blob.length * 3 / 4);
     if (isMime(rc.mimeType, 'image')) return h('img', { class: 'content-image', src: `data:${rc.mimeType};base64,${rc.blob}`, alt: rc.uri });
     return h('div', { class: 'resource-blob' }, `${bytes} bytes of ${rc.mimeType || 'binary data'} `,
-      h('button', { type: 'button', text: 'Download', onclick: () => download(rc.uri.split('/').pop() || 'resource.bin', base64Bytes(rc.blob), rc.mimeType || 'application/octet-stream') }));
+      h('button', { type: 'button', text: 'Download', onclick: () => download(rc.uri.split('/').pop() || 'resource.bin', base64Bytes(rc.blob)) }));
   }
   return h('pre', { class: 'json', text: pretty(rc) });
 }
@@ -411,8 +446,9 @@ function base64Bytes(b64) {
   return out;
 }
 
-function download(name, data, type) {
-  const url = URL.createObjectURL(new Blob([data], { type }));
+// Downloads `data` as a file: always as plain bytes (never a type the browser would render).
+function download(name, data) {
+  const url = URL.createObjectURL(new Blob([data], { type: 'application/octet-stream' }));
   const a = h('a', { href: url, download: name });
   document.body.append(a); a.click(); a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 1000);
@@ -624,20 +660,40 @@ function completingInput(name, ref, others) {
   const dl = h('datalist', { id: listId });
   const inp = h('input', { type: 'text', list: listId, dataset: { field: name }, autocomplete: 'off' });
   let timer = null;
+  let asked = 0;
   inp.addEventListener('input', () => {
     clearTimeout(timer);
     timer = setTimeout(async () => {
+      const mine = ++asked;
       const params = { ref, argument: { name, value: inp.value } };
-      const ctx = others ? others() : {};
+      const ctx = Object.fromEntries(Object.entries(others ? others() : {}).filter(([k, v]) => k !== name && v !== ''));
       if (Object.keys(ctx).length) params.context = { arguments: ctx };
       try {
         const r = await send('complete', { params });
-        clear(dl).append(...(r.completion?.values || []).map((v) => h('option', { value: v })));
-        inp.dataset.suggestions = (r.completion?.values || []).join('\n');
+        if (mine !== asked) return;  // a newer answer is coming
+        const values = (r.completion?.values || []).map(String);
+        clear(dl).append(...values.map((v) => h('option', { value: v })));
+        inp.dataset.suggestions = values.join('\n');
       } catch { /* no completion: plain input */ }
     }, 150);
   });
   return { el: h('span', {}, inp, dl), input: inp };
+}
+
+// RFC 6570 expansion of a URI template (level 3, one value per variable), as the server
+// reads it back.
+function expandTemplate(template, values) {
+  const keep = (op) => op === '+' || op === '#';
+  const enc = (v, op) => (keep(op) ? encodeURI(v).replace(/%25([0-9A-Fa-f]{2})/g, '%$1') : encodeURIComponent(v).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`));
+  return template.replace(/\{([+#./;?&]?)([^}]+)\}/g, (_, op, inner) => {
+    const names = inner.split(',').map((n) => n.replace(/[*]$|:\d+$/, ''));
+    const defined = names.filter((n) => values[n] !== undefined && values[n] !== '');
+    if (!defined.length) return '';
+    const first = { '': '', '+': '', '#': '#', '.': '.', '/': '/', ';': ';', '?': '?', '&': '&' }[op];
+    const sep = { '': ',', '+': ',', '#': ',', '.': '.', '/': '/', ';': ';', '?': '&', '&': '&' }[op];
+    const named = op === ';' || op === '?' || op === '&';
+    return first + defined.map((n) => (named ? `${n}=${enc(values[n], op)}` : enc(values[n], op))).join(sep);
+  });
 }
 
 function showTemplate(t) {
@@ -656,7 +712,7 @@ function showTemplate(t) {
   const btn = h('button', { type: 'button', class: 'primary', text: 'Read', id: 'template-read' });
   btn.addEventListener('click', () => {
     const v = values();
-    const uri = t.uriTemplate.replace(/\{[+#./;?&]?([^}]+)\}/g, (_, inner) => inner.split(',').map((s) => encodeURIComponent(v[s.replace(/[*:].*$/, '')] || '')).join(','));
+    const uri = expandTemplate(t.uriTemplate, v);
     readResource(uri);
   });
   form.append(btn);
@@ -803,7 +859,7 @@ function showAsk(ev) {
   } else if (ev.kind === 'elicitation' && p.mode === 'url') {
     box.append(h('h4', { text: 'The server asks you to open a link' }), h('p', { text: p.message }), h('code', { class: 'ask-url', text: p.url }));
     box.append(h('div', { class: 'buttons' },
-      h('button', { type: 'button', class: 'primary ask-accept', text: 'Open and accept', onclick: () => { if (/^https?:\/\//i.test(p.url)) window.open(p.url, '_blank', 'noopener,noreferrer'); answer({ action: 'accept' }); } }),
+      h('button', { type: 'button', class: 'primary ask-accept', text: 'Open and accept', disabled: !/^https?:\/\//i.test(p.url || ''), onclick: () => { window.open(p.url, '_blank', 'noopener,noreferrer'); answer({ action: 'accept' }); } }),
       h('button', { type: 'button', class: 'ask-decline', text: 'Decline', onclick: () => answer({ action: 'decline' }) }),
       h('button', { type: 'button', class: 'ask-cancel', text: 'Cancel', onclick: () => answer({ action: 'cancel' }) })));
   } else {
@@ -833,6 +889,7 @@ function showAuthorize(url) {
 
 // ---------- traffic and logs ----------
 const MAX_ROWS = 5000;
+const MAX_KEPT = 20000;
 
 function describeMsg(msg) {
   if (!msg || typeof msg !== 'object') return { what: 'unparsable', kind: 'other' };
@@ -847,15 +904,21 @@ function addTraffic(ev) {
   if (state.seen.has(ev.n)) return;
   state.seen.add(ev.n);
   state.traffic.push(ev);
+  // The page keeps the newest MAX_KEPT messages (what it exports), and shows MAX_ROWS.
+  while (state.traffic.length > MAX_KEPT) state.seen.delete(state.traffic.shift().n);
   $('#traffic-count').textContent = String(state.traffic.length);
   const d = describeMsg(ev.msg);
   let timing = '';
   const key = ev.msg && ev.msg.id !== undefined ? `${ev.msg.id}` : null;
   if (key !== null && d.kind === 'request') state.sentAt.set(`${ev.dir}:${key}`, ev.t);
   if (key !== null && (d.kind === 'response' || d.kind === 'error')) {
-    const asked = state.sentAt.get(`${ev.dir === 'in' ? 'out' : 'in'}:${key}`);
+    const sent = `${ev.dir === 'in' ? 'out' : 'in'}:${key}`;
+    const asked = state.sentAt.get(sent);
     if (asked !== undefined) timing = `${(ev.t - asked).toFixed(1)} ms`;
+    state.sentAt.delete(sent);
   }
+  // Requests never answered are forgotten, oldest first.
+  while (state.sentAt.size > MAX_KEPT) state.sentAt.delete(state.sentAt.keys().next().value);
   ev.method = d.method; ev.timing = timing;
   const li = h('li', { class: `msg ${d.kind}`, dataset: { dir: ev.dir, kind: d.kind, method: d.method || '', n: String(ev.n) } });
   const row = h('div', { class: 'row' },
@@ -909,7 +972,7 @@ function wire() {
   $('#traffic-clear').addEventListener('click', () => { state.traffic = []; clear($('#traffic-list')); $('#traffic-count').textContent = '0'; });
   $('#traffic-export').addEventListener('click', () => {
     const lines = state.traffic.map((e) => JSON.stringify({ n: e.n, dir: e.dir, t_ms: e.t, size: e.size, message: e.msg })).join('\n');
-    download('oxmcp-traffic.jsonl', `${lines}\n`, 'application/jsonl');
+    download('oxmcp-traffic.jsonl', `${lines}\n`);
   });
   $('#reconnect').addEventListener('click', () => send('reconnect').catch((e) => setStatus(errorText(e), 'bad')));
   $('#login').addEventListener('click', () => { setStatus('logging in (see the new browser tab)…'); send('login').catch((e) => setStatus(`log in failed: ${errorText(e)}`, 'bad')); });
