@@ -118,6 +118,7 @@ function onEvent(ev) {
       state.roots = (ev.roots || []).map((r) => ({ uri: r.uri, name: r.name || '' }));
       renderRoots();
       $('#target').textContent = ev.target;
+      $('#target').title = ev.target;
       if (ev.connected) onConnected(); else if (ev.error) setStatus(`not connected: ${ev.error}`, 'bad');
       break;
     case 'connecting': setStatus('connecting…'); break;
@@ -975,7 +976,7 @@ function wire() {
     download('oxmcp-traffic.jsonl', `${lines}\n`);
   });
   $('#reconnect').addEventListener('click', () => send('reconnect').catch((e) => setStatus(errorText(e), 'bad')));
-  $('#login').addEventListener('click', () => { setStatus('logging in (see the new browser tab)…'); send('login').catch((e) => setStatus(`log in failed: ${errorText(e)}`, 'bad')); });
+  $('#login').addEventListener('click', () => { setStatus('logging in: open the authorization page (bottom right)…'); send('login').catch((e) => setStatus(`log in failed: ${errorText(e)}`, 'bad')); });
   $('#ping').addEventListener('click', async () => {
     try { const r = await send('ping'); $('#ping-result').textContent = `pong in ${r.ms.toFixed(1)} ms`; } catch (e) { $('#ping-result').textContent = errorText(e); }
   });
