@@ -24,9 +24,16 @@ pub async fn inspect(args: &[&str]) -> (Child, String) {
 
 /// [`inspect`] with extra environment variables.
 pub async fn inspect_env(args: &[&str], env: &[(&str, &str)]) -> (Child, String) {
+    inspect_opening(args, env, false).await
+}
+
+/// [`inspect_env`], and with `open` the browser opened as a person's would be (the test
+/// names the program in `BROWSER`).
+pub async fn inspect_opening(args: &[&str], env: &[(&str, &str)], open: bool) -> (Child, String) {
+    let no_open: &[&str] = if open { &[] } else { &["--no-open"] };
     let mut child = Command::new(oxmcp())
         .arg("inspect")
-        .arg("--no-open")
+        .args(no_open)
         .args(args)
         .envs(env.iter().copied())
         .stdin(Stdio::null())

@@ -11,7 +11,7 @@
 
 use std::path::PathBuf;
 
-use oxmcp_tests::inspector::{Browser, Page, inspect, inspect_env, skipped};
+use oxmcp_tests::inspector::{Browser, Page, inspect, inspect_env, inspect_opening, skipped};
 use oxmcp_tests::{oxmcp, serve_http};
 use serde_json::json;
 
@@ -39,21 +39,24 @@ fn http() -> reqwest::Client {
 }
 
 /// Exchanges the token for the cookie, as a browser does: the `Cookie` header to send.
-/// The page's key comes with it, in the fragment of the redirect's address: (cookie, key).
+/// The page's key comes with it, in the address the answer's page goes on to: (cookie, key).
 async fn cookie_of(address: &str) -> (String, String) {
     let r = http().get(address).send().await.expect("GET /?token");
-    assert_eq!(r.status(), 303);
-    let location = r.headers()["location"].to_str().expect("ascii").to_owned();
-    let key = location
-        .strip_prefix("/#key=")
-        .unwrap_or_else(|| panic!("no key in {location}"))
-        .to_owned();
+    assert_eq!(r.status(), 200);
     let set = r.headers()["set-cookie"]
         .to_str()
         .expect("ascii")
         .to_owned();
     assert!(set.contains("HttpOnly"), "{set}");
     assert!(set.contains("SameSite=Strict"), "{set}");
+    // A page of the app's own goes on to the app, the key in the fragment.
+    let body = r.text().await.expect("body");
+    let key = body
+        .split("url=/#key=")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no key in {body}"))
+        .to_owned();
     (set.split(';').next().expect("pair").to_owned(), key)
 }
 
@@ -558,4 +561,74 @@ async fn the_inspector_in_a_browser_over_stdio() {
     let serve = ["--", oxmcp(), "serve", "--stdio", "--skills", &skills];
     browse("stdio-legacy", false, &serve).await;
     browse("stdio-2026", true, &serve).await;
+}
+
+/// Without `--no-open`: the browser (here a script named in `BROWSER`, as a person's
+/// `xdg-open` would be) is given a file only this user can read, not the address with its
+/// token; chromium opened on that file ends on the connected page; the file is gone when the
+/// inspector stops.
+#[tokio::test]
+async fn the_inspector_opens_the_browser_through_a_private_file() {
+    use std::os::unix::fs::PermissionsExt as _;
+    if skipped() {
+        return;
+    }
+    let (_server, url) = serve_http(&["--listen", "127.0.0.1:0"]).await;
+    let dir = tempfile::tempdir().expect("a directory");
+    let opened = dir.path().join("opened");
+    let opener = dir.path().join("opener.sh");
+    std::fs::write(
+        &opener,
+        format!("#!/bin/sh\nprintf '%s' \"$1\" > {}\n", opened.display()),
+    )
+    .expect("the opener");
+    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let browser_env = opener.to_str().expect("utf-8").to_owned();
+    let (mut inspector, address) =
+        inspect_opening(&[&url], &[("BROWSER", &browser_env)], true).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !opened.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the browser was not opened"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let file_url = std::fs::read_to_string(&opened).expect("what was opened");
+    assert!(file_url.starts_with("file:///"), "{file_url}");
+    assert!(
+        !file_url.contains(&token(&address)),
+        "the token is not on the command line"
+    );
+    let file = url::Url::parse(&file_url)
+        .expect("a URL")
+        .to_file_path()
+        .expect("a path");
+    let mode = std::fs::metadata(&file)
+        .expect("the file")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "only this user can read it");
+    let browser = Browser::start(shots()).await;
+    let page = Page::new(&browser, "opened");
+    page.c.goto(&file_url).await.expect("open the file");
+    page.until("connected", "document.querySelector('#status.ok')")
+        .await;
+    let here = page.eval("location.href").await;
+    assert_eq!(
+        here,
+        json!(format!("{}/", origin(&address))),
+        "the key left the address"
+    );
+    browser.client.close().await.expect("close");
+    let pid = nix::unistd::Pid::from_raw(inspector.id().expect("running") as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    tokio::time::timeout(std::time::Duration::from_secs(10), inspector.wait())
+        .await
+        .expect("the inspector stops")
+        .expect("status");
+    assert!(
+        !file.exists(),
+        "the file is removed when the inspector stops"
+    );
 }

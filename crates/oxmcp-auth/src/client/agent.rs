@@ -180,17 +180,26 @@ impl UserAgent for Loopback {
     }
 }
 
-/// Opens `url` in the user's browser with the platform's opener (`open` on macOS, `explorer`
-/// on Windows, `xdg-open` elsewhere), as a plain argument, never through a shell. True when
-/// the opener started (not that a browser showed the page).
+/// Opens `url` in the user's browser: the program `$BROWSER` names if it is set (its first
+/// `:`-separated entry, a program name or path, given the URL as its one argument), else
+/// the platform's opener (`open` on macOS, `explorer` on Windows, `xdg-open` elsewhere).
+/// Never through a shell. True when the program started (not that a browser showed the
+/// page).
 pub fn open_browser(url: &str) -> bool {
-    let program = if cfg!(target_os = "macos") {
+    let default = if cfg!(target_os = "macos") {
         "open"
     } else if cfg!(windows) {
         "explorer"
     } else {
         "xdg-open"
     };
+    let chosen = std::env::var("BROWSER").ok();
+    let program = chosen
+        .as_deref()
+        .and_then(|b| b.split(':').next())
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .unwrap_or(default);
     std::process::Command::new(program)
         .arg(url)
         .stdin(std::process::Stdio::null())

@@ -32,6 +32,17 @@ pub(crate) struct Guard {
     page_key: String,
 }
 
+/// What a request asks for, as [`Guard::check_site`] checks it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Request {
+    /// The page, its scripts and styles.
+    Page,
+    /// The WebSocket.
+    Socket,
+    /// The printed address, with its token.
+    TokenLink,
+}
+
 /// Why a request was refused (every refusal is a 403 with this text).
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Refused(pub(crate) &'static str);
@@ -71,8 +82,10 @@ impl Guard {
         HeaderValue::from_str(&v).unwrap_or_else(|_| HeaderValue::from_static(""))
     }
 
-    /// Checks `Host` and `Origin` (required when `websocket`).
-    pub(crate) fn check_site(&self, headers: &HeaderMap, websocket: bool) -> Result<(), Refused> {
+    /// Checks `Host`, `Origin` (required on the WebSocket) and `Sec-Fetch-Site` (not on the
+    /// token's link, which the browser may be sent to from anywhere: the printed address
+    /// opened through a local file, a terminal; the token itself is the check there).
+    pub(crate) fn check_site(&self, headers: &HeaderMap, kind: Request) -> Result<(), Refused> {
         let host = headers
             .get(header::HOST)
             .and_then(|h| h.to_str().ok())
@@ -83,7 +96,8 @@ impl Guard {
         // A browser says where a request comes from: only the page itself (`same-origin`)
         // or the person (`none`: the address typed or opened) may use the app; another
         // port of 127.0.0.1 is `same-site`, and refused too.
-        if let Some(site) = headers.get("sec-fetch-site").map(|h| h.to_str())
+        if kind != Request::TokenLink
+            && let Some(site) = headers.get("sec-fetch-site").map(|h| h.to_str())
             && !matches!(site, Ok("same-origin" | "none"))
         {
             return Err(Refused("a request from another site"));
@@ -94,7 +108,7 @@ impl Guard {
                 _ => Err(Refused("a request from another origin")),
             },
             Some(Err(_)) => Err(Refused("a request from another origin")),
-            None if websocket => Err(Refused("a WebSocket without an Origin")),
+            None if kind == Request::Socket => Err(Refused("a WebSocket without an Origin")),
             None => Ok(()),
         }
     }
@@ -157,11 +171,11 @@ mod tests {
     fn only_the_apps_own_host_and_origin_pass() {
         let g = Guard::new(4242, "t".into(), "c".into(), "k".into());
         assert!(
-            g.check_site(&headers(&[("host", "127.0.0.1:4242")]), false)
+            g.check_site(&headers(&[("host", "127.0.0.1:4242")]), Request::Page)
                 .is_ok()
         );
         assert!(
-            g.check_site(&headers(&[("host", "localhost:4242")]), false)
+            g.check_site(&headers(&[("host", "localhost:4242")]), Request::Page)
                 .is_ok()
         );
         for host in [
@@ -171,7 +185,8 @@ mod tests {
             "127.0.0.1:42420",
         ] {
             assert!(
-                g.check_site(&headers(&[("host", host)]), false).is_err(),
+                g.check_site(&headers(&[("host", host)]), Request::Page)
+                    .is_err(),
                 "{host}"
             );
         }
@@ -179,20 +194,26 @@ mod tests {
             ("host", "127.0.0.1:4242"),
             ("origin", "http://127.0.0.1:4242"),
         ];
-        assert!(g.check_site(&headers(&own), true).is_ok());
+        assert!(g.check_site(&headers(&own), Request::Socket).is_ok());
         let other = [
             ("host", "127.0.0.1:4242"),
             ("origin", "http://evil.example"),
         ];
-        assert!(g.check_site(&headers(&other), false).is_err());
+        assert!(g.check_site(&headers(&other), Request::Page).is_err());
         let sibling = [("host", "127.0.0.1:4242"), ("sec-fetch-site", "same-site")];
-        assert!(g.check_site(&headers(&sibling), false).is_err());
-        let typed = [("host", "127.0.0.1:4242"), ("sec-fetch-site", "none")];
-        assert!(g.check_site(&headers(&typed), false).is_ok());
-        let null = [("host", "127.0.0.1:4242"), ("origin", "null")];
-        assert!(g.check_site(&headers(&null), false).is_err());
+        let from_a_file = [("host", "127.0.0.1:4242"), ("sec-fetch-site", "cross-site")];
         assert!(
-            g.check_site(&headers(&[("host", "127.0.0.1:4242")]), true)
+            g.check_site(&headers(&from_a_file), Request::TokenLink)
+                .is_ok()
+        );
+        assert!(g.check_site(&headers(&from_a_file), Request::Page).is_err());
+        assert!(g.check_site(&headers(&sibling), Request::Page).is_err());
+        let typed = [("host", "127.0.0.1:4242"), ("sec-fetch-site", "none")];
+        assert!(g.check_site(&headers(&typed), Request::Page).is_ok());
+        let null = [("host", "127.0.0.1:4242"), ("origin", "null")];
+        assert!(g.check_site(&headers(&null), Request::Page).is_err());
+        assert!(
+            g.check_site(&headers(&[("host", "127.0.0.1:4242")]), Request::Socket)
                 .is_err()
         );
     }

@@ -168,9 +168,12 @@ fn open_page(address: &str) -> Option<std::path::PathBuf> {
         "<!doctype html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url={address}\">\
          <title>oxmcp inspect</title><a href=\"{address}\">oxmcp inspect</a>\n"
     );
-    file.write_all(page.as_bytes()).ok()?;
-    let url = url::Url::from_file_path(&path).ok()?;
-    if !oxmcp_auth::client::open_browser(url.as_str()) {
+    let url = url::Url::from_file_path(&path).ok();
+    let opened = match (file.write_all(page.as_bytes()), url) {
+        (Ok(()), Some(url)) => oxmcp_auth::client::open_browser(url.as_str()),
+        _ => false,
+    };
+    if !opened {
         let _ = std::fs::remove_file(&path);
         return None;
     }

@@ -16,7 +16,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio::task::JoinSet;
 
 use super::Inspector;
-use super::guard::forbidden;
+use super::guard::{Request, forbidden};
 use super::ops;
 
 const INDEX: &str = include_str!("assets/index.html");
@@ -65,8 +65,8 @@ fn secure(mut r: Response) -> Response {
 }
 
 /// Checks site and cookie: the 403 to answer, if the request is refused.
-fn refusal(app: &Inspector, headers: &HeaderMap, websocket: bool) -> Option<Response> {
-    if let Err(why) = app.guard.check_site(headers, websocket) {
+fn refusal(app: &Inspector, headers: &HeaderMap, kind: Request) -> Option<Response> {
+    if let Err(why) = app.guard.check_site(headers, kind) {
         return Some(secure(forbidden(why.0).into_response()));
     }
     if !app.guard.has_cookie(headers) {
@@ -87,7 +87,11 @@ async fn index(
     Query(q): Query<TokenQuery>,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(why) = app.guard.check_site(&headers, false) {
+    let kind = match q.token {
+        Some(_) => Request::TokenLink,
+        None => Request::Page,
+    };
+    if let Err(why) = app.guard.check_site(&headers, kind) {
         return secure(forbidden(why.0).into_response());
     }
     if let Some(token) = q.token {
@@ -99,15 +103,21 @@ async fn index(
                     .into_response(),
             );
         }
-        // The first time, the page's key goes with it, in the fragment: the browser keeps it
-        // (the page puts it in its tab's storage) and never sends it to a server.
+        // The first time: the cookie, and a page of our own that goes on to the app with the
+        // page's key in the fragment (the browser keeps it and never sends it to a server).
+        // Going on from a page of ours, not by a redirect, keeps the chain same-origin when
+        // the browser came from elsewhere (a local file, a terminal), so the SameSite=Strict
+        // cookie is sent.
         let mut r = match fresh {
-            true => (
-                StatusCode::SEE_OTHER,
-                [(header::LOCATION, app.guard.page_location())],
-            )
-                .into_response(),
-            false => (StatusCode::SEE_OTHER, [(header::LOCATION, "/".to_owned())]).into_response(),
+            true => {
+                let to = app.guard.page_location();
+                let page = format!(
+                    "<!doctype html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url={to}\">\
+                     <title>oxmcp inspect</title><a href=\"{to}\">oxmcp inspect</a>\n"
+                );
+                ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], page).into_response()
+            }
+            false => (StatusCode::SEE_OTHER, [(header::LOCATION, "/")]).into_response(),
         };
         if fresh {
             r.headers_mut()
@@ -115,7 +125,7 @@ async fn index(
         }
         return secure(r);
     }
-    if let Some(r) = refusal(&app, &headers, false) {
+    if let Some(r) = refusal(&app, &headers, Request::Page) {
         return r;
     }
     secure(([(header::CONTENT_TYPE, "text/html; charset=utf-8")], INDEX).into_response())
@@ -130,14 +140,14 @@ async fn style(State(app): State<Arc<Inspector>>, headers: HeaderMap) -> Respons
 }
 
 fn asset(app: &Inspector, headers: &HeaderMap, kind: &'static str, body: &'static str) -> Response {
-    if let Some(r) = refusal(app, headers, false) {
+    if let Some(r) = refusal(app, headers, Request::Page) {
         return r;
     }
     secure(([(header::CONTENT_TYPE, kind)], body).into_response())
 }
 
 async fn not_found(State(app): State<Arc<Inspector>>, headers: HeaderMap) -> Response {
-    if let Some(r) = refusal(&app, &headers, false) {
+    if let Some(r) = refusal(&app, &headers, Request::Page) {
         return r;
     }
     secure((StatusCode::NOT_FOUND, "not found\n").into_response())
@@ -155,7 +165,7 @@ async fn socket(
     ws: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
     // Refused before anything else is said about the request.
-    if let Some(r) = refusal(&app, &headers, true) {
+    if let Some(r) = refusal(&app, &headers, Request::Socket) {
         return r;
     }
     // The cookie goes to every port of 127.0.0.1 the browser visits; the page's key does not.
