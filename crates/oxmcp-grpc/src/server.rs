@@ -296,6 +296,27 @@ impl SharedForm {
 
 type Answers = ReceiverStream<Result<Envelope, Status>>;
 
+/// How a `Connect` stream ends: the status the reader leaves for the writer to send last
+/// (OK if none), and whether to end now rather than after the engine's last answer.
+#[derive(Default)]
+struct Ending {
+    status: Mutex<Option<Status>>,
+    /// Told when the stream must end at once (its token ended): the engine is aborted, and
+    /// tasks it started may still hold its output open.
+    now: tokio::sync::Notify,
+}
+
+impl Ending {
+    fn leave(&self, status: Status) {
+        *self.status.lock() = Some(status);
+    }
+
+    fn cut(&self, status: Status) {
+        self.leave(status);
+        self.now.notify_one();
+    }
+}
+
 /// Aborts the engine when the connection's writer ends.
 struct AbortOnDrop(AbortHandle);
 
@@ -326,7 +347,7 @@ fn open(
         session: None,
     }));
     let form = Arc::new(SharedForm::new(chosen));
-    let ending = Arc::new(Mutex::new(None));
+    let ending = Arc::new(Ending::default());
     let reader = Reader {
         inner,
         in_tx,
@@ -352,12 +373,13 @@ async fn write(
     mut out_rx: mpsc::Receiver<Outbound>,
     answers: mpsc::Sender<Result<Envelope, Status>>,
     form: Arc<SharedForm>,
-    ending: Arc<Mutex<Option<Status>>>,
+    ending: Arc<Ending>,
     _engine: AbortOnDrop,
 ) {
     loop {
         let out = tokio::select! {
             out = out_rx.recv() => out,
+            () = ending.now.notified() => break,
             // The client reset the stream (even after ending its side): dropping the guard
             // stops the engine and cancels its requests.
             () = answers.closed() => return,
@@ -368,7 +390,7 @@ async fn write(
             return;
         }
     }
-    let last = ending.lock().take();
+    let last = ending.status.lock().take();
     if let Some(status) = last {
         let _ = answers.send(Err(status)).await;
     }
@@ -380,7 +402,7 @@ struct Reader {
     in_tx: mpsc::Sender<Inbound>,
     answers: mpsc::Sender<Result<Envelope, Status>>,
     form: Arc<SharedForm>,
-    ending: Arc<Mutex<Option<Status>>>,
+    ending: Arc<Ending>,
     engine: AbortHandle,
     lease: Option<Arc<Watched>>,
 }
@@ -394,14 +416,14 @@ impl Reader {
                 next = tokio::time::timeout(idle, incoming.message()) => next,
                 () = shutdown.cancelled() => {
                     // No more input; what was accepted is answered, then the stream ends.
-                    *self.ending.lock() = Some(Status::unavailable("the server is shutting down"));
+                    self.ending.leave(Status::unavailable("the server is shutting down"));
                     return;
                 }
                 why = oxmcp_http::front::ended(self.lease.as_deref()) => {
                     // The token expired or was refused: the stream ends now, its requests
                     // cancelled.
                     let status = Status::unauthenticated(format!("{why}; reconnect with a fresh token"));
-                    *self.ending.lock() = Some(status);
+                    self.ending.cut(status);
                     self.engine.abort();
                     return;
                 }
@@ -426,7 +448,7 @@ impl Reader {
                         // Too big or malformed: what was accepted is still answered, then
                         // the stream ends with this status.
                         tracing::debug!("bad gRPC input: {}", status.message());
-                        *self.ending.lock() = Some(status);
+                        self.ending.leave(status);
                     }
                     return;
                 }
