@@ -31,7 +31,7 @@ pub(crate) struct Auth {
     #[arg(long, value_enum, default_value_t = Encoding::Json)]
     pub(crate) encoding: Encoding,
     /// Protocol era: auto (2026-07-28 where the server speaks it, else the initialize
-    /// handshake), legacy or modern.
+    /// handshake), legacy, or modern (also spelled 2026-07-28).
     #[arg(long, default_value = "auto")]
     pub(crate) era: oxmcp_client::EraChoice,
     /// What the client offers the server: sampling, roots, elicitation.
