@@ -20,8 +20,20 @@ use super::guard::{Request, forbidden};
 use super::ops;
 
 const INDEX: &str = include_str!("assets/index.html");
-const SCRIPT: &str = include_str!("assets/app.js");
-const STYLE: &str = include_str!("assets/app.css");
+
+/// The page's scripts and style, by path (the page loads the scripts in this order).
+const ASSETS: [(&str, &str, &str); 5] = [
+    ("/dom.js", JS, include_str!("assets/dom.js")),
+    ("/forms.js", JS, include_str!("assets/forms.js")),
+    ("/render.js", JS, include_str!("assets/render.js")),
+    ("/app.js", JS, include_str!("assets/app.js")),
+    (
+        "/app.css",
+        "text/css; charset=utf-8",
+        include_str!("assets/app.css"),
+    ),
+];
+const JS: &str = "text/javascript; charset=utf-8";
 
 /// The largest message a page may send (a tool's arguments, an answer).
 const MAX_MESSAGE: usize = 16 * 1024 * 1024;
@@ -30,13 +42,20 @@ const OPS_IN_FLIGHT: usize = 64;
 
 /// The app's routes.
 pub(crate) fn router(app: Arc<Inspector>) -> Router {
-    Router::new()
+    let mut router = Router::new()
         .route("/", get(index))
-        .route("/app.js", get(script))
-        .route("/app.css", get(style))
-        .route("/ws", get(socket))
-        .fallback(not_found)
-        .with_state(app)
+        .route("/ws", get(socket));
+    for (path, kind, body) in ASSETS {
+        router = router.route(
+            path,
+            get(
+                move |State(app): State<Arc<Inspector>>, headers: HeaderMap| async move {
+                    asset(&app, &headers, kind, body)
+                },
+            ),
+        );
+    }
+    router.fallback(not_found).with_state(app)
 }
 
 /// The headers of every answer: nothing cached, nothing framed, no referrer, only the
@@ -129,14 +148,6 @@ async fn index(
         return r;
     }
     secure(([(header::CONTENT_TYPE, "text/html; charset=utf-8")], INDEX).into_response())
-}
-
-async fn script(State(app): State<Arc<Inspector>>, headers: HeaderMap) -> Response {
-    asset(&app, &headers, "text/javascript; charset=utf-8", SCRIPT)
-}
-
-async fn style(State(app): State<Arc<Inspector>>, headers: HeaderMap) -> Response {
-    asset(&app, &headers, "text/css; charset=utf-8", STYLE)
 }
 
 fn asset(app: &Inspector, headers: &HeaderMap, kind: &'static str, body: &'static str) -> Response {
