@@ -9,7 +9,7 @@
 //!   (`Sec-Fetch-Site`) as coming from another origin, another port of 127.0.0.1 included.
 //! - Every request needs the session cookie, which only `GET /?token=TOKEN` with the
 //!   one-time token printed at start sets (HttpOnly, SameSite=Strict). The token works once.
-//! - The WebSocket also needs the page's key, which that same redirect gives the page in the
+//! - The WebSocket also needs the page's key, which the token's answer gives the page in the
 //!   address's fragment (never sent to a server): a browser sends the cookie to every port
 //!   of 127.0.0.1 it visits, so another local server it visits could learn the cookie, never
 //!   the key.
@@ -27,8 +27,8 @@ pub(crate) struct Guard {
     /// The cookie's value.
     cookie: String,
     /// The page's key, which the WebSocket needs besides the cookie: it reaches the page once,
-    /// in the fragment of the address the token redirects to, and the browser keeps it in the
-    /// tab (cookies, unlike it, go to every port of 127.0.0.1 the browser visits).
+    /// in the fragment of the address the token's answer goes on to, and the browser keeps it
+    /// in the tab (cookies, unlike it, go to every port of 127.0.0.1 the browser visits).
     page_key: String,
 }
 
@@ -57,7 +57,7 @@ impl Guard {
         }
     }
 
-    /// Where the token's redirect sends the browser: the page, its key in the fragment.
+    /// Where the token's answer sends the browser on to: the page, its key in the fragment.
     pub(crate) fn page_location(&self) -> String {
         format!("/#key={}", self.page_key)
     }

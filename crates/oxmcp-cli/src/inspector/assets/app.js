@@ -36,7 +36,7 @@ function sendWithId(op, params = {}) {
   return { id, done: send(op, params) };
 }
 
-// The page's key: given once in the address's fragment by the token's redirect, then kept
+// The page's key: given once in the address's fragment by the token's answer, then kept
 // in this tab's storage (the WebSocket needs it besides the cookie).
 function pageKey() {
   const name = `oxmcp-inspect-key-${location.port}`;
