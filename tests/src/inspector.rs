@@ -89,11 +89,7 @@ impl Browser {
     /// [`Page::shot`]).
     pub async fn start(shots: PathBuf) -> Self {
         let driver_path = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".into());
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .expect("a free port")
-            .local_addr()
-            .expect("addr")
-            .port();
+        let port = crate::scale::free_port();
         let driver = Command::new(&driver_path)
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())

@@ -212,11 +212,7 @@ async fn the_inspector_logs_in_from_the_page() {
         return;
     }
     let (issuer, st) = oauth::start_as().await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("a free port")
-        .local_addr()
-        .expect("addr")
-        .port();
+    let port = oxmcp_tests::scale::free_port();
     let url = format!("http://127.0.0.1:{port}/mcp");
     let listen = format!("127.0.0.1:{port}");
     let (_server, served) = serve_http(&[

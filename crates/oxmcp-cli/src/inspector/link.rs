@@ -30,10 +30,7 @@ pub(crate) struct Reach {
 pub(crate) async fn connect(hub: &Arc<Hub>, reach: &Reach, listening: &Listening) {
     let generation = hub.new_generation();
     hub.emit(&json!({"ev": "connecting", "target": hub.target}));
-    let handlers = match handlers(hub) {
-        Ok(h) => h,
-        Err(e) => return fail(hub, format!("{e:#}")).await,
-    };
+    let handlers = handlers(hub);
     let tapped = {
         let hub = hub.clone();
         move |channels| tap(channels, hub, generation)
@@ -110,41 +107,30 @@ fn tap(channels: Channels, hub: Arc<Hub>, generation: u64) -> Channels {
 
 /// Sampling, elicitation (form and URL) and roots, each answered at the page; notifications
 /// shown there.
-fn handlers(hub: &Arc<Hub>) -> anyhow::Result<ClientHandlers> {
+fn handlers(hub: &Arc<Hub>) -> ClientHandlers {
     let (sampler, eliciter, rooter, watcher) = (hub.clone(), hub.clone(), hub.clone(), hub.clone());
-    Ok(ClientHandlers::new()
-        .sampling(move |params| {
-            let hub = sampler.clone();
-            async move {
-                let params = serde_json::to_value(params)
-                    .map_err(|e| ErrorObject::internal(e.to_string()))?;
-                let answer = hub.ask("sampling", params).await?;
-                serde_json::from_value::<CreateMessageResult>(answer).map_err(|e| {
-                    ErrorObject::invalid_params(format!(
-                        "the page's answer is no sampling result: {e}"
-                    ))
-                })
-            }
-        })
-        .elicitation(move |params| {
-            let hub = eliciter.clone();
-            async move {
-                let params = serde_json::to_value(params)
-                    .map_err(|e| ErrorObject::internal(e.to_string()))?;
-                let answer = hub.ask("elicitation", params).await?;
-                serde_json::from_value::<ElicitResult>(answer).map_err(|e| {
-                    ErrorObject::invalid_params(format!(
-                        "the page's answer is no elicitation result: {e}"
-                    ))
-                })
-            }
-        })
+    ClientHandlers::new()
+        .sampling(move |params| ask::<_, CreateMessageResult>(sampler.clone(), "sampling", params))
+        .elicitation(move |params| ask::<_, ElicitResult>(eliciter.clone(), "elicitation", params))
         .url_elicitation()
         .roots(move || {
             let roots = rooter.roots();
             async move { Ok(ListRootsResult::default().with_roots(roots)) }
         })
-        .on_event(move |e| watcher.emit(&event(&e))))
+        .on_event(move |e| watcher.emit(&event(&e)))
+}
+
+/// The server's request `kind` put to the person at the page; their answer read as `R`.
+async fn ask<P: serde::Serialize, R: serde::de::DeserializeOwned>(
+    hub: Arc<Hub>,
+    kind: &'static str,
+    params: P,
+) -> Result<R, ErrorObject> {
+    let params = serde_json::to_value(params).map_err(|e| ErrorObject::internal(e.to_string()))?;
+    let answer = hub.ask(kind, params).await?;
+    serde_json::from_value(answer).map_err(|e| {
+        ErrorObject::invalid_params(format!("the page's answer is no {kind} result: {e}"))
+    })
 }
 
 /// The page's view of a notification from the server.
