@@ -19,6 +19,7 @@ mod limits;
 mod listen;
 mod login;
 mod nofollow;
+mod operate;
 mod progress;
 mod protect;
 mod sampling;
@@ -44,10 +45,13 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_env_filter(
+        // Colours for a terminal only: a file or a log pipeline gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(audited(
+            &cli,
             tracing_subscriber::EnvFilter::try_from_env("MCP_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
+        ))
         .init();
     // One thread serves a stdio connection with the least latency (no cross-thread wake-ups).
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -69,6 +73,17 @@ fn main() -> std::process::ExitCode {
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// `filter`, showing the audit log too when `oxmcp serve --audit` asks for it (unless
+/// `MCP_LOG` names `oxmcp::audit` itself).
+fn audited(cli: &Cli, filter: tracing_subscriber::EnvFilter) -> tracing_subscriber::EnvFilter {
+    let asked = matches!(&cli.command, Command::Serve(args) if args.operate.audit);
+    let named = std::env::var("MCP_LOG").is_ok_and(|v| v.contains("oxmcp::audit"));
+    match (asked && !named, "oxmcp::audit=info".parse()) {
+        (true, Ok(directive)) => filter.add_directive(directive),
+        _ => filter,
     }
 }
 

@@ -55,6 +55,8 @@ pub(crate) struct ServeArgs {
     pub(crate) store: crate::store::StoreArgs,
     #[command(flatten)]
     pub(crate) bridge: BridgeArgs,
+    #[command(flatten)]
+    pub(crate) operate: crate::operate::OperateArgs,
 }
 
 /// A bridge: `oxmcp serve -- CMD ARGS...` or `oxmcp serve --upstream URL`.
@@ -215,10 +217,15 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         server_config.state_store = Some(store.clone());
     }
     limits.server(&mut server_config);
+    let metrics = args.operate.layers(&mut server_config, !args.stdio);
     if args.stdio {
         limits.stdio(&mut server_config);
     }
     let what = what_is_served(gateway_config.as_ref());
+    let upstream_names: Vec<String> = gateway_config
+        .as_ref()
+        .map(|c| c.gateway.upstream.iter().map(|u| u.name.clone()).collect())
+        .unwrap_or_default();
     let mut options = oxmcp_http::ServeOptions::default();
     limits.serve(&mut options);
     let (server, upstreams) = match gateway_config {
@@ -252,11 +259,20 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .await;
         Ok(())
     } else {
+        let health = upstream_health(upstream_names, &upstreams);
+        let probes = crate::operate::Probes {
+            metrics,
+            draining: shutdown.clone(),
+            store: store.clone(),
+            upstreams: health,
+            ready_upstreams: args.operate.ready_upstreams,
+        };
         let served = Served {
             server,
             what,
             auth,
             store,
+            probes,
         };
         serve_http(&args, &limits, served, shutdown, options).await
     };
@@ -362,6 +378,26 @@ struct Served {
     what: String,
     auth: Option<oxmcp_http::HttpAuth>,
     store: Option<std::sync::Arc<dyn oxmcp_store::Store>>,
+    /// `/healthz`, `/readyz` and `/metrics`.
+    probes: crate::operate::Probes,
+}
+
+/// The upstreams' health for `/readyz` and the metrics: each name with whether its
+/// supervised connection is up now.
+fn upstream_health(names: Vec<String>, upstreams: &[Supervised]) -> crate::operate::UpstreamHealth {
+    let watched: Vec<_> = names
+        .into_iter()
+        .zip(upstreams.iter().map(Supervised::watch))
+        .collect();
+    std::sync::Arc::new(move || {
+        watched
+            .iter()
+            .map(|(name, status)| {
+                let up = matches!(*status.borrow(), oxmcp_client::Status::Up { .. });
+                (name.clone(), up)
+            })
+            .collect()
+    })
 }
 
 async fn serve_http(
@@ -376,12 +412,19 @@ async fn serve_http(
         what,
         auth,
         store,
+        probes,
     } = served;
+    // SIGTERM: `/readyz` answers 503 at once; new requests are refused and the drain
+    // starts after --shutdown-delay.
+    let drain = drain_after(&shutdown, args.operate.shutdown_delay());
+    if let Some(metrics) = &probes.metrics {
+        crate::operate::sample(metrics, &server, store.as_ref(), &probes.upstreams);
+    }
     let listen = args.listen;
     for listen in std::iter::once(listen).chain(args.grpc_listen) {
         refuse_open_listener(args, listen, auth.is_some())?;
     }
-    let config = http_config(args, limits, auth, &shutdown);
+    let config = http_config(args, limits, auth, &drain);
     let legacy = oxmcp_http::LegacySse::new(server.clone(), config.clone());
     let ws = oxmcp_ws::WebSocket::new(
         server.clone(),
@@ -402,14 +445,19 @@ async fn serve_http(
         http = http.with_store(store);
     }
     let grpc_listener = grpc_listener(args).await?;
-    let app = http.router().merge(legacy.router()).merge(ws.router());
+    let metrics_here = args.operate.metrics_listen.is_none();
+    let app = http
+        .router()
+        .merge(legacy.router())
+        .merge(ws.router())
+        .merge(probes.router(metrics_here));
     let app = oxmcp_grpc::split(app, grpc.clone());
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
     let addr = listener.local_addr()?;
     let grpc_task = grpc_listener.map(|(listener, tls)| {
-        let stop = shutdown.clone();
+        let stop = drain.clone();
         tokio::spawn(async move {
             let served =
                 oxmcp_grpc::serve_grpc(listener, grpc, tls, stop.clone().cancelled_owned()).await;
@@ -424,7 +472,15 @@ async fn serve_http(
     eprintln!(
         "oxmcp: serving {what} at http://{addr}/mcp (and HTTP+SSE at /sse, WebSocket at ws://{addr}/ws, gRPC at grpc://{addr})"
     );
-    oxmcp_http::serve_router_with(listener, app, options, shutdown.cancelled_owned()).await?;
+    // After the line above, which scripts read for the address.
+    let metrics_task = match args.operate.metrics_listen {
+        Some(addr) => Some(crate::operate::serve_probes(addr, &probes).await?),
+        None => None,
+    };
+    oxmcp_http::serve_router_with(listener, app, options, drain.cancelled_owned()).await?;
+    if let Some(task) = metrics_task {
+        task.abort();
+    }
     if let Some(task) = grpc_task {
         task.await.context("the gRPC listener failed")??;
     }
@@ -436,6 +492,21 @@ async fn serve_http(
         None => eprintln!("oxmcp: stopped"),
     }
     Ok(())
+}
+
+/// A token cancelled `delay` after `signal` is.
+fn drain_after(signal: &CancellationToken, delay: Duration) -> CancellationToken {
+    let drain = CancellationToken::new();
+    let (signal, start) = (signal.clone(), drain.clone());
+    tokio::spawn(async move {
+        signal.cancelled().await;
+        if !delay.is_zero() {
+            eprintln!("oxmcp: draining in {delay:?} (/readyz answers 503 meanwhile)");
+            tokio::time::sleep(delay).await;
+        }
+        start.cancel();
+    });
+    drain
 }
 
 /// The HTTP settings of `oxmcp serve`: its allowed hosts (loopback names too, once any is

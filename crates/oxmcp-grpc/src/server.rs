@@ -409,6 +409,7 @@ struct Reader {
 
 impl Reader {
     async fn run(self, mut incoming: Streaming<Envelope>) {
+        let _open = oxmcp_http::stats::Open::new(oxmcp_http::stats::Transport::Grpc);
         let idle = self.inner.http.session_idle_timeout;
         let shutdown = self.inner.http.shutdown.clone();
         loop {

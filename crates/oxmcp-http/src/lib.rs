@@ -76,6 +76,8 @@ pub mod reauth;
 #[cfg(feature = "server")]
 mod server;
 pub mod sse;
+#[cfg(feature = "server")]
+pub mod stats;
 
 #[cfg(feature = "server")]
 pub use auth::{

@@ -122,6 +122,7 @@ pub struct ServerBuilder {
         Option<Arc<dyn crate::tasks::TaskStore>>,
     )>,
     handler: Option<Arc<dyn crate::dynamic::Handler>>,
+    layers: crate::layer::Layers,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -151,7 +152,16 @@ impl ServerBuilder {
             extensions: Extensions::default(),
             tasks: None,
             handler: None,
+            layers: crate::layer::Layers::new(),
         }
+    }
+
+    /// Wraps every request to a handler in `layer` ([`crate::layer`]), inside the layers
+    /// added before (and those of [`ServerConfig::layers`]); it works the same for a
+    /// [`ServerBuilder::handler`] server.
+    pub fn layer(mut self, layer: impl crate::layer::Layer) -> Self {
+        self.layers.push(layer);
+        self
     }
 
     /// Usage hints sent in the `initialize` result.
@@ -492,6 +502,7 @@ impl ServerBuilder {
             }),
             limits: Arc::new(self.config.state_limits.clone()),
         };
+        let layers = self.config.layers.then(&self.layers);
         Ok(Server {
             state: Arc::new(ServerState {
                 about: About {
@@ -517,6 +528,7 @@ impl ServerBuilder {
                     tasks,
                     extensions: self.extensions,
                     state: handler_state,
+                    layers,
                 },
                 handler,
             }),

@@ -59,6 +59,9 @@ pub struct ServerConfig {
     pub state_store: Option<std::sync::Arc<dyn crate::handler_state::StateStore>>,
     /// Limits on handlers' state: key and value sizes, keys and bytes per scope, lifetimes.
     pub state_limits: crate::handler_state::StateLimits,
+    /// MCP middleware around every request to a handler ([`crate::layer`]), outside those
+    /// added with [`crate::ServerBuilder::layer`]. None by default.
+    pub layers: crate::layer::Layers,
 }
 
 impl Default for ServerConfig {
@@ -80,6 +83,7 @@ impl Default for ServerConfig {
             task_store: None,
             state_store: None,
             state_limits: crate::handler_state::StateLimits::default(),
+            layers: crate::layer::Layers::new(),
         }
     }
 }

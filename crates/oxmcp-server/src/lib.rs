@@ -53,6 +53,7 @@ mod echo;
 mod extensions;
 mod handler;
 pub mod handler_state;
+pub mod layer;
 mod listen;
 mod macro_support;
 mod modern;

@@ -73,6 +73,8 @@ pub(crate) struct Features {
     pub(crate) extensions: Extensions,
     /// Where handlers keep their state, and its limits.
     pub(crate) state: HandlerState,
+    /// The middleware around requests to handlers, outermost first (empty: none).
+    pub(crate) layers: Arc<[Arc<dyn crate::layer::Layer>]>,
 }
 
 /// Handlers' state: the backend and its limits.

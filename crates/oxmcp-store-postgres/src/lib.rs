@@ -96,6 +96,9 @@ pub(crate) struct Inner {
     bus_breaks: AtomicU64,
     /// Statements sent and answered.
     round_trips: AtomicU64,
+    /// Operations timed by `timed`, and their time in microseconds.
+    operations: AtomicU64,
+    busy_micros: AtomicU64,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -206,6 +209,8 @@ impl PostgresStore {
             bus,
             bus_breaks: AtomicU64::new(0),
             round_trips: AtomicU64::new(0),
+            operations: AtomicU64::new(0),
+            busy_micros: AtomicU64::new(0),
         });
         bus::start(&inner, pg, target.tls)
             .await
@@ -250,10 +255,15 @@ impl Inner {
         &self,
         op: impl std::future::Future<Output = StoreResult<T>>,
     ) -> StoreResult<T> {
-        match tokio::time::timeout(self.config.op_timeout, op).await {
+        let started = std::time::Instant::now();
+        let answer = match tokio::time::timeout(self.config.op_timeout, op).await {
             Ok(r) => r,
             Err(_) => Err(StoreError::Timeout(self.config.op_timeout)),
-        }
+        };
+        self.operations.fetch_add(1, Ordering::Relaxed);
+        let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        self.busy_micros.fetch_add(micros, Ordering::Relaxed);
+        answer
     }
 
     /// Runs one statement (with `{ns}` replaced) and returns its rows.

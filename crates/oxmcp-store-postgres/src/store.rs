@@ -170,6 +170,14 @@ impl Store for PostgresStore {
                 .inner
                 .round_trips
                 .load(std::sync::atomic::Ordering::Relaxed),
+            operations: self
+                .inner
+                .operations
+                .load(std::sync::atomic::Ordering::Relaxed),
+            busy_micros: self
+                .inner
+                .busy_micros
+                .load(std::sync::atomic::Ordering::Relaxed),
         }
     }
     fn bus_breaks(&self) -> u64 {

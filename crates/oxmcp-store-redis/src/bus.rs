@@ -147,7 +147,7 @@ async fn read(inner: Weak<Inner>, target: Target, bus: String, mut last: String)
             .arg("STREAMS")
             .arg(&bus)
             .arg(&last);
-        match c.cmd::<Option<StreamReadReply>>(&cmd).await {
+        match c.blocking_cmd::<Option<StreamReadReply>>(&cmd).await {
             Ok(reply) => {
                 backoff = Duration::from_millis(100);
                 for entry in reply.into_iter().flat_map(|r| r.keys).flat_map(|k| k.ids) {

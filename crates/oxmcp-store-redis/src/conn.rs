@@ -74,8 +74,20 @@ impl Nodes {
 /// Round trips made by every connection of this process.
 pub(crate) static ROUND_TRIPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+/// Timed round trips (all but the bus reader's blocking reads) and their time in µs.
+pub(crate) static TIMED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+pub(crate) static BUSY_MICROS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 fn counted() {
     ROUND_TRIPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Counts `started`'s round trip as timed.
+fn timed(started: std::time::Instant) {
+    use std::sync::atomic::Ordering::Relaxed;
+    TIMED.fetch_add(1, Relaxed);
+    let micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    BUSY_MICROS.fetch_add(micros, Relaxed);
 }
 
 /// A connection that reconnects by itself.
@@ -125,6 +137,15 @@ impl Conn {
     }
 
     pub(crate) async fn cmd<T: FromRedisValue>(&self, cmd: &Cmd) -> RedisResult<T> {
+        let started = std::time::Instant::now();
+        let answer = self.blocking_cmd(cmd).await;
+        timed(started);
+        answer
+    }
+
+    /// [`Conn::cmd`] for a command that waits on the server (`XREAD BLOCK`): counted, not
+    /// timed.
+    pub(crate) async fn blocking_cmd<T: FromRedisValue>(&self, cmd: &Cmd) -> RedisResult<T> {
         counted();
         match self {
             Conn::Single(c) => cmd.query_async(&mut c.clone()).await,
@@ -134,9 +155,12 @@ impl Conn {
 
     pub(crate) async fn pipe<T: FromRedisValue>(&self, pipe: &Pipeline) -> RedisResult<T> {
         counted();
-        match self {
+        let started = std::time::Instant::now();
+        let answer = match self {
             Conn::Single(c) => pipe.query_async(&mut c.clone()).await,
             Conn::Cluster(c) => pipe.query_async(&mut c.clone()).await,
-        }
+        };
+        timed(started);
+        answer
     }
 }

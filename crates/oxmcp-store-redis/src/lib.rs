@@ -380,6 +380,8 @@ impl Store for RedisStore {
     fn stats(&self) -> oxmcp_store::StoreStats {
         oxmcp_store::StoreStats {
             round_trips: conn::ROUND_TRIPS.load(std::sync::atomic::Ordering::Relaxed),
+            operations: conn::TIMED.load(std::sync::atomic::Ordering::Relaxed),
+            busy_micros: conn::BUSY_MICROS.load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 }

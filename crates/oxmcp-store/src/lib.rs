@@ -64,6 +64,12 @@ pub struct StoreStats {
     /// Requests sent to the store and answered (a pipeline counts once), the bus reader's
     /// blocking reads and the heartbeats included.
     pub round_trips: u64,
+    /// Operations timed (a call to the store, one or more round trips; the bus reader's
+    /// blocking reads excluded).
+    pub operations: u64,
+    /// Time spent in the timed operations, in microseconds: `busy_micros / operations` is
+    /// their mean latency.
+    pub busy_micros: u64,
 }
 
 /// What a store operation returns.

@@ -133,6 +133,7 @@ async fn upgrade(State(inner): State<Arc<Inner>>, request: Request) -> Response 
         .max_message_size(max)
         .max_frame_size(max)
         .on_upgrade(move |socket| async move {
+            let _open = oxmcp_http::stats::Open::new(oxmcp_http::stats::Transport::WebSocket);
             serve(inner, socket, principal, lease).await;
             drop(permit);
             drop(held);

@@ -129,6 +129,7 @@ pub async fn serve_router_with(
         let options = options.clone();
         tokio::spawn(async move {
             let _slot = slot;
+            let _open = crate::stats::Open::new(crate::stats::Transport::Connection);
             tokio::pin!(conn);
             tokio::select! {
                 r = &mut conn => if let Err(e) = r {

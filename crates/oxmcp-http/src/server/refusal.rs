@@ -265,6 +265,7 @@ impl Refusal {
 
 impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
+        crate::stats::refused(self.status.as_u16());
         let json = [(header::CONTENT_TYPE, "application/json")];
         let mut response = match self.body {
             Body::Rpc { id, error } => {

@@ -24,6 +24,12 @@ pub(crate) fn sse_body(
     stream: impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static,
     session: Option<&str>,
 ) -> Response {
+    // Counted open while the body lives (`crate::stats`).
+    let open = crate::stats::Open::new(crate::stats::Transport::Sse);
+    let stream = futures::StreamExt::map(stream, move |item| {
+        let _ = &open;
+        item
+    });
     let mut resp = Response::new(Body::from_stream(stream));
     let h = resp.headers_mut();
     h.insert(

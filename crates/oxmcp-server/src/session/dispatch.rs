@@ -19,6 +19,7 @@ use super::reply::{fail, ready};
 use crate::context::Ctx;
 use crate::dynamic::ServerHandler as _;
 use crate::echo::echo;
+use crate::layer::{McpRequest, Next};
 use crate::modern::{self, Finish, ModernMeta};
 
 /// One request on its way to a handler: what its [`Ctx`] is made of.
@@ -62,9 +63,38 @@ impl Call {
 }
 
 impl Session {
-    /// Answers a request after the lifecycle checks: the method table. A method this server
-    /// does not serve (or not in this era) is -32601.
+    /// Answers a request after the lifecycle checks: through the server's layers (if any),
+    /// then the method table.
     pub(super) fn route(
+        self: &Arc<Self>,
+        req: Request,
+        rc: RequestContext,
+        request_meta: Option<Arc<ModernMeta>>,
+    ) -> BoxFuture<'static, HandlerResult> {
+        let layers = &self.server.features.layers;
+        if layers.is_empty() {
+            return self.table(req, rc, request_meta);
+        }
+        let version = match request_meta {
+            Some(_) => oxmcp_types::ProtocolVersion::V2026_07_28,
+            None => self.version(),
+        };
+        let request = McpRequest::new(
+            req,
+            self.server.clone(),
+            self.principal.as_deref().map(Arc::from),
+            self.transport_session.as_deref().map(Arc::from),
+            version,
+        );
+        let session = self.clone();
+        let inner: crate::layer::Inner =
+            Box::new(move |r: McpRequest| session.table(r.into_request(), rc, request_meta));
+        Next::new(layers.clone(), inner).run(request)
+    }
+
+    /// The method table. A method this server does not serve (or not in this era) is
+    /// -32601.
+    fn table(
         self: &Arc<Self>,
         req: Request,
         rc: RequestContext,

@@ -1,0 +1,379 @@
+//! [`MetricsLayer`] and [`Metrics`] (feature `metrics`): per-operation duration histograms
+//! with bounded labels, requests in flight, and gauges or counters sampled at scrape time,
+//! rendered in the Prometheus text format; with the `otel` feature the same operation
+//! histogram is recorded as an OpenTelemetry instrument too.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::future::BoxFuture;
+use oxmcp_engine::HandlerResult;
+use parking_lot::{Mutex, RwLock};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use super::{Layer, McpRequest, Next, Outcome, Registered, Target};
+
+/// Distinct tool, prompt or resource names each given a series of their own; the calls of
+/// others are labelled `_other`.
+pub const MAX_NAMES: usize = 1_000;
+
+/// The label value of a name past [`MAX_NAMES`] or never answered with a result.
+const OTHER: &str = "_other";
+
+/// Bucket bounds in seconds: OpenTelemetry's MCP recommendation, with finer ones below
+/// 10 ms for in-process tools.
+const BUCKETS: [f64; 18] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0,
+    120.0, 300.0,
+];
+
+/// The labels of an operation, named after the OpenTelemetry MCP semantic conventions
+/// (`mcp.method.name`, `gen_ai.tool.name`, `gen_ai.prompt.name`, `mcp.resource.uri`,
+/// `error.type`) with dots as underscores. Empty labels are absent to Prometheus.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Operation {
+    mcp_method_name: String,
+    gen_ai_tool_name: String,
+    gen_ai_prompt_name: String,
+    mcp_resource_uri: String,
+    error_type: String,
+}
+
+type Histograms = Family<Operation, Histogram, fn() -> Histogram>;
+
+fn histogram() -> Histogram {
+    Histogram::new(BUCKETS)
+}
+
+/// A server's instruments. Cheap to clone; the clones share them.
+#[derive(Clone)]
+pub struct Metrics {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    registry: Mutex<Registry>,
+    operations: Histograms,
+    in_flight: Gauge,
+    /// Names that got a result once (so they exist), per kind: tools, prompts, resources.
+    known: [RwLock<HashSet<String>>; 3],
+    #[cfg(feature = "otel")]
+    otel: opentelemetry::metrics::Histogram<f64>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Empty instruments: `mcp_server_operation_duration_seconds` and
+    /// `mcp_server_requests_in_flight`.
+    pub fn new() -> Self {
+        let operations: Histograms = Family::new_with_constructor(histogram);
+        let in_flight = Gauge::default();
+        let mut registry = Registry::default();
+        registry.register_with_unit(
+            "mcp_server_operation_duration",
+            "Time to answer a request, by method, tool, prompt or resource, and error type \
+             (a JSON-RPC error code, or tool_error for a result with isError)",
+            prometheus_client::registry::Unit::Seconds,
+            operations.clone(),
+        );
+        registry.register(
+            "mcp_server_requests_in_flight",
+            "Requests being answered",
+            in_flight.clone(),
+        );
+        Self {
+            inner: Arc::new(Inner {
+                registry: Mutex::new(registry),
+                operations,
+                in_flight,
+                known: Default::default(),
+                #[cfg(feature = "otel")]
+                otel: opentelemetry::global::meter("oxmcp")
+                    .f64_histogram("mcp.server.operation.duration")
+                    .with_unit("s")
+                    .with_description("Time to answer an MCP request")
+                    .with_boundaries(BUCKETS.to_vec())
+                    .build(),
+            }),
+        }
+    }
+
+    /// The layer that records each request in these instruments.
+    pub fn layer(&self) -> MetricsLayer {
+        MetricsLayer {
+            metrics: self.clone(),
+        }
+    }
+
+    /// Adds a gauge read from `value` at each scrape (`labels`: one label's name, and the
+    /// series `value` returns as (label value, number) pairs; `None`: one series, from the
+    /// first pair).
+    pub fn gauge_fn(
+        &self,
+        name: &str,
+        help: &str,
+        label: Option<&'static str>,
+        value: impl Fn() -> Vec<(String, f64)> + Send + Sync + 'static,
+    ) {
+        self.sampled(name, help, label, Kind::Gauge, value);
+    }
+
+    /// Adds a counter (monotonic total; `name` without `_total`) read at each scrape, as
+    /// [`Metrics::gauge_fn`].
+    pub fn counter_fn(
+        &self,
+        name: &str,
+        help: &str,
+        label: Option<&'static str>,
+        value: impl Fn() -> Vec<(String, f64)> + Send + Sync + 'static,
+    ) {
+        self.sampled(name, help, label, Kind::Counter, value);
+    }
+
+    fn sampled(
+        &self,
+        name: &str,
+        help: &str,
+        label: Option<&'static str>,
+        kind: Kind,
+        value: impl Fn() -> Vec<(String, f64)> + Send + Sync + 'static,
+    ) {
+        self.inner
+            .registry
+            .lock()
+            .register_collector(Box::new(Sampled {
+                name: name.to_owned(),
+                help: help.to_owned(),
+                label,
+                kind,
+                value: Box::new(value),
+            }));
+    }
+
+    /// Everything, in the Prometheus text format (OpenMetrics 1.0, served as
+    /// [`Metrics::CONTENT_TYPE`]).
+    pub fn render(&self) -> String {
+        let mut out = String::with_capacity(16 * 1024);
+        // Writing to a String cannot fail; an encoder error would be a bad metric name.
+        if let Err(e) =
+            prometheus_client::encoding::text::encode(&mut out, &self.inner.registry.lock())
+        {
+            tracing::warn!("metrics could not be rendered: {e}");
+        }
+        out
+    }
+
+    /// The content type of [`Metrics::render`]'s text.
+    pub const CONTENT_TYPE: &'static str =
+        "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+    /// The label value of `target`: what the registry names it (its name, or a resource's
+    /// template), or for a server answering from a handler its name once a call of it had a
+    /// result; at most [`MAX_NAMES`] per kind, else `_other`. So unknown names add no series.
+    fn label_of(&self, target: &Target, registered: Registered, answered: bool) -> String {
+        let (i, name) = match target {
+            Target::Tool(n) => (0, n),
+            Target::Prompt(n) => (1, n),
+            Target::Resource(n) => (2, n),
+        };
+        match registered {
+            Registered::Yes(label) => self.admit(i, label),
+            Registered::No => OTHER.to_owned(),
+            Registered::Unknown if answered => self.admit(i, name.clone()),
+            Registered::Unknown if self.inner.known[i].read().contains(name.as_str()) => {
+                name.clone()
+            }
+            Registered::Unknown => OTHER.to_owned(),
+        }
+    }
+
+    /// `label` if it has a series or may have one more, else `_other`.
+    fn admit(&self, kind: usize, label: String) -> String {
+        let known = &self.inner.known[kind];
+        if known.read().contains(label.as_str()) {
+            return label;
+        }
+        let mut known = known.write();
+        if known.len() < MAX_NAMES {
+            known.insert(label.clone());
+            return label;
+        }
+        OTHER.to_owned()
+    }
+
+    fn record(
+        &self,
+        method: &str,
+        target: Option<(Target, Registered)>,
+        outcome: Outcome,
+        seconds: f64,
+    ) {
+        let answered = !matches!(outcome, Outcome::Error(_));
+        let label = target.map(|(t, r)| {
+            let label = self.label_of(&t, r, answered);
+            (t, label)
+        });
+        let mut op = Operation {
+            mcp_method_name: method_label(method).to_owned(),
+            gen_ai_tool_name: String::new(),
+            gen_ai_prompt_name: String::new(),
+            mcp_resource_uri: String::new(),
+            error_type: match outcome {
+                Outcome::Ok => String::new(),
+                Outcome::ToolError => "tool_error".to_owned(),
+                Outcome::Error(code) if (-32768..=-32000).contains(&code) => code.to_string(),
+                Outcome::Error(_) => OTHER.to_owned(),
+            },
+        };
+        match label {
+            Some((Target::Tool(_), l)) => op.gen_ai_tool_name = l,
+            Some((Target::Prompt(_), l)) => op.gen_ai_prompt_name = l,
+            Some((Target::Resource(_), l)) => op.mcp_resource_uri = l,
+            None => {}
+        }
+        self.inner.operations.get_or_create(&op).observe(seconds);
+        #[cfg(feature = "otel")]
+        self.otel_record(&op, seconds);
+    }
+
+    #[cfg(feature = "otel")]
+    fn otel_record(&self, op: &Operation, seconds: f64) {
+        use opentelemetry::KeyValue;
+        let mut attrs = vec![KeyValue::new("mcp.method.name", op.mcp_method_name.clone())];
+        for (key, value) in [
+            ("gen_ai.tool.name", &op.gen_ai_tool_name),
+            ("gen_ai.prompt.name", &op.gen_ai_prompt_name),
+            ("mcp.resource.uri", &op.mcp_resource_uri),
+            ("error.type", &op.error_type),
+        ] {
+            if !value.is_empty() {
+                attrs.push(KeyValue::new(key, value.clone()));
+            }
+        }
+        self.inner.otel.record(seconds, &attrs);
+    }
+}
+
+/// The method's label: itself for MCP's methods and `x/y`-shaped custom ones up to 64 bytes,
+/// `_other` otherwise (a server answers unknown methods with -32601, which is counted, not
+/// each name apart).
+fn method_label(method: &str) -> &str {
+    let plausible = method.len() <= 64
+        && method
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'_' | b'.' | b'-'));
+    if plausible { method } else { OTHER }
+}
+
+/// Records each request in [`Metrics`]: its duration by method, target and outcome, and
+/// the requests in flight. Made by [`Metrics::layer`].
+#[derive(Debug, Clone)]
+pub struct MetricsLayer {
+    metrics: Metrics,
+}
+
+impl Layer for MetricsLayer {
+    fn call(&self, req: McpRequest, next: Next) -> BoxFuture<'static, HandlerResult> {
+        let metrics = self.metrics.clone();
+        let method = req.method().to_owned();
+        let target = req.target().cloned().map(|t| (t, req.registered()));
+        let started = Instant::now();
+        metrics.inner.in_flight.inc();
+        let guard = InFlight(metrics.clone());
+        let answer = next.run(req);
+        Box::pin(async move {
+            let answer = answer.await;
+            let seconds = started.elapsed().as_secs_f64();
+            metrics.record(&method, target, Outcome::of(&answer), seconds);
+            drop(guard);
+            answer
+        })
+    }
+}
+
+/// Takes a request off the in-flight gauge when it ends, answered or dropped.
+struct InFlight(Metrics);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.inner.in_flight.dec();
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Gauge,
+    Counter,
+}
+
+/// A metric read at scrape time.
+struct Sampled {
+    name: String,
+    help: String,
+    label: Option<&'static str>,
+    kind: Kind,
+    value: Box<dyn Fn() -> Vec<(String, f64)> + Send + Sync>,
+}
+
+impl std::fmt::Debug for Sampled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sampled").field("name", &self.name).finish()
+    }
+}
+
+impl Sampled {
+    fn encode_value(
+        &self,
+        value: f64,
+        encoder: prometheus_client::encoding::MetricEncoder<'_>,
+    ) -> Result<(), std::fmt::Error> {
+        match self.kind {
+            Kind::Gauge => ConstGauge::new(value).encode(encoder),
+            Kind::Counter => ConstCounter::new(value.max(0.0)).encode(encoder),
+        }
+    }
+}
+
+impl Collector for Sampled {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let values = (self.value)();
+        let metric_type = match self.kind {
+            Kind::Gauge => ConstGauge::new(0.0f64).metric_type(),
+            Kind::Counter => ConstCounter::new(0.0f64).metric_type(),
+        };
+        let mut family = encoder.encode_descriptor(&self.name, &self.help, None, metric_type)?;
+        match self.label {
+            None => {
+                if let Some((_, value)) = values.first() {
+                    self.encode_value(*value, family)?;
+                }
+            }
+            Some(key) => {
+                for (label, value) in values.iter().take(MAX_NAMES) {
+                    let labels = [(key, label.as_str())];
+                    let encoder = family.encode_family(&labels)?;
+                    self.encode_value(*value, encoder)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,401 @@
+//! MCP middleware: [`Layer`]s wrap every request on its way to a handler (tools, resources,
+//! prompts, completion, tasks, custom methods; not `initialize`, `ping` or
+//! `server/discover`), on every transport, stdio included. A layer sees the request's method,
+//! params and who sent it ([`McpRequest`]), and may refuse it, rewrite its params, or observe
+//! it and its answer; [`Next::run`] passes it on. Layers compose in the order they were added
+//! ([`crate::ServerBuilder::layer`], [`crate::ServerConfig::layers`]): the first added sees the
+//! request first and the answer last.
+//!
+//! Shipped layers: [`AuditLayer`] (one log line per request), [`RateLimitLayer`] (per tool,
+//! per principal), [`TimeoutLayer`] (per tool), and with the `metrics` feature
+//! [`MetricsLayer`] (Prometheus and OpenTelemetry instruments).
+//!
+//! ```
+//! use futures::future::BoxFuture;
+//! use oxmcp_engine::HandlerResult;
+//! use oxmcp_jsonrpc::{ErrorCode, ErrorObject};
+//! use oxmcp_server::layer::{Layer, McpRequest, Next, Target};
+//! use oxmcp_server::{Ctx, Server};
+//!
+//! /// Only `alice` may call `delete`.
+//! struct OnlyAlice;
+//!
+//! impl Layer for OnlyAlice {
+//!     fn call(&self, req: McpRequest, next: Next) -> BoxFuture<'static, HandlerResult> {
+//!         let refused = matches!(req.target(), Some(Target::Tool(name)) if name == "delete")
+//!             && req.principal() != Some("alice");
+//!         if refused {
+//!             let e = ErrorObject::new(ErrorCode::INVALID_REQUEST, "not allowed");
+//!             return Box::pin(async move { Err(e) });
+//!         }
+//!         next.run(req)
+//!     }
+//! }
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = Server::builder("demo", "1.0.0")
+//!     .tool("delete", "Deletes", |_ctx: Ctx, _a: serde_json::Value| async move {
+//!         Ok::<_, String>("gone".to_owned())
+//!     })
+//!     .layer(OnlyAlice)
+//!     .build()?;
+//! # let _ = server;
+//! # Ok(())
+//! # }
+//! ```
+
+mod audit;
+#[cfg(feature = "metrics")]
+mod metrics;
+mod rate_limit;
+mod timeout;
+
+use std::sync::{Arc, OnceLock};
+
+use futures::future::BoxFuture;
+use oxmcp_engine::HandlerResult;
+use oxmcp_jsonrpc::{RawJson, Request, RequestId};
+use oxmcp_types::ProtocolVersion;
+
+pub use audit::AuditLayer;
+#[cfg(feature = "metrics")]
+pub use metrics::{MAX_NAMES, Metrics, MetricsLayer};
+pub use rate_limit::{Quota, RateLimitLayer};
+
+pub use timeout::{TIMED_OUT, TimeoutLayer};
+
+/// Middleware around the requests a server's handlers answer; see the [module](self).
+pub trait Layer: Send + Sync + 'static {
+    /// Handles `req`: answer it here (a refusal, say), or pass it on with `next.run(req)`,
+    /// before or after looking at or changing it, and look at the answer.
+    fn call(&self, req: McpRequest, next: Next) -> BoxFuture<'static, HandlerResult>;
+}
+
+/// The layers of a server, outermost first. Cheap to clone.
+#[derive(Clone, Default)]
+pub struct Layers(Vec<Arc<dyn Layer>>);
+
+impl Layers {
+    /// No layers.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `layer` inside those added before.
+    pub fn push(&mut self, layer: impl Layer) {
+        self.0.push(Arc::new(layer));
+    }
+
+    /// Adds a shared layer inside those added before.
+    pub fn push_shared(&mut self, layer: Arc<dyn Layer>) {
+        self.0.push(layer);
+    }
+
+    /// `self` with `layer` added inside the others.
+    #[must_use]
+    pub fn with(mut self, layer: impl Layer) -> Self {
+        self.push(layer);
+        self
+    }
+
+    /// How many layers there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// These layers, then `inner`'s inside them.
+    pub(crate) fn then(&self, inner: &Layers) -> Arc<[Arc<dyn Layer>]> {
+        self.0.iter().chain(&inner.0).cloned().collect()
+    }
+}
+
+impl std::fmt::Debug for Layers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Layers({})", self.0.len())
+    }
+}
+
+/// What [`McpRequest::registered`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Registered {
+    /// Registered: the tool's or prompt's name, the resource's URI, or the `uriTemplate` of
+    /// the template that matches it.
+    Yes(String),
+    /// Not registered (or the request names nothing).
+    No,
+    /// The server answers from a [`crate::ServerHandler`], which alone knows.
+    Unknown,
+}
+
+/// What a request names: the tool of `tools/call`, the prompt of `prompts/get`, the resource
+/// of `resources/read`, `resources/subscribe` and `resources/unsubscribe`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A tool's name.
+    Tool(String),
+    /// A prompt's name.
+    Prompt(String),
+    /// A resource's URI.
+    Resource(String),
+}
+
+impl Target {
+    /// The name or URI.
+    pub fn name(&self) -> &str {
+        match self {
+            Target::Tool(s) | Target::Prompt(s) | Target::Resource(s) => s,
+        }
+    }
+}
+
+/// One request on its way to a handler, as layers see it.
+pub struct McpRequest {
+    request: Request,
+    server: Arc<crate::state::ServerState>,
+    principal: Option<Arc<str>>,
+    session: Option<Arc<str>>,
+    version: ProtocolVersion,
+    target: OnceLock<Option<Target>>,
+}
+
+impl std::fmt::Debug for McpRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the params: they may hold secrets.
+        f.debug_struct("McpRequest")
+            .field("id", &self.request.id)
+            .field("method", &self.request.method)
+            .field("principal", &self.principal)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpRequest {
+    pub(crate) fn new(
+        request: Request,
+        server: Arc<crate::state::ServerState>,
+        principal: Option<Arc<str>>,
+        session: Option<Arc<str>>,
+        version: ProtocolVersion,
+    ) -> Self {
+        Self {
+            request,
+            server,
+            principal,
+            session,
+            version,
+            target: OnceLock::new(),
+        }
+    }
+
+    /// The method, e.g. `tools/call`.
+    pub fn method(&self) -> &str {
+        &self.request.method
+    }
+
+    /// The JSON-RPC id.
+    pub fn id(&self) -> &RequestId {
+        &self.request.id
+    }
+
+    /// The params as sent (or as a layer before rewrote them).
+    pub fn params(&self) -> Option<&oxmcp_jsonrpc::RawValue> {
+        self.request.params.as_deref()
+    }
+
+    /// The params read as `T`.
+    ///
+    /// # Errors
+    /// -32602 when they do not read as `T`.
+    pub fn params_as<T: serde::de::DeserializeOwned>(
+        &self,
+    ) -> Result<T, oxmcp_jsonrpc::ErrorObject> {
+        oxmcp_jsonrpc::parse_params(self.params())
+    }
+
+    /// Replaces the params the handler (and the layers inside this one) will see.
+    pub fn set_params(&mut self, params: Option<RawJson>) {
+        self.request.params = params;
+        self.target = OnceLock::new();
+    }
+
+    /// Who the transport verified the sender to be (the issuer-qualified subject of a
+    /// bearer token, say); `None`: nobody verified.
+    pub fn principal(&self) -> Option<&str> {
+        self.principal.as_deref()
+    }
+
+    /// The transport's session (Streamable HTTP's `Mcp-Session-Id`), if it has one.
+    pub fn session(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
+    /// The protocol version the request is served in (`2026-07-28` for a self-describing
+    /// request, else the version its session negotiated).
+    pub fn protocol_version(&self) -> ProtocolVersion {
+        self.version
+    }
+
+    /// The tool, prompt or resource the request names, read from its params on first use.
+    pub fn target(&self) -> Option<&Target> {
+        self.target
+            .get_or_init(|| target_of(&self.request.method, self.params()))
+            .as_ref()
+    }
+
+    /// Whether the server's own registry has the [`McpRequest::target`]: the tool or prompt
+    /// of that name, the resource of that URI, or a template matching it.
+    pub fn registered(&self) -> Registered {
+        let Some(target) = self.target() else {
+            return Registered::No;
+        };
+        let catalogue = &self.server.catalogue;
+        if !catalogue.answers {
+            return Registered::Unknown;
+        }
+        let registry = catalogue.read();
+        let found = match target {
+            Target::Tool(name) => registry.tools.contains_key(name).then(|| name.clone()),
+            Target::Prompt(name) => registry.prompts.contains_key(name).then(|| name.clone()),
+            Target::Resource(uri) if registry.resources.contains_key(uri) => Some(uri.clone()),
+            Target::Resource(uri) => registry
+                .templates
+                .iter()
+                .find(|t| t.parsed.matches(uri).is_some())
+                .map(|t| t.template.uri_template.clone()),
+        };
+        found.map_or(Registered::No, Registered::Yes)
+    }
+
+    pub(crate) fn into_request(self) -> Request {
+        self.request
+    }
+}
+
+/// The name or URI a request's params carry, for the methods that name one.
+fn target_of(method: &str, params: Option<&oxmcp_jsonrpc::RawValue>) -> Option<Target> {
+    #[derive(serde::Deserialize)]
+    struct Named {
+        name: Option<String>,
+        uri: Option<String>,
+    }
+    let kind = match method {
+        "tools/call" => Target::Tool,
+        "prompts/get" => Target::Prompt,
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => Target::Resource,
+        _ => return None,
+    };
+    let named: Named = serde_json::from_str(params?.get()).ok()?;
+    match method {
+        "tools/call" | "prompts/get" => named.name.map(kind),
+        _ => named.uri.map(kind),
+    }
+}
+
+/// The end of the chain: the server's own routing of the request.
+pub(crate) type Inner = Box<dyn FnOnce(McpRequest) -> BoxFuture<'static, HandlerResult> + Send>;
+
+/// The layers inside the current one, then the handler.
+pub struct Next {
+    layers: Arc<[Arc<dyn Layer>]>,
+    index: usize,
+    inner: Inner,
+}
+
+impl std::fmt::Debug for Next {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Next({} layers left)", self.layers.len() - self.index)
+    }
+}
+
+impl Next {
+    pub(crate) fn new(layers: Arc<[Arc<dyn Layer>]>, inner: Inner) -> Self {
+        Self {
+            layers,
+            index: 0,
+            inner,
+        }
+    }
+
+    /// Passes `req` to the next layer, or to the handler after the last.
+    pub fn run(mut self, req: McpRequest) -> BoxFuture<'static, HandlerResult> {
+        match self.layers.get(self.index).cloned() {
+            Some(layer) => {
+                self.index += 1;
+                layer.call(req, self)
+            }
+            None => (self.inner)(req),
+        }
+    }
+}
+
+/// How a request ended, for layers that observe answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A result.
+    Ok,
+    /// A `tools/call` result with `isError: true` (the tool ran and failed).
+    ToolError,
+    /// A JSON-RPC error with this code.
+    Error(i32),
+}
+
+impl Outcome {
+    /// The outcome of `answer`.
+    pub fn of(answer: &HandlerResult) -> Outcome {
+        match answer {
+            Ok(raw) if is_tool_error(raw.get()) => Outcome::ToolError,
+            Ok(_) => Outcome::Ok,
+            Err(e) => Outcome::Error(e.code.0),
+        }
+    }
+}
+
+/// Whether a result's JSON says `"isError": true` at its top level (a cheap look: the flag
+/// is searched for, then confirmed by reading the result).
+fn is_tool_error(json: &str) -> bool {
+    if !json.contains("\"isError\"") {
+        return false;
+    }
+    #[derive(serde::Deserialize)]
+    struct Flag {
+        #[serde(rename = "isError", default)]
+        is_error: bool,
+    }
+    serde_json::from_str::<Flag>(json).is_ok_and(|f| f.is_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_are_read_from_the_params() {
+        let raw = |s: &str| oxmcp_jsonrpc::RawValue::from_string(s.to_owned()).unwrap();
+        let tool = raw(r#"{"name":"echo","arguments":{"name":"x"}}"#);
+        assert_eq!(
+            target_of("tools/call", Some(&tool)),
+            Some(Target::Tool("echo".into()))
+        );
+        let read = raw(r#"{"uri":"file:///a"}"#);
+        assert_eq!(
+            target_of("resources/read", Some(&read)),
+            Some(Target::Resource("file:///a".into()))
+        );
+        assert_eq!(target_of("tools/list", Some(&tool)), None);
+        assert_eq!(target_of("tools/call", Some(&raw("[1]"))), None);
+    }
+
+    #[test]
+    fn tool_errors_are_told_from_results() {
+        assert!(is_tool_error(r#"{"content":[],"isError":true}"#));
+        assert!(!is_tool_error(r#"{"content":[],"isError":false}"#));
+        assert!(!is_tool_error(
+            r#"{"content":[{"type":"text","text":"\"isError\": true"}]}"#
+        ));
+    }
+}
