@@ -64,6 +64,24 @@ async fn metrics_count_calls_and_errors_with_bounded_labels() {
     assert_eq!(r["result"]["isError"], true);
     let r = call(&s, 11, "no-such-tool-0", json!({})).await;
     assert_eq!(code(&r), -32602, "{r}");
+    // A task that completes.
+    let body = json!({"jsonrpc":"2.0","id":12,"method":"tools/call","params":{
+        "name":"slow","arguments":{"steps":1,"delay_ms":10},"task":{"ttl":60000}}});
+    let (_, m) = s.post(body.to_string().as_bytes()).await;
+    let task = m[0]["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let get = json!({"jsonrpc":"2.0","id":13,"method":"tasks/get","params":{"taskId":task}});
+        let (_, m) = s.post(get.to_string().as_bytes()).await;
+        if m[0]["result"]["status"] == "completed" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the task completes: {m:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let (status, before) = get(&base(&url), "/metrics").await;
     assert_eq!(status, 200);
     let count = "mcp_server_operation_duration_seconds_count";
@@ -94,6 +112,17 @@ async fn metrics_count_calls_and_errors_with_bounded_labels() {
     );
     assert!(
         sample(&before, "oxmcp_open", &[r#"transport="connection""#]).is_some(),
+        "{before}"
+    );
+    let ended = "mcp_server_tasks_ended_total";
+    assert_eq!(
+        sample(&before, ended, &[r#"status="completed""#]),
+        Some(1.0),
+        "{before}"
+    );
+    assert_eq!(
+        sample(&before, "mcp_server_tasks_running", &[]),
+        Some(0.0),
         "{before}"
     );
     assert!(

@@ -49,6 +49,11 @@ impl Server {
         &self.state.about.config
     }
 
+    /// What its tasks are doing (`None`: this server runs no tasks).
+    pub fn task_counts(&self) -> Option<crate::tasks::TaskCounts> {
+        self.state.features.tasks.as_ref().map(|t| t.counts())
+    }
+
     /// Serves one connection given its channels (an in-memory duplex, stdio) with the
     /// server's message-loop settings and nobody verified; returns when the input ends and
     /// every accepted request has been answered. Transports host a server through

@@ -135,12 +135,12 @@ pub(crate) fn sample(
     upstreams: &UpstreamHealth,
 ) {
     use oxmcp_http::stats::{Transport, open, refusals};
-    let server = server.clone();
+    let sessions = server.clone();
     metrics.gauge_fn(
         "mcp_server_sessions",
         "Sessions and connections served now (HTTP sessions, WebSocket, gRPC, stdio)",
         None,
-        move || vec![(String::new(), server.session_count() as f64)],
+        move || vec![(String::new(), sessions.session_count() as f64)],
     );
     metrics.gauge_fn(
         "oxmcp_open",
@@ -164,6 +164,34 @@ pub(crate) fn sample(
                 .collect()
         },
     );
+    if server.task_counts().is_some() {
+        let (running, ended) = (server.clone(), server.clone());
+        metrics.gauge_fn(
+            "mcp_server_tasks_running",
+            "Tasks running in this process now",
+            None,
+            move || {
+                let n = running.task_counts().unwrap_or_default().running;
+                vec![(String::new(), n as f64)]
+            },
+        );
+        metrics.counter_fn(
+            "mcp_server_tasks_ended",
+            "Tasks of this process that ended, by status",
+            Some("status"),
+            move || {
+                let c = ended.task_counts().unwrap_or_default();
+                [
+                    ("completed", c.completed),
+                    ("failed", c.failed),
+                    ("cancelled", c.cancelled),
+                ]
+                .into_iter()
+                .map(|(s, n)| (s.to_owned(), n as f64))
+                .collect()
+            },
+        );
+    }
     if let Some(store) = store {
         let (a, b, c) = (store.clone(), store.clone(), store.clone());
         metrics.counter_fn(

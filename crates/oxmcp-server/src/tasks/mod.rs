@@ -128,6 +128,23 @@ pub(crate) struct Tasks {
     /// Tasks kept here (running or finished, until their TTL), against `max_kept`.
     pub(crate) live: Arc<Live>,
     listener: OnceLock<()>,
+    /// Tasks of this process that ended: completed, failed, cancelled.
+    pub(crate) ended: [std::sync::atomic::AtomicU64; 3],
+}
+
+/// What a server's tasks are doing ([`crate::Server::task_counts`]): those running in this
+/// process now, and those that ended here since it started, by status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TaskCounts {
+    /// Running (`working` or `input_required`) in this process.
+    pub running: usize,
+    /// Ended `completed`.
+    pub completed: u64,
+    /// Ended `failed` (an error, an expired TTL, or with 2025-11-25 a tool's `isError`).
+    pub failed: u64,
+    /// Ended `cancelled`.
+    pub cancelled: u64,
 }
 
 /// A counter of kept tasks with a cap; a [`LiveSlot`] gives its place back when dropped.
@@ -173,6 +190,29 @@ impl Tasks {
             running: Mutex::new(HashMap::new()),
             live,
             listener: OnceLock::new(),
+            ended: Default::default(),
+        }
+    }
+
+    /// Counts a task that ended with `status` (a terminal one).
+    pub(crate) fn ended(&self, status: oxmcp_types::TaskStatus) {
+        let i = match status {
+            oxmcp_types::TaskStatus::Completed => 0,
+            oxmcp_types::TaskStatus::Failed => 1,
+            oxmcp_types::TaskStatus::Cancelled => 2,
+            _ => return,
+        };
+        self.ended[i].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The counts of [`TaskCounts`].
+    pub(crate) fn counts(&self) -> TaskCounts {
+        let n = |i: usize| self.ended[i].load(std::sync::atomic::Ordering::Relaxed);
+        TaskCounts {
+            running: self.running.lock().len(),
+            completed: n(0),
+            failed: n(1),
+            cancelled: n(2),
         }
     }
 

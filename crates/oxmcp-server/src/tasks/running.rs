@@ -150,10 +150,13 @@ impl Running {
         let before = rec.status;
         f(&mut rec);
         rec.updated_ms = now_ms();
-        if let Some(tasks) = self.tasks.upgrade()
-            && let Err(e) = tasks.store.put(&rec).await
-        {
-            tracing::warn!(task = %self.id, "could not save the task: {e}");
+        if let Some(tasks) = self.tasks.upgrade() {
+            if rec.status.is_terminal() {
+                tasks.ended(rec.status);
+            }
+            if let Err(e) = tasks.store.put(&rec).await {
+                tracing::warn!(task = %self.id, "could not save the task: {e}");
+            }
         }
         // Announced while the record is held, so that the status notification precedes any
         // answer (tasks/result, tasks/get) that shows the new status.
