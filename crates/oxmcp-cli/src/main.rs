@@ -21,6 +21,7 @@ mod login;
 mod nofollow;
 mod progress;
 mod protect;
+mod reload;
 mod sampling;
 mod serve;
 mod skills;
