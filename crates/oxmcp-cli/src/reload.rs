@@ -121,7 +121,7 @@ impl Reloader {
         };
         let file = match gateway::load(&self.path) {
             Ok(file) => file,
-            Err(e) => return refused(format!("{e:#}")),
+            Err(e) => return refused(one_line(&format!("{e:#}"))),
         };
         let mut config = file.gateway;
         if let Some(n) = self.max_subscriptions {
@@ -145,10 +145,45 @@ impl Reloader {
     }
 }
 
+/// An error on one line: a TOML error's lines without the excerpt of the file it shows
+/// (`TOML parse error at line 6, column 1: unknown field ...`).
+fn one_line(text: &str) -> String {
+    let excerpt = |line: &str| {
+        let line = line
+            .trim_start()
+            .trim_start_matches(|c: char| c.is_ascii_digit());
+        line.trim_start().starts_with('|')
+    };
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim_end)
+        .filter(|line| !line.is_empty() && !excerpt(line))
+        .collect();
+    lines.join(": ")
+}
+
 /// `oxmcp serve`'s own keys of the file at `path`, as TOML (none for a file that is not TOML).
 fn own_keys(path: &Path) -> toml::Table {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let mut table: toml::Table = text.parse().unwrap_or_default();
     table.retain(|key, _| SERVE_KEYS.contains(&key));
     table
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_toml_error_is_told_on_one_line() {
+        let text = "[[upstream]]\nname = \"a\"\ncommand = [\"x\"]\nsurprise = 1\n";
+        let path = std::env::temp_dir().join(format!("oxmcp-one-line-{}.toml", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        let error = crate::gateway::load(&path).map(|_| ()).unwrap_err();
+        let _ = std::fs::remove_file(&path);
+        let line = super::one_line(&format!("{error:#}"));
+        assert!(!line.contains('\n') && !line.contains('|'), "{line}");
+        assert!(
+            line.contains("TOML parse error at line 4, column 1: unknown field `surprise`"),
+            "{line}"
+        );
+    }
 }

@@ -9,6 +9,7 @@ mod hostile;
 mod interrupted;
 mod isolation;
 mod passthrough;
+mod reload;
 mod subscriptions;
 
 use std::process::Stdio;
