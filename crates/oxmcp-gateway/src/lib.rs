@@ -42,6 +42,13 @@
 //! call runs again on the retry, with the answers). An upstream that goes down takes its items
 //! out of the lists (clients get `list_changed`) until it is back.
 //!
+//! [`Gateway::reload`] serves a new config in place of the running one, upstream by upstream
+//! (matched by name): added ones are started, removed ones stopped, changed ones restarted,
+//! the others left alone, and clients keep their sessions and hear `list_changed`. It is
+//! all or nothing: if an upstream it starts does not connect, it stops what it started and
+//! the gateway serves on as before. Requests route through the set of upstreams in place
+//! when they come (one read lock and an `Arc` clone, no lock held across an await).
+//!
 //! Whose traffic is whose: each client request served by an upstream holds one connection to
 //! it alone while it runs (at most `max_connections` per upstream: by default 1 for a stdio
 //! command, whose requests then take turns on one process, and 4 for a URL), so the

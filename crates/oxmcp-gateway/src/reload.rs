@@ -145,7 +145,8 @@ impl Gateway {
     /// before the old one is stopped. `max_subscriptions_per_principal` and
     /// `max_interrupted_per_principal` apply at once; see [`ReloadReport::not_applied`] for
     /// the settings that do not. It returns once the new upstreams' lists are in (or after
-    /// 10 s). Reloads (and [`stop`](Gateway::stop)) take turns.
+    /// 10 s). Reloads (and [`stop`](Gateway::stop)) take turns; a reload whose future is
+    /// dropped is not cut short: it runs to its end in the background.
     ///
     /// # Errors
     /// Nothing is changed, and the gateway serves on as it was: [`Error::Config`] for a config
@@ -154,6 +155,14 @@ impl Gateway {
     /// stopped, or when the config would turn a bridge into a gateway (or the reverse).
     pub async fn reload(&self, config: Config) -> Result<ReloadReport, Error> {
         config.check()?;
+        let gateway = self.clone();
+        tokio::spawn(async move { gateway.reload_now(config).await })
+            .await
+            .map_err(|e| Error::Reload(format!("the reload did not finish: {e}")))?
+    }
+
+    /// [`Gateway::reload`], run to its end.
+    async fn reload_now(&self, config: Config) -> Result<ReloadReport, Error> {
         let mut running = self.shared.running.lock().await;
         if running.stopped {
             return Err(Error::Reload("the gateway is stopped".to_owned()));
