@@ -135,9 +135,15 @@ async fn sighup_with_a_bad_file_keeps_the_old_config() {
     let c = client(&url, EraChoice::Legacy).await;
     assert_eq!(names(&c).await, ["one__echo"]);
     let missing = dir.join("no-such-server");
+    let pid_file = dir.join("good.pid");
+    let bin = oxmcp();
+    // One that does not start, beside one that does: refused as a whole, and the good one
+    // is stopped again.
     let bad_upstream = format!(
-        "[[upstream]]\nname = \"bad\"\ncommand = [\"{}\"]\n",
-        missing.display()
+        "[[upstream]]\nname = \"bad\"\ncommand = [\"{}\"]\n\n\
+         [[upstream]]\nname = \"good\"\ncommand = [\"sh\", \"-c\", \"echo $$ > '{}'; exec '{bin}' serve --stdio\"]\n",
+        missing.display(),
+        pid_file.display()
     );
     for (text, why) in [
         (
@@ -164,11 +170,23 @@ async fn sighup_with_a_bad_file_keeps_the_old_config() {
         assert_eq!(names(&c).await, ["one__echo"], "{text}");
         echo(&c, "one__echo").await;
     }
-    // The refusals left the watcher working: a good file is served.
-    std::fs::write(&config, upstream("one", "\"echo\", \"add\"")).unwrap();
+    let pid = std::fs::read_to_string(&pid_file).expect("the good upstream was started");
+    let pid = Pid::from_raw(pid.trim().parse().unwrap());
+    assert_eq!(
+        kill(pid, None),
+        Err(nix::errno::Errno::ESRCH),
+        "what the refused reload started is stopped"
+    );
+    // The refusals left the watcher working: a good file is served; its new [limits] are
+    // said to wait for a restart.
+    let good = upstream("one", "\"echo\", \"add\"");
+    std::fs::write(&config, format!("{good}[limits]\nmax_sessions = 5\n")).unwrap();
     hang_up(&gateway);
     let line = reload_line(&mut lines).await;
-    assert!(line.ends_with(": restarted one"), "{line}");
+    assert!(
+        line.ends_with(": restarted one; not applied until a restart: limits"),
+        "{line}"
+    );
     assert_eq!(names(&c).await, ["one__add", "one__echo"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
