@@ -136,10 +136,11 @@ fn not_applied(old: &Config, new: &Config, plan: &Plan) -> Vec<String> {
 }
 
 impl Gateway {
-    /// Serves `config` from now on, changing only what differs (see the module's rules above):
-    /// upstreams added are started and their tools, prompts and resources appear; upstreams
-    /// removed are stopped and theirs disappear; upstreams whose settings (or credential
-    /// files) changed are restarted; the others are left alone. Clients keep their sessions,
+    /// Serves `config` from now on, changing only what differs, upstream by upstream (matched
+    /// by name): upstreams added are started and their tools, prompts and resources appear;
+    /// upstreams removed are stopped and theirs disappear; upstreams whose settings (or
+    /// credential files) changed are restarted; the others are left alone. Clients keep their
+    /// sessions,
     /// and are told which lists changed. Requests in flight to a removed or restarted upstream
     /// fail; a restarted upstream's new process (or session) is started, and must connect,
     /// before the old one is stopped. `max_subscriptions_per_principal` and
