@@ -140,10 +140,9 @@ impl Gateway {
     /// by name): upstreams added are started and their tools, prompts and resources appear;
     /// upstreams removed are stopped and theirs disappear; upstreams whose settings (or
     /// credential files) changed are restarted; the others are left alone. Clients keep their
-    /// sessions,
-    /// and are told which lists changed. Requests in flight to a removed or restarted upstream
-    /// fail; a restarted upstream's new process (or session) is started, and must connect,
-    /// before the old one is stopped. `max_subscriptions_per_principal` and
+    /// sessions, and are told which lists changed. Requests in flight to a removed or
+    /// restarted upstream fail; a restarted upstream's new process (or session) is started,
+    /// and must connect, before the old one is stopped. `max_subscriptions_per_principal` and
     /// `max_interrupted_per_principal` apply at once; see [`ReloadReport::not_applied`] for
     /// the settings that do not. It returns once the new upstreams' lists are in (or after
     /// 10 s). Reloads (and [`stop`](Gateway::stop)) take turns; a reload whose future is
