@@ -37,7 +37,7 @@ struct ServeKeys {
     instance_id: Option<String>,
 }
 
-const SERVE_KEYS: [&str; 4] = ["limits", "auth", "store", "instance_id"];
+pub(crate) const SERVE_KEYS: [&str; 4] = ["limits", "auth", "store", "instance_id"];
 
 /// A bridge to `upstream` alone, its names unchanged, described as `what`: no file.
 pub(crate) fn bridge(upstream: Upstream, what: String) -> ServeFile {

@@ -22,6 +22,7 @@ mod nofollow;
 mod operate;
 mod progress;
 mod protect;
+mod reload;
 mod sampling;
 mod serve;
 mod skills;

@@ -1,17 +1,17 @@
 //! `oxmcp serve`: the demo server or a gateway, over Streamable HTTP (plus the legacy HTTP+SSE
 //! transport) or stdio, within the limits of [`crate::limits::Limits`]. SIGTERM or Ctrl-C
 //! stops it gracefully on either transport: no new input, requests in flight get the drain
-//! deadline to finish, upstream servers are shut down, then it exits.
+//! deadline to finish, upstream servers are shut down, then it exits. SIGHUP reloads a
+//! gateway's `--config` file ([`crate::reload`]).
 
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use oxmcp_client::Supervised;
 use oxmcp_server::Server;
 use tokio_util::sync::CancellationToken;
 
 use crate::limits::Limits;
-use crate::{ResponseModeArg, demo, gateway};
+use crate::{ResponseModeArg, demo, gateway, reload};
 
 /// The arguments of `oxmcp serve`.
 #[derive(Debug, clap::Args)]
@@ -232,7 +232,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         // A signal while connecting lets the connecting finish (so what was opened is closed
         // again below), but waits no longer than the drain deadline.
         Some(file) => tokio::select! {
-            started = start_gateway(file.gateway, &limits, server_config) => started?,
+            started = reload::start(file, args.config.as_deref(), &limits, server_config) => started?,
             () = async {
                 shutdown.cancelled().await;
                 tokio::time::sleep(options.drain_deadline).await;
@@ -240,7 +240,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         },
         None => (
             demo::server_with(server_config, args.skills.as_deref())?,
-            Vec::new(),
+            reload::Running::default(),
         ),
     };
     if args.stdio && auth.is_some() {
@@ -276,25 +276,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         };
         serve_http(&args, &limits, served, shutdown, options).await
     };
-    stop_upstreams(&upstreams).await;
+    upstreams.stop().await;
     served
-}
-
-/// The gateway of `config` started, its server built with `server_config`: `--max-subscriptions`
-/// (or `[limits]`) overrides the config's own `max_subscriptions`.
-async fn start_gateway(
-    mut config: gateway::Config,
-    limits: &Limits,
-    server_config: oxmcp_server::ServerConfig,
-) -> anyhow::Result<(Server, Vec<Supervised>)> {
-    if let Some(n) = limits.max_subscriptions {
-        config.max_subscriptions = n;
-    }
-    let started = gateway::Gateway::builder(config)
-        .server_config(server_config)
-        .start()
-        .await?;
-    Ok(started.into_parts())
 }
 
 /// "the demo server", "the gateway" or "the bridge to ...".
@@ -576,9 +559,4 @@ async fn grpc_listener(
         listener.local_addr()?
     );
     Ok(Some((listener, tls)))
-}
-
-/// Shuts every upstream down (stdio children get the full close-TERM-KILL sequence).
-async fn stop_upstreams(upstreams: &[Supervised]) {
-    futures::future::join_all(upstreams.iter().map(Supervised::stop)).await;
 }

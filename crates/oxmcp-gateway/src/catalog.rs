@@ -86,7 +86,7 @@ pub(super) struct Catalog {
 
 /// Which lists an update changed (their clients hear `list_changed`).
 #[derive(Default, Clone, Copy)]
-struct Changed {
+pub(super) struct Changed {
     tools: bool,
     prompts: bool,
     resources: bool,
@@ -139,6 +139,13 @@ impl Catalog {
                 resources: Some((Vec::new(), Vec::new())),
             },
         )
+    }
+
+    /// The upstream left the gateway (a reload): its items leave the lists for good.
+    pub(super) fn remove(&self, upstream: &str) -> Changed {
+        let changed = self.clear(upstream);
+        self.items.lock().remove(upstream);
+        changed
     }
 
     /// How many items of each kind `upstream` has now.
@@ -234,7 +241,7 @@ pub(super) async fn track(
 }
 
 /// Tells the gateway's clients which lists changed (without waiting for any).
-fn announce(server: &Server, changed: Changed) {
+pub(super) fn announce(server: &Server, changed: Changed) {
     if changed.tools {
         server.notify_tool_list_changed();
     }

@@ -179,7 +179,7 @@ pub struct Upstream {
 }
 
 /// How the gateway authenticates to one upstream (a `url`): give exactly one way.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct UpstreamAuth {

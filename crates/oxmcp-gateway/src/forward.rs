@@ -11,7 +11,7 @@ use oxmcp_types::{
     JsonObject, ReadResourceResult,
 };
 
-use super::{Event, Link, Pool, relay, route_name, route_uri};
+use super::{Event, Pool, Set, relay, route_name, route_uri};
 
 /// Calls `tool` on the upstream, passing progress back. `retry` says whether a failed call
 /// may be repeated (from the tool's annotations, as the gateway lists them).
@@ -74,23 +74,22 @@ pub(super) async fn read(
 
 /// `completion/complete` for a gateway prompt or template: asked of its upstream.
 pub(super) async fn complete(
-    links: &BTreeMap<String, Arc<Link>>,
-    pools: &BTreeMap<String, Arc<Pool>>,
+    set: &Set,
     ctx: &Ctx,
     mut params: CompleteParams,
 ) -> Result<CompleteResult, ErrorObject> {
     let unknown = || ErrorObject::invalid_params("Invalid params: unknown completion reference");
     let (link, original) = match &params.reference {
         CompletionReference::Prompt { name } => {
-            let (link, prompt) = route_name(links, name).ok_or_else(unknown)?;
+            let (link, prompt) = route_name(&set.links, name).ok_or_else(unknown)?;
             (link, prompt.to_owned())
         }
         CompletionReference::Resource { uri } => {
-            let (link, original) = route_uri(links, uri).ok_or_else(unknown)?;
+            let (link, original) = route_uri(&set.links, uri).ok_or_else(unknown)?;
             (link, original.to_owned())
         }
     };
-    let pool = pools.get(&link.name).ok_or_else(unknown)?;
+    let pool = set.pools.get(&link.name).ok_or_else(unknown)?;
     match &mut params.reference {
         CompletionReference::Prompt { name } => *name = original,
         CompletionReference::Resource { uri } => *uri = original,

@@ -1,8 +1,7 @@
 //! The gateway's [`ServerHandler`]: lists answered from the [`Catalog`] (each upstream's
 //! lists as last read), calls, reads and completions forwarded to the upstream that owns the
-//! name or URI.
+//! name or URI (in the set of [`Upstreams`] as it is when the request comes).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use oxmcp_jsonrpc::ErrorObject;
@@ -16,19 +15,22 @@ use oxmcp_types::{
     ListToolsResult, ReadResourceResult, ResourceUriParams, Tool,
 };
 
-use super::{Catalog, Link, Pool, forward};
+use super::{Catalog, Pool, Upstreams, forward};
 
 /// Answers for every upstream at once.
 pub(super) struct Handler {
     pub(super) catalog: Arc<Catalog>,
-    pub(super) links: Arc<BTreeMap<String, Arc<Link>>>,
-    pub(super) pools: BTreeMap<String, Arc<Pool>>,
+    pub(super) upstreams: Arc<Upstreams>,
 }
 
 impl Handler {
-    fn pool(&self, upstream: &str) -> Result<&Arc<Pool>, ErrorObject> {
-        self.pools
+    /// The connections to `upstream` now (a reload may have taken it away since it was listed).
+    fn pool(&self, upstream: &str) -> Result<Arc<Pool>, ErrorObject> {
+        self.upstreams
+            .now()
+            .pools
             .get(upstream)
+            .cloned()
             .ok_or_else(|| ErrorObject::internal(format!("no upstream {upstream}")))
     }
 }
@@ -91,7 +93,7 @@ impl ServerHandler for Handler {
         };
         let pool = self.pool(&route.upstream)?;
         let args = params.arguments.unwrap_or_default();
-        forward::call(pool, ctx, &route.original, args, route.retry).await
+        forward::call(&pool, ctx, &route.original, args, route.retry).await
     }
 
     async fn list_prompts(
@@ -119,7 +121,7 @@ impl ServerHandler for Handler {
         let args = params.arguments.unwrap_or_default();
         missing_prompt_arguments(&route.prompt, &args)?;
         let pool = self.pool(&route.upstream)?;
-        forward::get_prompt(pool, ctx, &route.original, args).await
+        forward::get_prompt(&pool, ctx, &route.original, args).await
     }
 
     async fn list_resources(
@@ -163,7 +165,7 @@ impl ServerHandler for Handler {
             return Err(resource_not_found(ctx.protocol_version(), &uri));
         };
         let scope = scope(&ctx);
-        let mut result = forward::read(self.pool(&upstream)?, ctx, uri).await?;
+        let mut result = forward::read(&self.pool(&upstream)?, ctx, uri).await?;
         result.cache_scope = result.cache_scope.or(scope);
         Ok(result)
     }
@@ -173,6 +175,6 @@ impl ServerHandler for Handler {
         ctx: Ctx,
         params: CompleteParams,
     ) -> Result<CompleteResult, ErrorObject> {
-        forward::complete(&self.links, &self.pools, &ctx, params).await
+        forward::complete(&self.upstreams.now(), &ctx, params).await
     }
 }

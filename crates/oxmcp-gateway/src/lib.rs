@@ -42,6 +42,13 @@
 //! call runs again on the retry, with the answers). An upstream that goes down takes its items
 //! out of the lists (clients get `list_changed`) until it is back.
 //!
+//! [`Gateway::reload`] serves a new config in place of the running one, upstream by upstream
+//! (matched by name): added ones are started, removed ones stopped, changed ones restarted,
+//! the others left alone, and clients keep their sessions and hear `list_changed`. It is
+//! all or nothing: if an upstream it starts does not connect, it stops what it started and
+//! the gateway serves on as before. Requests route through the set of upstreams in place
+//! when they come (one read lock and an `Arc` clone, no lock held across an await).
+//!
 //! Whose traffic is whose: each client request served by an upstream holds one connection to
 //! it alone while it runs (at most `max_connections` per upstream: by default 1 for a stdio
 //! command, whose requests then take turns on one process, and 4 for a URL), so the
@@ -69,19 +76,23 @@ mod handler;
 mod link;
 mod pool;
 mod quarantine;
+mod reload;
 mod remote;
+mod running;
 mod subscriptions;
 mod upstream;
 
 pub use config::{Config, Upstream, UpstreamAuth};
 pub use error::Error;
+pub use reload::ReloadReport;
 
-use catalog::{Catalog, all_pages, track};
+use catalog::{Catalog, all_pages, announce, track};
 use handler::Handler;
 use link::{Call, Event, Kind, Link, relay, relay_input, route_name, route_uri};
 use pool::Pool;
 use quarantine::{Budget, Holder, settle};
 use remote::open;
+use running::{Entry, Running, Set, Started, Upstreams, connected, follow, launch};
 use subscriptions::{Subscriptions, keep_subscribed};
 use upstream::{connect, connector, pass_on};
 
@@ -89,9 +100,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use oxmcp_client::{Heartbeat, Supervised, SupervisorConfig};
+use oxmcp_client::Supervised;
 use oxmcp_server::{Server, ServerConfig};
-use tokio::sync::{mpsc, oneshot};
 
 /// Separates an upstream's name from its tool's or prompt's name in the gateway's lists.
 pub(crate) const SEPARATOR: &str = "__";
@@ -104,13 +114,34 @@ const MAX_PAGES: usize = 100;
 /// Distinct resources the gateway subscribes to per upstream (clients may name any URI), all
 /// on its one connection there: what our own server accepts from one session by default.
 const MAX_SUBSCRIPTIONS: usize = 1_000;
+/// How long the start waits for the upstreams' first connections before serving without the
+/// slow ones, and how long a reload waits for those it starts (then it is refused).
+const FIRST_CONNECTION: Duration = Duration::from_secs(10);
 
 /// A gateway with its upstreams started: its [`Server`] to serve, and the supervised
 /// connections to the upstreams ([stopped](Gateway::stop) when it is no longer served).
-#[derive(Debug)]
+/// [`Gateway::reload`] changes its upstreams while it serves. A clone is the same gateway.
+#[derive(Clone)]
 pub struct Gateway {
     server: Server,
-    upstreams: Vec<Supervised>,
+    shared: Arc<Shared>,
+}
+
+/// What the clones of a gateway share.
+struct Shared {
+    catalog: Arc<Catalog>,
+    upstreams: Arc<Upstreams>,
+    /// Taken by a reload or a stop for as long as it runs.
+    running: tokio::sync::Mutex<Running>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("server", &self.server)
+            .field("upstreams", &self.upstreams())
+            .finish()
+    }
 }
 
 /// Starts a [`Gateway`]: [`Gateway::builder`].
@@ -135,20 +166,27 @@ impl Gateway {
         &self.server
     }
 
-    /// The supervised connection to each upstream, in the config's order (their
-    /// [`status`](Supervised::status), for health checks).
-    pub fn upstreams(&self) -> &[Supervised] {
-        &self.upstreams
+    /// The supervised connection to each upstream now, in the config's order (their
+    /// [`status`](Supervised::status), for health checks); a reload changes them.
+    pub fn upstreams(&self) -> Vec<Supervised> {
+        self.shared.upstreams.now().supervised()
     }
 
-    /// The server and the upstreams' supervised connections.
+    /// The server and the upstreams' supervised connections as they are now.
     pub fn into_parts(self) -> (Server, Vec<Supervised>) {
-        (self.server, self.upstreams)
+        let upstreams = self.upstreams();
+        (self.server, upstreams)
     }
 
-    /// Stops every upstream: their stdio children end, their HTTP sessions are closed.
+    /// Stops every upstream: their stdio children end, their HTTP sessions are closed. A
+    /// reload under way finishes first; none is made after.
     pub async fn stop(&self) {
-        futures::future::join_all(self.upstreams.iter().map(Supervised::stop)).await;
+        let mut running = self.shared.running.lock().await;
+        running.stopped = true;
+        let entries = std::mem::take(&mut running.entries);
+        futures::future::join_all(entries.into_values().map(Entry::halt)).await;
+        let set = self.shared.upstreams.now();
+        futures::future::join_all(set.pools.values().map(|p| p.retire())).await;
     }
 }
 
@@ -172,67 +210,56 @@ impl GatewayBuilder {
         self.config.check()?;
         let mut server_config = self.server;
         server_config.max_subscriptions = self.config.max_subscriptions;
-        let (server, upstreams) = start(self.config, server_config).await?;
-        Ok(Gateway { server, upstreams })
+        start(self.config, server_config).await
     }
 }
 
 /// The gateway server with its upstreams started (their items arrive as they connect).
-async fn start(
-    config: Config,
-    server_config: ServerConfig,
-) -> Result<(Server, Vec<Supervised>), Error> {
-    let mut links = BTreeMap::new();
-    let mut queues = Vec::new();
-    for upstream in &config.upstream {
-        let (events, rx) = mpsc::channel(EVENT_QUEUE);
-        let link = Arc::new(Link {
-            name: upstream.name.clone(),
-            events,
-            subscriptions: Subscriptions::new(config.max_subscriptions_per_principal),
-            bare: config.bridge.is_some(),
-        });
-        links.insert(upstream.name.clone(), link.clone());
-        queues.push((link, rx));
-    }
-    let links = Arc::new(links);
-    let (pools, supervised) = supervise(&config, &queues);
+async fn start(config: Config, server_config: ServerConfig) -> Result<Gateway, Error> {
     let catalog = Arc::new(Catalog::default());
+    let upstreams = Arc::new(Upstreams::default());
     let handler = Handler {
         catalog: catalog.clone(),
-        links: links.clone(),
-        pools: pools.clone(),
+        upstreams: upstreams.clone(),
     };
-    let server = build_server(&config, handler, server_config, &catalog, &links)?;
+    let server = build_server(&config, handler, server_config, &catalog, &upstreams)?;
+    let started: Vec<Started> = config
+        .upstream
+        .iter()
+        .map(|u| launch(u.clone(), &config, None))
+        .collect();
+    let mut set = Set::default();
+    for s in &started {
+        set.insert(&s.pool);
+    }
+    upstreams.replace(set);
+    let mut entries = BTreeMap::new();
     let mut ready = Vec::new();
-    for (upstream, (link, events)) in config.upstream.into_iter().zip(queues) {
-        let (changed_tx, changed_rx) = mpsc::channel::<Kind>(16);
-        let Some(pool) = pools.get(&upstream.name).cloned() else {
-            continue;
-        };
-        tokio::spawn(pass_on(server.clone(), link.clone(), events, changed_tx));
-        tokio::spawn(keep_subscribed(link, pool.primary.clone()));
-        let (ready_tx, ready_rx) = oneshot::channel();
+    for s in started {
+        let (entry, ready_rx) = follow(&server, &catalog, s);
+        entries.insert(entry.upstream.name.clone(), entry);
         ready.push(ready_rx);
-        tokio::spawn(track(
-            server.clone(),
-            catalog.clone(),
-            upstream,
-            pool,
-            changed_rx,
-            ready_tx,
-        ));
     }
     // Serve once every upstream has connected (or failed) once, so the first lists are
     // complete; a slow upstream delays the start by at most 10 s.
     let all = futures::future::join_all(ready);
-    if tokio::time::timeout(Duration::from_secs(10), all)
-        .await
-        .is_err()
-    {
+    if tokio::time::timeout(FIRST_CONNECTION, all).await.is_err() {
         tracing::warn!("some upstreams are still connecting; serving without them for now");
     }
-    Ok((server, supervised))
+    let running = Running {
+        config,
+        entries,
+        stopped: false,
+    };
+    let shared = Shared {
+        catalog,
+        upstreams,
+        running: tokio::sync::Mutex::new(running),
+    };
+    Ok(Gateway {
+        server,
+        shared: Arc::new(shared),
+    })
 }
 
 /// The gateway's server: `handler` answering, subscriptions only to what an upstream lists.
@@ -241,9 +268,9 @@ fn build_server(
     handler: Handler,
     server_config: ServerConfig,
     catalog: &Arc<Catalog>,
-    links: &Arc<BTreeMap<String, Arc<Link>>>,
+    upstreams: &Arc<Upstreams>,
 ) -> Result<Server, oxmcp_server::BuildError> {
-    let (listed, hold_links, release_links) = (catalog.clone(), links.clone(), links.clone());
+    let (listed, hold, release) = (catalog.clone(), upstreams.clone(), upstreams.clone());
     Server::builder("mcp-gateway", env!("CARGO_PKG_VERSION"))
         .instructions(match &config.bridge {
             Some(what) => format!("A bridge to {what}: its tools, prompts and resources as they are."),
@@ -258,7 +285,7 @@ fn build_server(
         // holder and per principal).
         .on_subscribe(move |principal, uri| {
             let owner = listed.snapshot().owner(uri).map(str::to_owned);
-            match (route_uri(&hold_links, uri), owner) {
+            match (route_uri(&hold.now().links, uri), owner) {
                 (Some((link, original)), Some(owner)) if owner == link.name => {
                     link.subscriptions.hold(&link.name, principal, original)
                 }
@@ -266,7 +293,7 @@ fn build_server(
             }
         })
         .on_unsubscribe(move |principal, uri| {
-            if let Some((link, original)) = route_uri(&release_links, uri) {
+            if let Some((link, original)) = route_uri(&release.now().links, uri) {
                 link.subscriptions.release(principal, original);
             }
         })
@@ -280,35 +307,4 @@ fn not_listed(uri: &str) -> oxmcp_jsonrpc::ErrorObject {
         "Invalid params: no upstream lists {uri} (nor a template it matches)"
     ))
     .with_data(serde_json::json!({ "uri": uri }))
-}
-
-/// Starts the supervised connection to each upstream, and its pool of connections.
-fn supervise(
-    config: &Config,
-    queues: &[(Arc<Link>, mpsc::Receiver<Event>)],
-) -> (BTreeMap<String, Arc<Pool>>, Vec<Supervised>) {
-    let mut supervised = Vec::new();
-    let mut pools = BTreeMap::new();
-    let beat = Duration::from_millis(config.heartbeat_ms.max(10));
-    for (upstream, (link, _)) in config.upstream.iter().zip(queues) {
-        let holder = Arc::new(Holder::default());
-        let sup = Supervised::start(
-            connector(upstream.clone(), link.clone(), holder.clone()),
-            SupervisorConfig::default().heartbeat(Some(Heartbeat {
-                interval: beat,
-                timeout: beat.min(Duration::from_secs(5)),
-                misses: 2,
-            })),
-        );
-        let pool = Pool::new(
-            link.clone(),
-            upstream.clone(),
-            sup.clone(),
-            holder,
-            config.max_interrupted_per_principal,
-        );
-        pools.insert(upstream.name.clone(), pool);
-        supervised.push(sup);
-    }
-    (pools, supervised)
 }

@@ -19,8 +19,9 @@ pub(super) struct Link {
     pub(super) name: String,
     /// Notifications to pass on, in the order they came.
     pub(super) events: mpsc::Sender<Event>,
-    /// Upstream URIs clients hold subscriptions to.
-    pub(super) subscriptions: Subscriptions,
+    /// Upstream URIs clients hold subscriptions to (an upstream restarted by a reload keeps
+    /// its predecessor's).
+    pub(super) subscriptions: Arc<Subscriptions>,
     /// A bridge's only upstream: its names and URIs are exposed as they are.
     pub(super) bare: bool,
 }

@@ -59,6 +59,8 @@ pub(super) struct Pool {
     permits: Arc<Semaphore>,
     /// Requests each principal ended before their answer (`max_interrupted_per_principal`).
     budget: Budget,
+    /// Taken out of the gateway by a reload: a connection given back is closed.
+    retired: AtomicBool,
 }
 
 /// A connection lent to one request. [`Lease::release`] returns it (answered);
@@ -98,6 +100,7 @@ impl Pool {
             primary_lent: AtomicBool::new(false),
             idle: Mutex::new(Vec::new()),
             budget: Budget::new(interruptions),
+            retired: AtomicBool::new(false),
         });
         tokio::spawn(close_idle(Arc::downgrade(&pool)));
         pool
@@ -105,6 +108,21 @@ impl Pool {
 
     fn idle(&self) -> parking_lot::MutexGuard<'_, Vec<Extra>> {
         self.idle.lock()
+    }
+
+    /// From now on each principal may end `interruptions` requests early per window.
+    pub(super) fn set_interruptions(&self, interruptions: usize) {
+        self.budget.set_limit(interruptions);
+    }
+
+    /// Takes the upstream out of the gateway: the supervised connection is stopped (a child
+    /// gets the close-TERM-KILL sequence) and the idle extra connections closed, before this
+    /// returns; a connection lent now is closed when its request gives it back.
+    pub(super) async fn retire(&self) {
+        self.retired.store(true, Ordering::Release);
+        self.primary.stop().await;
+        let idle = std::mem::take(&mut *self.idle());
+        futures::future::join_all(idle.into_iter().map(|e| close_now(e.conn))).await;
     }
 
     /// Whether a request of `principal` may be served: not while it is past its budget of
@@ -249,7 +267,9 @@ impl Lent {
         self.holder.clear();
         match self.extra {
             None => self.pool.primary_lent.store(false, Ordering::Release),
-            Some(conn) if conn.client.is_closed() => close(conn),
+            Some(conn) if conn.client.is_closed() || self.pool.retired.load(Ordering::Acquire) => {
+                close(conn);
+            }
             Some(conn) => self.pool.idle().push(Extra {
                 conn,
                 idle_since: Instant::now(),
@@ -327,16 +347,19 @@ async fn warm_up(client: &Client, link: &Link) {
 /// Closes an extra connection in the background (a child server: stdin, SIGTERM, SIGKILL; an
 /// HTTP session: DELETE).
 fn close(conn: Conn) {
-    tokio::spawn(async move {
-        match Arc::try_unwrap(conn.client) {
-            Ok(client) => {
-                client.close().await;
-            }
-            Err(shared) => {
-                shared.close_transport().await;
-            }
+    tokio::spawn(close_now(conn));
+}
+
+/// Closes an extra connection (see [`close`]).
+async fn close_now(conn: Conn) {
+    match Arc::try_unwrap(conn.client) {
+        Ok(client) => {
+            client.close().await;
         }
-    });
+        Err(shared) => {
+            shared.close_transport().await;
+        }
+    }
 }
 
 /// Closes extra connections idle for longer than [`IDLE_TIMEOUT`], until the pool is gone.

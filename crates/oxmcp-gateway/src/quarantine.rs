@@ -24,7 +24,7 @@
 //! leaves the window, so that one client cannot keep an upstream in quarantine for all.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use oxmcp_client::Client;
@@ -160,7 +160,8 @@ pub(super) async fn settle(client: &Client, holder: &Holder) -> bool {
 
 /// Requests each principal ended early on one upstream, within [`BUDGET_WINDOW`].
 pub(super) struct Budget {
-    limit: usize,
+    /// Requests per window (a reload may change it).
+    limit: AtomicUsize,
     spent: Mutex<HashMap<Option<String>, VecDeque<Instant>>>,
 }
 
@@ -168,9 +169,14 @@ impl Budget {
     /// Each principal may end `limit` requests early per window.
     pub(super) fn new(limit: usize) -> Self {
         Self {
-            limit: limit.max(1),
+            limit: AtomicUsize::new(limit.max(1)),
             spent: Mutex::default(),
         }
+    }
+
+    /// From now on each principal may end `limit` requests early per window.
+    pub(super) fn set_limit(&self, limit: usize) {
+        self.limit.store(limit.max(1), Ordering::Relaxed);
     }
 
     /// Whether `principal` may send another request to `upstream`.
@@ -179,13 +185,14 @@ impl Budget {
     /// -32000 with `data.retryAfterMs` when it has ended its share early in the window.
     pub(super) fn admit(&self, upstream: &str, principal: Option<&str>) -> Result<(), ErrorObject> {
         let now = Instant::now();
+        let limit = self.limit.load(Ordering::Relaxed);
         let mut spent = self.spent.lock();
         let key = principal.map(str::to_owned);
         let Some(times) = spent.get_mut(&key) else {
             return Ok(());
         };
         forget_old(times, now);
-        if times.len() < self.limit {
+        if times.len() < limit {
             if times.is_empty() {
                 spent.remove(&key);
             }
@@ -194,12 +201,13 @@ impl Budget {
         let wait = times.front().map_or(Duration::ZERO, |t| {
             (*t + BUDGET_WINDOW).saturating_duration_since(now)
         });
-        Err(over_budget(upstream, principal, self.limit, wait))
+        Err(over_budget(upstream, principal, limit, wait))
     }
 
     /// Counts one request of `principal` ended early.
     pub(super) fn spend(&self, principal: Option<&str>) {
         let now = Instant::now();
+        let limit = self.limit.load(Ordering::Relaxed);
         let mut spent = self.spent.lock();
         // Principals seen once and not since are forgotten now and then.
         if spent.len() >= 1024 {
@@ -211,7 +219,7 @@ impl Budget {
         let times = spent.entry(principal.map(str::to_owned)).or_default();
         forget_old(times, now);
         times.push_back(now);
-        while times.len() > self.limit {
+        while times.len() > limit {
             times.pop_front();
         }
     }

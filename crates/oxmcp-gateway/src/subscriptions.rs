@@ -17,6 +17,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
@@ -30,8 +31,8 @@ use super::{Event, Kind, Link, MAX_SUBSCRIPTIONS};
 pub(super) struct Subscriptions {
     state: Mutex<State>,
     changed: Notify,
-    /// Distinct URIs one principal may hold.
-    share: usize,
+    /// Distinct URIs one principal may hold (a reload may change it).
+    share: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -52,8 +53,14 @@ impl Subscriptions {
         Self {
             state: Mutex::default(),
             changed: Notify::new(),
-            share,
+            share: AtomicUsize::new(share),
         }
+    }
+
+    /// From now on each principal may hold `share` distinct URIs (what it holds beyond that
+    /// stays held; only new ones are refused).
+    pub(super) fn set_share(&self, share: usize) {
+        self.share.store(share, Ordering::Relaxed);
     }
 
     fn lock(&self) -> parking_lot::MutexGuard<'_, State> {
@@ -69,14 +76,15 @@ impl Subscriptions {
         uri: &str,
     ) -> Result<(), ErrorObject> {
         let key = principal.map(str::to_owned);
+        let share = self.share.load(Ordering::Relaxed);
         let mut st = self.lock();
         let mine = st.by_principal.get(&key);
         let again = mine.is_some_and(|m| m.contains_key(uri));
         let new = !st.held.contains_key(uri);
-        if !again && mine.map_or(0, HashMap::len) >= self.share {
+        if !again && mine.map_or(0, HashMap::len) >= share {
             let who = principal.map_or("unauthenticated clients".to_owned(), |p| format!("{p:?}"));
-            let what = format!("{who} hold {} (each principal's share)", self.share);
-            return Err(too_many(upstream, &what, self.share));
+            let what = format!("{who} hold {share} (each principal's share)");
+            return Err(too_many(upstream, &what, share));
         }
         if new && st.held.len() >= MAX_SUBSCRIPTIONS {
             let what = format!("the gateway holds {MAX_SUBSCRIPTIONS}");

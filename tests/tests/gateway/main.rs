@@ -1,7 +1,7 @@
 //! `oxmcp serve --config`: the gateway over real processes and sockets (upstreams are real
 //! `oxmcp serve` children, stdio or HTTP; clients are real clients of the gateway's process).
 //! `passthrough`: naming, routing, failover, and what passes through for both client eras and
-//! both upstream eras.
+//! both upstream eras. `reload`: SIGHUP serves the file as it now reads.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod environment;
@@ -9,6 +9,7 @@ mod hostile;
 mod interrupted;
 mod isolation;
 mod passthrough;
+mod reload;
 mod subscriptions;
 
 use std::process::Stdio;
