@@ -351,3 +351,45 @@ async fn the_audit_log_names_each_call_but_never_its_arguments() {
     assert!(lines[1].contains("outcome=tool_error"), "{text}");
     assert!(!text.contains("hush-hush"), "never the arguments: {text}");
 }
+
+#[tokio::test]
+async fn a_gateways_readiness_and_metrics_follow_its_upstreams() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("gateway.toml");
+    let toml = format!(
+        "heartbeat_ms = 200\n\n[[upstream]]\nname = \"good\"\ncommand = [{:?}, \"serve\", \"--stdio\"]\n\n\
+         [[upstream]]\nname = \"broken\"\ncommand = [\"false\"]\n",
+        oxmcp_tests::oxmcp()
+    );
+    std::fs::write(&config, toml).unwrap();
+    let config = config.to_str().unwrap();
+    let (_any, url) =
+        oxmcp_tests::serve_http(&["--listen", "127.0.0.1:0", "--config", config]).await;
+    let ready = ready_becomes(&base(&url), 200).await;
+    assert_eq!(ready["checks"]["upstreams"]["good"], true, "{ready}");
+    assert_eq!(ready["checks"]["upstreams"]["broken"], false, "{ready}");
+    let (_, text) = get(&base(&url), "/metrics").await;
+    let up = "oxmcp_gateway_upstream_up";
+    assert_eq!(
+        sample(&text, up, &[r#"upstream="good""#]),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, up, &[r#"upstream="broken""#]),
+        Some(0.0),
+        "{text}"
+    );
+
+    let (_all, url) = oxmcp_tests::serve_http(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--config",
+        config,
+        "--ready-upstreams",
+        "all",
+    ])
+    .await;
+    let unready = ready_becomes(&base(&url), 503).await;
+    assert_eq!(unready["checks"]["upstreams"]["good"], true, "{unready}");
+}

@@ -22,6 +22,17 @@ pub(crate) struct Running {
 }
 
 impl Running {
+    /// The health of the gateway's upstreams as they are at each call (none for the demo).
+    pub(crate) fn health(&self) -> crate::operate::UpstreamHealth {
+        let gateway = self.gateway.clone();
+        std::sync::Arc::new(move || {
+            gateway
+                .as_ref()
+                .map(Gateway::upstream_health)
+                .unwrap_or_default()
+        })
+    }
+
     /// Stops reloading, then every upstream (stdio children get the full close-TERM-KILL
     /// sequence).
     pub(crate) async fn stop(self) {

@@ -222,10 +222,6 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         limits.stdio(&mut server_config);
     }
     let what = what_is_served(gateway_config.as_ref());
-    let upstream_names: Vec<String> = gateway_config
-        .as_ref()
-        .map(|c| c.gateway.upstream.iter().map(|u| u.name.clone()).collect())
-        .unwrap_or_default();
     let mut options = oxmcp_http::ServeOptions::default();
     limits.serve(&mut options);
     let (server, upstreams) = match gateway_config {
@@ -259,7 +255,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .await;
         Ok(())
     } else {
-        let health = upstream_health(upstream_names, &upstreams);
+        let health = upstreams.health();
         let probes = crate::operate::Probes {
             metrics,
             draining: shutdown.clone(),
@@ -363,24 +359,6 @@ struct Served {
     store: Option<std::sync::Arc<dyn oxmcp_store::Store>>,
     /// `/healthz`, `/readyz` and `/metrics`.
     probes: crate::operate::Probes,
-}
-
-/// The upstreams' health for `/readyz` and the metrics: each name with whether its
-/// supervised connection is up now.
-fn upstream_health(names: Vec<String>, upstreams: &[Supervised]) -> crate::operate::UpstreamHealth {
-    let watched: Vec<_> = names
-        .into_iter()
-        .zip(upstreams.iter().map(Supervised::watch))
-        .collect();
-    std::sync::Arc::new(move || {
-        watched
-            .iter()
-            .map(|(name, status)| {
-                let up = matches!(*status.borrow(), oxmcp_client::Status::Up { .. });
-                (name.clone(), up)
-            })
-            .collect()
-    })
 }
 
 async fn serve_http(

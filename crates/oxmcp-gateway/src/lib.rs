@@ -172,6 +172,18 @@ impl Gateway {
         self.shared.upstreams.now().supervised()
     }
 
+    /// Each upstream's name and whether its connection is up now, in the config's order
+    /// (after a reload, the upstreams it left).
+    pub fn upstream_health(&self) -> Vec<(String, bool)> {
+        self.shared
+            .upstreams
+            .now()
+            .named()
+            .into_iter()
+            .map(|(name, s)| (name, matches!(s.status(), oxmcp_client::Status::Up { .. })))
+            .collect()
+    }
+
     /// The server and the upstreams' supervised connections as they are now.
     pub fn into_parts(self) -> (Server, Vec<Supervised>) {
         let upstreams = self.upstreams();

@@ -37,6 +37,14 @@ impl Set {
         self.order.push(name);
     }
 
+    /// Each upstream's name and supervised connection, in the config's order.
+    pub(super) fn named(&self) -> Vec<(String, Supervised)> {
+        self.order
+            .iter()
+            .filter_map(|name| Some((name.clone(), self.pools.get(name)?.primary.clone())))
+            .collect()
+    }
+
     /// The supervised connection of each upstream, in the config's order.
     pub(super) fn supervised(&self) -> Vec<Supervised> {
         self.order
