@@ -4,6 +4,7 @@
 //! session id ignored, nothing kept from one POST to the next), GET and DELETE are 405, two
 //! instances with nothing shared both answer one client, and the 2026-07-28 era is as before.
 //! Without --stateless, sessions are still required.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use oxmcp_tests::serve_http;
 use serde_json::{Value, json};
@@ -92,10 +93,10 @@ fn check_sdk_run(sdk: &str, seen: &Value) {
             "{sdk}: a response carried a session id: {e}"
         );
         assert_eq!(e["sent_session"], Value::Null, "{sdk}: {e}");
-        let want = match (e["method"].as_str(), e["status"].as_u64()) {
-            (Some("POST"), Some(200 | 202)) | (Some("GET"), Some(405)) => true,
-            _ => false,
-        };
+        let want = matches!(
+            (e["method"].as_str(), e["status"].as_u64()),
+            (Some("POST"), Some(200 | 202)) | (Some("GET"), Some(405))
+        );
         assert!(want, "{sdk}: unexpected exchange {e}");
     }
 }

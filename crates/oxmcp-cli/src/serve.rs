@@ -50,7 +50,7 @@ pub(crate) struct ServeArgs {
     /// Serve legacy (pre-2026) HTTP clients without sessions: no Mcp-Session-Id, any
     /// instance answers any POST (no store or sticky routing needed); GET and DELETE get 405,
     /// and tools cannot ask the client for sampling, elicitation or roots.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "stdio")]
     pub(crate) stateless: bool,
     #[command(flatten)]
     pub(crate) limits: Limits,
