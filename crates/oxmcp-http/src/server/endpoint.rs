@@ -34,7 +34,8 @@ pub(crate) struct Inner {
     sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
     /// Sessions held and new-session buckets, per client.
     pub(crate) clients: ClientTable,
-    /// 2026-07-28 requests in flight (each holds a permit while it is answered).
+    /// Sessionless requests in flight (2026-07-28 ones, and legacy ones with
+    /// `HttpConfig::stateless`; each holds a permit while it is answered).
     pub(crate) stateless: Arc<Semaphore>,
     /// `subscriptions/listen` streams open.
     pub(crate) listens: Arc<Semaphore>,
