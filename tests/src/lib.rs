@@ -11,7 +11,7 @@
 //! - [`serve_http`] starts `oxmcp serve` on a free port, [`HttpSession`] talks to it;
 //! - [`inspector`] starts `oxmcp inspect` and drives its page in a headless chromium;
 //! - [`listen`] drives `oxmcp listen`, [`python`] finds the interop venv and scripts,
-//!   [`tls`] makes certificates, [`scale`] runs Redis, `--store` instances and a proxy.
+//!   [`node`] runs the TypeScript SDK's scripts, [`tls`] makes certificates, [`scale`] runs Redis, `--store` instances and a proxy.
 #![forbid(unsafe_code)]
 // Test helpers: a failed step is a failed test, so they panic (unwrap, expect) with what went
 // wrong instead of returning errors.
@@ -20,6 +20,7 @@
 mod binary;
 pub mod inspector;
 pub mod listen;
+pub mod node;
 pub mod postgres;
 pub mod python;
 pub mod scale;

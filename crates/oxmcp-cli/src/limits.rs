@@ -118,7 +118,8 @@ pub(crate) struct Limits {
     /// [default: 512]
     #[arg(long, value_name = "N")]
     pub(crate) max_streams_per_session: Option<usize>,
-    /// 2026-07-28 requests in flight over the endpoint; 503 above it [default: 4096]
+    /// Sessionless requests in flight over the endpoint (2026-07-28 ones, and legacy ones
+    /// with --stateless); 503 above it [default: 4096]
     #[arg(long, value_name = "N")]
     pub(crate) max_stateless_requests: Option<usize>,
     /// 2026-07-28 `subscriptions/listen` streams open; 503 above it [default: 1024]

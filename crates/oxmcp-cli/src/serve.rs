@@ -47,6 +47,11 @@ pub(crate) struct ServeArgs {
     /// How POSTed requests are answered over HTTP.
     #[arg(long, value_enum, default_value_t = ResponseModeArg::Auto)]
     pub(crate) response_mode: ResponseModeArg,
+    /// Serve legacy (pre-2026) HTTP clients without sessions: no Mcp-Session-Id, any
+    /// instance answers any POST (no store or sticky routing needed); GET and DELETE get 405,
+    /// and tools cannot ask the client for sampling, elicitation or roots.
+    #[arg(long, conflicts_with = "stdio")]
+    pub(crate) stateless: bool,
     #[command(flatten)]
     pub(crate) limits: Limits,
     #[command(flatten)]
@@ -485,6 +490,7 @@ fn http_config(
     let mut config = oxmcp_http::HttpConfig::default()
         .allowed_hosts(hosts)
         .response_mode(args.response_mode.into())
+        .stateless(args.stateless)
         .shutdown(shutdown.clone())
         .auth(auth.map(std::sync::Arc::new));
     limits.http(&mut config);

@@ -81,8 +81,8 @@ pub struct HttpConfig {
     /// A session whose client has not sent `notifications/initialized` (nor any request
     /// after `initialize`) within this time is closed.
     pub session_init_timeout: Duration,
-    /// 2026-07-28 requests being handled at once over the whole endpoint (each has no
-    /// session); more get 503 with `Retry-After`.
+    /// Sessionless requests being handled at once over the whole endpoint (2026-07-28 ones,
+    /// and with [`HttpConfig::stateless`] legacy ones too); more get 503 with `Retry-After`.
     pub max_stateless_requests: usize,
     /// Of those, `subscriptions/listen` streams open at once.
     pub max_listen_streams: usize,
@@ -97,6 +97,32 @@ pub struct HttpConfig {
     pub shutdown: tokio_util::sync::CancellationToken,
     /// Bearer-token protection (OAuth 2.1 resource server); `None`: no authentication.
     pub auth: Option<std::sync::Arc<crate::auth::HttpAuth>>,
+    /// Serve legacy clients (protocol 2024-11-05 to 2025-11-25) without sessions, like the
+    /// official SDKs' stateless mode: any instance answers any POST, with no shared store and
+    /// no sticky routing. Off by default. When on:
+    ///
+    /// - `initialize` is answered without `Mcp-Session-Id`, and no session is kept; a POST
+    ///   holding only notifications or responses (`notifications/initialized`, say) is
+    ///   accepted (202) and goes nowhere;
+    /// - every other POST is served on a state of its own, made for it and dropped once it is
+    ///   answered, as if the client had just initialized with the version of its
+    ///   `MCP-Protocol-Version` header (2025-03-26 without one, as the specification says)
+    ///   and declared no capabilities; an `Mcp-Session-Id` it carries is ignored;
+    /// - the request's notifications (progress, log messages) still go on its own SSE
+    ///   answer (per [`HttpConfig::response_mode`]), but a request to the client
+    ///   (sampling, elicitation, roots) fails at once: the client's answer would come in
+    ///   another POST, which no state waits for. (`Ctx::create_message` and the like say
+    ///   the client does not support them.) Those SSE answers cannot be resumed;
+    /// - GET (the standalone stream) and DELETE are answered 405;
+    /// - `resources/subscribe` and `resources/unsubscribe` are answered -32601 (a
+    ///   subscription needs a session to notify); `logging/setLevel` succeeds but lasts no
+    ///   longer than its own request.
+    ///
+    /// 2026-07-28 requests, sessionless anyway, are served as always. The legacy HTTP+SSE
+    /// transport ([`crate::LegacySse`]) keeps its sessions: its stream is the session.
+    /// Legacy sessions are not shared through [`crate::StreamableHttp::with_store`] then
+    /// (there are none); the store still serves what the hosted service keeps in it.
+    pub stateless: bool,
     /// How often an open WebSocket connection, gRPC `Connect` stream or unary `Call`, legacy
     /// SSE stream, or Streamable HTTP GET or `subscriptions/listen` stream has its bearer
     /// token verified again (with `auth`). (A POST's own SSE stream, the answer to one request,
@@ -148,6 +174,7 @@ impl Default for HttpConfig {
             shutdown: tokio_util::sync::CancellationToken::new(),
             auth: None,
             token_recheck_interval: Duration::from_secs(60),
+            stateless: false,
         }
     }
 }

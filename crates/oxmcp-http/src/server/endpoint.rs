@@ -13,7 +13,7 @@ use tokio::sync::{Semaphore, mpsc};
 
 use oxmcp_store::{EventLog, MemoryEventLog};
 
-use crate::server::backend::{Local, SessionBackend};
+use crate::server::backend::{Local, SessionBackend, Sessionless};
 use crate::server::clients::{Client, ClientTable};
 use crate::server::config::HttpConfig;
 use crate::server::scale_out::{ScaleOut, Shared};
@@ -34,7 +34,8 @@ pub(crate) struct Inner {
     sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
     /// Sessions held and new-session buckets, per client.
     pub(crate) clients: ClientTable,
-    /// 2026-07-28 requests in flight (each holds a permit while it is answered).
+    /// Sessionless requests in flight (2026-07-28 ones, and legacy ones with
+    /// `HttpConfig::stateless`; each holds a permit while it is answered).
     pub(crate) stateless: Arc<Semaphore>,
     /// `subscriptions/listen` streams open.
     pub(crate) listens: Arc<Semaphore>,
@@ -100,6 +101,18 @@ impl Inner {
         self.start(id, version, client.key(), owner, 1)
     }
 
+    /// Starts the one-request state of a legacy POST to a stateless endpoint
+    /// ([`HttpConfig::stateless`]): not registered (no later request finds it), keeping
+    /// nothing ([`Sessionless`]). It ends when the caller drops its last handle, or closes it.
+    pub(crate) fn start_sessionless(
+        self: &Arc<Self>,
+        id: String,
+        version: ProtocolVersion,
+        owner: Option<String>,
+    ) -> Arc<HttpSession> {
+        self.launch(id, version, None, owner, 1, true)
+    }
+
     /// Starts serving here a session another instance made (not counted against the
     /// client's session caps here: it is not a new session). Its requests to the client are
     /// numbered from `first_id`.
@@ -113,6 +126,7 @@ impl Inner {
         self.start(id, version, None, owner, first_id)
     }
 
+    /// Starts a session on the endpoint's backend, and registers it.
     fn start(
         self: &Arc<Self>,
         id: String,
@@ -121,12 +135,33 @@ impl Inner {
         owner: Option<String>,
         first_id: i64,
     ) -> Arc<HttpSession> {
+        let session = self.launch(id, version, client, owner, first_id, false);
+        self.sessions().insert(session.id.clone(), session.clone());
+        session
+    }
+
+    /// Starts a session's engine and its routing (not registered). A `sessionless` one keeps
+    /// nothing ([`Sessionless`]), and its handler state is the engine connection's own
+    /// (dropped with it); any other is on the endpoint's backend, its handler state named
+    /// by its id.
+    fn launch(
+        self: &Arc<Self>,
+        id: String,
+        version: ProtocolVersion,
+        client: Option<String>,
+        owner: Option<String>,
+        first_id: i64,
+        sessionless: bool,
+    ) -> Arc<HttpSession> {
         let (in_tx, in_rx) = mpsc::channel(64);
         let (out_tx, mut out_rx) = mpsc::channel(1024);
-        let backend = self.backend().clone();
         let principal = owner.clone();
         let direct = oxmcp_engine::DirectSlot::new();
-        let name = Some(id.clone());
+        let (name, backend): (_, Arc<dyn SessionBackend>) = if sessionless {
+            (None, Arc::new(Sessionless))
+        } else {
+            (Some(id.clone()), self.backend().clone())
+        };
         let session = HttpSession::new(id, in_tx, version, backend, client, owner, direct.clone());
         let mut config = self.engine.clone();
         config.first_request_id = first_id;
@@ -157,7 +192,6 @@ impl Inner {
                 }
             }
         });
-        self.sessions().insert(session.id.clone(), session.clone());
         session
     }
 }
@@ -262,7 +296,8 @@ impl StreamableHttp {
             .sum()
     }
 
-    /// 2026-07-28 requests being answered now.
+    /// Sessionless requests being answered now (2026-07-28 ones, and with
+    /// [`HttpConfig::stateless`] legacy ones too).
     pub fn stateless_in_flight(&self) -> usize {
         self.inner.config.max_stateless_requests.max(1) - self.inner.stateless.available_permits()
     }

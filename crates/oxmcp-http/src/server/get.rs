@@ -1,5 +1,6 @@
 //! GET (the standalone stream, or resuming one with `Last-Event-ID`) and DELETE (ending a
-//! session) on the Streamable HTTP endpoint.
+//! session) on the Streamable HTTP endpoint; both 405 on a stateless one
+//! (`HttpConfig::stateless`), which has no sessions.
 
 use std::sync::Arc;
 
@@ -57,6 +58,10 @@ async fn get(inner: Arc<Inner>, request: Request) -> Response {
         Ok(c) => c,
         Err(r) => return r,
     };
+    if inner.config.stateless {
+        // No session, so no stream of its own to open or resume.
+        return Refusal::method_not_allowed().into_response();
+    }
     // The stream lives no longer than the token it was opened with.
     let lease = crate::server::lease::Lease::open(&inner.config, &parts);
     crate::server::sse_stream::until_lease_ends(
@@ -135,6 +140,9 @@ pub(crate) async fn handle_delete(State(inner): State<Arc<Inner>>, request: Requ
         Ok(c) => c,
         Err(r) => return r,
     };
+    if inner.config.stateless {
+        return Refusal::method_not_allowed().into_response();
+    }
     let headers = parts.headers;
     let session = match session_of(&inner, &headers, principal.as_deref()).await {
         Ok(s) => s,

@@ -1,5 +1,5 @@
 //! The server side (feature `server`): the Streamable HTTP endpoint ([`StreamableHttp`]: POST,
-//! GET, DELETE, 2026-07-28 stateless requests), the legacy HTTP+SSE endpoint, who may come in
+//! GET, DELETE, 2026-07-28 stateless requests, legacy ones without sessions), the legacy HTTP+SSE endpoint, who may come in
 //! (admission, Host/Origin, per-client limits, tokens and their leases), how answers go out
 //! (JSON bodies, SSE streams, the protobuf encoding, replies and refusals), the HTTP sessions
 //! and their streams, and the session backend they use (`backend`): this instance only, or
@@ -27,6 +27,7 @@ pub(crate) mod replies;
 pub(crate) mod resource_scopes;
 pub(crate) mod scale_out;
 pub(crate) mod session;
+pub(crate) mod sessionless;
 pub(crate) mod sse_stream;
 pub(crate) mod stateless;
 

@@ -25,18 +25,18 @@ use crate::server::session::{Event, HttpSession, handshake_done, random_hex};
 use crate::server::sse_stream::{priming, sse_event, sse_response};
 
 /// What one POST body holds.
-struct Posted {
-    messages: Vec<Message>,
-    batch: bool,
+pub(crate) struct Posted {
+    pub(crate) messages: Vec<Message>,
+    pub(crate) batch: bool,
     /// Answers for invalid batch entries, merged into the batch's answer.
-    entry_errors: Vec<Message>,
+    pub(crate) entry_errors: Vec<Message>,
     /// The body the engine gets (the valid entries only, when some were invalid).
     body: Bytes,
 }
 
 impl Posted {
     /// Keeps only `messages` (the others went to another instance).
-    fn keep_only(&mut self, messages: Vec<Message>) {
+    pub(crate) fn keep_only(&mut self, messages: Vec<Message>) {
         if self.batch {
             self.body = Bytes::from(oxmcp_jsonrpc::encode_batch(&messages));
         }
@@ -221,6 +221,10 @@ async fn post_in_session(
     context: oxmcp_jsonrpc::TransportContext,
     encoding: Encoding,
 ) -> Response {
+    if inner.config.stateless {
+        let session_less = crate::server::sessionless::post;
+        return session_less(inner, headers, posted, client, context, encoding).await;
+    }
     let (session, new_session) = match find_or_start(inner, headers, &posted, client).await {
         Ok(s) => s,
         Err(r) => return r,
@@ -330,7 +334,7 @@ fn new_session(
 
 /// Hands the messages to the session's engine and answers the POST: 202 for notifications
 /// and responses only, else the requests' answers as JSON or an SSE stream.
-async fn answer(
+pub(crate) async fn answer(
     inner: &Arc<Inner>,
     session: Arc<HttpSession>,
     new_session: bool,
@@ -432,6 +436,12 @@ struct Reply<'a> {
 }
 
 impl Reply<'_> {
+    /// Whether the stream gets a priming event to resume from (2025-11-25 on; never without
+    /// sessions, where nothing resumes).
+    fn resumable(&self) -> bool {
+        !self.inner.config.stateless && self.session.version() >= ProtocolVersion::V2025_11_25
+    }
+
     fn session_header(&self) -> Option<&str> {
         self.new_session.then_some(self.session.id.as_str())
     }
@@ -440,7 +450,7 @@ impl Reply<'_> {
         let prime_now = self.inner.config.response_mode == ResponseMode::Sse
             && !self.new_session
             && self.entry_errors.is_empty()
-            && self.session.version() >= ProtocolVersion::V2025_11_25;
+            && self.resumable();
         if prime_now {
             // SSE was asked for: the client gets the stream (and an event id to resume from)
             // at once, not when the first message is ready.
@@ -530,7 +540,7 @@ impl Reply<'_> {
     fn sse(&self, first: Event, rx: mpsc::Receiver<Event>) -> Response {
         self.session.mark_sse(&self.token);
         let mut chunks = Vec::new();
-        if self.session.version() >= ProtocolVersion::V2025_11_25 {
+        if self.resumable() {
             chunks.push(priming(&self.token, self.inner.config.sse_retry));
         }
         let done = first.last;

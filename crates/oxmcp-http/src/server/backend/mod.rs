@@ -2,7 +2,8 @@
 //! trait, with [`Local`] (this instance only: sessions here, stream events in an
 //! [`oxmcp_store::EventLog`]) and `crate::server::scale_out::ScaleOut` (several instances
 //! sharing an [`oxmcp_store::Store`]). An endpoint picks one, once: the local one unless
-//! `StreamableHttp::with_store` was given a store before serving. The request paths and the
+//! `StreamableHttp::with_store` was given a store before serving. ([`Sessionless`], which
+//! keeps nothing, serves the one-request states of `HttpConfig::stateless`.) The request paths and the
 //! sessions call it without asking which kind it is.
 //!
 //! Every operation is one call through `Arc<dyn SessionBackend>`. What the local backend
@@ -10,6 +11,7 @@
 //! only work that waits on a store (or on the event log's own future) is boxed.
 
 mod local;
+mod sessionless;
 
 use std::future::{Future, Ready};
 use std::sync::Arc;
@@ -21,6 +23,7 @@ use oxmcp_store::{AppendEvent, SessionRecord, StoreError, StoreResult, StoredEve
 use oxmcp_types::ProtocolVersion;
 
 pub(crate) use local::Local;
+pub(crate) use sessionless::Sessionless;
 
 use crate::server::endpoint::Inner;
 use crate::server::scale_out::Elsewhere;

@@ -267,15 +267,20 @@ impl HttpSession {
     /// Fails our request `id` to the client at once: no stream can carry it (the POST it
     /// belongs to is answered with a JSON body, and the session has no GET stream open).
     pub(crate) fn unreachable(&self, id: RequestId) {
+        self.fail_request(
+            id,
+            "no stream to the client: the session has no GET stream open, and a JSON answer \
+             (ResponseMode::Json) carries only the response",
+        );
+    }
+
+    /// Fails our request `id` to the client at once, saying `why` it cannot be sent.
+    pub(crate) fn fail_request(&self, id: RequestId, why: &str) {
         let Some(tx) = self.incoming.lock().clone() else {
             return;
         };
         tracing::debug!(session = %self.id, %id, "no stream to the client for a request; failed");
-        let error = oxmcp_jsonrpc::TransportError::Unreachable(
-            "no stream to the client: the session has no GET stream open, and a JSON answer \
-             (ResponseMode::Json) carries only the response"
-                .to_owned(),
-        );
+        let error = oxmcp_jsonrpc::TransportError::Unreachable(why.to_owned());
         let failed = Inbound::Failed {
             id,
             error: Box::new(error),
