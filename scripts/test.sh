@@ -113,7 +113,7 @@ PUBLIC_API_TARGET_DIR=target/public-api ./scripts/public-api.sh --check
 # machine; run ./scripts/package.sh without it before a release).
 ./scripts/package.sh --no-verify --quiet
 # The quick examples run too (each serves and calls in one process, and fails on error).
-for example in tools structured_output stateful session_state gateway tasks extensions dynamic_server resources prompts completion logging progress cancellation \
+for example in tools structured_output stateful session_state gateway tasks extensions dynamic_server middleware resources prompts completion logging progress cancellation \
   sampling elicitation roots stdio streamable_http legacy_sse websocket grpc auth; do
   echo "== example $example"
   features=""

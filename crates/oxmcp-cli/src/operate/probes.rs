@@ -126,14 +126,37 @@ impl Probes {
 }
 
 /// Adds to `metrics` what is read at each scrape: sessions, open connections and streams
-/// by transport, refusals by status, the store's round trips and time, and the gateway's
-/// upstreams.
+/// by transport, refusals by status, tasks, the store's round trips and time, and the
+/// gateway's upstreams.
 pub(crate) fn sample(
     metrics: &Metrics,
     server: &oxmcp_server::Server,
     store: Option<&Arc<dyn oxmcp_store::Store>>,
     upstreams: &UpstreamHealth,
 ) {
+    sample_transports(metrics, server);
+    if server.task_counts().is_some() {
+        sample_tasks(metrics, server);
+    }
+    if let Some(store) = store {
+        sample_store(metrics, store);
+    }
+    let upstreams = upstreams.clone();
+    metrics.gauge_fn(
+        "oxmcp_gateway_upstream_up",
+        "1 when the gateway's upstream is connected, else 0",
+        Some("upstream"),
+        move || {
+            upstreams()
+                .into_iter()
+                .map(|(name, up)| (name, if up { 1.0 } else { 0.0 }))
+                .collect()
+        },
+    );
+}
+
+/// Sessions, connections and streams open, refusals.
+fn sample_transports(metrics: &Metrics, server: &oxmcp_server::Server) {
     use oxmcp_http::stats::{Transport, open, refusals};
     let sessions = server.clone();
     metrics.gauge_fn(
@@ -164,66 +187,54 @@ pub(crate) fn sample(
                 .collect()
         },
     );
-    if server.task_counts().is_some() {
-        let (running, ended) = (server.clone(), server.clone());
-        metrics.gauge_fn(
-            "mcp_server_tasks_running",
-            "Tasks running in this process now",
-            None,
-            move || {
-                let n = running.task_counts().unwrap_or_default().running;
-                vec![(String::new(), n as f64)]
-            },
-        );
-        metrics.counter_fn(
-            "mcp_server_tasks_ended",
-            "Tasks of this process that ended, by status",
-            Some("status"),
-            move || {
-                let c = ended.task_counts().unwrap_or_default();
-                [
-                    ("completed", c.completed),
-                    ("failed", c.failed),
-                    ("cancelled", c.cancelled),
-                ]
+}
+
+/// Tasks running here, and ended by status.
+fn sample_tasks(metrics: &Metrics, server: &oxmcp_server::Server) {
+    let (running, ended) = (server.clone(), server.clone());
+    metrics.gauge_fn(
+        "mcp_server_tasks_running",
+        "Tasks running in this process now",
+        None,
+        move || {
+            let n = running.task_counts().unwrap_or_default().running;
+            vec![(String::new(), n as f64)]
+        },
+    );
+    metrics.counter_fn(
+        "mcp_server_tasks_ended",
+        "Tasks of this process that ended, by status",
+        Some("status"),
+        move || {
+            let c = ended.task_counts().unwrap_or_default();
+            [("completed", c.completed), ("failed", c.failed), ("cancelled", c.cancelled)]
                 .into_iter()
                 .map(|(s, n)| (s.to_owned(), n as f64))
                 .collect()
-            },
-        );
-    }
-    if let Some(store) = store {
-        let (a, b, c) = (store.clone(), store.clone(), store.clone());
-        metrics.counter_fn(
-            "oxmcp_store_round_trips",
-            "Requests sent to the shared store and answered",
-            None,
-            move || vec![(String::new(), a.stats().round_trips as f64)],
-        );
-        metrics.counter_fn(
-            "oxmcp_store_operations",
-            "Store operations timed (the bus reader's waits excluded)",
-            None,
-            move || vec![(String::new(), b.stats().operations as f64)],
-        );
-        metrics.counter_fn(
-            "oxmcp_store_busy_seconds",
-            "Time spent in the timed store operations (divided by oxmcp_store_operations: their mean latency)",
-            None,
-            move || vec![(String::new(), c.stats().busy_micros as f64 / 1e6)],
-        );
-    }
-    let upstreams = upstreams.clone();
-    metrics.gauge_fn(
-        "oxmcp_gateway_upstream_up",
-        "1 when the gateway's upstream is connected, else 0",
-        Some("upstream"),
-        move || {
-            upstreams()
-                .into_iter()
-                .map(|(name, up)| (name, if up { 1.0 } else { 0.0 }))
-                .collect()
         },
+    );
+}
+
+/// The store's round trips, operations and their time.
+fn sample_store(metrics: &Metrics, store: &Arc<dyn oxmcp_store::Store>) {
+    let (a, b, c) = (store.clone(), store.clone(), store.clone());
+    metrics.counter_fn(
+        "oxmcp_store_round_trips",
+        "Requests sent to the shared store and answered",
+        None,
+        move || vec![(String::new(), a.stats().round_trips as f64)],
+    );
+    metrics.counter_fn(
+        "oxmcp_store_operations",
+        "Store operations timed (the bus reader's waits excluded)",
+        None,
+        move || vec![(String::new(), b.stats().operations as f64)],
+    );
+    metrics.counter_fn(
+        "oxmcp_store_busy_seconds",
+        "Time spent in the timed store operations (divided by oxmcp_store_operations: their mean latency)",
+        None,
+        move || vec![(String::new(), c.stats().busy_micros as f64 / 1e6)],
     );
 }
 
