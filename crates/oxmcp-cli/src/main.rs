@@ -13,11 +13,14 @@ mod demo;
 mod demo_state;
 mod elicit;
 mod gateway;
+mod host_config;
 mod inspect;
 mod inspector;
 mod limits;
 mod listen;
+mod logging;
 mod login;
+mod mcp_servers;
 mod nofollow;
 mod progress;
 mod protect;
@@ -42,13 +45,13 @@ pub(crate) use crate::commands::call_error;
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("MCP_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
+    match logging::from_env(cli.log_format) {
+        Ok(format) => logging::init(format),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    }
     // One thread serves a stdio connection with the least latency (no cross-thread wake-ups).
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -122,6 +125,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         } => listen::listen(url, resources, log_level, reach).await,
         Command::Login(args) => login::login(*args).await,
         Command::Logout { url } => login::logout(&url),
+        Command::Config(args) => host_config::run(&args),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             clap_complete::generate(shell, &mut Cli::command(), "oxmcp", &mut std::io::stdout());
