@@ -2,7 +2,8 @@
 //! names, the id and method of its one request, and the principal, so that what is logged
 //! while answering it says whose request it was. Made only when debug logging is on; else
 //! the span is disabled and costs one check. Never a token, a header value other than the
-//! session id, or an argument.
+//! session id, or an argument. Text from the client is cut at 200 characters; both log
+//! formats escape it (text writes string fields with `{:?}`, JSON as JSON strings).
 
 use axum::http::HeaderMap;
 use oxmcp_jsonrpc::{Message, RequestId};
@@ -34,15 +35,13 @@ pub(crate) fn post(
     if let [Message::Request(r)] = messages {
         match &r.id {
             RequestId::Number(n) => span.record("request", n),
-            RequestId::String(s) => {
-                span.record("request", tracing::field::debug(super::loggable(s)))
-            }
+            RequestId::String(s) => span.record("request", super::loggable(s)),
         };
-        span.record("method", tracing::field::debug(super::loggable(&r.method)));
+        span.record("method", super::loggable(&r.method));
     }
     if let Some(p) = principal {
-        span.record("principal", tracing::field::debug(super::loggable(p)));
+        span.record("principal", super::loggable(p));
     }
-    tracing::debug!(parent: &span, messages = messages.len(), "POST received");
+    span.in_scope(|| tracing::debug!(messages = messages.len(), "POST received"));
     span
 }
