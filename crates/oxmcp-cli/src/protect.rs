@@ -331,11 +331,11 @@ mod tests {
         let guid = "6f1c2b9e-0000-4000-8000-000000000001".to_owned();
         // Today's behaviour: the one audience is also the resource.
         let a = Audience::of(vec![url.clone()], None);
-        assert_eq!(a.accepted, [url.clone()]);
+        assert_eq!(a.accepted, std::slice::from_ref(&url));
         assert_eq!(a.resource(listen).unwrap(), url);
         // Only a resource: tokens must name it.
         let a = Audience::of(Vec::new(), Some(url.clone()));
-        assert_eq!(a.accepted, [url.clone()]);
+        assert_eq!(a.accepted, std::slice::from_ref(&url));
         // Both (Microsoft Entra): the client id in tokens, the URL in the metadata.
         let a = Audience::of(vec![guid.clone(), url.clone()], Some(url.clone()));
         assert_eq!(a.accepted, [guid.clone(), url.clone()]);
