@@ -18,9 +18,15 @@ const OXMCP: &str = env!("CARGO_BIN_EXE_oxmcp");
 const TOKEN: &str = "tok-3f9c1e-never-logged";
 const ARGUMENT: &str = "argument-7d2b-never-logged";
 
-/// `oxmcp serve ARGS` with `env`, logging at debug; `calls` run against its URL, then it is
-/// stopped with SIGTERM: every line it wrote on stderr.
-async fn serve_logs(args: &[&str], env: &[(&str, &str)], calls: &[&[&str]]) -> Vec<String> {
+/// `oxmcp serve ARGS` with `env`, logging at debug; `calls` run against its URL (`oxmcp`
+/// commands, `URL` replaced; then `posts`, raw JSON bodies), then it is stopped with
+/// SIGTERM: every line it wrote on stderr.
+async fn serve_logs(
+    args: &[&str],
+    env: &[(&str, &str)],
+    calls: &[&[&str]],
+    posts: &[&str],
+) -> Vec<String> {
     let mut child = Command::new(OXMCP)
         .args(["serve", "--listen", "127.0.0.1:0"])
         .args(args)
@@ -58,6 +64,16 @@ async fn serve_logs(args: &[&str], env: &[(&str, &str)], calls: &[&[&str]]) -> V
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
+    }
+    for body in posts {
+        reqwest::Client::new()
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
     }
     kill(Pid::from_raw(child.id().unwrap() as i32), Signal::SIGTERM).unwrap();
     while let Ok(Ok(Some(line))) =
@@ -115,6 +131,7 @@ async fn json_logs_are_one_object_a_line_with_the_requests_span_and_no_secret() 
         ],
         &[],
         &[legacy, modern],
+        &[],
     )
     .await;
     let all = lines.join("\n");
@@ -150,7 +167,7 @@ async fn json_logs_are_one_object_a_line_with_the_requests_span_and_no_secret() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_log_format_picks_json_and_the_flag_wins() {
     let call: &[&str] = &["call", "URL", "echo", r#"{"message":"hi"}"#];
-    let lines = serve_logs(&[], &[("MCP_LOG_FORMAT", "json")], &[call]).await;
+    let lines = serve_logs(&[], &[("MCP_LOG_FORMAT", "json")], &[call], &[]).await;
     let logged = json_lines(&lines);
     assert!(!post_spans(&logged).is_empty(), "{lines:?}");
     // `--log-format text` wins over the variable: no line is JSON.
@@ -158,6 +175,7 @@ async fn mcp_log_format_picks_json_and_the_flag_wins() {
         &["--log-format", "text"],
         &[("MCP_LOG_FORMAT", "json")],
         &[call],
+        &[],
     )
     .await;
     assert!(
@@ -194,4 +212,30 @@ async fn a_bad_log_format_is_a_clear_error() {
         err.contains("--log-format") && err.contains("json"),
         "{err}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clients_method_and_id_cannot_forge_or_restyle_log_lines() {
+    // C1 CSI, right-to-left override, line separator, DEL and a newline.
+    // JSON escapes: the server decodes them.
+    let hostile = r"x\u009b31m\u202eFAKE\u2028LINE\u007f\n{}";
+    let body = format!(r#"{{"jsonrpc":"2.0","id":"{hostile}","method":"{hostile}"}}"#);
+    for format in ["json", "text"] {
+        let lines = serve_logs(&["--log-format", format], &[], &[], &[&body]).await;
+        let all = lines.join("\n");
+        assert!(
+            all.contains("FAKE"),
+            "{format}: the request was logged: {all}"
+        );
+        for c in ['\u{9b}', '\u{202e}', '\u{2028}', '\u{7f}'] {
+            assert!(!all.contains(c), "{format}: {c:?} unescaped in {all:?}");
+        }
+        assert!(
+            lines.iter().all(|l| !l.starts_with("{}")),
+            "{format}: {all}"
+        );
+        if format == "json" {
+            json_lines(&lines);
+        }
+    }
 }

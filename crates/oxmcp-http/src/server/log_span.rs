@@ -2,8 +2,8 @@
 //! names, the id and method of its one request, and the principal, so that what is logged
 //! while answering it says whose request it was. Made only when debug logging is on; else
 //! the span is disabled and costs one check. Never a token, a header value other than the
-//! session id, or an argument. Text from the client is cut at 200 characters; both log
-//! formats escape it (text writes string fields with `{:?}`, JSON as JSON strings).
+//! session id, or an argument. Text from the client is cut at 200 characters and its control,
+//! line-separator and direction characters are escaped, in either log format.
 
 use axum::http::HeaderMap;
 use oxmcp_jsonrpc::{Message, RequestId};
@@ -35,13 +35,18 @@ pub(crate) fn post(
     if let [Message::Request(r)] = messages {
         match &r.id {
             RequestId::Number(n) => span.record("request", n),
-            RequestId::String(s) => span.record("request", super::loggable(s)),
+            RequestId::String(s) => span.record("request", &*safe(s)),
         };
-        span.record("method", super::loggable(&r.method));
+        span.record("method", &*safe(&r.method));
     }
     if let Some(p) = principal {
-        span.record("principal", super::loggable(p));
+        span.record("principal", &*safe(p));
     }
     span.in_scope(|| tracing::debug!(messages = messages.len(), "POST received"));
     span
+}
+
+/// Client text for a field: at most 200 characters, unsafe characters escaped.
+fn safe(text: &str) -> std::borrow::Cow<'_, str> {
+    oxmcp_jsonrpc::printable(super::loggable(text))
 }
