@@ -1,8 +1,9 @@
 //! JWT access tokens checked against the issuer's published keys (JWKS): signature with an
 //! asymmetric algorithm only (never `none`, never HMAC, so a public key cannot be used as an
 //! HMAC secret), issuer, audience (this server's canonical URI, RFC 8707, or its id at the
-//! issuer), `exp` and `nbf` with a small leeway. The key set is cached, and fetched again when a token names a key id
-//! it does not have (at most once per [`JwtConfig::min_refetch`]).
+//! issuer), `exp` and `nbf` with a small leeway. The key set is cached, and fetched again
+//! when a token names a key id it does not have (at most once per
+//! [`JwtConfig::min_refetch`]).
 
 use std::time::{Duration, Instant};
 
