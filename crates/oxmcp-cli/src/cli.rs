@@ -13,6 +13,10 @@ use crate::{auth, inspect, serve};
     about = "Serve and call Model Context Protocol servers"
 )]
 pub(crate) struct Cli {
+    /// How log lines on stderr are written: text, or one JSON object per line [default:
+    /// MCP_LOG_FORMAT, else text]. MCP_LOG sets what is logged (default: warn).
+    #[arg(long, global = true, value_enum, value_name = "FORMAT")]
+    pub(crate) log_format: Option<crate::logging::LogFormat>,
     #[command(subcommand)]
     pub(crate) command: Command,
 }
@@ -200,6 +204,13 @@ pub(crate) enum Command {
         /// The MCP server's URL.
         url: String,
     },
+    /// Print the JSON a host (Claude Desktop, Cursor, VS Code) needs to launch a server
+    /// through oxmcp: `oxmcp serve --stdio` with these arguments, or bridging the command
+    /// after `--`.
+    #[command(
+        after_help = "Examples:\n  oxmcp config claude\n  oxmcp config cursor --name files -- npx -y @modelcontextprotocol/server-filesystem /home/me\n  oxmcp config vscode --name remote --upstream https://mcp.example.com/mcp --upstream-login\n  oxmcp config claude --name gw --config /etc/oxmcp/mcp.toml"
+    )]
+    Config(Box<crate::host_config::HostConfigArgs>),
     /// Print a shell completion script.
     #[command(
         after_help = "Examples:\n  oxmcp completions bash > ~/.local/share/bash-completion/completions/oxmcp\n  oxmcp completions zsh > ~/.zfunc/_oxmcp\n  oxmcp completions fish > ~/.config/fish/completions/oxmcp.fish"

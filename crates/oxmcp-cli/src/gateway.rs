@@ -50,11 +50,16 @@ pub(crate) fn bridge(upstream: Upstream, what: String) -> ServeFile {
     }
 }
 
-/// Reads and checks a configuration file.
+/// Reads and checks a configuration file: TOML, or a host's JSON list of servers.
 pub(crate) fn load(path: &std::path::Path) -> anyhow::Result<ServeFile> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let file = parse(&text).with_context(|| format!("invalid config {}", path.display()))?;
+    let file = if crate::mcp_servers::is_json(path, &text) {
+        crate::mcp_servers::read(&text, path)
+    } else {
+        parse(&text).map_err(anyhow::Error::from)
+    };
+    let file = file.with_context(|| format!("invalid config {}", path.display()))?;
     file.gateway.check()?;
     Ok(file)
 }

@@ -13,11 +13,14 @@ mod demo;
 mod demo_state;
 mod elicit;
 mod gateway;
+mod host_config;
 mod inspect;
 mod inspector;
 mod limits;
 mod listen;
+mod logging;
 mod login;
+mod mcp_servers;
 mod nofollow;
 mod operate;
 mod progress;
@@ -44,16 +47,14 @@ pub(crate) use crate::commands::call_error;
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        // Colours for a terminal only: a file or a log pipeline gets plain text.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(audited(
-            &cli,
-            tracing_subscriber::EnvFilter::try_from_env("MCP_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        ))
-        .init();
+    let audit = matches!(&cli.command, Command::Serve(args) if args.operate.audit);
+    match logging::from_env(cli.log_format) {
+        Ok(format) => logging::init(format, audit),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    }
     // One thread serves a stdio connection with the least latency (no cross-thread wake-ups).
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -74,17 +75,6 @@ fn main() -> std::process::ExitCode {
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE
         }
-    }
-}
-
-/// `filter`, showing the audit log too when `oxmcp serve --audit` asks for it (unless
-/// `MCP_LOG` names `oxmcp::audit` itself).
-fn audited(cli: &Cli, filter: tracing_subscriber::EnvFilter) -> tracing_subscriber::EnvFilter {
-    let asked = matches!(&cli.command, Command::Serve(args) if args.operate.audit);
-    let named = std::env::var("MCP_LOG").is_ok_and(|v| v.contains("oxmcp::audit"));
-    match (asked && !named, "oxmcp::audit=info".parse()) {
-        (true, Ok(directive)) => filter.add_directive(directive),
-        _ => filter,
     }
 }
 
@@ -138,6 +128,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         } => listen::listen(url, resources, log_level, reach).await,
         Command::Login(args) => login::login(*args).await,
         Command::Logout { url } => login::logout(&url),
+        Command::Config(args) => host_config::run(&args),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             clap_complete::generate(shell, &mut Cli::command(), "oxmcp", &mut std::io::stdout());

@@ -23,13 +23,20 @@ use crate::limits::Dur;
 /// The protection flags of `oxmcp serve`.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub(crate) struct AuthArgs {
-    /// Require bearer tokens from this OAuth issuer (with --auth-audience).
+    /// Require bearer tokens from this OAuth issuer (with --auth-audience or --auth-resource).
     #[arg(long, value_name = "URL")]
     pub(crate) auth_issuer: Option<String>,
-    /// This server's canonical URI, which tokens must name in `aud` (RFC 8707), e.g.
-    /// https://mcp.example.com/mcp.
+    /// An audience tokens must name in `aud`: this server's canonical URI (RFC 8707), e.g.
+    /// https://mcp.example.com/mcp, or the id the issuer knows it by (Microsoft Entra: the
+    /// app's client id). Repeatable: a token naming any one of them is accepted
+    /// [default: --auth-resource].
+    #[arg(long = "auth-audience", value_name = "AUDIENCE")]
+    pub(crate) auth_audiences: Vec<String>,
+    /// This server's canonical URI as its Protected Resource Metadata (RFC 9728) names it,
+    /// which clients ask tokens for [default: the first --auth-audience, else
+    /// http://LISTEN/mcp].
     #[arg(long, value_name = "URL")]
-    pub(crate) auth_audience: Option<String>,
+    pub(crate) auth_resource: Option<String>,
     /// Where the issuer's keys are (default: the `jwks_uri` of its metadata).
     #[arg(long, value_name = "URL", conflicts_with = "auth_introspection")]
     pub(crate) auth_jwks: Option<String>,
@@ -70,7 +77,10 @@ pub(crate) struct AuthArgs {
 #[serde(deny_unknown_fields)]
 pub(crate) struct AuthFile {
     issuer: Option<String>,
-    audience: Option<String>,
+    /// One audience or a list of them.
+    audience: Option<OneOrMany>,
+    /// The resource the Protected Resource Metadata names.
+    resource: Option<String>,
     jwks: Option<String>,
     introspection: Option<String>,
     client_id: Option<String>,
@@ -98,6 +108,59 @@ pub(crate) struct AuthFile {
     resources: HashMap<String, Vec<String>>,
 }
 
+/// A string or a list of strings (`audience = "x"` or `audience = ["x", "y"]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    fn into_vec(self) -> Vec<String> {
+        match self {
+            OneOrMany::One(s) => vec![s],
+            OneOrMany::Many(v) => v,
+        }
+    }
+}
+
+/// Who tokens are for: the audiences they may name (`aud`, at least one) and the resource
+/// the Protected Resource Metadata advertises.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Audience {
+    accepted: Vec<String>,
+    resource: Option<String>,
+}
+
+impl Audience {
+    /// From the flags (`audiences`, `resource`) or else the file: without audiences, tokens
+    /// must name the resource; without a resource, it is the first audience.
+    fn of(audiences: Vec<String>, resource: Option<String>) -> Self {
+        let accepted = match (audiences.is_empty(), &resource) {
+            (true, Some(r)) => vec![r.clone()],
+            _ => audiences,
+        };
+        let resource = resource.or_else(|| accepted.first().cloned());
+        Audience { accepted, resource }
+    }
+
+    /// The resource the metadata names: a URL (the default: `http://LISTEN/mcp`).
+    fn resource(&self, listen: std::net::SocketAddr) -> anyhow::Result<String> {
+        let Some(resource) = &self.resource else {
+            return Ok(format!("http://{listen}/mcp"));
+        };
+        if !(resource.starts_with("https://") || resource.starts_with("http://")) {
+            bail!(
+                "the resource {resource:?} is not an http(s) URL: when the audience is not this \
+                 server's URL (Microsoft Entra: the app's client id), give the URL with \
+                 --auth-resource"
+            );
+        }
+        Ok(resource.clone())
+    }
+}
+
 fn read_secret(path: &std::path::Path) -> anyhow::Result<String> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -118,13 +181,13 @@ struct IntrospectionArgs {
 }
 
 impl IntrospectionArgs {
-    /// The verifier for tokens of `issuer` meant for `audience`.
-    fn verifier(self, issuer: &str, audience: &str) -> anyhow::Result<Introspection> {
+    /// The verifier for tokens of `issuer` meant for one of `audiences`.
+    fn verifier(self, issuer: &str, audiences: &[String]) -> anyhow::Result<Introspection> {
         let (Some(id), Some(secret)) = (self.client_id, self.secret_file) else {
             bail!("--auth-introspection needs --auth-client-id and --auth-client-secret-file");
         };
-        let mut config =
-            IntrospectionConfig::new(self.endpoint, id, read_secret(&secret)?, audience);
+        let mut config = IntrospectionConfig::new(self.endpoint, id, read_secret(&secret)?, "");
+        config.audiences = audiences.to_vec();
         config.issuer = Some(issuer.to_owned());
         config.accept_missing_audience = self.accept_missing_audience;
         if let Some(Dur(d)) = self.cache {
@@ -172,7 +235,12 @@ impl AuthArgs {
         let f = file.cloned().unwrap_or_default();
         let introspection = self.introspection(&f)?;
         let issuer = self.auth_issuer.clone().or(f.issuer);
-        let audience = self.auth_audience.clone().or(f.audience);
+        let audiences = if self.auth_audiences.is_empty() {
+            f.audience.map(OneOrMany::into_vec).unwrap_or_default()
+        } else {
+            self.auth_audiences.clone()
+        };
+        let audience = Audience::of(audiences, self.auth_resource.clone().or(f.resource));
         let jwks = self.auth_jwks.clone().or(f.jwks);
         let token_file = self.auth_token_file.clone().or(f.token_file);
         let mut all = f.scopes;
@@ -186,26 +254,30 @@ impl AuthArgs {
         let verifier: Arc<dyn TokenVerifier> = match (&token_file, &issuer) {
             (Some(path), _) => Arc::new(StaticTokens::from_file(path, all.clone())?),
             (None, Some(issuer)) => {
-                let Some(audience) = &audience else {
-                    bail!("--auth-issuer needs --auth-audience (this server's canonical URI)");
-                };
+                if audience.accepted.is_empty() {
+                    bail!(
+                        "--auth-issuer needs --auth-audience or --auth-resource (this server's \
+                         canonical URI)"
+                    );
+                }
                 match introspection {
-                    Some(i) => Arc::new(i.verifier(issuer, audience)?),
+                    Some(i) => Arc::new(i.verifier(issuer, &audience.accepted)?),
                     None => {
-                        let mut c = JwtConfig::new(issuer.clone(), audience.clone());
+                        let mut c = JwtConfig::new(issuer.clone(), "");
+                        c.audiences = audience.accepted.clone();
                         c.jwks_url = jwks;
                         Arc::new(JwtVerifier::new(c)?)
                     }
                 }
             }
             (None, None) => {
-                if audience.is_some() || introspection.is_some() || jwks.is_some() {
+                if audience.resource.is_some() || introspection.is_some() || jwks.is_some() {
                     bail!("token checks need --auth-issuer (or --auth-token-file)");
                 }
                 return Ok(None);
             }
         };
-        let resource = audience.unwrap_or_else(|| format!("http://{listen}/mcp"));
+        let resource = audience.resource(listen)?;
         let servers: Vec<String> = issuer.into_iter().collect();
         let supported = (!all.is_empty()).then(|| all.clone());
         Ok(Some(protect(
@@ -250,5 +322,48 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
+    }
+
+    #[test]
+    fn the_resource_and_the_audiences_default_to_each_other() {
+        let listen: std::net::SocketAddr = "127.0.0.1:9000".parse().unwrap();
+        let url = "https://mcp.example.com/mcp".to_owned();
+        let guid = "6f1c2b9e-0000-4000-8000-000000000001".to_owned();
+        // Today's behaviour: the one audience is also the resource.
+        let a = Audience::of(vec![url.clone()], None);
+        assert_eq!(a.accepted, std::slice::from_ref(&url));
+        assert_eq!(a.resource(listen).unwrap(), url);
+        // Only a resource: tokens must name it.
+        let a = Audience::of(Vec::new(), Some(url.clone()));
+        assert_eq!(a.accepted, std::slice::from_ref(&url));
+        // Both (Microsoft Entra): the client id in tokens, the URL in the metadata.
+        let a = Audience::of(vec![guid.clone(), url.clone()], Some(url.clone()));
+        assert_eq!(a.accepted, [guid.clone(), url.clone()]);
+        assert_eq!(a.resource(listen).unwrap(), url);
+        // A client id alone cannot be advertised as the resource: the error says what to add.
+        let err = Audience::of(vec![guid], None).resource(listen).unwrap_err();
+        assert!(err.to_string().contains("--auth-resource"), "{err}");
+        // Neither: the metadata names the listening address, and no token can be checked.
+        let a = Audience::of(Vec::new(), None);
+        assert!(a.accepted.is_empty());
+        assert_eq!(a.resource(listen).unwrap(), "http://127.0.0.1:9000/mcp");
+    }
+
+    #[test]
+    fn the_file_takes_one_audience_or_a_list_and_a_resource() {
+        let file: AuthFile = toml::from_str(
+            "issuer = \"https://as.example\"\naudience = [\"a\", \"b\"]\n\
+             resource = \"https://mcp.example.com/mcp\"\n",
+        )
+        .unwrap();
+        let audiences = file.audience.clone().map(OneOrMany::into_vec).unwrap();
+        assert_eq!(audiences, ["a", "b"]);
+        assert_eq!(
+            file.resource.as_deref(),
+            Some("https://mcp.example.com/mcp")
+        );
+        let file: AuthFile = toml::from_str("audience = \"a\"\n").unwrap();
+        assert_eq!(file.audience.map(OneOrMany::into_vec).unwrap(), ["a"]);
+        assert!(toml::from_str::<AuthFile>("audience = 1\n").is_err());
     }
 }

@@ -1,8 +1,9 @@
 //! JWT access tokens checked against the issuer's published keys (JWKS): signature with an
 //! asymmetric algorithm only (never `none`, never HMAC, so a public key cannot be used as an
-//! HMAC secret), issuer, audience (this server's canonical URI, RFC 8707), `exp` and `nbf`
-//! with a small leeway. The key set is cached, and fetched again when a token names a key id
-//! it does not have (at most once per [`JwtConfig::min_refetch`]).
+//! HMAC secret), issuer, audience (this server's canonical URI, RFC 8707, or its id at the
+//! issuer), `exp` and `nbf` with a small leeway. The key set is cached, and fetched again
+//! when a token names a key id it does not have (at most once per
+//! [`JwtConfig::min_refetch`]).
 
 use std::time::{Duration, Instant};
 
@@ -18,7 +19,8 @@ use crate::AuthError;
 pub struct JwtConfig {
     /// The issuer tokens must name (`iss`).
     pub issuer: String,
-    /// Audiences accepted (`aud`): this server's canonical URI.
+    /// Audiences accepted (`aud`; a token naming any one of them passes): this server's
+    /// canonical URI, or the id its issuer knows it by (Microsoft Entra: the app's client id).
     pub audiences: Vec<String>,
     /// Where the keys are; `None`: the `jwks_uri` of the issuer's metadata.
     pub jwks_url: Option<String>,

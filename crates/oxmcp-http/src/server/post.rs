@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use oxmcp_jsonrpc::{ErrorObject, Frame, Inbound, Message, RequestId};
 use oxmcp_types::{Feature, InitializeParams, ProtocolVersion};
 use tokio::sync::mpsc;
+use tracing::Instrument as _;
 
 use crate::server::admission::{
     accepting, host_checks, plausible_session_id, stream_slot, version_checks,
@@ -183,6 +184,7 @@ async fn post(inner: Arc<Inner>, request: Request, encoding: Encoding) -> Respon
         return r.into_response();
     }
     let client = Client::of(&inner.config, &parts.extensions);
+    let span = crate::server::log_span::post(headers, &posted.messages, client.principal());
     // A listen stream lives no longer than the token it was opened with.
     let listens =
         |m: &Message| matches!(m, Message::Request(r) if r.method == "subscriptions/listen");
@@ -202,13 +204,16 @@ async fn post(inner: Arc<Inner>, request: Request, encoding: Encoding) -> Respon
                 let answer = crate::server::stateless::handle(
                     &inner, headers, m, principal, context, encoding,
                 )
+                .instrument(span)
                 .await;
                 crate::server::sse_stream::until_lease_ends(answer, lease)
             }
             None => Refusal::bad_request("empty request").into_response(),
         };
     }
-    post_in_session(&inner, headers, posted, &client, context, encoding).await
+    post_in_session(&inner, headers, posted, &client, context, encoding)
+        .instrument(span)
+        .await
 }
 
 /// A legacy POST once its body is decoded and checked: found or started in its session, shared
