@@ -13,7 +13,9 @@ use oxmcp::client::{CallError, ClientConfig, EraChoice};
 use oxmcp::engine::HandlerResult;
 use oxmcp::jsonrpc::{ErrorCode, ErrorObject};
 use oxmcp::remote::{Remote, connect};
-use oxmcp::server::layer::{Layer, McpRequest, Metrics, Next, Quota, RateLimitLayer, Target, TimeoutLayer};
+use oxmcp::server::layer::{
+    Layer, McpRequest, Metrics, Next, Quota, RateLimitLayer, Target, TimeoutLayer,
+};
 use oxmcp::server::{Ctx, Server};
 use serde_json::json;
 
@@ -50,13 +52,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .tool("echo", "Echoes", |_ctx: Ctx, a: Echo| async move {
             Ok::<_, String>(a.message)
         })
-        .tool("wipe", "Wipes everything", |_ctx: Ctx, _a: serde_json::Value| async move {
-            Ok::<_, String>("wiped".to_owned())
-        })
-        .tool("sleepy", "Takes a second", |_ctx: Ctx, _a: serde_json::Value| async move {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            Ok::<_, String>("awake".to_owned())
-        })
+        .tool(
+            "wipe",
+            "Wipes everything",
+            |_ctx: Ctx, _a: serde_json::Value| async move { Ok::<_, String>("wiped".to_owned()) },
+        )
+        .tool(
+            "sleepy",
+            "Takes a second",
+            |_ctx: Ctx, _a: serde_json::Value| async move {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                Ok::<_, String>("awake".to_owned())
+            },
+        )
         // Outermost first: the metrics see every request, refusals included.
         .layer(metrics.layer())
         .layer(AdminOnly)
@@ -75,13 +83,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let r = client.request("tools/call", call("echo")).await?;
         println!("echo: {}", r["content"][0]["text"]);
     }
-    let refused = client.request("tools/call", call("echo")).await.unwrap_err();
+    let refused = client
+        .request("tools/call", call("echo"))
+        .await
+        .unwrap_err();
     assert_eq!(code(&refused), -32000);
     println!("echo, a third time within the minute: {refused}");
-    let refused = client.request("tools/call", call("wipe")).await.unwrap_err();
+    let refused = client
+        .request("tools/call", call("wipe"))
+        .await
+        .unwrap_err();
     assert_eq!(code(&refused), -32600);
     println!("wipe, by nobody in particular: {refused}");
-    let late = client.request("tools/call", call("sleepy")).await.unwrap_err();
+    let late = client
+        .request("tools/call", call("sleepy"))
+        .await
+        .unwrap_err();
     assert_eq!(code(&late), -32001);
     println!("sleepy, past its 100 ms: {late}");
     client.close().await;

@@ -29,7 +29,7 @@ impl Layer for Note {
             .target()
             .map(|t| t.name().to_owned())
             .unwrap_or_default();
-        let known = matches!(req.registered(), Registered::Yes(_));
+        let known = matches!(req.registered(), Registered::Yes);
         self.1
             .lock()
             .push(format!("{}>{} {target} {known}", self.0, req.method()));

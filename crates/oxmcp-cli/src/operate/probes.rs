@@ -207,10 +207,14 @@ fn sample_tasks(metrics: &Metrics, server: &oxmcp_server::Server) {
         Some("status"),
         move || {
             let c = ended.task_counts().unwrap_or_default();
-            [("completed", c.completed), ("failed", c.failed), ("cancelled", c.cancelled)]
-                .into_iter()
-                .map(|(s, n)| (s.to_owned(), n as f64))
-                .collect()
+            [
+                ("completed", c.completed),
+                ("failed", c.failed),
+                ("cancelled", c.cancelled),
+            ]
+            .into_iter()
+            .map(|(s, n)| (s.to_owned(), n as f64))
+            .collect()
         },
     );
 }

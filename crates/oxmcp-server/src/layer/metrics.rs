@@ -3,6 +3,7 @@
 //! rendered in the Prometheus text format; with the `otel` feature the same operation
 //! histogram is recorded as an OpenTelemetry instrument too.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
@@ -37,13 +38,15 @@ const BUCKETS: [f64; 18] = [
 /// The labels of an operation, named after the OpenTelemetry MCP semantic conventions
 /// (`mcp.method.name`, `gen_ai.tool.name`, `gen_ai.prompt.name`, `mcp.resource.uri`,
 /// `error.type`) with dots as underscores. Empty labels are absent to Prometheus.
+/// Built without allocating for a call that succeeded: the method's name is static for
+/// MCP's methods, and a target's is shared with the set of known names.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Operation {
-    mcp_method_name: String,
-    gen_ai_tool_name: String,
-    gen_ai_prompt_name: String,
-    mcp_resource_uri: String,
-    error_type: String,
+    mcp_method_name: Cow<'static, str>,
+    gen_ai_tool_name: Option<Arc<str>>,
+    gen_ai_prompt_name: Option<Arc<str>>,
+    mcp_resource_uri: Option<Arc<str>>,
+    error_type: Cow<'static, str>,
 }
 
 type Histograms = Family<Operation, Histogram, fn() -> Histogram>;
@@ -63,7 +66,9 @@ struct Inner {
     operations: Histograms,
     in_flight: Gauge,
     /// Names that got a result once (so they exist), per kind: tools, prompts, resources.
-    known: [RwLock<HashSet<String>>; 3],
+    known: [RwLock<HashSet<Arc<str>>>; 3],
+    /// `_other`, shared.
+    other: Arc<str>,
     #[cfg(feature = "otel")]
     otel: opentelemetry::metrics::Histogram<f64>,
 }
@@ -105,6 +110,7 @@ impl Metrics {
                 operations,
                 in_flight,
                 known: Default::default(),
+                other: Arc::from(OTHER),
                 #[cfg(feature = "otel")]
                 otel: opentelemetry::global::meter("oxmcp")
                     .f64_histogram("mcp.server.operation.duration")
@@ -188,66 +194,62 @@ impl Metrics {
     /// The label value of `target`: what the registry names it (its name, or a resource's
     /// template), or for a server answering from a handler its name once a call of it had a
     /// result; at most [`MAX_NAMES`] per kind, else `_other`. So unknown names add no series.
-    fn label_of(&self, target: &Target, registered: Registered, answered: bool) -> String {
+    fn label_of(&self, target: &Target, registered: &Registered, answered: bool) -> Arc<str> {
         let (i, name) = match target {
             Target::Tool(n) => (0, n),
             Target::Prompt(n) => (1, n),
             Target::Resource(n) => (2, n),
         };
         match registered {
-            Registered::Yes(label) => self.admit(i, label),
-            Registered::No => OTHER.to_owned(),
-            Registered::Unknown if answered => self.admit(i, name.clone()),
-            Registered::Unknown if self.inner.known[i].read().contains(name.as_str()) => {
-                name.clone()
-            }
-            Registered::Unknown => OTHER.to_owned(),
+            Registered::Yes => self.admit(i, name),
+            Registered::Template(template) => self.admit(i, template),
+            Registered::No => self.inner.other.clone(),
+            Registered::Unknown if answered => self.admit(i, name),
+            Registered::Unknown => match self.inner.known[i].read().get(name.as_str()) {
+                Some(known) => known.clone(),
+                None => self.inner.other.clone(),
+            },
         }
     }
 
-    /// `label` if it has a series or may have one more, else `_other`.
-    fn admit(&self, kind: usize, label: String) -> String {
+    /// `label`'s shared name if it has a series or may have one more, else `_other`.
+    fn admit(&self, kind: usize, label: &str) -> Arc<str> {
         let known = &self.inner.known[kind];
-        if known.read().contains(label.as_str()) {
-            return label;
+        if let Some(known) = known.read().get(label) {
+            return known.clone();
         }
         let mut known = known.write();
         if known.len() < MAX_NAMES {
+            let label: Arc<str> = Arc::from(label);
             known.insert(label.clone());
             return label;
         }
-        OTHER.to_owned()
+        self.inner.other.clone()
     }
 
-    fn record(
-        &self,
-        method: &str,
-        target: Option<(Target, Registered)>,
-        outcome: Outcome,
-        seconds: f64,
-    ) {
+    fn record(&self, call: &Call, outcome: Outcome, seconds: f64) {
         let answered = !matches!(outcome, Outcome::Error(_));
-        let label = target.map(|(t, r)| {
-            let label = self.label_of(&t, r, answered);
-            (t, label)
-        });
         let mut op = Operation {
-            mcp_method_name: method_label(method).to_owned(),
-            gen_ai_tool_name: String::new(),
-            gen_ai_prompt_name: String::new(),
-            mcp_resource_uri: String::new(),
+            mcp_method_name: call.method.clone(),
+            gen_ai_tool_name: None,
+            gen_ai_prompt_name: None,
+            mcp_resource_uri: None,
             error_type: match outcome {
-                Outcome::Ok => String::new(),
-                Outcome::ToolError => "tool_error".to_owned(),
-                Outcome::Error(code) if (-32768..=-32000).contains(&code) => code.to_string(),
-                Outcome::Error(_) => OTHER.to_owned(),
+                Outcome::Ok => Cow::Borrowed(""),
+                Outcome::ToolError => Cow::Borrowed("tool_error"),
+                Outcome::Error(code) if (-32768..=-32000).contains(&code) => {
+                    Cow::Owned(code.to_string())
+                }
+                Outcome::Error(_) => Cow::Borrowed(OTHER),
             },
         };
-        match label {
-            Some((Target::Tool(_), l)) => op.gen_ai_tool_name = l,
-            Some((Target::Prompt(_), l)) => op.gen_ai_prompt_name = l,
-            Some((Target::Resource(_), l)) => op.mcp_resource_uri = l,
-            None => {}
+        if let Some((target, registered)) = &call.target {
+            let label = Some(self.label_of(target, registered, answered));
+            match target {
+                Target::Tool(_) => op.gen_ai_tool_name = label,
+                Target::Prompt(_) => op.gen_ai_prompt_name = label,
+                Target::Resource(_) => op.mcp_resource_uri = label,
+            }
         }
         self.inner.operations.get_or_create(&op).observe(seconds);
         #[cfg(feature = "otel")]
@@ -257,30 +259,72 @@ impl Metrics {
     #[cfg(feature = "otel")]
     fn otel_record(&self, op: &Operation, seconds: f64) {
         use opentelemetry::KeyValue;
-        let mut attrs = vec![KeyValue::new("mcp.method.name", op.mcp_method_name.clone())];
+        let mut attrs = vec![KeyValue::new(
+            "mcp.method.name",
+            op.mcp_method_name.to_string(),
+        )];
         for (key, value) in [
             ("gen_ai.tool.name", &op.gen_ai_tool_name),
             ("gen_ai.prompt.name", &op.gen_ai_prompt_name),
             ("mcp.resource.uri", &op.mcp_resource_uri),
-            ("error.type", &op.error_type),
         ] {
-            if !value.is_empty() {
-                attrs.push(KeyValue::new(key, value.clone()));
+            if let Some(value) = value {
+                attrs.push(KeyValue::new(key, value.to_string()));
             }
+        }
+        if !op.error_type.is_empty() {
+            attrs.push(KeyValue::new("error.type", op.error_type.to_string()));
         }
         self.inner.otel.record(seconds, &attrs);
     }
 }
 
+/// MCP's methods, labelled without an allocation.
+const METHODS: [&str; 20] = [
+    "tools/call",
+    "tools/list",
+    "resources/read",
+    "resources/list",
+    "resources/templates/list",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "prompts/get",
+    "prompts/list",
+    "completion/complete",
+    "logging/setLevel",
+    "subscriptions/listen",
+    "tasks/get",
+    "tasks/result",
+    "tasks/list",
+    "tasks/cancel",
+    "tasks/update",
+    "skills/list",
+    "skills/get",
+    "ping",
+];
+
 /// The method's label: itself for MCP's methods and `x/y`-shaped custom ones up to 64 bytes,
 /// `_other` otherwise (a server answers unknown methods with -32601, which is counted, not
 /// each name apart).
-fn method_label(method: &str) -> &str {
+fn method_label(method: &str) -> Cow<'static, str> {
+    if let Some(known) = METHODS.iter().find(|m| **m == method) {
+        return Cow::Borrowed(known);
+    }
     let plausible = method.len() <= 64
         && method
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'_' | b'.' | b'-'));
-    if plausible { method } else { OTHER }
+    if plausible {
+        Cow::Owned(method.to_owned())
+    } else {
+        Cow::Borrowed(OTHER)
+    }
+}
+
+/// What the layer keeps of a request until its answer.
+struct Call {
+    method: Cow<'static, str>,
+    target: Option<(Target, Registered)>,
 }
 
 /// Records each request in [`Metrics`]: its duration by method, target and outcome, and
@@ -293,8 +337,10 @@ pub struct MetricsLayer {
 impl Layer for MetricsLayer {
     fn call(&self, req: McpRequest, next: Next) -> BoxFuture<'static, HandlerResult> {
         let metrics = self.metrics.clone();
-        let method = req.method().to_owned();
-        let target = req.target().cloned().map(|t| (t, req.registered()));
+        let call = Call {
+            method: method_label(req.method()),
+            target: req.target().cloned().map(|t| (t, req.registered())),
+        };
         let started = Instant::now();
         metrics.inner.in_flight.inc();
         let guard = InFlight(metrics.clone());
@@ -302,7 +348,7 @@ impl Layer for MetricsLayer {
         Box::pin(async move {
             let answer = answer.await;
             let seconds = started.elapsed().as_secs_f64();
-            metrics.record(&method, target, Outcome::of(&answer), seconds);
+            metrics.record(&call, Outcome::of(&answer), seconds);
             drop(guard);
             answer
         })

@@ -123,9 +123,10 @@ impl std::fmt::Debug for Layers {
 /// What [`McpRequest::registered`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Registered {
-    /// Registered: the tool's or prompt's name, the resource's URI, or the `uriTemplate` of
-    /// the template that matches it.
-    Yes(String),
+    /// Registered by its name (a tool, a prompt) or URI (a resource).
+    Yes,
+    /// A resource served by the template with this `uriTemplate`.
+    Template(String),
     /// Not registered (or the request names nothing).
     No,
     /// The server answers from a [`crate::ServerHandler`], which alone knows.
@@ -156,9 +157,8 @@ impl Target {
 /// One request on its way to a handler, as layers see it.
 pub struct McpRequest {
     request: Request,
-    server: Arc<crate::state::ServerState>,
-    principal: Option<Arc<str>>,
-    session: Option<Arc<str>>,
+    /// The connection it came on: its server, principal and transport session.
+    from: Arc<crate::session::Session>,
     version: ProtocolVersion,
     target: OnceLock<Option<Target>>,
 }
@@ -169,7 +169,7 @@ impl std::fmt::Debug for McpRequest {
         f.debug_struct("McpRequest")
             .field("id", &self.request.id)
             .field("method", &self.request.method)
-            .field("principal", &self.principal)
+            .field("principal", &self.principal())
             .finish_non_exhaustive()
     }
 }
@@ -177,16 +177,12 @@ impl std::fmt::Debug for McpRequest {
 impl McpRequest {
     pub(crate) fn new(
         request: Request,
-        server: Arc<crate::state::ServerState>,
-        principal: Option<Arc<str>>,
-        session: Option<Arc<str>>,
+        from: Arc<crate::session::Session>,
         version: ProtocolVersion,
     ) -> Self {
         Self {
             request,
-            server,
-            principal,
-            session,
+            from,
             version,
             target: OnceLock::new(),
         }
@@ -226,12 +222,12 @@ impl McpRequest {
     /// Who the transport verified the sender to be (the issuer-qualified subject of a
     /// bearer token, say); `None`: nobody verified.
     pub fn principal(&self) -> Option<&str> {
-        self.principal.as_deref()
+        self.from.principal.as_deref()
     }
 
     /// The transport's session (Streamable HTTP's `Mcp-Session-Id`), if it has one.
     pub fn session(&self) -> Option<&str> {
-        self.session.as_deref()
+        self.from.transport_session()
     }
 
     /// The protocol version the request is served in (`2026-07-28` for a self-describing
@@ -253,22 +249,29 @@ impl McpRequest {
         let Some(target) = self.target() else {
             return Registered::No;
         };
-        let catalogue = &self.server.catalogue;
+        let catalogue = &self.from.server.catalogue;
         if !catalogue.answers {
             return Registered::Unknown;
         }
         let registry = catalogue.read();
         let found = match target {
-            Target::Tool(name) => registry.tools.contains_key(name).then(|| name.clone()),
-            Target::Prompt(name) => registry.prompts.contains_key(name).then(|| name.clone()),
-            Target::Resource(uri) if registry.resources.contains_key(uri) => Some(uri.clone()),
-            Target::Resource(uri) => registry
-                .templates
-                .iter()
-                .find(|t| t.parsed.matches(uri).is_some())
-                .map(|t| t.template.uri_template.clone()),
+            Target::Tool(name) => registry.tools.contains_key(name),
+            Target::Prompt(name) => registry.prompts.contains_key(name),
+            Target::Resource(uri) => registry.resources.contains_key(uri),
         };
-        found.map_or(Registered::No, Registered::Yes)
+        if found {
+            return Registered::Yes;
+        }
+        let Target::Resource(uri) = target else {
+            return Registered::No;
+        };
+        registry
+            .templates
+            .iter()
+            .find(|t| t.parsed.matches(uri).is_some())
+            .map_or(Registered::No, |t| {
+                Registered::Template(t.template.uri_template.clone())
+            })
     }
 
     pub(crate) fn into_request(self) -> Request {

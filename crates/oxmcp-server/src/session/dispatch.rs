@@ -79,13 +79,7 @@ impl Session {
             Some(_) => oxmcp_types::ProtocolVersion::V2026_07_28,
             None => self.version(),
         };
-        let request = McpRequest::new(
-            req,
-            self.server.clone(),
-            self.principal.as_deref().map(Arc::from),
-            self.transport_session.as_deref().map(Arc::from),
-            version,
-        );
+        let request = McpRequest::new(req, self.clone(), version);
         let session = self.clone();
         let inner: crate::layer::Inner =
             Box::new(move |r: McpRequest| session.table(r.into_request(), rc, request_meta));

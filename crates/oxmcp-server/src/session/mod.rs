@@ -100,6 +100,11 @@ impl Session {
         self
     }
 
+    /// The transport's name for the session (Streamable HTTP's `Mcp-Session-Id`), if any.
+    pub(crate) fn transport_session(&self) -> Option<&str> {
+        self.transport_session.as_deref()
+    }
+
     /// The name of this session's handler state (`None`: a request without a session).
     pub(crate) fn state_name(&self) -> Option<&str> {
         let key = self.state_key.as_ref()?;
