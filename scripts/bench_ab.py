@@ -6,6 +6,8 @@ figure, the driver oxmcp-bench (checks every answer) pinned to core 1 and the se
 core 0. Prints medians, ratios, driver CPU share and the error count.
 
 Usage: BEFORE=path/to/old/oxmcp [AFTER=...] python3 scripts/bench_ab.py [ROUNDS]
+BEFORE_ARGS and AFTER_ARGS add `oxmcp serve` flags to either side (space-separated): the
+cost of the metrics layer is BEFORE=target/release/oxmcp BEFORE_ARGS=--no-metrics.
 (after scripts/bench-http.sh has built the floor, rmcp's echo server and oxmcp-bench)."""
 import json
 import os
@@ -17,8 +19,10 @@ CMP = "bench/compare/target/release/examples"
 S = {
     "floor": ["target/release/examples/bare_http", "{addr}"],
     "rmcp": [f"{CMP}/rmcp_echo", "--listen", "{addr}"],
-    "before": [os.environ["BEFORE"], "serve", "--listen", "{addr}"],
-    "after": [os.environ.get("AFTER", "target/release/oxmcp"), "serve", "--listen", "{addr}"],
+    "before": [os.environ["BEFORE"], "serve", "--listen", "{addr}"]
+    + os.environ.get("BEFORE_ARGS", "").split(),
+    "after": [os.environ.get("AFTER", "target/release/oxmcp"), "serve", "--listen", "{addr}"]
+    + os.environ.get("AFTER_ARGS", "").split(),
 }
 bt.SERVERS.clear(); bt.SERVERS.update({k: (v, []) for k, v in S.items()})
 shapes = {

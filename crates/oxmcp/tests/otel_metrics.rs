@@ -26,7 +26,7 @@ async fn operations_are_recorded_as_opentelemetry_metrics() {
         .build();
     // Before the instruments are made: they come from the global provider.
     opentelemetry::global::set_meter_provider(provider.clone());
-    let metrics = Metrics::new();
+    let metrics = Metrics::new().with_opentelemetry();
     let server = Server::builder("otel-metrics", "1")
         .tool("echo", "Echoes", |_ctx: Ctx, a: Echo| async move {
             Ok::<_, String>(a.message)

@@ -1,7 +1,8 @@
 //! [`MetricsLayer`] and [`Metrics`] (feature `metrics`): per-operation duration histograms
 //! with bounded labels, requests in flight, and gauges or counters sampled at scrape time,
-//! rendered in the Prometheus text format; with the `otel` feature the same operation
-//! histogram is recorded as an OpenTelemetry instrument too.
+//! rendered in the Prometheus text format; with the `otel` feature and
+//! [`Metrics::with_opentelemetry`] the same operation histogram is recorded as an
+//! OpenTelemetry instrument too.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -69,8 +70,9 @@ struct Inner {
     known: [RwLock<HashSet<Arc<str>>>; 3],
     /// `_other`, shared.
     other: Arc<str>,
+    /// The OpenTelemetry instrument, when asked for ([`Metrics::with_opentelemetry`]).
     #[cfg(feature = "otel")]
-    otel: opentelemetry::metrics::Histogram<f64>,
+    otel: Option<opentelemetry::metrics::Histogram<f64>>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -112,13 +114,37 @@ impl Metrics {
                 known: Default::default(),
                 other: Arc::from(OTHER),
                 #[cfg(feature = "otel")]
-                otel: opentelemetry::global::meter("oxmcp")
-                    .f64_histogram("mcp.server.operation.duration")
-                    .with_unit("s")
-                    .with_description("Time to answer an MCP request")
-                    .with_boundaries(BUCKETS.to_vec())
-                    .build(),
+                otel: None,
             }),
+        }
+    }
+
+    /// These instruments, the operation histogram recorded as the OpenTelemetry instrument
+    /// `mcp.server.operation.duration` (seconds, the same attributes) too, from the global
+    /// meter provider: install yours before calling this. Call it before cloning or making
+    /// the layer.
+    #[cfg(feature = "otel")]
+    #[must_use]
+    pub fn with_opentelemetry(self) -> Self {
+        let histogram = opentelemetry::global::meter("oxmcp")
+            .f64_histogram("mcp.server.operation.duration")
+            .with_unit("s")
+            .with_description("Time to answer an MCP request")
+            .with_boundaries(BUCKETS.to_vec())
+            .build();
+        let inner = Arc::try_unwrap(self.inner).map(|mut inner| {
+            inner.otel = Some(histogram.clone());
+            inner
+        });
+        match inner {
+            Ok(inner) => Self {
+                inner: Arc::new(inner),
+            },
+            // Shared already: those clones stay without it.
+            Err(shared) => {
+                tracing::warn!("Metrics::with_opentelemetry on shared instruments: ignored");
+                Self { inner: shared }
+            }
         }
     }
 
@@ -259,6 +285,9 @@ impl Metrics {
     #[cfg(feature = "otel")]
     fn otel_record(&self, op: &Operation, seconds: f64) {
         use opentelemetry::KeyValue;
+        let Some(otel) = &self.inner.otel else {
+            return;
+        };
         let mut attrs = vec![KeyValue::new(
             "mcp.method.name",
             op.mcp_method_name.to_string(),
@@ -275,7 +304,7 @@ impl Metrics {
         if !op.error_type.is_empty() {
             attrs.push(KeyValue::new("error.type", op.error_type.to_string()));
         }
-        self.inner.otel.record(seconds, &attrs);
+        otel.record(seconds, &attrs);
     }
 }
 

@@ -281,10 +281,13 @@ impl McpRequest {
 
 /// The name or URI a request's params carry, for the methods that name one.
 fn target_of(method: &str, params: Option<&oxmcp_jsonrpc::RawValue>) -> Option<Target> {
+    /// Borrowed where the JSON has no escapes: no allocation but the one kept.
     #[derive(serde::Deserialize)]
-    struct Named {
-        name: Option<String>,
-        uri: Option<String>,
+    struct Named<'a> {
+        #[serde(borrow)]
+        name: Option<std::borrow::Cow<'a, str>>,
+        #[serde(borrow)]
+        uri: Option<std::borrow::Cow<'a, str>>,
     }
     let kind = match method {
         "tools/call" => Target::Tool,
@@ -292,11 +295,12 @@ fn target_of(method: &str, params: Option<&oxmcp_jsonrpc::RawValue>) -> Option<T
         "resources/read" | "resources/subscribe" | "resources/unsubscribe" => Target::Resource,
         _ => return None,
     };
-    let named: Named = serde_json::from_str(params?.get()).ok()?;
-    match method {
-        "tools/call" | "prompts/get" => named.name.map(kind),
-        _ => named.uri.map(kind),
-    }
+    let named: Named<'_> = serde_json::from_str(params?.get()).ok()?;
+    let found = match method {
+        "tools/call" | "prompts/get" => named.name,
+        _ => named.uri,
+    };
+    found.map(|n| kind(n.into_owned()))
 }
 
 /// The end of the chain: the server's own routing of the request.
