@@ -103,12 +103,12 @@ impl RateLimitLayer {
             return None;
         };
         let now = DefaultClock::default().now();
-        if let Some((quota, limiter)) = self.tools.get(name) {
-            if let Err(not_until) = limiter.check() {
-                let wait = not_until.wait_time_from(now);
-                let what = format!("tool {:?}", crate::echo::echo(name));
-                return Some(refusal(&what, "tool", *quota, wait));
-            }
+        if let Some((quota, limiter)) = self.tools.get(name)
+            && let Err(not_until) = limiter.check()
+        {
+            let wait = not_until.wait_time_from(now);
+            let what = format!("tool {:?}", crate::echo::echo(name));
+            return Some(refusal(&what, "tool", *quota, wait));
         }
         if let Some((quota, limiter)) = &self.principals {
             if limiter.len() > MAX_TRACKED {
