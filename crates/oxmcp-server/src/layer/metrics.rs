@@ -366,10 +366,8 @@ pub struct MetricsLayer {
 impl Layer for MetricsLayer {
     fn call(&self, req: McpRequest, next: Next) -> BoxFuture<'static, HandlerResult> {
         let metrics = self.metrics.clone();
-        let call = Call {
-            method: method_label(req.method()),
-            target: req.target().cloned().map(|t| (t, req.registered())),
-        };
+        let method = method_label(req.method());
+        let seen = req.seen();
         let started = Instant::now();
         metrics.inner.in_flight.inc();
         let guard = InFlight(metrics.clone());
@@ -377,6 +375,11 @@ impl Layer for MetricsLayer {
         Box::pin(async move {
             let answer = answer.await;
             let seconds = started.elapsed().as_secs_f64();
+            // The target as the server read it (or a layer before): no parse of our own.
+            let call = Call {
+                method,
+                target: seen.target().cloned().map(|t| (t, seen.registered())),
+            };
             metrics.record(&call, Outcome::of(&answer), seconds);
             drop(guard);
             answer

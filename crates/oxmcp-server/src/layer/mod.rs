@@ -120,6 +120,64 @@ impl std::fmt::Debug for Layers {
     }
 }
 
+/// Whether `from`'s server has `target` in its own registry.
+fn registered_in(from: &crate::session::Session, target: Option<&Target>) -> Registered {
+    let Some(target) = target else {
+        return Registered::No;
+    };
+    let catalogue = &from.server.catalogue;
+    if !catalogue.answers {
+        return Registered::Unknown;
+    }
+    let registry = catalogue.read();
+    let found = match target {
+        Target::Tool(name) => registry.tools.contains_key(name),
+        Target::Prompt(name) => registry.prompts.contains_key(name),
+        Target::Resource(uri) => registry.resources.contains_key(uri),
+    };
+    if found {
+        return Registered::Yes;
+    }
+    let Target::Resource(uri) = target else {
+        return Registered::No;
+    };
+    registry
+        .templates
+        .iter()
+        .find(|t| t.parsed.matches(uri).is_some())
+        .map_or(Registered::No, |t| {
+            Registered::Template(t.template.uri_template.clone())
+        })
+}
+
+/// A request as a layer can still see it after passing it on: its target if a layer read
+/// it or the server noted it while parsing the params (so a layer that looks only at the
+/// answer, such as [`MetricsLayer`], costs no parse of its own).
+pub struct Seen {
+    from: Arc<crate::session::Session>,
+    target: Noted,
+}
+
+impl std::fmt::Debug for Seen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Seen")
+            .field("target", &self.target())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Seen {
+    /// The target, if it is known by now (`None` too when the params did not parse).
+    pub fn target(&self) -> Option<&Target> {
+        self.target.get().and_then(Option::as_ref)
+    }
+
+    /// Whether the server's own registry has [`Seen::target`] ([`McpRequest::registered`]).
+    pub fn registered(&self) -> Registered {
+        registered_in(&self.from, self.target())
+    }
+}
+
 /// What [`McpRequest::registered`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Registered {
@@ -160,8 +218,12 @@ pub struct McpRequest {
     /// The connection it came on: its server, principal and transport session.
     from: Arc<crate::session::Session>,
     version: ProtocolVersion,
-    target: OnceLock<Option<Target>>,
+    /// Read on first use by a layer, or noted by the server when it parses the params.
+    target: Noted,
 }
+
+/// A request's target, once known.
+pub(crate) type Noted = Arc<OnceLock<Option<Target>>>;
 
 impl std::fmt::Debug for McpRequest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -184,7 +246,7 @@ impl McpRequest {
             request,
             from,
             version,
-            target: OnceLock::new(),
+            target: Noted::default(),
         }
     }
 
@@ -216,7 +278,7 @@ impl McpRequest {
     /// Replaces the params the handler (and the layers inside this one) will see.
     pub fn set_params(&mut self, params: Option<RawJson>) {
         self.request.params = params;
-        self.target = OnceLock::new();
+        self.target = Noted::default();
     }
 
     /// Who the transport verified the sender to be (the issuer-qualified subject of a
@@ -246,36 +308,20 @@ impl McpRequest {
     /// Whether the server's own registry has the [`McpRequest::target`]: the tool or prompt
     /// of that name, the resource of that URI, or a template matching it.
     pub fn registered(&self) -> Registered {
-        let Some(target) = self.target() else {
-            return Registered::No;
-        };
-        let catalogue = &self.from.server.catalogue;
-        if !catalogue.answers {
-            return Registered::Unknown;
-        }
-        let registry = catalogue.read();
-        let found = match target {
-            Target::Tool(name) => registry.tools.contains_key(name),
-            Target::Prompt(name) => registry.prompts.contains_key(name),
-            Target::Resource(uri) => registry.resources.contains_key(uri),
-        };
-        if found {
-            return Registered::Yes;
-        }
-        let Target::Resource(uri) = target else {
-            return Registered::No;
-        };
-        registry
-            .templates
-            .iter()
-            .find(|t| t.parsed.matches(uri).is_some())
-            .map_or(Registered::No, |t| {
-                Registered::Template(t.template.uri_template.clone())
-            })
+        registered_in(&self.from, self.target())
     }
 
-    pub(crate) fn into_request(self) -> Request {
-        self.request
+    /// What layers can still read of the request after passing it on ([`Seen`]).
+    pub fn seen(&self) -> Seen {
+        Seen {
+            from: self.from.clone(),
+            target: self.target.clone(),
+        }
+    }
+
+    /// The request, and where the server notes its target when it parses the params.
+    pub(crate) fn into_parts(self) -> (Request, Noted) {
+        (self.request, self.target)
     }
 }
 

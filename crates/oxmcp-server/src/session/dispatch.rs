@@ -29,9 +29,18 @@ pub(super) struct Call {
     pub(super) modern: Option<Arc<ModernMeta>>,
     /// The fields its 2026-07-28 result carries (`None`: a legacy request).
     pub(super) finish: Option<Finish>,
+    /// Where the layers read the target the params name (`None`: no layers).
+    pub(super) noted: Option<crate::layer::Noted>,
 }
 
 impl Call {
+    /// Tells the layers the target the params name, now that they are parsed.
+    pub(super) fn note(&self, target: impl FnOnce() -> crate::layer::Target) {
+        if let Some(noted) = &self.noted {
+            let _ = noted.set(Some(target()));
+        }
+    }
+
     /// The handler's context, with the request's `_meta`: a 2026-07-28 request's from its
     /// [`oxmcp_types::RequestMeta`] (read once), a legacy one's `meta` from its typed params
     /// (cloned only then).
@@ -73,7 +82,7 @@ impl Session {
     ) -> BoxFuture<'static, HandlerResult> {
         let layers = &self.server.features.layers;
         if layers.is_empty() {
-            return self.table(req, rc, request_meta);
+            return self.table(req, rc, request_meta, None);
         }
         let version = match request_meta {
             Some(_) => oxmcp_types::ProtocolVersion::V2026_07_28,
@@ -81,8 +90,10 @@ impl Session {
         };
         let request = McpRequest::new(req, self.clone(), version);
         let session = self.clone();
-        let inner: crate::layer::Inner =
-            Box::new(move |r: McpRequest| session.table(r.into_request(), rc, request_meta));
+        let inner: crate::layer::Inner = Box::new(move |r: McpRequest| {
+            let (req, noted) = r.into_parts();
+            session.table(req, rc, request_meta, Some(noted))
+        });
         Next::new(layers.clone(), inner).run(request)
     }
 
@@ -93,6 +104,7 @@ impl Session {
         req: Request,
         rc: RequestContext,
         request_meta: Option<Arc<ModernMeta>>,
+        noted: Option<crate::layer::Noted>,
     ) -> BoxFuture<'static, HandlerResult> {
         let modern = request_meta.is_some();
         let call = Call {
@@ -100,6 +112,7 @@ impl Session {
             rc,
             modern: request_meta,
             finish: modern.then(|| Finish::new(self.server.clone(), &req.method)),
+            noted,
         };
         let served = self.server.served();
         let subscribe = served.resources && served.subscribe;

@@ -31,6 +31,7 @@ impl Session {
             Ok(p) => p,
             Err(e) => return fail(e),
         };
+        call.note(|| crate::layer::Target::Prompt(p.name.clone()));
         let server = self.handler();
         let finish = call.finish.clone();
         let ctx = call.ctx(p.meta.as_ref());

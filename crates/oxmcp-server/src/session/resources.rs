@@ -59,6 +59,7 @@ impl Session {
             Ok(p) => p,
             Err(e) => return fail(e),
         };
+        call.note(|| crate::layer::Target::Resource(p.uri.clone()));
         let server = self.handler();
         let finish = call.finish.clone();
         let ctx = call.ctx(p.meta.as_ref());

@@ -43,6 +43,7 @@ impl Session {
             Ok(p) => p,
             Err(e) => return fail(e),
         };
+        call.note(|| crate::layer::Target::Tool(p.name.clone()));
         let server = self.handler();
         let declared = call
             .modern
