@@ -54,6 +54,8 @@ impl Quota {
 /// `limit` and `periodMs`, and `scope` (`tool` or `principal`); the handler never runs.
 /// Other methods pass untouched.
 pub struct RateLimitLayer {
+    /// Made once: making a clock calibrates it, which costs more than a call.
+    clock: DefaultClock,
     tools: HashMap<String, (Quota, DefaultDirectRateLimiter)>,
     principals: Option<(Quota, DefaultKeyedRateLimiter<String>)>,
 }
@@ -77,6 +79,7 @@ impl RateLimitLayer {
     /// No budgets yet.
     pub fn new() -> Self {
         Self {
+            clock: DefaultClock::default(),
             tools: HashMap::new(),
             principals: None,
         }
@@ -102,11 +105,10 @@ impl RateLimitLayer {
         let Some(Target::Tool(name)) = req.target() else {
             return None;
         };
-        let now = DefaultClock::default().now();
         if let Some((quota, limiter)) = self.tools.get(name)
             && let Err(not_until) = limiter.check()
         {
-            let wait = not_until.wait_time_from(now);
+            let wait = not_until.wait_time_from(self.clock.now());
             let what = format!("tool {:?}", crate::echo::echo(name));
             return Some(refusal(&what, "tool", *quota, wait));
         }
@@ -116,7 +118,7 @@ impl RateLimitLayer {
             }
             let key = req.principal().unwrap_or("").to_owned();
             if let Err(not_until) = limiter.check_key(&key) {
-                let wait = not_until.wait_time_from(now);
+                let wait = not_until.wait_time_from(self.clock.now());
                 return Some(refusal("this principal", "principal", *quota, wait));
             }
         }
