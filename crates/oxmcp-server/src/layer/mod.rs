@@ -152,7 +152,7 @@ fn registered_in(from: &crate::session::Session, target: Option<&Target>) -> Reg
 
 /// A request as a layer can still see it after passing it on: its target if a layer read
 /// it or the server noted it while parsing the params (so a layer that looks only at the
-/// answer, such as [`MetricsLayer`], costs no parse of its own).
+/// answer, such as the metrics layer, costs no parse of its own).
 pub struct Seen {
     from: Arc<crate::session::Session>,
     target: Noted,
