@@ -219,6 +219,16 @@ pub async fn serve_http(args: &[&str]) -> (Child, String) {
 
 /// [`serve_http`] with extra environment variables.
 pub async fn serve_http_env(args: &[&str], env: &[(&str, &str)]) -> (Child, String) {
+    let (child, url, mut lines) = serve_http_lines(args, env).await;
+    tokio::spawn(async move { while lines.recv().await.is_some() {} });
+    (child, url)
+}
+
+/// [`serve_http_env`], with the lines the server writes on stderr after its address.
+pub async fn serve_http_lines(
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Child, String, tokio::sync::mpsc::UnboundedReceiver<String>) {
     let mut child = Command::new(oxmcp())
         .arg("serve")
         .args(args)
@@ -246,14 +256,16 @@ pub async fn serve_http_env(args: &[&str], env: &[(&str, &str)]) -> (Child, Stri
     };
     // MCP_TEST_LOG=debug (an MCP_LOG filter) shows what the server logs.
     let show = std::env::var_os("MCP_TEST_LOG").is_some();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     tokio::spawn(async move {
         while let Ok(Some(line)) = lines.next_line().await {
             if show {
                 eprintln!("[oxmcp serve] {line}");
             }
+            let _ = tx.send(line);
         }
     });
-    (child, url)
+    (child, url, rx)
 }
 
 /// The JSON-RPC messages of an HTTP answer body (JSON, or the `data` of SSE events).

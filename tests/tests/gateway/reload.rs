@@ -6,7 +6,6 @@ use std::path::Path;
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
 
 use super::*;
@@ -20,34 +19,8 @@ async fn serve_watched(
     String,
     mpsc::UnboundedReceiver<String>,
 ) {
-    let mut child = tokio::process::Command::new(oxmcp())
-        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(config)
-        .env("MCP_LOG", "off")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
-            .await
-            .expect("the gateway prints its address")
-            .unwrap()
-            .expect("the gateway runs");
-        if let Some(rest) = line.split("http://").nth(1) {
-            break format!("http://{}", rest.split_whitespace().next().unwrap());
-        }
-    };
-    let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Ok(Some(line)) = lines.next_line().await {
-            let _ = tx.send(line);
-        }
-    });
-    (child, url, rx)
+    let config = config.to_str().unwrap();
+    oxmcp_tests::serve_http_lines(&["--listen", "127.0.0.1:0", "--config", config], &[]).await
 }
 
 fn hang_up(gateway: &tokio::process::Child) {
