@@ -217,7 +217,8 @@ pub struct McpRequest {
     request: Request,
     /// The connection it came on: its server, principal and transport session.
     from: Arc<crate::session::Session>,
-    version: ProtocolVersion,
+    /// A self-describing (2026-07-28) request, not one of its session's era.
+    modern: bool,
     /// Read on first use by a layer, or noted by the server when it parses the params.
     target: Noted,
 }
@@ -237,15 +238,11 @@ impl std::fmt::Debug for McpRequest {
 }
 
 impl McpRequest {
-    pub(crate) fn new(
-        request: Request,
-        from: Arc<crate::session::Session>,
-        version: ProtocolVersion,
-    ) -> Self {
+    pub(crate) fn new(request: Request, from: Arc<crate::session::Session>, modern: bool) -> Self {
         Self {
             request,
             from,
-            version,
+            modern,
             target: Noted::default(),
         }
     }
@@ -295,7 +292,11 @@ impl McpRequest {
     /// The protocol version the request is served in (`2026-07-28` for a self-describing
     /// request, else the version its session negotiated).
     pub fn protocol_version(&self) -> ProtocolVersion {
-        self.version
+        if self.modern {
+            ProtocolVersion::V2026_07_28
+        } else {
+            self.from.version()
+        }
     }
 
     /// The tool, prompt or resource the request names, read from its params on first use.
@@ -349,14 +350,11 @@ fn target_of(method: &str, params: Option<&oxmcp_jsonrpc::RawValue>) -> Option<T
     found.map(|n| kind(n.into_owned()))
 }
 
-/// The end of the chain: the server's own routing of the request.
-pub(crate) type Inner = Box<dyn FnOnce(McpRequest) -> BoxFuture<'static, HandlerResult> + Send>;
-
 /// The layers inside the current one, then the handler.
 pub struct Next {
     layers: Arc<[Arc<dyn Layer>]>,
     index: usize,
-    inner: Inner,
+    tail: crate::session::Tail,
 }
 
 impl std::fmt::Debug for Next {
@@ -366,11 +364,11 @@ impl std::fmt::Debug for Next {
 }
 
 impl Next {
-    pub(crate) fn new(layers: Arc<[Arc<dyn Layer>]>, inner: Inner) -> Self {
+    pub(crate) fn new(layers: Arc<[Arc<dyn Layer>]>, tail: crate::session::Tail) -> Self {
         Self {
             layers,
             index: 0,
-            inner,
+            tail,
         }
     }
 
@@ -381,7 +379,10 @@ impl Next {
                 self.index += 1;
                 layer.call(req, self)
             }
-            None => (self.inner)(req),
+            None => {
+                let (req, noted) = req.into_parts();
+                self.tail.run(req, noted)
+            }
         }
     }
 }

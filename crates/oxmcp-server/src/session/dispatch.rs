@@ -22,6 +22,26 @@ use crate::echo::echo;
 use crate::layer::{McpRequest, Next};
 use crate::modern::{self, Finish, ModernMeta};
 
+/// What the last layer's [`Next`] hands the request to: the method table, with what it
+/// needs besides the request.
+pub(crate) struct Tail {
+    session: Arc<Session>,
+    rc: RequestContext,
+    request_meta: Option<Arc<ModernMeta>>,
+}
+
+impl Tail {
+    /// Routes `req` through the method table, telling `noted` its target once parsed.
+    pub(crate) fn run(
+        self,
+        req: Request,
+        noted: crate::layer::Noted,
+    ) -> BoxFuture<'static, HandlerResult> {
+        self.session
+            .table(req, self.rc, self.request_meta, Some(noted))
+    }
+}
+
 /// One request on its way to a handler: what its [`Ctx`] is made of.
 pub(super) struct Call {
     pub(super) session: Arc<Session>,
@@ -84,17 +104,13 @@ impl Session {
         if layers.is_empty() {
             return self.table(req, rc, request_meta, None);
         }
-        let version = match request_meta {
-            Some(_) => oxmcp_types::ProtocolVersion::V2026_07_28,
-            None => self.version(),
+        let request = McpRequest::new(req, self.clone(), request_meta.is_some());
+        let tail = Tail {
+            session: self.clone(),
+            rc,
+            request_meta,
         };
-        let request = McpRequest::new(req, self.clone(), version);
-        let session = self.clone();
-        let inner: crate::layer::Inner = Box::new(move |r: McpRequest| {
-            let (req, noted) = r.into_parts();
-            session.table(req, rc, request_meta, Some(noted))
-        });
-        Next::new(layers.clone(), inner).run(request)
+        Next::new(layers.clone(), tail).run(request)
     }
 
     /// The method table. A method this server does not serve (or not in this era) is

@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+pub(crate) use dispatch::Tail;
 pub(crate) use service::SessionService;
 
 use oxmcp_jsonrpc::ErrorObject;
