@@ -60,6 +60,13 @@ async fn metrics_count_calls_and_errors_with_bounded_labels() {
         let r = call(&s, id, "echo", json!({"message": "secret-argument-7"})).await;
         assert_eq!(r["result"]["content"][0]["text"], "secret-argument-7");
     }
+    // Three reads of a template's resources, two URIs: one series, the template's.
+    for (id, name) in [(20, "ann"), (21, "bob"), (22, "ann")] {
+        let body = json!({"jsonrpc":"2.0","id":id,"method":"resources/read",
+                          "params":{"uri":format!("demo://greeting/{name}")}});
+        let (_, m) = s.post(body.to_string().as_bytes()).await;
+        assert!(m[0]["result"]["contents"].is_array(), "{m:?}");
+    }
     let r = call(&s, 10, "fail", json!({})).await;
     assert_eq!(r["result"]["isError"], true);
     let r = call(&s, 11, "no-such-tool-0", json!({})).await;
@@ -95,6 +102,9 @@ async fn metrics_count_calls_and_errors_with_bounded_labels() {
     assert_eq!(sample(&before, count, &fail), Some(1.0), "{before}");
     let unknown = [r#"gen_ai_tool_name="_other""#, r#"error_type="-32602""#];
     assert_eq!(sample(&before, count, &unknown), Some(1.0), "{before}");
+    let template = [r#"mcp_resource_uri="demo://greeting/{name}""#];
+    assert_eq!(sample(&before, count, &template), Some(3.0), "{before}");
+    assert!(!before.contains("demo://greeting/ann"), "{before}");
     assert!(before.contains("# TYPE mcp_server_operation_duration_seconds histogram"));
     let bucket = "mcp_server_operation_duration_seconds_bucket";
     assert!(

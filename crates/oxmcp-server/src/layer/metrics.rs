@@ -20,7 +20,10 @@ use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use super::{Layer, McpRequest, Next, Outcome, Registered, Target};
+use super::{Layer, McpRequest, Next, Outcome, Registered, Seen, Target};
+use memo::{Memo, Series};
+
+mod memo;
 
 /// Distinct tool, prompt or resource names each given a series of their own; the calls of
 /// others are labelled `_other`.
@@ -70,6 +73,8 @@ struct Inner {
     known: [RwLock<HashSet<Arc<str>>>; 3],
     /// `_other`, shared.
     other: Arc<str>,
+    /// The series of calls answered before, found again without the label work.
+    memo: Memo,
     /// The OpenTelemetry instrument, when asked for ([`Metrics::with_opentelemetry`]).
     #[cfg(feature = "otel")]
     otel: Option<opentelemetry::metrics::Histogram<f64>>,
@@ -113,6 +118,7 @@ impl Metrics {
                 in_flight,
                 known: Default::default(),
                 other: Arc::from(OTHER),
+                memo: Memo::default(),
                 #[cfg(feature = "otel")]
                 otel: None,
             }),
@@ -253,10 +259,53 @@ impl Metrics {
         self.inner.other.clone()
     }
 
-    fn record(&self, call: &Call, outcome: Outcome, seconds: f64) {
+    /// Records a request that ended with `outcome` after `seconds`: from the memo when a
+    /// call of the same method, target and outcome had a series of its own before, else
+    /// through [`Metrics::operation`] (and then remembered, if it may be).
+    fn record(&self, method: Method, seen: &Seen, outcome: Outcome, seconds: f64) {
+        let target = seen.target();
+        let slot = Memo::slot(method.index, outcome);
+        if let Some(slot) = slot
+            && self
+                .inner
+                .memo
+                .observe(slot, target, |series| self.observe(series, seconds))
+        {
+            return;
+        }
+        let op = self.operation(
+            method.label,
+            target.map(|t| (t, seen.registered())),
+            outcome,
+        );
+        let series = Series {
+            histogram: self.inner.operations.get_or_create(&op).clone(),
+            op,
+        };
+        self.observe(&series, seconds);
+        if let Some(slot) = slot {
+            self.inner.memo.keep(slot, target, series);
+        }
+    }
+
+    /// One observation of `series`.
+    fn observe(&self, series: &Series, seconds: f64) {
+        series.histogram.observe(seconds);
+        #[cfg(feature = "otel")]
+        self.otel_record(&series.op, seconds);
+    }
+
+    /// The labels of a request of `method` that named `target` (with what the registry
+    /// says of it) and ended with `outcome`.
+    fn operation(
+        &self,
+        method: Cow<'static, str>,
+        target: Option<(&Target, Registered)>,
+        outcome: Outcome,
+    ) -> Operation {
         let answered = !matches!(outcome, Outcome::Error(_));
         let mut op = Operation {
-            mcp_method_name: call.method.clone(),
+            mcp_method_name: method,
             gen_ai_tool_name: None,
             gen_ai_prompt_name: None,
             mcp_resource_uri: None,
@@ -269,17 +318,15 @@ impl Metrics {
                 Outcome::Error(_) => Cow::Borrowed(OTHER),
             },
         };
-        if let Some((target, registered)) = &call.target {
-            let label = Some(self.label_of(target, registered, answered));
+        if let Some((target, registered)) = target {
+            let label = Some(self.label_of(target, &registered, answered));
             match target {
                 Target::Tool(_) => op.gen_ai_tool_name = label,
                 Target::Prompt(_) => op.gen_ai_prompt_name = label,
                 Target::Resource(_) => op.mcp_resource_uri = label,
             }
         }
-        self.inner.operations.get_or_create(&op).observe(seconds);
-        #[cfg(feature = "otel")]
-        self.otel_record(&op, seconds);
+        op
     }
 
     #[cfg(feature = "otel")]
@@ -332,28 +379,35 @@ const METHODS: [&str; 20] = [
     "ping",
 ];
 
+/// A request's method as the layer labels it.
+struct Method {
+    /// Its place in [`METHODS`], if it is one of MCP's.
+    index: Option<usize>,
+    label: Cow<'static, str>,
+}
+
 /// The method's label: itself for MCP's methods and `x/y`-shaped custom ones up to 64 bytes,
 /// `_other` otherwise (a server answers unknown methods with -32601, which is counted, not
 /// each name apart).
-fn method_label(method: &str) -> Cow<'static, str> {
-    if let Some(known) = METHODS.iter().find(|m| **m == method) {
-        return Cow::Borrowed(known);
+fn method_label(method: &str) -> Method {
+    if let Some(index) = METHODS.iter().position(|m| *m == method) {
+        return Method {
+            index: Some(index),
+            label: Cow::Borrowed(METHODS[index]),
+        };
     }
     let plausible = method.len() <= 64
         && method
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'_' | b'.' | b'-'));
-    if plausible {
-        Cow::Owned(method.to_owned())
-    } else {
-        Cow::Borrowed(OTHER)
+    Method {
+        index: None,
+        label: if plausible {
+            Cow::Owned(method.to_owned())
+        } else {
+            Cow::Borrowed(OTHER)
+        },
     }
-}
-
-/// What the layer keeps of a request until its answer.
-struct Call {
-    method: Cow<'static, str>,
-    target: Option<(Target, Registered)>,
 }
 
 /// Records each request in [`Metrics`]: its duration by method, target and outcome, and
@@ -365,22 +419,17 @@ pub struct MetricsLayer {
 
 impl Layer for MetricsLayer {
     fn call(&self, req: McpRequest, next: Next) -> BoxFuture<'static, HandlerResult> {
-        let metrics = self.metrics.clone();
         let method = method_label(req.method());
         let seen = req.seen();
         let started = Instant::now();
-        metrics.inner.in_flight.inc();
-        let guard = InFlight(metrics.clone());
+        self.metrics.inner.in_flight.inc();
+        let guard = InFlight(self.metrics.clone());
         let answer = next.run(req);
         Box::pin(async move {
             let answer = answer.await;
             let seconds = started.elapsed().as_secs_f64();
             // The target as the server read it (or a layer before): no parse of our own.
-            let call = Call {
-                method,
-                target: seen.target().cloned().map(|t| (t, seen.registered())),
-            };
-            metrics.record(&call, Outcome::of(&answer), seconds);
+            guard.0.record(method, &seen, Outcome::of(&answer), seconds);
             drop(guard);
             answer
         })
