@@ -154,8 +154,7 @@ fn registered_in(from: &crate::session::Session, target: Option<&Target>) -> Reg
 /// it or the server noted it while parsing the params (so a layer that looks only at the
 /// answer, such as the metrics layer, costs no parse of its own).
 pub struct Seen {
-    from: Arc<crate::session::Session>,
-    target: Noted,
+    noted: Noted,
 }
 
 impl std::fmt::Debug for Seen {
@@ -169,12 +168,12 @@ impl std::fmt::Debug for Seen {
 impl Seen {
     /// The target, if it is known by now (`None` too when the params did not parse).
     pub fn target(&self) -> Option<&Target> {
-        self.target.get().and_then(Option::as_ref)
+        self.noted.target.get().and_then(Option::as_ref)
     }
 
     /// Whether the server's own registry has [`Seen::target`] ([`McpRequest::registered`]).
     pub fn registered(&self) -> Registered {
-        registered_in(&self.from, self.target())
+        registered_in(&self.noted.from, self.target())
     }
 }
 
@@ -215,16 +214,30 @@ impl Target {
 /// One request on its way to a handler, as layers see it.
 pub struct McpRequest {
     request: Request,
-    /// The connection it came on: its server, principal and transport session.
-    from: Arc<crate::session::Session>,
     /// A self-describing (2026-07-28) request, not one of its session's era.
     modern: bool,
-    /// Read on first use by a layer, or noted by the server when it parses the params.
-    target: Noted,
+    /// The connection it came on, and the target: read on first use by a layer, or noted
+    /// by the server when it parses the params.
+    noted: Noted,
 }
 
-/// A request's target, once known.
-pub(crate) type Noted = Arc<OnceLock<Option<Target>>>;
+/// Where a request came from, and its target once known: shared by the request, what
+/// layers [`Seen`] of it, and the server's parse of its params.
+pub(crate) struct Shared {
+    /// The connection it came on: its server, principal and transport session.
+    pub(crate) from: Arc<crate::session::Session>,
+    pub(crate) target: OnceLock<Option<Target>>,
+}
+
+/// A request's [`Shared`] part.
+pub(crate) type Noted = Arc<Shared>;
+
+fn noted(from: Arc<crate::session::Session>) -> Noted {
+    Arc::new(Shared {
+        from,
+        target: OnceLock::new(),
+    })
+}
 
 impl std::fmt::Debug for McpRequest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -241,9 +254,8 @@ impl McpRequest {
     pub(crate) fn new(request: Request, from: Arc<crate::session::Session>, modern: bool) -> Self {
         Self {
             request,
-            from,
             modern,
-            target: Noted::default(),
+            noted: noted(from),
         }
     }
 
@@ -275,18 +287,18 @@ impl McpRequest {
     /// Replaces the params the handler (and the layers inside this one) will see.
     pub fn set_params(&mut self, params: Option<RawJson>) {
         self.request.params = params;
-        self.target = Noted::default();
+        self.noted = noted(self.noted.from.clone());
     }
 
     /// Who the transport verified the sender to be (the issuer-qualified subject of a
     /// bearer token, say); `None`: nobody verified.
     pub fn principal(&self) -> Option<&str> {
-        self.from.principal.as_deref()
+        self.noted.from.principal.as_deref()
     }
 
     /// The transport's session (Streamable HTTP's `Mcp-Session-Id`), if it has one.
     pub fn session(&self) -> Option<&str> {
-        self.from.transport_session()
+        self.noted.from.transport_session()
     }
 
     /// The protocol version the request is served in (`2026-07-28` for a self-describing
@@ -295,13 +307,14 @@ impl McpRequest {
         if self.modern {
             ProtocolVersion::V2026_07_28
         } else {
-            self.from.version()
+            self.noted.from.version()
         }
     }
 
     /// The tool, prompt or resource the request names, read from its params on first use.
     pub fn target(&self) -> Option<&Target> {
-        self.target
+        self.noted
+            .target
             .get_or_init(|| target_of(&self.request.method, self.params()))
             .as_ref()
     }
@@ -309,20 +322,19 @@ impl McpRequest {
     /// Whether the server's own registry has the [`McpRequest::target`]: the tool or prompt
     /// of that name, the resource of that URI, or a template matching it.
     pub fn registered(&self) -> Registered {
-        registered_in(&self.from, self.target())
+        registered_in(&self.noted.from, self.target())
     }
 
     /// What layers can still read of the request after passing it on ([`Seen`]).
     pub fn seen(&self) -> Seen {
         Seen {
-            from: self.from.clone(),
-            target: self.target.clone(),
+            noted: self.noted.clone(),
         }
     }
 
     /// The request, and where the server notes its target when it parses the params.
     pub(crate) fn into_parts(self) -> (Request, Noted) {
-        (self.request, self.target)
+        (self.request, self.noted)
     }
 }
 

@@ -25,7 +25,6 @@ use crate::modern::{self, Finish, ModernMeta};
 /// What the last layer's [`Next`] hands the request to: the method table, with what it
 /// needs besides the request.
 pub(crate) struct Tail {
-    session: Arc<Session>,
     rc: RequestContext,
     request_meta: Option<Arc<ModernMeta>>,
 }
@@ -37,8 +36,8 @@ impl Tail {
         req: Request,
         noted: crate::layer::Noted,
     ) -> BoxFuture<'static, HandlerResult> {
-        self.session
-            .table(req, self.rc, self.request_meta, Some(noted))
+        let session = noted.from.clone();
+        session.table(req, self.rc, self.request_meta, Some(noted))
     }
 }
 
@@ -57,7 +56,7 @@ impl Call {
     /// Tells the layers the target the params name, now that they are parsed.
     pub(super) fn note(&self, target: impl FnOnce() -> crate::layer::Target) {
         if let Some(noted) = &self.noted {
-            let _ = noted.set(Some(target()));
+            let _ = noted.target.set(Some(target()));
         }
     }
 
@@ -105,11 +104,7 @@ impl Session {
             return self.table(req, rc, request_meta, None);
         }
         let request = McpRequest::new(req, self.clone(), request_meta.is_some());
-        let tail = Tail {
-            session: self.clone(),
-            rc,
-            request_meta,
-        };
+        let tail = Tail { rc, request_meta };
         Next::new(layers.clone(), tail).run(request)
     }
 
