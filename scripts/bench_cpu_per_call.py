@@ -11,26 +11,19 @@ Usage: python3 scripts/bench_cpu_per_call.py ROUNDS 'label:command with {addr}' 
 Environment: SHAPE (oxmcp-bench arguments, default "--clients 64"), SECS (default 4).
 Prints per label the median calls/s, the median server CPU in microseconds per call, and
 every round as (calls/s, us/call, errors)."""
-import json
 import os
 import shlex
-import socket
-import subprocess
 import sys
-import time
+
+sys.path.insert(0, "scripts")
+import bench_table as bt  # noqa: E402  the servers' and the driver's pinning, the driver's runs
 
 rounds = int(sys.argv[1])
 configs = [a.split(":", 1) for a in sys.argv[2:]]
 shape = shlex.split(os.environ.get("SHAPE", "--clients 64"))
 secs = os.environ.get("SECS", "4")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+bt.SERVERS.clear()
+bt.SERVERS.update({label: (shlex.split(cmd), []) for label, cmd in configs})
 
 
 def cpu_seconds(pid):
@@ -40,29 +33,14 @@ def cpu_seconds(pid):
 
 results = {label: [] for label, _ in configs}
 for r in range(rounds):
-    for label, cmd in (configs if r % 2 == 0 else configs[::-1]):
-        port = free_port()
-        addr = f"127.0.0.1:{port}"
-        server = subprocess.Popen(["taskset", "-c", "0"] + shlex.split(cmd.format(addr=addr)),
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(200):
-            try:
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        before = cpu_seconds(server.pid)
-        out = subprocess.run(["taskset", "-c", "1", "target/release/oxmcp-bench", "--json",
-                              f"http://{addr}/mcp", "--duration", secs + "s"] + shape,
-                             capture_output=True, text=True)
-        after = cpu_seconds(server.pid)
-        server.terminate()
-        server.wait()
-        try:
-            calls = json.loads(out.stdout)["phases"]["calls"]
-        except (ValueError, KeyError):
-            print(f"{label}: no report: {out.stderr[-300:]}", file=sys.stderr)
+    for label, _ in (configs if r % 2 == 0 else configs[::-1]):
+        with bt.Http(label) as server:
+            before = cpu_seconds(server.proc.pid)
+            report = bt.bench([server.url, "--duration", secs + "s"] + shape, label)
+            after = cpu_seconds(server.proc.pid)
+        if report is None:
             continue
+        calls = report["phases"]["calls"]
         ok = calls.get("ok") or 0
         results[label].append((calls.get("calls_per_sec") or 0,
                                (after - before) * 1e6 / max(ok, 1), calls.get("errors")))
@@ -76,3 +54,5 @@ for label, runs in results.items():
     print(label, "calls/s", round(median([x[0] for x in runs])),
           "server_cpu_us/call", round(median([x[1] for x in runs]), 2),
           "rounds", [(round(a), round(b, 2), e) for a, b, e in runs])
+print("errors:", bt.failed or "none")
+sys.exit(1 if bt.failed else 0)
