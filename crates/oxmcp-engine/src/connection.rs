@@ -25,7 +25,7 @@ use crate::service::{HandlerResult, RequestContext, Service};
 
 pub(crate) struct InFlight {
     abort: Option<AbortHandle>,
-    cancel: CancellationToken,
+    pub(crate) cancel: CancellationToken,
     cancellable: bool,
     /// Answered on its own (not inside a batch's answer).
     alone: bool,

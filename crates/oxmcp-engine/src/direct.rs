@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::task::AtomicWaker;
-use oxmcp_jsonrpc::{ErrorObject, Message, Outbound, Request, TransportContext};
+use oxmcp_jsonrpc::{ErrorObject, Message, Outbound, Request, RequestId, TransportContext};
 use tokio_util::sync::CancellationToken;
 
 use crate::connection::{Shared, admit, forget, lock, panicked};
@@ -129,6 +129,7 @@ impl Direct {
             return DirectCall::done(DirectAnswer::Closed);
         }
         let id = request.id.clone();
+        let id_kept = id.clone();
         let spoke = Arc::new(Spoke::default());
         let refused = start(shared, request, transport, &spoke);
         let (cancel, handler) = match refused {
@@ -191,6 +192,7 @@ impl Direct {
             run: Some(Box::pin(run)),
             ready: None,
             spoke,
+            owner: Some((self.shared.clone(), id_kept)),
         }
     }
 }
@@ -225,6 +227,8 @@ pub struct DirectCall {
     ready: Option<DirectAnswer>,
     /// Set when the handler sent something (or the call was let go): its answer is queued.
     spoke: Arc<Spoke>,
+    /// The connection and the request's id, while it runs here.
+    owner: Option<(Arc<Shared>, RequestId)>,
 }
 
 impl std::fmt::Debug for DirectCall {
@@ -241,6 +245,20 @@ impl DirectCall {
             run: None,
             ready: Some(answer),
             spoke: Arc::new(Spoke::default()),
+            owner: None,
+        }
+    }
+
+    /// Stops the request, for a transport whose connection is ending: its handler is dropped
+    /// where it stands, its token cancelled (so work it spawned learns), and it gets no
+    /// answer. Dropping the call instead lets the handler finish on a task of its own.
+    pub fn abandon(mut self) {
+        let Some(run) = self.run.take() else { return };
+        drop(run);
+        if let Some((shared, id)) = self.owner.take()
+            && let Some(entry) = forget(&mut lock(&shared.in_flight), &id)
+        {
+            entry.cancel.cancel();
         }
     }
 

@@ -8,14 +8,17 @@ use axum::extract::{FromRequestParts, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::{SinkExt, StreamExt};
-use oxmcp_engine::{Connection, EngineConfig, Serve};
-use oxmcp_jsonrpc::{Inbound, Outbound};
+use oxmcp_engine::{Connection, DirectSlot, EngineConfig, Serve};
+use oxmcp_jsonrpc::Outbound;
 use tokio::sync::mpsc;
 
 use oxmcp_http::front::{Client, ClientTable, Held, Lease, Refusal, Refused, Watched};
 use oxmcp_http::{HttpConfig, Principal};
 
 use crate::{SUBPROTOCOL, close};
+use engine::{Engine, Fed};
+
+mod engine;
 
 /// WebSocket settings (the rest comes from the [`HttpConfig`]: allowed hosts, auth, the
 /// message size limit `max_body`, the idle timeout `session_idle_timeout`, the most
@@ -180,6 +183,27 @@ fn token_ended(why: &str) -> Message {
 
 type Sink = futures::stream::SplitSink<Socket, Message>;
 
+/// One frame (or the end of the stream) from the client. `Err`: the connection ends, with
+/// this close frame if any.
+async fn on_frame(
+    inner: &Inner,
+    lease: Option<&Watched>,
+    sink: &mut Sink,
+    to: (&mut Engine, &mpsc::Sender<String>),
+    frame: Option<Result<Message, axum::Error>>,
+) -> Result<(), Option<Message>> {
+    match frame {
+        Some(Ok(Message::Text(text))) => on_text(inner, lease, sink, to, text.as_bytes()).await,
+        Some(Ok(Message::Binary(_))) => Err(Some(closing(
+            close::UNSUPPORTED,
+            "binary frames are not MCP messages; send JSON text",
+        ))),
+        Some(Ok(Message::Ping(_) | Message::Pong(_))) => Ok(()),
+        Some(Ok(Message::Close(_))) | None => Err(None),
+        Some(Err(e)) => Err(Some(error_close(&e))),
+    }
+}
+
 /// One text frame from the client: a fresh token (checked in a task of its own, whose answer
 /// comes through `ours`), a request refused for a scope the token lacks (answered here), or
 /// a message for the engine. `Err`: the connection ends, with this close frame if any.
@@ -187,7 +211,7 @@ async fn on_text(
     inner: &Inner,
     lease: Option<&Watched>,
     sink: &mut Sink,
-    (tx, ours): (&mpsc::Sender<Inbound>, &mpsc::Sender<String>),
+    (engine, ours): (&mut Engine, &mpsc::Sender<String>),
     text: &[u8],
 ) -> Result<(), Option<Message>> {
     let ours = ours.clone();
@@ -214,32 +238,44 @@ async fn on_text(
         }
         return Ok(());
     }
-    if tx.send(Inbound::Frame(text.to_vec())).await.is_err() {
-        return Err(Some(closing(close::NORMAL, "the session ended")));
-    }
-    Ok(())
+    let fed = engine.feed(text).await;
+    send_fed(sink, fed).await
 }
 
-/// Starts serving a connection of `principal`: the engine's input, its output, its task.
+/// Sends what a frame or a request answered here came to. `Err`: the connection ends.
+async fn send_fed(sink: &mut Sink, fed: Fed) -> Result<(), Option<Message>> {
+    match fed {
+        Fed::Taken => Ok(()),
+        Fed::Answer(line) => sink
+            .send(Message::Text(line.into()))
+            .await
+            .map_err(|_| None),
+        Fed::Closed => Err(Some(closing(close::NORMAL, "the session ended"))),
+    }
+}
+
+/// Starts serving a connection of `principal`: the engine's input (and its handle for
+/// answering requests on the socket's task), its output, its task.
 fn start_engine(
     inner: &Inner,
     principal: Option<String>,
 ) -> (
-    mpsc::Sender<Inbound>,
+    Engine,
     mpsc::Receiver<Outbound>,
     tokio::task::JoinHandle<()>,
 ) {
     let (in_tx, in_rx) = mpsc::channel(64);
     let (out_tx, out_rx) = mpsc::channel::<Outbound>(1024);
+    let direct = DirectSlot::new();
     let serving = inner.service.serve(Connection {
         incoming: in_rx,
         outgoing: out_tx,
         config: inner.engine.clone(),
         principal,
-        direct: None,
+        direct: Some(direct.clone()),
         session: None,
     });
-    (in_tx, out_rx, tokio::spawn(serving))
+    (Engine::new(in_tx, direct), out_rx, tokio::spawn(serving))
 }
 
 async fn serve(
@@ -248,7 +284,8 @@ async fn serve(
     principal: Option<String>,
     lease: Option<Watched>,
 ) {
-    let (in_tx, mut out_rx, engine) = start_engine(&inner, principal);
+    let (mut input, mut out_rx, mut engine) = start_engine(&inner, principal);
+    let mut engine_ended = false;
     // Our own answers (to `oxmcp/authorize`), from the tasks that check presented tokens.
     let (ours_tx, mut ours_rx) = mpsc::channel::<String>(4);
     let (mut sink, mut stream) = socket.split();
@@ -257,36 +294,35 @@ async fn serve(
     let mut heard = Instant::now();
     let mut last_message = Instant::now();
     let shutdown = inner.http.shutdown.clone();
-    let mut in_tx = Some(in_tx);
     let mut going_away = false;
     let end = loop {
         tokio::select! {
             frame = stream.next() => {
                 heard = Instant::now();
-                match frame {
-                    Some(Ok(Message::Text(text))) => {
-                        last_message = heard;
-                        let Some(tx) = &in_tx else { continue };
-                        let txs = (tx, &ours_tx);
-                        if let Err(end) = on_text(&inner, lease.as_ref(), &mut sink, txs, text.as_bytes()).await {
-                            break end;
-                        }
-                    }
-                    Some(Ok(Message::Binary(_))) => {
-                        break Some(closing(close::UNSUPPORTED, "binary frames are not MCP messages; send JSON text"));
-                    }
-                    Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
-                    Some(Ok(Message::Close(_))) | None => break None,
-                    Some(Err(e)) => break Some(error_close(&e)),
+                if matches!(frame, Some(Ok(Message::Text(_)))) {
+                    last_message = heard;
+                }
+                let to = (&mut input, &ours_tx);
+                if let Err(end) = on_frame(&inner, lease.as_ref(), &mut sink, to, frame).await {
+                    break end;
+                }
+            }
+            _ = &mut engine, if !engine_ended => {
+                engine_ended = true;
+                input.ended();
+            }
+            Some(answer) = input.calls.next(), if !input.calls.is_empty() => {
+                if let Err(end) = send_fed(&mut sink, engine::answered(answer)).await {
+                    break end;
                 }
             }
             out = out_rx.recv() => match out {
-                Some(out) => {
-                    let Some(line) = out.line() else { continue };
-                    if sink.send(Message::Text(line.to_owned().into())).await.is_err() {
+                Some(Outbound::Message(out)) => {
+                    if sink.send(Message::Text(out.line.into())).await.is_err() {
                         break None;
                     }
                 }
+                Some(_) => {}
                 // The engine finished (its input ended and everything was answered).
                 None if going_away => break Some(closing(close::GOING_AWAY, "the server is shutting down")),
                 None => break Some(closing(close::NORMAL, "")),
@@ -302,15 +338,16 @@ async fn serve(
                 }
             }
             why = oxmcp_http::front::ended(lease.as_ref()) => break Some(token_ended(&why)),
-            () = shutdown.cancelled(), if in_tx.is_some() => {
+            () = shutdown.cancelled(), if input.is_open() => {
                 // No more input; what the engine accepted is still answered, then the socket
                 // closes with 1001.
-                in_tx = None;
+                input.shut();
                 going_away = true;
             }
         }
     };
-    drop(in_tx);
+    // The connection is gone: nothing more it asked for runs on.
+    input.abandon();
     if let Some(frame) = end {
         let _ = sink.send(frame).await;
     }

@@ -290,3 +290,71 @@ async fn open_connections_are_capped() {
     }
     assert!(freed, "a slot came free when the connection closed");
 }
+
+/// Waits up to 5 s for `flag`.
+async fn set_soon(flag: &std::sync::atomic::AtomicBool) -> bool {
+    for _ in 0..100 {
+        if flag.load(std::sync::atomic::Ordering::SeqCst) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+/// A lone request is answered on the socket's own task, under the loop's rules: a
+/// cancellation stops it (no answer, and the socket goes on), its id stays taken while it
+/// runs, and a closed socket stops what still runs.
+#[tokio::test]
+async fn requests_answered_on_the_socket_task_are_cancelled_and_stopped() {
+    let dropped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let ws = WebSocket::new(
+        flooding_server(dropped.clone()),
+        HttpConfig::default(),
+        WsConfig::default(),
+    );
+    let base = listen(ws.router()).await;
+    let url = format!("{}/ws", base.replacen("http://", "ws://", 1));
+    let mut s = raw(&url).await;
+    send(&mut s, json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}})).await;
+    next(&mut s).await.unwrap();
+    send(
+        &mut s,
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+    )
+    .await;
+    let stuck = json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"stuck","arguments":{}}});
+    send(&mut s, stuck.clone()).await;
+    // Its id is in use while it runs.
+    send(&mut s, stuck.clone()).await;
+    let e = next(&mut s).await.unwrap();
+    assert_eq!(e["id"], 2, "{e}");
+    assert_eq!(e["error"]["code"], -32600, "{e}");
+    // Other requests go on meanwhile.
+    send(&mut s, json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"message":"beside"}}})).await;
+    let r = next(&mut s).await.unwrap();
+    assert_eq!(r["result"]["content"][0]["text"], "beside", "{r}");
+    send(
+        &mut s,
+        json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}),
+    )
+    .await;
+    assert!(
+        set_soon(&dropped).await,
+        "the cancelled handler was stopped"
+    );
+    send(&mut s, json!({"jsonrpc":"2.0","id":4,"method":"ping"})).await;
+    let r = next(&mut s).await.unwrap();
+    assert_eq!(r["id"], 4, "no answer for the cancelled request: {r}");
+
+    dropped.store(false, std::sync::atomic::Ordering::SeqCst);
+    send(&mut s, stuck).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!dropped.load(std::sync::atomic::Ordering::SeqCst));
+    s.close(None).await.unwrap();
+    drop(s);
+    assert!(
+        set_soon(&dropped).await,
+        "a closed socket stops its running handler"
+    );
+}
