@@ -3,9 +3,12 @@
 WebSocket and gRPC, and the bytes on the wire and calls/s of JSON against protobuf with
 `echo` and with a 1 MiB binary resource (demo://payload/1048576).
 
-Every figure comes from `oxmcp-bench --driver client` (the SDK's Client over each transport),
-which checks each answer: for echo, the id and the echoed text (every call sends its own
-message); for the resource, contents identical to the first read's. A figure with errors
+Every figure comes from `oxmcp-bench`, which checks each answer: for echo, the id and the
+echoed text (every call sends its own message); for the resource, contents identical to the
+first read's. The echo calls/s over Streamable HTTP and WebSocket are driven by its raw driver
+(its own HTTP/1.1 and WebSocket frames, far cheaper per call than a server), over gRPC by the
+SDK's Client (`--driver client`, the only gRPC driver), as are the JSON/protobuf figures; the
+driver's share of its core is printed beside each echo figure. A figure with errors
 is printed as its error count, never as a rate, and the script exits 1. Bytes come from a
 separate `--wire` run (a counting TCP relay; connection setup excluded), so the relay never
 slows a rate.
@@ -73,11 +76,11 @@ class Server:
         self.proc.wait()
 
 
-def bench(url, label, clients=1, encoding="json", read=None, wire=False):
+def bench(url, label, clients=1, encoding="json", read=None, wire=False, driver="client"):
     """The report of one `oxmcp-bench` run (None if it had no report)."""
-    args = DRIVER_CPU + [BENCH, "--json", url, "--driver", "client",
+    args = DRIVER_CPU + [BENCH, "--json", url, "--driver", driver,
                          "--clients", str(clients), "--encoding", encoding]
-    if clients == 1:
+    if clients == 1 and driver == "client":
         args += ["--mode", "sequential"]
     if wire:
         args += ["--wire", "--requests", "20" if read else "500"]
@@ -98,11 +101,14 @@ def bench(url, label, clients=1, encoding="json", read=None, wire=False):
 
 
 def rate(report):
-    """(calls/s, errors) of a report's one phase."""
+    """(calls/s, errors, the driver's share of its core) of a report's timed phase."""
     if report is None:
         return None
-    (phase,) = report["phases"].values()
-    return (phase["calls_per_sec"], phase["errors"])
+    phases = report["phases"]
+    (phase,) = [phases["calls"]] if "calls" in phases else phases.values()
+    cpu = report.get("cpu") or {}
+    share = cpu["driver_cpu_s"] / cpu["wall_s"] if cpu.get("wall_s") else None
+    return (phase.get("calls_per_sec", 0.0), phase["errors"], share)
 
 
 def median_cell(runs):
@@ -110,13 +116,19 @@ def median_cell(runs):
     if not runs:
         return None
     errors = sum(r[1] for r in runs)
-    return (statistics.median(r[0] for r in runs), errors)
+    shares = [r[2] for r in runs if r[2] is not None]
+    share = statistics.median(shares) if shares else None
+    return (statistics.median(r[0] for r in runs), errors, share)
+
+
+def driver_share(cell):
+    return f"{cell[2]:.0%}" if cell and cell[2] is not None else "–"
 
 
 def show(cell):
     if cell is None:
         return "failed", ""
-    value, errors = cell
+    value, errors = cell[0], cell[1]
     return (f"{value:,.0f}" if errors == 0 else f"{errors} errors"), str(errors)
 
 
@@ -133,6 +145,8 @@ FLOORS = {
 }
 RMCP = ["bench/compare/target/release/examples/rmcp_echo", "--listen", "{addr}"]
 TRANSPORTS = ("http", "ws", "grpc")
+# The driver of each transport's echo figures: the raw one where there is one.
+DRIVERS = {"http": "raw", "ws": "raw", "grpc": "client"}
 CONNECTIONS = (1, 64)
 
 
@@ -140,16 +154,19 @@ def transports_round(cells):
     ours = Server([MCP, "serve", "--listen", "{addr}"])
     for t in TRANSPORTS:
         for n in CONNECTIONS:
-            cells[("ours", t, n)].append(rate(bench(ours.url(t), f"oxmcp serve {t} x{n}", n)))
+            report = bench(ours.url(t), f"oxmcp serve {t} x{n}", n, driver=DRIVERS[t])
+            cells[("ours", t, n)].append(rate(report))
     ours.stop()
     for t, cmd in FLOORS.items():
         floor = Server(cmd)
         for n in CONNECTIONS:
-            cells[("floor", t, n)].append(rate(bench(floor.url(t), f"floor {t} x{n}", n)))
+            report = bench(floor.url(t), f"floor {t} x{n}", n, driver=DRIVERS[t])
+            cells[("floor", t, n)].append(rate(report))
         floor.stop()
     rmcp = Server(RMCP)
     for n in CONNECTIONS:
-        cells[("rmcp", "http", n)].append(rate(bench(rmcp.url("http"), f"rmcp x{n}", n)))
+        report = bench(rmcp.url("http"), f"rmcp x{n}", n, driver=DRIVERS["http"])
+        cells[("rmcp", "http", n)].append(rate(report))
     rmcp.stop()
 
 
@@ -191,11 +208,11 @@ def main():
         print(f"round {r + 1}/{ROUNDS} done", file=sys.stderr)
     sizes = wire_bytes()
     med = {k: median_cell(v) for k, v in cells.items()}
-    print(f"{SECS}s per figure, median of {ROUNDS} rounds; every answer checked; driver: the "
-          f"SDK's Client (`oxmcp-bench --driver client`), 2025-11-25 sessions")
+    print(f"{SECS}s per figure, median of {ROUNDS} rounds; every answer checked; 2025-11-25 "
+          f"sessions; drivers: {DRIVERS} (raw: `oxmcp-bench --driver raw`)")
     print("servers on core 0, driver on core 1" if PIN else "unpinned")
     print()
-    print("## echo, calls/s by transport")
+    print("## echo, calls/s by transport (the driver's share of its core in brackets)")
     print("| transport | connections | oxmcp serve | errors | floor | vs floor | rmcp | vs rmcp |")
     print("|---|---|---|---|---|---|---|---|")
     for t in TRANSPORTS:
@@ -203,8 +220,9 @@ def main():
             ours, floor = med[("ours", t, n)], med[("floor", t, n)]
             rmcp = med.get(("rmcp", t, n))
             shown, errors = show(ours)
-            rm = show(rmcp)[0] if t == "http" else "no transport"
-            print(f"| {t} | {n} | {shown} | {errors} | {show(floor)[0]} | {ratio(ours, floor)} "
+            rm = f"{show(rmcp)[0]} ({driver_share(rmcp)})" if t == "http" else "no transport"
+            print(f"| {t} | {n} | {shown} ({driver_share(ours)}) | {errors} "
+                  f"| {show(floor)[0]} ({driver_share(floor)}) | {ratio(ours, floor)} "
                   f"| {rm} | {ratio(ours, rmcp) if t == 'http' else '–'} |")
     print()
     print("## JSON against protobuf (oxmcp serve, 1 connection, sequential)")

@@ -30,8 +30,9 @@ pub(crate) struct BenchArgs {
     /// Run each phase for this long instead of a number of requests (`10s`, `500ms`, `2m`).
     #[arg(long, value_parser = parse_duration)]
     duration: Option<Duration>,
-    /// Who sends the requests: raw (JSON-RPC POSTed over hyper; the default for URLs) or
-    /// client (the SDK's Client; always for stdio).
+    /// Who sends the requests: raw (the driver's own lean HTTP/1.1, or WebSocket frames for
+    /// `ws://`; the default for http:// URLs) or client (the SDK's Client; always for stdio,
+    /// the default for ws:// and grpc://).
     #[arg(long, value_enum)]
     driver: Option<DriverArg>,
     /// Sessions of the raw driver's connections (legacy era): each (a session per
@@ -107,7 +108,8 @@ pub(crate) struct BenchArgs {
 /// `--driver`.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum DriverArg {
-    /// JSON-RPC POSTed straight over hyper, every answer decoded and checked (HTTP only).
+    /// The driver's own lean HTTP/1.1 (http://) or WebSocket frames (ws://), every answer
+    /// checked.
     Raw,
     /// The SDK's Client.
     Client,
@@ -170,8 +172,10 @@ impl BenchArgs {
                 bail!("--driver raw is for http:// URLs (stdio servers use the client)")
             }
             (None, Target::Url(u)) if is_stream_url(u) => Driver::Client,
-            (Some(DriverArg::Raw), Target::Url(u)) if is_stream_url(u) => {
-                bail!("--driver raw is for http:// URLs (WebSocket and gRPC use the client)")
+            (Some(DriverArg::Raw), Target::Url(u))
+                if is_stream_url(u) && !u.starts_with("ws://") =>
+            {
+                bail!("--driver raw is for http:// and ws:// URLs (gRPC uses the client)")
             }
             (Some(DriverArg::Raw) | None, Target::Url(_)) => Driver::Raw,
         };

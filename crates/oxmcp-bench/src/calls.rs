@@ -1,7 +1,9 @@
 //! N connections calling a tool over the raw driver, each one call at a time, in one of three
 //! shapes: a session per connection, one session shared by all (legacy era), or no session
-//! (2026-07-28, stateless). Sessions are opened over hyper (`wire`), before the clock starts;
-//! the timed calls go over the driver's own lean HTTP/1.1 (`lean`).
+//! (2026-07-28, stateless). Over Streamable HTTP, sessions are opened over hyper (`wire`),
+//! before the clock starts, and the timed calls go over the driver's own lean HTTP/1.1
+//! (`lean`); over WebSocket each connection is its session, opened with its own frames
+//! (`lean_ws`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -10,6 +12,7 @@ use serde_json::{Value, json};
 
 use crate::check::{Expect, Failure, Tally};
 use crate::lean::{self, Lean, Needles};
+use crate::lean_ws::LeanWs;
 use crate::run::{Phase, Plan, Sessions};
 use crate::stats::{DONE, Ticker};
 use crate::wire::{self, Body, Conn, Endpoint, Session, Template};
@@ -18,18 +21,47 @@ use crate::wire::{self, Body, Conn, Endpoint, Session, Template};
 /// headers, the needles its answers are checked with, and which endpoint takes its next
 /// call.
 struct Worker {
-    conns: Vec<Option<Lean>>,
+    conns: Vec<Option<Link>>,
+    /// A WebSocket connection starts with `initialize` (legacy era).
+    handshake: bool,
     headers: Vec<(&'static str, String)>,
     needles: Needles,
     reopened: u64,
     turn: usize,
 }
 
-/// A connection for timed calls to `ep`, its requests carrying `headers`.
-async fn open(ep: &Endpoint, headers: &[(&'static str, String)]) -> Result<Lean, Failure> {
+/// A connection of the raw driver.
+enum Link {
+    Http(Lean),
+    Ws(LeanWs),
+}
+
+impl Link {
+    fn is_closed(&self) -> bool {
+        match self {
+            Link::Http(c) => c.is_closed(),
+            Link::Ws(c) => c.is_closed(),
+        }
+    }
+}
+
+/// A connection for timed calls to `ep`: over HTTP its requests carry `headers`; over
+/// WebSocket it is a session of its own when `handshake`.
+async fn open(
+    ep: &Endpoint,
+    headers: &[(&'static str, String)],
+    handshake: bool,
+) -> Result<Link, Failure> {
     let (addr, authority, path) = ep.parts();
+    if ep.is_ws() {
+        return Ok(Link::Ws(
+            LeanWs::open(addr, authority, path, handshake).await?,
+        ));
+    }
     let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    Lean::open(addr, authority, path, &headers).await
+    Ok(Link::Http(
+        Lean::open(addr, authority, path, &headers).await?,
+    ))
 }
 
 /// What every answer's bytes are compared with.
@@ -50,6 +82,10 @@ async fn headers_of(
     sessions: Sessions,
     opened: &mut Vec<Session>,
 ) -> Result<Vec<(&'static str, String)>, Failure> {
+    if ep.is_ws() {
+        // The connection is the session, opened with it.
+        return Ok(Vec::new());
+    }
     match sessions {
         Sessions::Stateless => Ok(vec![
             ("mcp-protocol-version", wire::MODERN.to_owned()),
@@ -93,8 +129,9 @@ async fn setup(
             }
         };
         let mut conns = Vec::with_capacity(eps.len());
+        let handshake = sessions != Sessions::Stateless;
         for e in eps {
-            match open(e, &headers).await {
+            match open(e, &headers, handshake).await {
                 Ok(c) => conns.push(Some(c)),
                 Err(f) => {
                     tally.record(Err(f), t.elapsed());
@@ -105,6 +142,7 @@ async fn setup(
         tally.record(Ok(()), t.elapsed());
         workers.push(Worker {
             conns,
+            handshake,
             headers,
             needles: needles(plan),
             reopened: 0,
@@ -117,12 +155,16 @@ async fn setup(
 /// One checked call: its answer's bytes compared, or parsed and checked in full when the
 /// comparison cannot accept it.
 async fn call(
-    conn: &mut Lean,
+    conn: &mut Link,
     needles: &mut Needles,
     plan: &Plan,
     template: &Template,
     n: u64,
 ) -> Result<(), Failure> {
+    let conn = match conn {
+        Link::Http(conn) => conn,
+        Link::Ws(conn) => return call_ws(conn, needles, plan, template, n).await,
+    };
     let answer = conn.call(template, n).await?;
     if answer.status == 200 && answer.kind == Body::Json && needles.accept(answer.body, n) {
         return Ok(());
@@ -131,6 +173,40 @@ async fn call(
     let sent = plan.payload.message(n);
     plan.expect
         .check(sent.as_deref(), result.failed(), result.texts())
+}
+
+/// [`call`] over WebSocket: notifications before the answer are passed over.
+async fn call_ws(
+    conn: &mut LeanWs,
+    needles: &mut Needles,
+    plan: &Plan,
+    template: &Template,
+    n: u64,
+) -> Result<(), Failure> {
+    conn.send(template, n).await?;
+    loop {
+        let payload = conn.next().await?;
+        if needles.accept(payload, n) {
+            return Ok(());
+        }
+        let message: Value = serde_json::from_slice(payload)
+            .map_err(|e| Failure::Wrong(format!("a message that is not JSON: {e}")))?;
+        if message.get("id").is_none() && message.get("method").is_some() {
+            continue;
+        }
+        let reply = wire::Reply {
+            status: 200,
+            kind: Body::Json,
+            content_type: "application/json".to_owned(),
+            session: None,
+            body: bytes::Bytes::copy_from_slice(payload),
+        };
+        let result: wire::ToolResult = wire::answer(&reply, n)?;
+        let sent = plan.payload.message(n);
+        return plan
+            .expect
+            .check(sent.as_deref(), result.failed(), result.texts());
+    }
 }
 
 async fn work(
@@ -156,9 +232,9 @@ async fn work(
         let e = worker.turn % eps.len();
         worker.turn += 1;
         let (ep, slot) = (&eps[e], &mut worker.conns[e]);
-        if slot.as_ref().is_none_or(Lean::is_closed) {
+        if slot.as_ref().is_none_or(Link::is_closed) {
             worker.reopened += 1;
-            match open(ep, &worker.headers).await {
+            match open(ep, &worker.headers, worker.handshake).await {
                 Ok(c) => *slot = Some(c),
                 Err(f) => {
                     *slot = None;
@@ -187,6 +263,11 @@ pub(crate) async fn run(
     let mut eps = vec![Endpoint::resolve(url).await?];
     for also in &plan.also {
         eps.push(Endpoint::resolve(also).await?);
+    }
+    if sessions == Sessions::Shared && eps.iter().any(Endpoint::is_ws) {
+        anyhow::bail!(
+            "--session shared is for Streamable HTTP: a WebSocket connection is its own session"
+        );
     }
     let mut setup_tally = Tally::default();
     let setup_start = Instant::now();

@@ -206,8 +206,8 @@ async fn raw(plan: &Plan, url: &str) -> anyhow::Result<(Vec<Phase>, Value, Strin
     let watch = CpuWatch::start(plan.server_pid);
     let (phases, mut extra, shape) = match plan.burst {
         Some(n) => {
-            if sessions != Sessions::Each {
-                bail!("--burst opens legacy sessions, one per connection");
+            if sessions != Sessions::Each || url.starts_with("ws://") {
+                bail!("--burst opens legacy Streamable HTTP sessions, one per connection");
             }
             let shape = format!("a burst of {n} new sessions at once, a connection each");
             (burst::run(url, n).await?, json!({}), shape)
@@ -226,13 +226,12 @@ async fn raw(plan: &Plan, url: &str) -> anyhow::Result<(Vec<Phase>, Value, Strin
     if let Some(pid) = plan.server_pid {
         extra["server_peak_rss_kib"] = json!(status_kib(pid, "VmHWM:"));
     }
-    Ok((
-        phases,
-        extra,
-        format!(
-            "raw HTTP driver (one thread; timed calls on its own lean HTTP/1.1, sessions opened over hyper), {shape}"
-        ),
-    ))
+    let how = if url.starts_with("ws://") {
+        "raw WebSocket driver (one thread; its own frames, each connection its session)"
+    } else {
+        "raw HTTP driver (one thread; timed calls on its own lean HTTP/1.1, sessions opened over hyper)"
+    };
+    Ok((phases, extra, format!("{how}, {shape}")))
 }
 
 fn cores() -> usize {

@@ -32,6 +32,8 @@ pub(crate) struct Endpoint {
     addr: SocketAddr,
     authority: String,
     path: String,
+    /// A WebSocket endpoint (`ws://`), not Streamable HTTP.
+    ws: bool,
 }
 
 impl Endpoint {
@@ -40,13 +42,22 @@ impl Endpoint {
         (self.addr, &self.authority, &self.path)
     }
 
+    /// Whether this is a WebSocket endpoint.
+    pub(crate) fn is_ws(&self) -> bool {
+        self.ws
+    }
+
     pub(crate) async fn resolve(url: &str) -> anyhow::Result<Endpoint> {
         let uri: hyper::Uri = url
             .parse()
             .with_context(|| format!("{url:?} is not a URL"))?;
-        if uri.scheme_str() != Some("http") {
-            bail!("the raw driver speaks plain http:// only; use --driver client for {url}");
-        }
+        let ws = match uri.scheme_str() {
+            Some("http") => false,
+            Some("ws") => true,
+            _ => bail!(
+                "the raw driver speaks plain http:// and ws:// only; use --driver client for {url}"
+            ),
+        };
         let authority = uri.authority().context("the URL has no host")?.to_string();
         let host = uri.host().context("the URL has no host")?;
         let host = host.trim_start_matches('[').trim_end_matches(']');
@@ -73,6 +84,7 @@ impl Endpoint {
             addr,
             authority,
             path,
+            ws,
         })
     }
 }

@@ -74,6 +74,49 @@ async fn fake(
     }
 }
 
+/// The same fake over WebSocket at `/{fault}/ws`: `text` and `id` as above, `chatty` (a
+/// notification and a ping before each right answer), anything else right answers.
+async fn fake_ws(Path(fault): Path<String>, ws: axum::extract::ws::WebSocketUpgrade) -> Response {
+    use axum::extract::ws::Message;
+    ws.protocols(["mcp"])
+        .on_upgrade(move |mut socket| async move {
+            while let Some(Ok(frame)) = socket.recv().await {
+                let Message::Text(text) = frame else { continue };
+                let msg: Value = serde_json::from_str(&text).unwrap();
+                let Some(id) = msg.get("id").cloned() else {
+                    continue;
+                };
+                let message = msg["params"]["arguments"]["message"].as_str().unwrap_or("");
+                let right = |id: Value, text: &str| {
+                    json!({"jsonrpc": "2.0", "id": id,
+                    "result": {"content": [{"type": "text", "text": text}]}})
+                };
+                let answer = match fault.as_str() {
+                    _ if msg["method"] == "initialize" => json!({"jsonrpc": "2.0", "id": id,
+                    "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "fake", "version": "1"}}}),
+                    "text" => right(id, "stale"),
+                    "id" => right(json!(id.as_u64().unwrap_or(0) + 1000), message),
+                    "chatty" => {
+                        let note = json!({"jsonrpc": "2.0", "method": "notifications/message",
+                        "params": {"level": "info", "data": "working"}});
+                        let _ = socket.send(Message::Text(note.to_string().into())).await;
+                        let _ = socket.send(Message::Ping(Bytes::from_static(b"p"))).await;
+                        right(id, message)
+                    }
+                    _ => right(id, message),
+                };
+                if socket
+                    .send(Message::Text(answer.to_string().into()))
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
+            }
+        })
+}
+
 /// Starts the fake server; returns its base URL (`http://127.0.0.1:PORT`).
 async fn start_fake() -> String {
     let app = axum::Router::new()
@@ -81,6 +124,7 @@ async fn start_fake() -> String {
             "/{fault}/mcp",
             axum::routing::post(fake).delete(|| async { StatusCode::OK }),
         )
+        .route("/{fault}/ws", axum::routing::get(fake_ws))
         .with_state(Arc::new(AtomicU64::new(0)));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -172,6 +216,77 @@ async fn every_shape_against_mcp_serve_has_no_errors() {
         assert_eq!(v["phases"]["burst"]["sessions"], 50, "{v}");
         assert_eq!(v["errors"], 0, "{v}");
     }
+}
+
+/// The raw driver over WebSocket (its own frames) checks every answer as over HTTP: wrong
+/// texts and ids are errors, notifications and pings before an answer are passed over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_raw_websocket_driver_checks_every_answer() {
+    let base = start_fake().await.replacen("http://", "ws://", 1);
+    for (fault, failed) in [("text", 40), ("id", 40), ("none", 0), ("chatty", 0)] {
+        let url = format!("{base}/{fault}/ws");
+        let args = [
+            &url,
+            "--driver",
+            "raw",
+            "--clients",
+            "2",
+            "--requests",
+            "40",
+        ];
+        let (ok, v, err) = bench(&args).await;
+        assert_eq!(ok, failed == 0, "{fault}: {err} {v}");
+        assert_eq!(v["errors"], failed, "{fault}: {v}");
+        assert!(v["driver"].as_str().unwrap().contains("WebSocket"), "{v}");
+        let calls = &v["phases"]["calls"];
+        assert_eq!(calls["calls"], 40, "{fault}: {v}");
+        if failed > 0 {
+            assert_eq!(calls["error_kinds"]["wrong answer"], failed, "{fault}: {v}");
+        }
+    }
+}
+
+/// The raw WebSocket driver against `oxmcp serve`: a session per connection and
+/// 2026-07-28 requests, no errors; a shared session is refused (a socket is its own).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_raw_websocket_driver_against_mcp_serve() {
+    let (_server, url) = oxmcp_tests::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    let ws = url.replacen("http://", "ws://", 1).replace("/mcp", "/ws");
+    for era in ["legacy", "modern"] {
+        let args = [
+            &ws,
+            "--driver",
+            "raw",
+            "--clients",
+            "4",
+            "--requests",
+            "400",
+            "--era",
+            era,
+        ];
+        let (ok, v, err) = bench(&args).await;
+        assert!(ok, "{era}: {err} {v}");
+        assert_eq!(v["errors"], 0, "{era}: {v}");
+        assert_eq!(v["phases"]["calls"]["calls"], 400, "{era}: {v}");
+    }
+    let out = tokio::process::Command::new(BENCH)
+        .args([
+            &ws,
+            "--driver",
+            "raw",
+            "--session",
+            "shared",
+            "--requests",
+            "5",
+        ])
+        .output()
+        .await
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("its own session"),
+        "{err}"
+    );
 }
 
 /// `--read`, `--wire` and `--encoding` over every transport: no errors, and the bytes on the
