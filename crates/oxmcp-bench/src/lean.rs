@@ -144,7 +144,7 @@ struct Read {
 }
 
 /// Reads more of the answer into `input`; an error if the server closed the connection.
-async fn more(stream: &mut TcpStream, input: &mut Vec<u8>) -> Result<(), Failure> {
+pub(crate) async fn more(stream: &mut TcpStream, input: &mut Vec<u8>) -> Result<(), Failure> {
     if input.len() >= MAX_ANSWER {
         return Err(Failure::Wrong("an answer over 64 MiB".into()));
     }

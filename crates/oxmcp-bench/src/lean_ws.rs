@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 
 use memchr::memmem;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use crate::check::Failure;
@@ -237,23 +237,9 @@ impl LeanWs {
         }
     }
 
-    /// Reads more into `input`; an error if the server closed the connection.
+    /// Reads more into `input` ([`crate::lean::more`]: at most 64 MiB).
     async fn more(&mut self) -> Result<(), Failure> {
-        if self.input.len() - self.at > MAX_FRAME + 16 {
-            return Err(Failure::Wrong("a message over 64 MiB".into()));
-        }
-        self.input.reserve(8192);
-        let n = self
-            .stream
-            .read_buf(&mut self.input)
-            .await
-            .map_err(|e| transport("read", e))?;
-        if n == 0 {
-            return Err(Failure::Transport(
-                "the server closed the connection".into(),
-            ));
-        }
-        Ok(())
+        crate::lean::more(&mut self.stream, &mut self.input).await
     }
 }
 

@@ -50,6 +50,7 @@
 mod connection;
 mod direct;
 mod error;
+mod feeder;
 mod options;
 mod outbox;
 mod peer;
@@ -59,6 +60,7 @@ mod service;
 pub use connection::{run, run_with};
 pub use direct::{Direct, DirectAnswer, DirectCall, DirectSlot};
 pub use error::CallError;
+pub use feeder::{Fed, Feeder};
 pub use options::{EngineConfig, ProgressCallback, RequestOptions};
 pub use peer::Peer;
 pub use serve::{Connection, Identity, Serve};

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use oxmcp_engine::{Connection, EngineConfig, Serve};
+use oxmcp_engine::{Connection, DirectSlot, EngineConfig, Fed, Feeder, Serve};
 use oxmcp_jsonrpc::{Inbound, Outbound};
 use oxmcp_proto::{DecodeLimits, Envelope};
 use parking_lot::Mutex;
@@ -338,27 +338,29 @@ fn open(
     let (in_tx, in_rx) = mpsc::channel(64);
     let (out_tx, out_rx) = mpsc::channel::<Outbound>(1024);
     let (answer_tx, answer_rx) = mpsc::channel(64);
+    let direct = DirectSlot::new();
     let engine = tokio::spawn(inner.service.serve(Connection {
         incoming: in_rx,
         outgoing: out_tx,
         config: inner.engine.clone(),
         principal: caller.principal,
-        direct: None,
+        direct: Some(direct.clone()),
         session: None,
     }));
     let form = Arc::new(SharedForm::new(chosen));
     let ending = Arc::new(Ending::default());
+    let guard = AbortOnDrop(engine.abort_handle());
     let reader = Reader {
         inner,
-        in_tx,
+        feeder: Feeder::new(in_tx, direct),
         answers: answer_tx.clone(),
         form: form.clone(),
         ending: ending.clone(),
         engine: engine.abort_handle(),
+        task: Some(engine),
         lease: caller.lease,
     };
     tokio::spawn(reader.run(incoming));
-    let guard = AbortOnDrop(engine.abort_handle());
     tokio::spawn(async move {
         write(out_rx, answer_tx, form, ending, guard).await;
         // The stream's slot is free once its engine is done.
@@ -396,19 +398,22 @@ async fn write(
     }
 }
 
-/// Reads the client's side of a `Connect` stream into the engine.
+/// Reads the client's side of a `Connect` stream into the engine, answering lone requests
+/// on its own task ([`Feeder`]).
 struct Reader {
     inner: Arc<Inner>,
-    in_tx: mpsc::Sender<Inbound>,
+    feeder: Feeder,
     answers: mpsc::Sender<Result<Envelope, Status>>,
     form: Arc<SharedForm>,
     ending: Arc<Ending>,
     engine: AbortHandle,
+    /// The engine's task, until its loop ends.
+    task: Option<tokio::task::JoinHandle<()>>,
     lease: Option<Arc<Watched>>,
 }
 
 impl Reader {
-    async fn run(self, mut incoming: Streaming<Envelope>) {
+    async fn run(mut self, mut incoming: Streaming<Envelope>) {
         let _open = oxmcp_http::stats::Open::new(oxmcp_http::stats::Transport::Grpc);
         let idle = self.inner.http.session_idle_timeout;
         let shutdown = self.inner.http.shutdown.clone();
@@ -425,8 +430,26 @@ impl Reader {
                     // cancelled.
                     let status = Status::unauthenticated(format!("{why}; reconnect with a fresh token"));
                     self.ending.cut(status);
-                    self.engine.abort();
+                    self.stop();
                     return;
+                }
+                () = self.answers.closed(), if self.feeder.running() > 0 => {
+                    // The client reset the stream: what runs here is cancelled with it, as
+                    // the writer's end stops the engine.
+                    self.stop();
+                    return;
+                }
+                fed = self.feeder.answered(), if self.feeder.running() > 0 => {
+                    if !self.deliver(fed).await {
+                        return;
+                    }
+                    continue;
+                }
+                () = loop_end(&mut self.task), if self.task.is_some() => {
+                    // The loop has ended: its output closes once what it sent is read.
+                    self.task = None;
+                    self.feeder.loop_ended();
+                    continue;
                 }
             };
             match next {
@@ -444,7 +467,7 @@ impl Reader {
                     ) {
                         // The client reset the stream or went away: its requests are cancelled.
                         tracing::debug!("a gRPC client went away: {}", status.message());
-                        self.engine.abort();
+                        self.stop();
                     } else {
                         // Too big or malformed: what was accepted is still answered, then
                         // the stream ends with this status.
@@ -458,15 +481,34 @@ impl Reader {
                         .answers
                         .send(Err(Status::deadline_exceeded("idle for too long")))
                         .await;
-                    self.engine.abort();
+                    self.stop();
                     return;
                 }
             }
         }
     }
 
-    /// Sends an answer of ours (JSON) to the client.
-    async fn answer(&self, line: &str) {
+    /// The stream is over before its end: the engine stops, and with it what it runs here.
+    fn stop(&mut self) {
+        self.engine.abort();
+        self.feeder.abandon();
+    }
+
+    /// Sends what a message or a request answered here came to; `false` when the engine is
+    /// gone.
+    async fn deliver(&mut self, fed: Fed) -> bool {
+        match fed {
+            Fed::Taken => true,
+            Fed::Answer(line) => {
+                self.answer(&line).await;
+                true
+            }
+            Fed::Closed => false,
+        }
+    }
+
+    /// Sends an answer of ours (JSON) to the client. (`&mut`: a shared reader is not `Sync`.)
+    async fn answer(&mut self, line: &str) {
         let _ = self
             .answers
             .send(Ok(from_json(line, self.form.get())))
@@ -476,7 +518,7 @@ impl Reader {
     /// One envelope from the client: a fresh token (checked in a task of its own, which
     /// answers it), a request refused for a scope the token lacks (answered here), or a
     /// message for the engine. `false` when the engine is gone.
-    async fn on_envelope(&self, envelope: Envelope) -> bool {
+    async fn on_envelope(&mut self, envelope: Envelope) -> bool {
         if let Some(form) = Form::of(&envelope) {
             self.form.settle(form);
         }
@@ -508,7 +550,18 @@ impl Reader {
             }
             return true;
         }
-        self.in_tx.send(Inbound::Frame(bytes)).await.is_ok()
+        let fed = self.feeder.feed(&bytes, None).await;
+        self.deliver(fed).await
+    }
+}
+
+/// Until the engine's task ends; pending without one.
+async fn loop_end(task: &mut Option<tokio::task::JoinHandle<()>>) {
+    match task {
+        Some(task) => {
+            let _ = task.await;
+        }
+        None => std::future::pending().await,
     }
 }
 

@@ -457,3 +457,43 @@ async fn open_streams_are_capped() {
     }
     assert!(freed, "a slot came free when a stream ended");
 }
+
+/// A lone request is answered on the stream's own task, under the loop's rules: its id stays
+/// taken while it runs, other requests go on beside it, a cancellation stops it (no answer,
+/// the stream goes on), and a notification sent before a request is handled before it.
+#[tokio::test]
+async fn requests_answered_on_the_stream_task_keep_the_loop_rules() {
+    let dropped = Arc::new(AtomicBool::new(false));
+    let url = endpoint_with(flooding_server(dropped.clone()), HttpConfig::default()).await;
+    let mut s = raw(&url).await;
+    s.send_json(init()).await;
+    s.answer().await;
+    s.send_json(json!({"jsonrpc":"2.0","method":"notifications/initialized"}))
+        .await;
+    // Straight after notifications/initialized: served, not refused as uninitialized.
+    s.send_json(echo(1, "first", false)).await;
+    assert_eq!(s.answer().await["result"]["content"][0]["text"], "first");
+    let stuck = json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"stuck","arguments":{}}});
+    s.send_json(stuck.clone()).await;
+    s.send_json(stuck).await;
+    let e = s.answer().await;
+    assert_eq!(
+        (e["id"].clone(), e["error"]["code"].clone()),
+        (json!(2), json!(-32600)),
+        "{e}"
+    );
+    s.send_json(echo(3, "beside", false)).await;
+    assert_eq!(s.answer().await["result"]["content"][0]["text"], "beside");
+    s.send_json(
+        json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}),
+    )
+    .await;
+    assert!(
+        until(5, || dropped.load(Ordering::SeqCst)).await,
+        "the cancelled handler was stopped"
+    );
+    s.send_json(json!({"jsonrpc":"2.0","id":4,"method":"ping"}))
+        .await;
+    let r = s.answer().await;
+    assert_eq!(r["id"], 4, "no answer for the cancelled request: {r}");
+}

@@ -8,7 +8,7 @@ use axum::extract::{FromRequestParts, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::{SinkExt, StreamExt};
-use oxmcp_engine::{Connection, DirectSlot, EngineConfig, Serve};
+use oxmcp_engine::{Connection, DirectSlot, EngineConfig, Fed, Feeder, Serve};
 use oxmcp_jsonrpc::Outbound;
 use tokio::sync::mpsc;
 
@@ -16,9 +16,6 @@ use oxmcp_http::front::{Client, ClientTable, Held, Lease, Refusal, Refused, Watc
 use oxmcp_http::{HttpConfig, Principal};
 
 use crate::{SUBPROTOCOL, close};
-use engine::{Engine, Fed};
-
-mod engine;
 
 /// WebSocket settings (the rest comes from the [`HttpConfig`]: allowed hosts, auth, the
 /// message size limit `max_body`, the idle timeout `session_idle_timeout`, the most
@@ -189,7 +186,7 @@ async fn on_frame(
     inner: &Inner,
     lease: Option<&Watched>,
     sink: &mut Sink,
-    to: (&mut Engine, &mpsc::Sender<String>),
+    to: (&mut Feeder, &mpsc::Sender<String>),
     frame: Option<Result<Message, axum::Error>>,
 ) -> Result<(), Option<Message>> {
     match frame {
@@ -211,7 +208,7 @@ async fn on_text(
     inner: &Inner,
     lease: Option<&Watched>,
     sink: &mut Sink,
-    (engine, ours): (&mut Engine, &mpsc::Sender<String>),
+    (feeder, ours): (&mut Feeder, &mpsc::Sender<String>),
     text: &[u8],
 ) -> Result<(), Option<Message>> {
     let ours = ours.clone();
@@ -238,7 +235,7 @@ async fn on_text(
         }
         return Ok(());
     }
-    let fed = engine.feed(text).await;
+    let fed = feeder.feed(text, None).await;
     send_fed(sink, fed).await
 }
 
@@ -260,7 +257,7 @@ fn start_engine(
     inner: &Inner,
     principal: Option<String>,
 ) -> (
-    Engine,
+    Feeder,
     mpsc::Receiver<Outbound>,
     tokio::task::JoinHandle<()>,
 ) {
@@ -275,7 +272,7 @@ fn start_engine(
         direct: Some(direct.clone()),
         session: None,
     });
-    (Engine::new(in_tx, direct), out_rx, tokio::spawn(serving))
+    (Feeder::new(in_tx, direct), out_rx, tokio::spawn(serving))
 }
 
 async fn serve(
@@ -309,10 +306,10 @@ async fn serve(
             }
             _ = &mut engine, if !engine_ended => {
                 engine_ended = true;
-                input.ended();
+                input.loop_ended();
             }
-            Some(answer) = input.calls.next(), if !input.calls.is_empty() => {
-                if let Err(end) = send_fed(&mut sink, engine::answered(answer)).await {
+            fed = input.answered(), if input.running() > 0 => {
+                if let Err(end) = send_fed(&mut sink, fed).await {
                     break end;
                 }
             }

@@ -35,6 +35,19 @@ async fn raw(url: &str) -> Raw {
     socket
 }
 
+/// A raw socket with a legacy session on it (initialize, then notifications/initialized).
+async fn session(url: &str) -> Raw {
+    let mut s = raw(url).await;
+    send(&mut s, json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}})).await;
+    next(&mut s).await.unwrap();
+    send(
+        &mut s,
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+    )
+    .await;
+    s
+}
+
 /// The next text message as JSON, or the close frame's code.
 async fn next(socket: &mut Raw) -> Result<Value, u16> {
     loop {
@@ -244,14 +257,7 @@ async fn a_slow_reader_loses_nothing() {
     );
     let base = listen(ws.router()).await;
     let url = format!("{}/ws", base.replacen("http://", "ws://", 1));
-    let mut s = raw(&url).await;
-    send(&mut s, json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}})).await;
-    next(&mut s).await.unwrap();
-    send(
-        &mut s,
-        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
-    )
-    .await;
+    let mut s = session(&url).await;
     send(
         &mut s,
         json!({"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"info"}}),
@@ -315,14 +321,7 @@ async fn requests_answered_on_the_socket_task_are_cancelled_and_stopped() {
     );
     let base = listen(ws.router()).await;
     let url = format!("{}/ws", base.replacen("http://", "ws://", 1));
-    let mut s = raw(&url).await;
-    send(&mut s, json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}})).await;
-    next(&mut s).await.unwrap();
-    send(
-        &mut s,
-        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
-    )
-    .await;
+    let mut s = session(&url).await;
     let stuck = json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"stuck","arguments":{}}});
     send(&mut s, stuck.clone()).await;
     // Its id is in use while it runs.
