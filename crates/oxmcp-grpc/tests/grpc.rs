@@ -497,3 +497,23 @@ async fn requests_answered_on_the_stream_task_keep_the_loop_rules() {
     let r = s.answer().await;
     assert_eq!(r["id"], 4, "no answer for the cancelled request: {r}");
 }
+
+/// A stream half-closed with a request still running, then reset: the request is cancelled
+/// with the stream, wherever it runs (a half-close alone lets it finish).
+#[tokio::test]
+async fn a_half_closed_then_reset_stream_cancels_its_requests() {
+    let dropped = Arc::new(AtomicBool::new(false));
+    let url = endpoint_with(flooding_server(dropped.clone()), HttpConfig::default()).await;
+    let mut s = raw(&url).await;
+    let stuck = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"stuck","arguments":{},"_meta":modern_meta()}});
+    s.send_json(stuck).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    s.tx = None;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!dropped.load(Ordering::SeqCst), "a half-close lets it run");
+    drop(s);
+    assert!(
+        until(5, || dropped.load(Ordering::SeqCst)).await,
+        "the call was cancelled with its stream"
+    );
+}

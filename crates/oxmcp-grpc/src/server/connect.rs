@@ -164,8 +164,17 @@ struct Reader {
 }
 
 impl Reader {
-    async fn run(mut self, mut incoming: Streaming<Envelope>) {
+    async fn run(mut self, incoming: Streaming<Envelope>) {
         let _open = oxmcp_http::stats::Open::new(oxmcp_http::stats::Transport::Grpc);
+        if self.read(incoming).await {
+            self.finish().await;
+        }
+    }
+
+    /// Reads the client's envelopes until its side ends. True for a graceful end (half-close,
+    /// shutdown, bad input: what was accepted is still answered); false when the stream was
+    /// stopped (reset, token ended, idle) or the engine is gone.
+    async fn read(&mut self, mut incoming: Streaming<Envelope>) -> bool {
         let idle = self.inner.http.session_idle_timeout;
         let shutdown = self.inner.http.shutdown.clone();
         loop {
@@ -174,7 +183,7 @@ impl Reader {
                 () = shutdown.cancelled() => {
                     // No more input; what was accepted is answered, then the stream ends.
                     self.ending.leave(Status::unavailable("the server is shutting down"));
-                    return;
+                    return true;
                 }
                 why = oxmcp_http::front::ended(self.lease.as_deref()) => {
                     // The token expired or was refused: the stream ends now, its requests
@@ -182,17 +191,17 @@ impl Reader {
                     let status = Status::unauthenticated(format!("{why}; reconnect with a fresh token"));
                     self.ending.cut(status);
                     self.stop();
-                    return;
+                    return false;
                 }
                 () = self.answers.closed(), if self.feeder.running() > 0 => {
                     // The client reset the stream: what runs here is cancelled with it, as
                     // the writer's end stops the engine.
                     self.stop();
-                    return;
+                    return false;
                 }
                 fed = self.feeder.answered(), if self.feeder.running() > 0 => {
                     if !self.deliver(fed).await {
-                        return;
+                        return false;
                     }
                     continue;
                 }
@@ -206,11 +215,11 @@ impl Reader {
             match next {
                 Ok(Ok(Some(envelope))) => {
                     if !self.on_envelope(envelope).await {
-                        return;
+                        return false;
                     }
                 }
                 // The client ended its side: the engine answers what it accepted, then ends.
-                Ok(Ok(None)) => return,
+                Ok(Ok(None)) => return true,
                 Ok(Err(status)) => {
                     if matches!(
                         status.code(),
@@ -219,19 +228,45 @@ impl Reader {
                         // The client reset the stream or went away: its requests are cancelled.
                         tracing::debug!("a gRPC client went away: {}", status.message());
                         self.stop();
-                    } else {
-                        // Too big or malformed: what was accepted is still answered, then
-                        // the stream ends with this status.
-                        tracing::debug!("bad gRPC input: {}", status.message());
-                        self.ending.leave(status);
+                        return false;
                     }
-                    return;
+                    // Too big or malformed: what was accepted is still answered, then the
+                    // stream ends with this status.
+                    tracing::debug!("bad gRPC input: {}", status.message());
+                    self.ending.leave(status);
+                    return true;
                 }
                 Err(_) => {
                     let _ = self
                         .answers
                         .send(Err(Status::deadline_exceeded("idle for too long")))
                         .await;
+                    self.stop();
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// After a graceful end of the client's side: the loop takes no more, and the requests
+    /// still answered here are answered. A reset stream or an ended token stops them then,
+    /// as it stops the engine's own.
+    async fn finish(&mut self) {
+        self.feeder.shut();
+        while self.feeder.running() > 0 {
+            tokio::select! {
+                fed = self.feeder.answered() => {
+                    if !self.deliver(fed).await {
+                        return;
+                    }
+                }
+                () = self.answers.closed() => {
+                    self.stop();
+                    return;
+                }
+                why = oxmcp_http::front::ended(self.lease.as_deref()) => {
+                    let status = Status::unauthenticated(format!("{why}; reconnect with a fresh token"));
+                    self.ending.cut(status);
                     self.stop();
                     return;
                 }
