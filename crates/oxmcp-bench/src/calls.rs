@@ -175,8 +175,26 @@ async fn call(
         .check(sent.as_deref(), result.failed(), result.texts())
 }
 
-/// [`call`] over WebSocket: notifications before the answer are passed over.
+/// [`call`] over WebSocket: notifications before the answer are passed over, all within
+/// [`wire::TIMEOUT`]. After any failure the connection is not used again (the rest of that
+/// call's messages would be read as the next call's).
 async fn call_ws(
+    conn: &mut LeanWs,
+    needles: &mut Needles,
+    plan: &Plan,
+    template: &Template,
+    n: u64,
+) -> Result<(), Failure> {
+    let checked = tokio::time::timeout(wire::TIMEOUT, answer_ws(conn, needles, plan, template, n))
+        .await
+        .unwrap_or(Err(Failure::Timeout));
+    if checked.is_err() {
+        conn.close();
+    }
+    checked
+}
+
+async fn answer_ws(
     conn: &mut LeanWs,
     needles: &mut Needles,
     plan: &Plan,

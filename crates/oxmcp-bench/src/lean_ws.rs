@@ -86,6 +86,12 @@ impl LeanWs {
         self.closed
     }
 
+    /// Ends the connection's use: after a wrong answer, what is still to come on it would
+    /// be read as the next call's.
+    pub(crate) fn close(&mut self) {
+        self.closed = true;
+    }
+
     async fn upgrade(&mut self, authority: &str, path: &str) -> Result<(), Failure> {
         let head = format!(
             "GET {path} HTTP/1.1\r\nhost: {authority}\r\nupgrade: websocket\r\n\
@@ -206,10 +212,9 @@ impl LeanWs {
     async fn next_range(&mut self) -> Result<std::ops::Range<usize>, Failure> {
         loop {
             let Some((opcode, payload, end)) = frame(&self.input[self.at..])? else {
-                if self.at == self.input.len() {
-                    self.input.clear();
-                    self.at = 0;
-                }
+                // What was read is dropped; a partial frame moves to the front.
+                self.input.drain(..self.at);
+                self.at = 0;
                 self.more().await?;
                 continue;
             };

@@ -24,7 +24,7 @@ use crate::peer::Peer;
 use crate::service::{HandlerResult, RequestContext, Service};
 
 pub(crate) struct InFlight {
-    abort: Option<AbortHandle>,
+    pub(crate) abort: Option<AbortHandle>,
     pub(crate) cancel: CancellationToken,
     cancellable: bool,
     /// Answered on its own (not inside a batch's answer).

@@ -121,6 +121,19 @@ impl Direct {
         self.shared.handled.load(Ordering::Acquire)
     }
 
+    /// The connection is gone: every request it has in flight is cancelled and stopped at
+    /// once, wherever it runs (by the loop, on a caller's task, or on a task of its own since
+    /// it sent something), as when the connection is killed for not reading.
+    pub(crate) fn stop_all(&self) {
+        self.shared.peer.killed().cancel();
+        for (_, entry) in lock(&self.shared.in_flight).drain() {
+            entry.cancel.cancel();
+            if let Some(abort) = entry.abort {
+                abort.abort();
+            }
+        }
+    }
+
     /// Answers `request`. The handler is started on the caller's task (where its synchronous
     /// part runs) and runs there while it sends nothing (see [`Direct`]).
     pub fn call(&self, request: Request, transport: Option<TransportContext>) -> DirectCall {

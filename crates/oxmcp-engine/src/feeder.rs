@@ -3,6 +3,8 @@
 //! [`Direct`], with no hop to the loop, to a task of the request's own, and back through the
 //! output channel.
 
+use std::collections::VecDeque;
+
 use futures::FutureExt;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
@@ -33,6 +35,8 @@ pub struct Feeder {
     direct: DirectSlot,
     /// Requests answered here that were not answered at once.
     calls: FuturesUnordered<DirectCall>,
+    /// What such requests came to while a frame waited for room in the loop's input.
+    ready: VecDeque<Fed>,
 }
 
 impl std::fmt::Debug for Feeder {
@@ -40,7 +44,7 @@ impl std::fmt::Debug for Feeder {
         f.debug_struct("Feeder")
             .field("open", &self.tx.is_some())
             .field("fed", &self.fed)
-            .field("running", &self.calls.len())
+            .field("running", &self.running())
             .finish()
     }
 }
@@ -65,6 +69,7 @@ impl Feeder {
             fed: 0,
             direct,
             calls: FuturesUnordered::new(),
+            ready: VecDeque::new(),
         }
     }
 
@@ -84,9 +89,10 @@ impl Feeder {
         self.direct = DirectSlot::new();
     }
 
-    /// How many requests are being answered here.
+    /// How many requests are being answered here (or were, and wait for
+    /// [`Feeder::answered`]).
     pub fn running(&self) -> usize {
-        self.calls.len()
+        self.calls.len() + self.ready.len()
     }
 
     /// Takes one frame (JSON text), from a peer that `transport` describes, if known.
@@ -106,7 +112,18 @@ impl Feeder {
             Some(Ok(message)) => Inbound::Message(Box::new(message), transport),
             Some(Err(_)) | None => Inbound::Frame(frame.to_vec()),
         };
-        if tx.send(input).await.is_err() {
+        // While the frame waits for room, the requests answered here go on: the loop may be
+        // waiting for them to end (it ends only once every request has).
+        let mut send = std::pin::pin!(tx.send(input));
+        let sent = loop {
+            tokio::select! {
+                sent = &mut send => break sent,
+                Some(answer) = self.calls.next(), if !self.calls.is_empty() => {
+                    self.ready.push_back(fed(answer));
+                }
+            }
+        };
+        if sent.is_err() {
             return Fed::Closed;
         }
         self.fed += 1;
@@ -116,24 +133,32 @@ impl Feeder {
     /// What the next of the requests still answered here came to; pending while there is
     /// none (poll it beside the transport's reads).
     pub async fn answered(&mut self) -> Fed {
+        if let Some(ready) = self.ready.pop_front() {
+            return ready;
+        }
         match self.calls.next().await {
             Some(answer) => fed(answer),
             None => std::future::pending().await,
         }
     }
 
-    /// Stops the requests still answered here ([`DirectCall::abandon`]): the connection is
-    /// gone.
+    /// The connection is gone: stops every request it has in flight, those answered here
+    /// ([`DirectCall::abandon`]), those that went on on a task of their own after sending
+    /// something, and the loop's (their tokens cancelled, their handlers dropped).
     pub fn abandon(&mut self) {
+        if let Some(direct) = self.direct.get() {
+            direct.stop_all();
+        }
         for call in std::mem::take(&mut self.calls) {
             call.abandon();
         }
+        self.ready.clear();
     }
 
     /// The handle for answering a request here, if one may be now.
     fn here(&self) -> Option<&Direct> {
         let direct = self.direct.get()?;
-        (self.calls.len() < MAX_HERE && direct.handled() == self.fed).then_some(direct)
+        (self.running() < MAX_HERE && direct.handled() == self.fed).then_some(direct)
     }
 
     /// The answer of `call` if it has one at once, else keeps it for [`Feeder::answered`].

@@ -357,3 +357,55 @@ async fn requests_answered_on_the_socket_task_are_cancelled_and_stopped() {
         "a closed socket stops its running handler"
     );
 }
+
+/// A request that sent something (a log message) goes on on a task of its own: a closed
+/// socket stops it all the same.
+#[tokio::test]
+async fn a_closed_socket_stops_a_request_that_spoke() {
+    struct SetOnDrop(std::sync::Arc<std::sync::atomic::AtomicBool>);
+    impl Drop for SetOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    let dropped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = dropped.clone();
+    let server = with_tools(oxmcp_server::Server::builder("t", "1"))
+        .tool(
+            "chatty_stuck",
+            "logs, then never answers",
+            move |c: oxmcp_server::Ctx, _a: Nothing| {
+                let guard = SetOnDrop(flag.clone());
+                async move {
+                    let _guard = guard;
+                    c.log(oxmcp_types::LoggingLevel::Info, None, json!("working"))
+                        .await;
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                    Ok::<_, String>("woke")
+                }
+            },
+        )
+        .build()
+        .unwrap();
+    let ws = WebSocket::new(server, HttpConfig::default(), WsConfig::default());
+    let base = listen(ws.router()).await;
+    let url = format!("{}/ws", base.replacen("http://", "ws://", 1));
+    let mut s = session(&url).await;
+    send(
+        &mut s,
+        json!({"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"info"}}),
+    )
+    .await;
+    next(&mut s).await.unwrap();
+    send(&mut s, json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"chatty_stuck","arguments":{}}})).await;
+    let log = next(&mut s).await.unwrap();
+    assert_eq!(log["method"], "notifications/message", "{log}");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!dropped.load(std::sync::atomic::Ordering::SeqCst));
+    s.close(None).await.unwrap();
+    drop(s);
+    assert!(
+        set_soon(&dropped).await,
+        "a closed socket stops a handler that spoke"
+    );
+}

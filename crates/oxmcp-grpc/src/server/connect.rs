@@ -176,10 +176,12 @@ impl Reader {
     /// stopped (reset, token ended, idle) or the engine is gone.
     async fn read(&mut self, mut incoming: Streaming<Envelope>) -> bool {
         let idle = self.inner.http.session_idle_timeout;
+        // No message from the client for `idle`: answers going out do not count.
+        let mut idle_until = deadline(idle);
         let shutdown = self.inner.http.shutdown.clone();
         loop {
             let next = tokio::select! {
-                next = tokio::time::timeout(idle, incoming.message()) => next,
+                next = tokio::time::timeout_at(idle_until, incoming.message()) => next,
                 () = shutdown.cancelled() => {
                     // No more input; what was accepted is answered, then the stream ends.
                     self.ending.leave(Status::unavailable("the server is shutting down"));
@@ -201,6 +203,7 @@ impl Reader {
                 }
                 fed = self.feeder.answered(), if self.feeder.running() > 0 => {
                     if !self.deliver(fed).await {
+                        self.stop();
                         return false;
                     }
                     continue;
@@ -214,7 +217,9 @@ impl Reader {
             };
             match next {
                 Ok(Ok(Some(envelope))) => {
+                    idle_until = deadline(idle);
                     if !self.on_envelope(envelope).await {
+                        self.stop();
                         return false;
                     }
                 }
@@ -257,6 +262,7 @@ impl Reader {
             tokio::select! {
                 fed = self.feeder.answered() => {
                     if !self.deliver(fed).await {
+                        self.stop();
                         return;
                     }
                 }
@@ -339,6 +345,13 @@ impl Reader {
         let fed = self.feeder.feed(&bytes, None).await;
         self.deliver(fed).await
     }
+}
+
+/// `idle` from now (a duration past what a clock holds: about a century).
+fn deadline(idle: std::time::Duration) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    now.checked_add(idle)
+        .unwrap_or_else(|| now + std::time::Duration::from_secs(100 * 365 * 86_400))
 }
 
 /// Until the engine's task ends; pending without one.
