@@ -41,7 +41,7 @@ pub(crate) struct Answer<'a> {
     pub(crate) body: &'a [u8],
 }
 
-fn transport(what: &str, e: impl std::fmt::Display) -> Failure {
+pub(crate) fn transport(what: &str, e: impl std::fmt::Display) -> Failure {
     Failure::Transport(format!("{what}: {e}"))
 }
 
@@ -53,11 +53,7 @@ impl Lean {
         path: &str,
         headers: &[(&str, &str)],
     ) -> Result<Lean, Failure> {
-        let stream = tokio::time::timeout(TIMEOUT, TcpStream::connect(addr))
-            .await
-            .map_err(|_| Failure::Timeout)?
-            .map_err(|e| transport("connect", e))?;
-        let _ = stream.set_nodelay(true);
+        let stream = connect(addr).await?;
         let mut head = format!(
             "POST {path} HTTP/1.1\r\nhost: {authority}\r\ncontent-type: application/json\r\n\
              accept: application/json, text/event-stream\r\n"
@@ -141,6 +137,16 @@ struct Read {
     body: std::ops::Range<usize>,
     chunked: bool,
     close: bool,
+}
+
+/// A TCP connection to `addr` (no Nagle), within [`TIMEOUT`].
+pub(crate) async fn connect(addr: SocketAddr) -> Result<TcpStream, Failure> {
+    let stream = tokio::time::timeout(TIMEOUT, TcpStream::connect(addr))
+        .await
+        .map_err(|_| Failure::Timeout)?
+        .map_err(|e| transport("connect", e))?;
+    let _ = stream.set_nodelay(true);
+    Ok(stream)
 }
 
 /// Reads more of the answer into `input`; an error if the server closed the connection.

@@ -15,6 +15,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use crate::check::Failure;
+use crate::lean::transport;
 use crate::wire::{LEGACY, TIMEOUT, Template};
 
 /// The most a frame's payload may take (the driver's own limit on a server's message).
@@ -28,10 +29,6 @@ const TEXT: u8 = 0x1;
 const CLOSE: u8 = 0x8;
 const PING: u8 = 0x9;
 const PONG: u8 = 0xA;
-
-fn transport(what: &str, e: impl std::fmt::Display) -> Failure {
-    Failure::Transport(format!("{what}: {e}"))
-}
 
 /// One WebSocket connection and its buffers.
 pub(crate) struct LeanWs {
@@ -54,11 +51,7 @@ impl LeanWs {
         path: &str,
         initialize: bool,
     ) -> Result<LeanWs, Failure> {
-        let stream = tokio::time::timeout(TIMEOUT, TcpStream::connect(addr))
-            .await
-            .map_err(|_| Failure::Timeout)?
-            .map_err(|e| transport("connect", e))?;
-        let _ = stream.set_nodelay(true);
+        let stream = crate::lean::connect(addr).await?;
         let mut ws = LeanWs {
             stream,
             out: Vec::with_capacity(1024),

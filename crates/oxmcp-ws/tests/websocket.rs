@@ -18,7 +18,11 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 async fn endpoint(config: HttpConfig) -> String {
-    let ws = WebSocket::new(server(), config, WsConfig::default());
+    endpoint_with(server(), config).await
+}
+
+async fn endpoint_with(server: oxmcp_server::Server, config: HttpConfig) -> String {
+    let ws = WebSocket::new(server, config, WsConfig::default());
     let base = listen(ws.router()).await;
     format!("{}/ws", base.replacen("http://", "ws://", 1))
 }
@@ -250,13 +254,7 @@ async fn per_tool_scopes_hold_on_every_frame() {
 /// A client that stops reading: the server waits (TCP flow control) and loses nothing.
 #[tokio::test]
 async fn a_slow_reader_loses_nothing() {
-    let ws = WebSocket::new(
-        flooding_server(Default::default()),
-        HttpConfig::default(),
-        WsConfig::default(),
-    );
-    let base = listen(ws.router()).await;
-    let url = format!("{}/ws", base.replacen("http://", "ws://", 1));
+    let url = endpoint_with(flooding_server(Default::default()), HttpConfig::default()).await;
     let mut s = session(&url).await;
     send(
         &mut s,
@@ -314,13 +312,7 @@ async fn set_soon(flag: &std::sync::atomic::AtomicBool) -> bool {
 #[tokio::test]
 async fn requests_answered_on_the_socket_task_are_cancelled_and_stopped() {
     let dropped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let ws = WebSocket::new(
-        flooding_server(dropped.clone()),
-        HttpConfig::default(),
-        WsConfig::default(),
-    );
-    let base = listen(ws.router()).await;
-    let url = format!("{}/ws", base.replacen("http://", "ws://", 1));
+    let url = endpoint_with(flooding_server(dropped.clone()), HttpConfig::default()).await;
     let mut s = session(&url).await;
     let stuck = json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"stuck","arguments":{}}});
     send(&mut s, stuck.clone()).await;
@@ -387,9 +379,7 @@ async fn a_closed_socket_stops_a_request_that_spoke() {
         )
         .build()
         .unwrap();
-    let ws = WebSocket::new(server, HttpConfig::default(), WsConfig::default());
-    let base = listen(ws.router()).await;
-    let url = format!("{}/ws", base.replacen("http://", "ws://", 1));
+    let url = endpoint_with(server, HttpConfig::default()).await;
     let mut s = session(&url).await;
     send(
         &mut s,
