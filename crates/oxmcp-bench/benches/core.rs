@@ -4,6 +4,8 @@
 //!   validator (the same schema with one keyword the fast path leaves to it);
 //! - `stdio/server line in, line out`: one `tools/call` line through `Server::serve` on the
 //!   transport's channels (decode, route, validate, handle, encode), no client;
+//! - `stdio/server line in, line out, metrics layer`: the same through a server with the
+//!   metrics layer (`oxmcp serve`'s default over HTTP): the layer's cost is the difference;
 //! - `stdio/in-process round trip`: the SDK client and server over an in-memory duplex;
 //! - `http/POST tools/call`: one request through the Streamable HTTP router in process
 //!   (admission, session, decode, route, validate, handle, encode, response), no socket.
@@ -42,14 +44,15 @@ fn runtime() -> Runtime {
 }
 
 fn echo_server() -> oxmcp_server::Server {
-    oxmcp_server::Server::builder("bench", "1")
-        .tool(
-            "echo",
-            "echo",
-            |_ctx: oxmcp_server::Ctx, a: Echo| async move { Ok::<_, String>(a.message) },
-        )
-        .build()
-        .unwrap()
+    echo_builder().build().unwrap()
+}
+
+fn echo_builder() -> oxmcp_server::ServerBuilder {
+    oxmcp_server::Server::builder("bench", "1").tool(
+        "echo",
+        "echo",
+        |_ctx: oxmcp_server::Ctx, a: Echo| async move { Ok::<_, String>(a.message) },
+    )
 }
 
 fn codec(c: &mut Criterion) {
@@ -104,12 +107,14 @@ async fn exchange(
     }
 }
 
-fn stdio(c: &mut Criterion) {
-    let rt = runtime();
-    let (tx, mut rx) = rt.block_on(async {
+/// `server` on the transport's channels, initialized: its input and output.
+fn serving(
+    rt: &Runtime,
+    server: oxmcp_server::Server,
+) -> (mpsc::Sender<Inbound>, mpsc::Receiver<Outbound>) {
+    rt.block_on(async {
         let (in_tx, in_rx) = mpsc::channel::<Inbound>(64);
         let (out_tx, out_rx) = mpsc::channel::<Outbound>(64);
-        let server = echo_server();
         tokio::spawn(async move { server.serve(in_rx, out_tx).await });
         let mut out_rx = out_rx;
         exchange(&in_tx, &mut out_rx, INIT).await;
@@ -118,12 +123,27 @@ fn stdio(c: &mut Criterion) {
             .await
             .unwrap();
         (in_tx, out_rx)
-    });
+    })
+}
+
+fn stdio(c: &mut Criterion) {
+    let rt = runtime();
+    let (tx, mut rx) = serving(&rt, echo_server());
     let answer = rt.block_on(exchange(&tx, &mut rx, CALL));
     assert!(answer.contains(r#""text":"hello world""#), "{answer}");
     c.bench_function("stdio/server line in, line out", |b| {
         b.iter(|| rt.block_on(exchange(&tx, &mut rx, CALL)))
     });
+    let metrics = oxmcp_server::layer::Metrics::new();
+    let layered = echo_builder().layer(metrics.layer()).build().unwrap();
+    let (tx, mut rx) = serving(&rt, layered);
+    let answer = rt.block_on(exchange(&tx, &mut rx, CALL));
+    assert!(answer.contains(r#""text":"hello world""#), "{answer}");
+    c.bench_function("stdio/server line in, line out, metrics layer", |b| {
+        b.iter(|| rt.block_on(exchange(&tx, &mut rx, CALL)))
+    });
+    let text = metrics.render();
+    assert!(text.contains(r#"gen_ai_tool_name="echo""#), "{text}");
 
     let client = rt.block_on(async {
         let server = echo_server();

@@ -75,6 +75,32 @@ impl Layer for NoDelete {
     }
 }
 
+/// Keeps a `Seen` of each request and notes, after the answer, the target it reads there.
+struct Watch(Log);
+
+impl Layer for Watch {
+    fn call(&self, req: McpRequest, next: Next) -> BoxFuture<'static, HandlerResult> {
+        let seen = req.seen();
+        let log = self.0.clone();
+        let answer = next.run(req);
+        Box::pin(async move {
+            let answer = answer.await;
+            let target = seen.target().map(|t| t.name().to_owned());
+            log.lock().push(format!("seen {target:?}"));
+            answer
+        })
+    }
+}
+
+/// Passes every request on untouched, keeping nothing of it.
+struct Pass;
+
+impl Layer for Pass {
+    fn call(&self, req: McpRequest, next: Next) -> BoxFuture<'static, HandlerResult> {
+        next.run(req)
+    }
+}
+
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Echo {
     message: String,
@@ -224,4 +250,42 @@ async fn layers_wrap_a_server_handler_too() {
         ]
     );
     c.close().await;
+}
+
+/// A layer that only keeps a `Seen` reads the target the server parsed from the params, as
+/// the last layer and with others inside it that keep nothing (the server notes the target
+/// only while someone watches).
+#[tokio::test]
+async fn a_kept_seen_reads_the_target_the_server_parsed() {
+    for inner in [0, 1, 2] {
+        let log: Log = Arc::default();
+        let mut builder = Server::builder("seen", "1")
+            .tool("echo", "Echoes", |_ctx: Ctx, a: Echo| async move {
+                Ok::<_, String>(a.message)
+            })
+            .layer(Watch(log.clone()));
+        for _ in 0..inner {
+            builder = builder.layer(Pass);
+        }
+        let url = serve(builder.build().unwrap()).await;
+        for era in [EraChoice::Legacy, EraChoice::Modern] {
+            let c = connect(&url, client(era)).await.unwrap();
+            log.lock().clear();
+            let r = c
+                .request(
+                    "tools/call",
+                    json!({"name": "echo", "arguments": {"message": "hi"}}),
+                )
+                .await
+                .unwrap();
+            assert_eq!(r["content"][0]["text"], "hi", "{era:?}: {r}");
+            c.request("tools/list", json!({})).await.unwrap();
+            assert_eq!(
+                *log.lock(),
+                [r#"seen Some("echo")"#, "seen None"],
+                "{era:?}, {inner} layers inside"
+            );
+            c.close().await;
+        }
+    }
 }

@@ -364,38 +364,51 @@ fn target_of(method: &str, params: Option<&oxmcp_jsonrpc::RawValue>) -> Option<T
 
 /// The layers inside the current one, then the handler.
 pub struct Next {
-    layers: Arc<[Arc<dyn Layer>]>,
+    /// The server's layers, from `index` on (`None`: none left, the handler is next).
+    layers: Option<Arc<[Arc<dyn Layer>]>>,
     index: usize,
     tail: crate::session::Tail,
 }
 
 impl std::fmt::Debug for Next {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Next({} layers left)", self.layers.len() - self.index)
+        let left = self.layers.as_ref().map_or(0, |l| l.len() - self.index);
+        write!(f, "Next({left} layers left)")
     }
 }
 
 impl Next {
     pub(crate) fn new(layers: Arc<[Arc<dyn Layer>]>, tail: crate::session::Tail) -> Self {
         Self {
-            layers,
+            layers: Some(layers),
             index: 0,
             tail,
         }
     }
 
     /// Passes `req` to the next layer, or to the handler after the last.
-    pub fn run(mut self, req: McpRequest) -> BoxFuture<'static, HandlerResult> {
-        match self.layers.get(self.index).cloned() {
-            Some(layer) => {
-                self.index += 1;
-                layer.call(req, self)
-            }
-            None => {
-                let (req, noted) = req.into_parts();
-                self.tail.run(req, noted)
-            }
-        }
+    pub fn run(self, req: McpRequest) -> BoxFuture<'static, HandlerResult> {
+        let Next {
+            layers,
+            index,
+            tail,
+        } = self;
+        let Some(layer) = layers.as_ref().and_then(|l| l.get(index)) else {
+            let (req, noted) = req.into_parts();
+            return tail.run(req, noted);
+        };
+        // The layer is borrowed from the list this call holds; the last one's `Next` needs
+        // no list (one count fewer to take and give back per request).
+        let rest = layers
+            .as_ref()
+            .filter(|l| index + 1 < l.len())
+            .map(Arc::clone);
+        let next = Next {
+            layers: rest,
+            index: index + 1,
+            tail,
+        };
+        layer.call(req, next)
     }
 }
 
@@ -424,7 +437,9 @@ impl Outcome {
 /// Whether a result's JSON says `"isError": true` at its top level (a cheap look: the flag
 /// is searched for, then confirmed by reading the result).
 fn is_tool_error(json: &str) -> bool {
-    if !json.contains("\"isError\"") {
+    static FLAG: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new("\"isError\""));
+    if FLAG.find(json.as_bytes()).is_none() {
         return false;
     }
     #[derive(serde::Deserialize)]

@@ -36,26 +36,33 @@ impl Tail {
         req: Request,
         noted: crate::layer::Noted,
     ) -> BoxFuture<'static, HandlerResult> {
-        let session = noted.from.clone();
-        session.table(req, self.rc, self.request_meta, Some(noted))
+        // The table notes the target before it returns, so it borrows `noted` (and its
+        // session) rather than holding a count of its own. When no layer kept a `Seen` of
+        // the request, nobody can read the target any more: it is not noted.
+        let watched = std::sync::Arc::strong_count(&noted) > 1;
+        noted
+            .from
+            .table(req, self.rc, self.request_meta, watched.then_some(&*noted))
     }
 }
 
-/// One request on its way to a handler: what its [`Ctx`] is made of.
-pub(super) struct Call {
+/// One request on its way to a handler: what its [`Ctx`] is made of. Lives only while the
+/// method table picks and starts the handler: what the handler's future needs it takes out.
+pub(super) struct Call<'a> {
     pub(super) session: Arc<Session>,
     pub(super) rc: RequestContext,
     pub(super) modern: Option<Arc<ModernMeta>>,
     /// The fields its 2026-07-28 result carries (`None`: a legacy request).
     pub(super) finish: Option<Finish>,
-    /// Where the layers read the target the params name (`None`: no layers).
-    pub(super) noted: Option<crate::layer::Noted>,
+    /// Where the layers read the target the params name (`None`: no layers, or none that
+    /// kept a [`crate::layer::Seen`] of the request).
+    pub(super) noted: Option<&'a crate::layer::Shared>,
 }
 
-impl Call {
+impl Call<'_> {
     /// Tells the layers the target the params name, now that they are parsed.
     pub(super) fn note(&self, target: impl FnOnce() -> crate::layer::Target) {
-        if let Some(noted) = &self.noted {
+        if let Some(noted) = self.noted {
             let _ = noted.target.set(Some(target()));
         }
     }
@@ -115,7 +122,7 @@ impl Session {
         req: Request,
         rc: RequestContext,
         request_meta: Option<Arc<ModernMeta>>,
-        noted: Option<crate::layer::Noted>,
+        noted: Option<&crate::layer::Shared>,
     ) -> BoxFuture<'static, HandlerResult> {
         let modern = request_meta.is_some();
         let call = Call {
@@ -150,7 +157,8 @@ impl Session {
                     p.notifications,
                     call.rc,
                 );
-                Box::pin(async move { modern::encode(call.finish.as_ref(), listen.await?) })
+                let finish = call.finish;
+                Box::pin(async move { modern::encode(finish.as_ref(), listen.await?) })
             }
             SetLevel::METHOD if self.server.about.logging && !modern => self.set_level(params),
             m if super::tasks::TASK_METHODS.contains(&m)
@@ -166,7 +174,11 @@ impl Session {
     }
 
     /// `completion/complete`: at most 100 values.
-    fn complete(&self, params: Option<&RawValue>, call: Call) -> BoxFuture<'static, HandlerResult> {
+    fn complete(
+        &self,
+        params: Option<&RawValue>,
+        call: Call<'_>,
+    ) -> BoxFuture<'static, HandlerResult> {
         let p: CompleteParams = match parse_params(params) {
             Ok(p) => p,
             Err(e) => return fail(e),
@@ -197,7 +209,7 @@ impl Session {
 fn custom(
     h: crate::extensions::MethodFn,
     params: Option<&RawValue>,
-    call: Call,
+    call: Call<'_>,
 ) -> BoxFuture<'static, HandlerResult> {
     let value: Option<serde_json::Value> = match params.map(|p| serde_json::from_str(p.get())) {
         None => None,

@@ -15,7 +15,7 @@ impl Session {
     pub(super) fn list_prompts(
         &self,
         params: Option<&RawValue>,
-        call: Call,
+        call: Call<'_>,
     ) -> BoxFuture<'static, HandlerResult> {
         list_with(params, call, |server, ctx, cursor| async move {
             server.list_prompts(&ctx, cursor).await
@@ -25,7 +25,7 @@ impl Session {
     pub(super) fn get_prompt(
         &self,
         params: Option<&RawValue>,
-        call: Call,
+        call: Call<'_>,
     ) -> BoxFuture<'static, HandlerResult> {
         let p: GetPromptParams = match parse_params(params) {
             Ok(p) => p,

@@ -32,7 +32,7 @@ impl super::Session {
 /// Answers a paginated list request: the params parsed, the handler asked for the page.
 pub(super) fn list_with<R, F, Fut>(
     params: Option<&oxmcp_jsonrpc::RawValue>,
-    call: super::dispatch::Call,
+    call: super::dispatch::Call<'_>,
     list: F,
 ) -> BoxFuture<'static, HandlerResult>
 where

@@ -32,7 +32,7 @@ impl Session {
     pub(super) fn list_resources(
         &self,
         params: Option<&RawValue>,
-        call: Call,
+        call: Call<'_>,
     ) -> BoxFuture<'static, HandlerResult> {
         list_with(params, call, |server, ctx, cursor| async move {
             server.list_resources(&ctx, cursor).await
@@ -42,7 +42,7 @@ impl Session {
     pub(super) fn list_templates(
         &self,
         params: Option<&RawValue>,
-        call: Call,
+        call: Call<'_>,
     ) -> BoxFuture<'static, HandlerResult> {
         list_with(params, call, |server, ctx, cursor| async move {
             server.list_resource_templates(&ctx, cursor).await
@@ -53,7 +53,7 @@ impl Session {
     pub(super) fn read_resource(
         &self,
         params: Option<&RawValue>,
-        call: Call,
+        call: Call<'_>,
     ) -> BoxFuture<'static, HandlerResult> {
         let p: ResourceUriParams = match self.uri_params(params) {
             Ok(p) => p,

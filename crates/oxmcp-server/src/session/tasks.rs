@@ -60,7 +60,7 @@ impl Session {
         self: &Arc<Self>,
         method: &str,
         params: Option<&RawValue>,
-        call: Call,
+        call: Call<'_>,
     ) -> BoxFuture<'static, HandlerResult> {
         let Some(tasks) = self.server.features.tasks.clone() else {
             return fail(ErrorObject::method_not_found(method));

@@ -25,7 +25,7 @@ impl Session {
     pub(super) fn list_tools(
         &self,
         params: Option<&RawValue>,
-        call: Call,
+        call: Call<'_>,
     ) -> BoxFuture<'static, HandlerResult> {
         list_with(params, call, |server, ctx, cursor| async move {
             server.list_tools(&ctx, cursor).await
@@ -37,7 +37,7 @@ impl Session {
     pub(super) fn call_tool(
         &self,
         params: Option<&RawValue>,
-        call: Call,
+        call: Call<'_>,
     ) -> BoxFuture<'static, HandlerResult> {
         let p: CallToolParams = match parse_params(params) {
             Ok(p) => p,
