@@ -13,7 +13,10 @@ use oxmcp::jsonrpc::{ErrorCode, ErrorObject, RawValue};
 use oxmcp::remote::{Remote, connect};
 use oxmcp::server::layer::{Layer, Layers, McpRequest, Next, Outcome, Registered, Target};
 use oxmcp::server::{Ctx, Server, ServerConfig, ServerHandler};
-use oxmcp::types::{CallToolParams, CallToolResult, ListToolsResult, Tool};
+use oxmcp::types::{
+    CallToolParams, CallToolResult, ListToolsResult, ReadResourceResult, Resource,
+    ResourceContents, Tool,
+};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -97,6 +100,17 @@ struct Pass;
 
 impl Layer for Pass {
     fn call(&self, req: McpRequest, next: Next) -> BoxFuture<'static, HandlerResult> {
+        next.run(req)
+    }
+}
+
+/// Reads the target itself (so it is known before the server parses the params), then
+/// passes the request on.
+struct Peek;
+
+impl Layer for Peek {
+    fn call(&self, req: McpRequest, next: Next) -> BoxFuture<'static, HandlerResult> {
+        let _ = req.target();
         next.run(req)
     }
 }
@@ -252,20 +266,23 @@ async fn layers_wrap_a_server_handler_too() {
     c.close().await;
 }
 
-/// A layer that only keeps a `Seen` reads the target the server parsed from the params, as
-/// the last layer and with others inside it that keep nothing (the server notes the target
-/// only while someone watches).
+/// A layer that only keeps a `Seen` reads the target the server parsed from the params: as
+/// the last layer, with layers that keep nothing inside or outside it, and after a layer
+/// read the target itself (the server notes the target only while someone watches).
 #[tokio::test]
 async fn a_kept_seen_reads_the_target_the_server_parsed() {
-    for inner in [0, 1, 2] {
+    for layers in ["W", "WP", "WPP", "PW", "PPWP", "WK", "KW"] {
         let log: Log = Arc::default();
-        let mut builder = Server::builder("seen", "1")
-            .tool("echo", "Echoes", |_ctx: Ctx, a: Echo| async move {
+        let mut builder =
+            Server::builder("seen", "1").tool("echo", "Echoes", |_ctx: Ctx, a: Echo| async move {
                 Ok::<_, String>(a.message)
-            })
-            .layer(Watch(log.clone()));
-        for _ in 0..inner {
-            builder = builder.layer(Pass);
+            });
+        for kind in layers.chars() {
+            builder = match kind {
+                'W' => builder.layer(Watch(log.clone())),
+                'K' => builder.layer(Peek),
+                _ => builder.layer(Pass),
+            };
         }
         let url = serve(builder.build().unwrap()).await;
         for era in [EraChoice::Legacy, EraChoice::Modern] {
@@ -283,9 +300,42 @@ async fn a_kept_seen_reads_the_target_the_server_parsed() {
             assert_eq!(
                 *log.lock(),
                 [r#"seen Some("echo")"#, "seen None"],
-                "{era:?}, {inner} layers inside"
+                "{era:?}, layers {layers}"
             );
             c.close().await;
         }
     }
+}
+
+/// `resources/subscribe`, `resources/unsubscribe` and `resources/read` name their resource to
+/// a layer that keeps a `Seen`, as the `Target` docs say.
+#[tokio::test]
+async fn resource_requests_name_their_resource_to_a_kept_seen() {
+    let log: Log = Arc::default();
+    let uri = "file:///notes.txt";
+    let resource = Resource::default()
+        .with_uri(uri.into())
+        .with_name("notes".into());
+    let server = Server::builder("seen", "1")
+        .resource(resource, |_ctx, uri: String| async move {
+            Ok::<_, ErrorObject>(
+                ReadResourceResult::default()
+                    .with_contents(vec![ResourceContents::text(uri, None, "hi")]),
+            )
+        })
+        .layer(Watch(log.clone()))
+        .build()
+        .unwrap();
+    let url = serve(server).await;
+    let c = connect(&url, client(EraChoice::Legacy)).await.unwrap();
+    for method in [
+        "resources/subscribe",
+        "resources/read",
+        "resources/unsubscribe",
+    ] {
+        c.request(method, json!({"uri": uri})).await.unwrap();
+    }
+    let seen = format!("seen Some({uri:?})");
+    assert_eq!(*log.lock(), [seen.clone(), seen.clone(), seen]);
+    c.close().await;
 }

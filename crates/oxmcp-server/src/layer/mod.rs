@@ -152,7 +152,8 @@ fn registered_in(from: &crate::session::Session, target: Option<&Target>) -> Reg
 
 /// A request as a layer can still see it after passing it on: its target if a layer read
 /// it or the server noted it while parsing the params (so a layer that looks only at the
-/// answer, such as the metrics layer, costs no parse of its own).
+/// answer, such as the metrics layer, costs no parse of its own). The server notes the
+/// target only for requests some layer keeps a `Seen` of.
 pub struct Seen {
     noted: Noted,
 }
@@ -217,12 +218,13 @@ pub struct McpRequest {
     /// A self-describing (2026-07-28) request, not one of its session's era.
     modern: bool,
     /// The connection it came on, and the target: read on first use by a layer, or noted
-    /// by the server when it parses the params.
+    /// by the server when it parses the params (if a layer keeps a [`Seen`]).
     noted: Noted,
 }
 
-/// Where a request came from, and its target once known: shared by the request, what
-/// layers [`Seen`] of it, and the server's parse of its params.
+/// Where a request came from, and its target once known: shared by the request and what
+/// layers [`Seen`] of it; the server's parse of the params borrows it to note the target
+/// while a `Seen` of it is kept.
 pub(crate) struct Shared {
     /// The connection it came on: its server, principal and transport session.
     pub(crate) from: Arc<crate::session::Session>,
@@ -332,7 +334,8 @@ impl McpRequest {
         }
     }
 
-    /// The request, and where the server notes its target when it parses the params.
+    /// The request, and where the server notes its target when it parses the params (if a
+    /// [`Seen`] of it is kept).
     pub(crate) fn into_parts(self) -> (Request, Noted) {
         (self.request, self.noted)
     }

@@ -30,7 +30,8 @@ pub(crate) struct Tail {
 }
 
 impl Tail {
-    /// Routes `req` through the method table, telling `noted` its target once parsed.
+    /// Routes `req` through the method table, telling `noted` its target once parsed if a
+    /// layer kept a [`crate::layer::Seen`] of the request.
     pub(crate) fn run(
         self,
         req: Request,
@@ -63,7 +64,8 @@ impl Call<'_> {
     /// Tells the layers the target the params name, now that they are parsed.
     pub(super) fn note(&self, target: impl FnOnce() -> crate::layer::Target) {
         if let Some(noted) = self.noted {
-            let _ = noted.target.set(Some(target()));
+            // Read already if a layer asked (`McpRequest::target`): then nothing to make.
+            noted.target.get_or_init(|| Some(target()));
         }
     }
 
@@ -141,8 +143,8 @@ impl Session {
             ListResources::METHOD if served.resources => self.list_resources(params, call),
             ListResourceTemplates::METHOD if served.resources => self.list_templates(params, call),
             ReadResource::METHOD if served.resources => self.read_resource(params, call),
-            Subscribe::METHOD if subscribe && !modern => self.subscribe_to(params),
-            Unsubscribe::METHOD if subscribe && !modern => self.unsubscribe_from(params),
+            Subscribe::METHOD if subscribe && !modern => self.subscribe_to(params, &call),
+            Unsubscribe::METHOD if subscribe && !modern => self.unsubscribe_from(params, &call),
             ListPrompts::METHOD if served.prompts => self.list_prompts(params, call),
             GetPrompt::METHOD if served.prompts => self.get_prompt(params, call),
             Complete::METHOD if served.completions => self.complete(params, call),

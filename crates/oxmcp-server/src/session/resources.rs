@@ -73,6 +73,7 @@ impl Session {
     pub(super) fn subscribe_to(
         &self,
         params: Option<&RawValue>,
+        call: &Call<'_>,
     ) -> BoxFuture<'static, HandlerResult> {
         let known = |p: ResourceUriParams| match self.handler().serves_uri(&p.uri) {
             // Nothing is held for a resource the server does not have.
@@ -81,6 +82,7 @@ impl Session {
         };
         match self
             .uri_params(params)
+            .map(|p| noted(call, p))
             .and_then(known)
             .and_then(|p| self.subscribe(p.uri))
         {
@@ -93,8 +95,9 @@ impl Session {
     pub(super) fn unsubscribe_from(
         &self,
         params: Option<&RawValue>,
+        call: &Call<'_>,
     ) -> BoxFuture<'static, HandlerResult> {
-        match self.uri_params(params) {
+        match self.uri_params(params).map(|p| noted(call, p)) {
             Ok(p) => {
                 self.unsubscribe(&p.uri);
                 ready(&EmptyResult::default())
@@ -102,4 +105,10 @@ impl Session {
             Err(e) => fail(e),
         }
     }
+}
+
+/// `p` once its URI is noted for the layers.
+fn noted(call: &Call<'_>, p: ResourceUriParams) -> ResourceUriParams {
+    call.note(|| crate::layer::Target::Resource(p.uri.clone()));
+    p
 }
