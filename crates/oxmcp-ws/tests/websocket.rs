@@ -67,6 +67,16 @@ async fn next(socket: &mut Raw) -> Result<Value, u16> {
     }
 }
 
+/// Asks for logs from `info` up (request id 1) and reads the answer.
+async fn info_logs(socket: &mut Raw) {
+    send(
+        socket,
+        json!({"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"info"}}),
+    )
+    .await;
+    next(socket).await.unwrap();
+}
+
 async fn send(socket: &mut Raw, v: Value) {
     socket
         .send(Message::Text(v.to_string().into()))
@@ -256,12 +266,7 @@ async fn per_tool_scopes_hold_on_every_frame() {
 async fn a_slow_reader_loses_nothing() {
     let url = endpoint_with(flooding_server(Default::default()), HttpConfig::default()).await;
     let mut s = session(&url).await;
-    send(
-        &mut s,
-        json!({"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"info"}}),
-    )
-    .await;
-    next(&mut s).await.unwrap();
+    info_logs(&mut s).await;
     let n = 3000; // about 3 MiB: more than the socket buffers and queues hold
     send(&mut s, json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"flood","arguments":{"n":n}}})).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -381,12 +386,7 @@ async fn a_closed_socket_stops_a_request_that_spoke() {
         .unwrap();
     let url = endpoint_with(server, HttpConfig::default()).await;
     let mut s = session(&url).await;
-    send(
-        &mut s,
-        json!({"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"info"}}),
-    )
-    .await;
-    next(&mut s).await.unwrap();
+    info_logs(&mut s).await;
     send(&mut s, json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"chatty_stuck","arguments":{}}})).await;
     let log = next(&mut s).await.unwrap();
     assert_eq!(log["method"], "notifications/message", "{log}");

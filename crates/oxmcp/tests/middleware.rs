@@ -132,6 +132,16 @@ fn client(era: EraChoice) -> Remote {
     Remote::default().client(ClientConfig::default().era(era))
 }
 
+/// Calls `echo` with the message `hi`: the result.
+async fn echo_hi(c: &oxmcp::client::Client) -> Value {
+    c.request(
+        "tools/call",
+        json!({"name": "echo", "arguments": {"message": "hi"}}),
+    )
+    .await
+    .unwrap()
+}
+
 fn rpc_code(e: &CallError) -> Option<i32> {
     match e {
         CallError::Rpc(o) => Some(o.code.0),
@@ -161,13 +171,7 @@ async fn layers_run_in_order_rewrite_and_refuse_in_both_eras() {
     for era in [EraChoice::Legacy, EraChoice::Modern] {
         let c = connect(&url, client(era)).await.unwrap();
         log.lock().clear();
-        let r = c
-            .request(
-                "tools/call",
-                json!({"name": "echo", "arguments": {"message": "hi"}}),
-            )
-            .await
-            .unwrap();
+        let r = echo_hi(&c).await;
         assert_eq!(r["content"][0]["text"], "HI", "{era:?}: rewritten: {r}");
         assert_eq!(
             *log.lock(),
@@ -288,13 +292,7 @@ async fn a_kept_seen_reads_the_target_the_server_parsed() {
         for era in [EraChoice::Legacy, EraChoice::Modern] {
             let c = connect(&url, client(era)).await.unwrap();
             log.lock().clear();
-            let r = c
-                .request(
-                    "tools/call",
-                    json!({"name": "echo", "arguments": {"message": "hi"}}),
-                )
-                .await
-                .unwrap();
+            let r = echo_hi(&c).await;
             assert_eq!(r["content"][0]["text"], "hi", "{era:?}: {r}");
             c.request("tools/list", json!({})).await.unwrap();
             assert_eq!(
