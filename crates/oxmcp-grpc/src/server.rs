@@ -87,7 +87,7 @@ impl Grpc {
 /// every other request to `http`.
 pub fn split(http: axum::Router, grpc: axum::Router) -> axum::Router {
     let service = tower::service_fn(move |request: Request| {
-        let grpc_call = header_str(request.headers(), "content-type")
+        let grpc_call = header_str(request.headers(), axum::http::header::CONTENT_TYPE)
             .is_some_and(|t| t.starts_with("application/grpc"));
         let router = if grpc_call {
             grpc.clone()
@@ -164,7 +164,10 @@ async fn admit(inner: &Inner, parts: &mut axum::http::request::Parts) -> Result<
 }
 
 /// A header's value, if it is text.
-fn header_str<'a>(headers: &'a axum::http::HeaderMap, name: &str) -> Option<&'a str> {
+fn header_str(
+    headers: &axum::http::HeaderMap,
+    name: impl axum::http::header::AsHeaderName,
+) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 

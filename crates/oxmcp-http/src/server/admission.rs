@@ -56,7 +56,7 @@ pub fn host_checks(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Refus
 /// [`Refusal::unsupported_version`] for the first value that is not a known version.
 pub fn version_checks(headers: &HeaderMap) -> Result<(), Refusal> {
     // Every value counts: a request may not smuggle a second, unsupported version.
-    for v in headers.get_all(VERSION_HEADER) {
+    for v in headers.get_all(&VERSION_HEADER) {
         let v = v.to_str().unwrap_or("");
         if ProtocolVersion::parse(v).is_none() {
             return Err(Refusal::unsupported_version(None, v));

@@ -14,7 +14,7 @@ use crate::server::clients::Principal;
 use crate::server::endpoint::Inner;
 use crate::server::protobuf::Encoding;
 use crate::server::refusal::Refusal;
-use crate::server::replies::{SESSION_HEADER, accepts, header_str};
+use crate::server::replies::{LAST_EVENT_ID, SESSION_HEADER, accepts, header_str};
 use crate::server::session::Event;
 use crate::server::sse_stream::{priming, sse_event, sse_response};
 
@@ -35,7 +35,7 @@ async fn session_of(
     headers: &HeaderMap,
     principal: Option<&str>,
 ) -> Result<Arc<crate::server::session::HttpSession>, Response> {
-    let Some(id) = header_str(headers, SESSION_HEADER) else {
+    let Some(id) = header_str(headers, &SESSION_HEADER) else {
         return Err(Refusal::missing_session_id().into());
     };
     if !plausible_session_id(id) {
@@ -99,7 +99,7 @@ async fn stream(inner: Arc<Inner>, headers: &HeaderMap, principal: Option<String
     let encoding = Encoding::of(&headers);
     let event = |e: &Event| sse_event(e, encoding);
     let mut replayed = Vec::new();
-    if let Some(last) = header_str(&headers, "last-event-id") {
+    if let Some(last) = header_str(&headers, &LAST_EVENT_ID) {
         if last.len() > 256 || !last.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
             return Refusal::bad_request("Bad Request: malformed Last-Event-ID").into_response();
         }

@@ -47,13 +47,13 @@ pub(crate) fn check(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Disa
         return Ok(());
     }
     let host = headers
-        .get("host")
+        .get(axum::http::header::HOST)
         .and_then(|h| h.to_str().ok())
         .unwrap_or("");
     if !host_allowed(config, host) {
         return Err(Disallowed::Host(host.to_owned()));
     }
-    if let Some(origin) = headers.get("origin") {
+    if let Some(origin) = headers.get(axum::http::header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("");
         let allowed = config
             .allowed_origins

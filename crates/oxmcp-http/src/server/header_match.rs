@@ -5,13 +5,14 @@
 //! `HeaderMismatch` (-32020); a `_meta` without the version or client capabilities is one
 //! with `InvalidMeta`.
 
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderName};
 use base64::Engine;
 use oxmcp_jsonrpc::{RawValue, Request};
 use oxmcp_types::{RequestMeta, meta_keys};
 use serde_json::Value;
 
 use crate::server::refusal::Refusal;
+use crate::server::replies::VERSION_HEADER;
 
 /// Decodes the `=?base64?…?=` sentinel form of a header value.
 fn decode_header(value: &str) -> Option<String> {
@@ -279,16 +280,18 @@ pub(crate) fn check_headers(
     req: &Request,
     request: &RequestMeta,
 ) -> Result<(), Refusal> {
-    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    static METHOD: HeaderName = HeaderName::from_static("mcp-method");
+    static NAME: HeaderName = HeaderName::from_static("mcp-name");
+    let get = |name: &HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
     let version = check_meta(req, request)?;
     expect_header(
         req,
         "MCP-Protocol-Version",
-        get("mcp-protocol-version"),
+        get(&VERSION_HEADER),
         version,
         false,
     )?;
-    expect_header(req, "Mcp-Method", get("mcp-method"), &req.method, false)?;
+    expect_header(req, "Mcp-Method", get(&METHOD), &req.method, false)?;
     let body_name = match req.method.as_str() {
         "tools/call" | "prompts/get" => Some(request.name()),
         "resources/read" => Some(request.uri()),
@@ -298,7 +301,7 @@ pub(crate) fn check_headers(
     };
     if let Some(body_name) = body_name {
         let body_name = body_name.unwrap_or_default();
-        expect_header(req, "Mcp-Name", get("mcp-name"), body_name, true)?;
+        expect_header(req, "Mcp-Name", get(&NAME), body_name, true)?;
     }
     Ok(())
 }

@@ -29,7 +29,7 @@ pub(crate) fn post(
     if span.is_disabled() {
         return span;
     }
-    if let Some(id) = header_str(headers, SESSION_HEADER).filter(|id| plausible_session_id(id)) {
+    if let Some(id) = header_str(headers, &SESSION_HEADER).filter(|id| plausible_session_id(id)) {
         span.record("session", id);
     }
     if let [Message::Request(r)] = messages {

@@ -116,7 +116,7 @@ fn header_checks(inner: &Inner, headers: &HeaderMap) -> Result<(), Refusal> {
 }
 
 fn media_checks(headers: &HeaderMap) -> Result<(), Refusal> {
-    let ct = header_str(headers, header::CONTENT_TYPE.as_str()).unwrap_or("");
+    let ct = header_str(headers, header::CONTENT_TYPE).unwrap_or("");
     let json = ct
         .split(';')
         .next()
@@ -262,7 +262,7 @@ async fn find_or_start(
     posted: &Posted,
     client: &Client,
 ) -> Result<(Arc<HttpSession>, bool), Response> {
-    match header_str(headers, SESSION_HEADER) {
+    match header_str(headers, &SESSION_HEADER) {
         Some(id) if !plausible_session_id(id) => Err(Refusal::malformed_session_id().into()),
         // A session is only ever used by the principal that opened it: to anyone else it
         // does not exist.

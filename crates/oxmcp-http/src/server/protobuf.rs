@@ -17,7 +17,7 @@ use crate::server::replies::{accepts, header_str};
 
 /// Whether the request's body is in the protobuf encoding.
 pub(crate) fn is_protobuf(headers: &HeaderMap) -> bool {
-    header_str(headers, header::CONTENT_TYPE.as_str())
+    header_str(headers, header::CONTENT_TYPE)
         .and_then(|ct| ct.split(';').next())
         .is_some_and(|m| m.trim().eq_ignore_ascii_case(oxmcp_proto::MEDIA_TYPE))
 }

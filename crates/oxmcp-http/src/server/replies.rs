@@ -2,7 +2,8 @@
 //! its limits. Refusals are [`Refusal`]s.
 
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::header::AsHeaderName;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::Response;
 
 use oxmcp_jsonrpc::Message;
@@ -11,10 +12,13 @@ use crate::server::config::HttpConfig;
 use crate::server::protobuf::Encoding;
 use crate::server::refusal::Refusal;
 
-pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
-pub(crate) const VERSION_HEADER: &str = "mcp-protocol-version";
+// Header names parsed once, not at each look-up (statics: a `HeaderName` holds `Bytes`).
+pub(crate) static SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
+pub(crate) static VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
+pub(crate) static LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 
-pub(crate) fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+/// The value of `name` in `headers`, if it is there and visible ASCII.
+pub(crate) fn header_str(headers: &HeaderMap, name: impl AsHeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
@@ -39,8 +43,8 @@ pub(crate) async fn read_body(
     body: Body,
 ) -> Result<Bytes, Refusal> {
     let too_large = || Refusal::body_too_large(config.max_body);
-    let declared = header_str(headers, header::CONTENT_LENGTH.as_str())
-        .and_then(|v| v.trim().parse::<u64>().ok());
+    let declared =
+        header_str(headers, header::CONTENT_LENGTH).and_then(|v| v.trim().parse::<u64>().ok());
     if declared.is_some_and(|n| n > config.max_body as u64) {
         return Err(too_large());
     }
@@ -69,7 +73,7 @@ pub(crate) async fn read_body(
 pub(crate) fn answer_response(line: String, session: Option<&str>, encoding: Encoding) -> Response {
     let mut resp = encoding.answer(StatusCode::OK, line);
     if let Some(id) = session.and_then(|s| HeaderValue::from_str(s).ok()) {
-        resp.headers_mut().insert(SESSION_HEADER, id);
+        resp.headers_mut().insert(SESSION_HEADER.clone(), id);
     }
     resp
 }

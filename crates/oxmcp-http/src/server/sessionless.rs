@@ -27,7 +27,7 @@ use crate::server::endpoint::Inner;
 use crate::server::post::{Posted, answer};
 use crate::server::protobuf::Encoding;
 use crate::server::refusal::Refusal;
-use crate::server::replies::{answer_response, header_str};
+use crate::server::replies::{VERSION_HEADER, answer_response, header_str};
 use crate::server::session::HttpSession;
 
 /// Numbers the one-request states (their ids appear in logs only).
@@ -115,7 +115,7 @@ fn own_initialize(posted: &Posted) -> Option<ProtocolVersion> {
 /// The version a request is served in: its `MCP-Protocol-Version` header's (already checked
 /// to be a known one), else 2025-03-26, as the specification tells a server to assume.
 fn header_version(headers: &HeaderMap) -> ProtocolVersion {
-    header_str(headers, "mcp-protocol-version")
+    header_str(headers, &VERSION_HEADER)
         .and_then(ProtocolVersion::parse)
         .filter(|v| v.is_legacy())
         .unwrap_or(ProtocolVersion::V2025_03_26)

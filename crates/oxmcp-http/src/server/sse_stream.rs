@@ -38,7 +38,7 @@ pub(crate) fn sse_body(
     );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     if let Some(id) = session.and_then(|s| HeaderValue::from_str(s).ok()) {
-        h.insert(SESSION_HEADER, id);
+        h.insert(SESSION_HEADER.clone(), id);
     }
     resp
 }

@@ -24,13 +24,14 @@ use crate::server::hangup::CancelOnHangUp;
 use crate::server::header_match;
 use crate::server::protobuf::Encoding;
 use crate::server::refusal::{Refusal, answer_status};
+use crate::server::replies::VERSION_HEADER;
 use crate::server::sse_stream::{KEEP_ALIVE, sse_body, sse_message};
 
 /// Whether a request is a 2026-07-28 one: by its version header, or by the
 /// `io.modelcontextprotocol/protocolVersion` member of its `params._meta` (the key elsewhere,
 /// say inside a tool argument, does not count).
 pub(crate) fn is_modern(headers: &HeaderMap, body: &[u8]) -> bool {
-    let header_modern = headers.get_all("mcp-protocol-version").iter().any(|v| {
+    let header_modern = headers.get_all(&VERSION_HEADER).iter().any(|v| {
         v.to_str()
             .ok()
             .and_then(ProtocolVersion::parse)
@@ -184,7 +185,7 @@ pub(crate) async fn handle(
 /// headers, the standard headers against the body, `Mcp-Param-*` against the arguments.
 /// Returns the request's [`RequestMeta`], read once here.
 fn check(inner: &Inner, headers: &HeaderMap, req: &Request) -> Result<Arc<RequestMeta>, Refusal> {
-    for v in headers.get_all("mcp-protocol-version") {
+    for v in headers.get_all(&VERSION_HEADER) {
         let v = v.to_str().unwrap_or("");
         if ProtocolVersion::parse(v).is_none() {
             return Err(Refusal::unsupported_version(Some(req.id.clone()), v));
