@@ -50,10 +50,11 @@ fn trace_of(req: &Request, request: Option<&RequestMeta>) -> Option<oxmcp_types:
     if let Some(request) = request {
         return oxmcp_types::TraceContext::from_meta(request.meta()?);
     }
+    /// Built once: `str::contains` builds a searcher for each request.
+    static TRACEPARENT: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(oxmcp_types::trace::TRACEPARENT));
     let raw = req.params.as_deref()?;
-    if !raw.get().contains(oxmcp_types::trace::TRACEPARENT) {
-        return None;
-    }
+    TRACEPARENT.find(raw.get().as_bytes())?;
     let v: serde_json::Value = serde_json::from_str(raw.get()).ok()?;
     oxmcp_types::TraceContext::from_meta(v.get("_meta")?.as_object()?)
 }
