@@ -17,12 +17,13 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetri
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
-use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use super::{Layer, McpRequest, Next, Outcome, Registered, Seen, Target};
+use durations::Durations;
 use memo::{Memo, Series};
 
+mod durations;
 mod memo;
 
 /// Distinct tool, prompt or resource names each given a series of their own; the calls of
@@ -53,11 +54,7 @@ struct Operation {
     error_type: Cow<'static, str>,
 }
 
-type Histograms = Family<Operation, Histogram, fn() -> Histogram>;
-
-fn histogram() -> Histogram {
-    Histogram::new(BUCKETS)
-}
+type Histograms = Family<Operation, Durations>;
 
 /// A server's instruments. Cheap to clone; the clones share them.
 #[derive(Clone)]
@@ -96,7 +93,7 @@ impl Metrics {
     /// Empty instruments: `mcp_server_operation_duration_seconds` and
     /// `mcp_server_requests_in_flight`.
     pub fn new() -> Self {
-        let operations: Histograms = Family::new_with_constructor(histogram);
+        let operations: Histograms = Family::default();
         let in_flight = Gauge::default();
         let mut registry = Registry::default();
         registry.register_with_unit(
@@ -262,14 +259,14 @@ impl Metrics {
     /// Records a request that ended with `outcome` after `seconds`: from the memo when a
     /// call of the same method, target and outcome had a series of its own before, else
     /// through [`Metrics::operation`] (and then remembered, if it may be).
-    fn record(&self, method: Method, seen: &Seen, outcome: Outcome, seconds: f64) {
+    fn record(&self, method: Method, seen: &Seen, outcome: Outcome, ns: u64) {
         let target = seen.target();
         let slot = Memo::slot(method.index, outcome);
         if let Some(slot) = slot
             && self
                 .inner
                 .memo
-                .observe(slot, target, |series| self.observe(series, seconds))
+                .observe(slot, target, |series| self.observe(series, ns))
         {
             return;
         }
@@ -282,17 +279,17 @@ impl Metrics {
             histogram: self.inner.operations.get_or_create(&op).clone(),
             op,
         };
-        self.observe(&series, seconds);
+        self.observe(&series, ns);
         if let Some(slot) = slot {
             self.inner.memo.keep(slot, target, series);
         }
     }
 
-    /// One observation of `series`.
-    fn observe(&self, series: &Series, seconds: f64) {
-        series.histogram.observe(seconds);
+    /// One observation of `series`, `ns` nanoseconds long.
+    fn observe(&self, series: &Series, ns: u64) {
+        series.histogram.observe(ns);
         #[cfg(feature = "otel")]
-        self.otel_record(&series.op, seconds);
+        self.otel_record(&series.op, ns as f64 / 1e9);
     }
 
     /// The labels of a request of `method` that named `target` (with what the registry
@@ -427,9 +424,10 @@ impl Layer for MetricsLayer {
         let answer = next.run(req);
         Box::pin(async move {
             let answer = answer.await;
-            let seconds = started.elapsed().as_secs_f64();
+            // Saturates past 584 years.
+            let ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
             // The target as the server read it (or a layer before): no parse of our own.
-            guard.0.record(method, &seen, Outcome::of(&answer), seconds);
+            guard.0.record(method, &seen, Outcome::of(&answer), ns);
             drop(guard);
             answer
         })
