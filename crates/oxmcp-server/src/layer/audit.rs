@@ -36,7 +36,7 @@ impl Layer for AuditLayer {
         let answer = next.run(req);
         Box::pin(async move {
             let answer = answer.await;
-            let outcome = match Outcome::of(&answer) {
+            let outcome = match Outcome::of_answer_to(&method, &answer) {
                 Outcome::Ok => "ok".to_owned(),
                 Outcome::ToolError => "tool_error".to_owned(),
                 Outcome::Error(code) => code.to_string(),

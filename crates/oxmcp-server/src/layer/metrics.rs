@@ -427,7 +427,8 @@ impl Layer for MetricsLayer {
             // Saturates past 584 years.
             let ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
             // The target as the server read it (or a layer before): no parse of our own.
-            guard.0.record(method, &seen, Outcome::of(&answer), ns);
+            let outcome = Outcome::of_answer_to(&method.label, &answer);
+            guard.0.record(method, &seen, outcome, ns);
             drop(guard);
             answer
         })

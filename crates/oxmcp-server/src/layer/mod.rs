@@ -435,6 +435,17 @@ impl Outcome {
             Err(e) => Outcome::Error(e.code.0),
         }
     }
+
+    /// The outcome of `answer` to a request of `method`: [`Outcome::of`] for the methods
+    /// whose result may be a tool's (`tools/call`, and `tasks/result` of a task that ran
+    /// one), else a result is [`Outcome::Ok`] without a look at it (a large resource is
+    /// not searched for a flag it cannot carry).
+    pub(crate) fn of_answer_to(method: &str, answer: &HandlerResult) -> Outcome {
+        match answer {
+            Ok(_) if !matches!(method, "tools/call" | "tasks/result") => Outcome::Ok,
+            _ => Outcome::of(answer),
+        }
+    }
 }
 
 /// Whether a result's JSON says `"isError": true` at its top level (a cheap look: the flag
@@ -456,6 +467,31 @@ fn is_tool_error(json: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_tool_results_are_searched_for_a_tool_error() {
+        let flagged: HandlerResult = Ok(oxmcp_jsonrpc::RawValue::from_string(
+            r#"{"content":[],"isError":true}"#.to_owned(),
+        )
+        .unwrap());
+        assert_eq!(
+            Outcome::of_answer_to("tools/call", &flagged),
+            Outcome::ToolError
+        );
+        assert_eq!(
+            Outcome::of_answer_to("tasks/result", &flagged),
+            Outcome::ToolError
+        );
+        assert_eq!(
+            Outcome::of_answer_to("resources/read", &flagged),
+            Outcome::Ok
+        );
+        let failed: HandlerResult = Err(oxmcp_jsonrpc::ErrorObject::method_not_found("x"));
+        assert_eq!(
+            Outcome::of_answer_to("x/y", &failed),
+            Outcome::Error(-32601)
+        );
+    }
 
     #[test]
     fn targets_are_read_from_the_params() {
