@@ -503,6 +503,8 @@ impl ServerBuilder {
             limits: Arc::new(self.config.state_limits.clone()),
         };
         let layers = self.config.layers.then(&self.layers);
+        #[cfg(feature = "metrics")]
+        let only_metrics = self.config.layers.only_metrics(&self.layers);
         Ok(Server {
             state: Arc::new(ServerState {
                 about: About {
@@ -529,6 +531,8 @@ impl ServerBuilder {
                     extensions: self.extensions,
                     state: handler_state,
                     layers,
+                    #[cfg(feature = "metrics")]
+                    only_metrics,
                 },
                 handler,
             }),

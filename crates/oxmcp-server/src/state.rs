@@ -75,6 +75,10 @@ pub(crate) struct Features {
     pub(crate) state: HandlerState,
     /// The middleware around requests to handlers, outermost first (empty: none).
     pub(crate) layers: Arc<[Arc<dyn crate::layer::Layer>]>,
+    /// The instruments of the only layer, when it is a metrics layer: then requests are
+    /// recorded inline ([`crate::layer::Metrics::around`]), with what the layer would record.
+    #[cfg(feature = "metrics")]
+    pub(crate) only_metrics: Option<crate::layer::Metrics>,
 }
 
 /// Handlers' state: the backend and its limits.

@@ -337,3 +337,94 @@ async fn resource_requests_name_their_resource_to_a_kept_seen() {
     assert_eq!(*log.lock(), [seen.clone(), seen.clone(), seen]);
     c.close().await;
 }
+
+/// A server whose only layer is the metrics layer records inline, without the layers'
+/// machinery: the same series and counts as the layer among others, for answers, tool
+/// errors, JSON-RPC errors, lists and resources, in both eras.
+#[tokio::test]
+async fn metrics_record_the_same_alone_and_among_other_layers() {
+    use oxmcp::server::layer::Metrics;
+    let mut rendered = Vec::new();
+    for among_others in [false, true] {
+        let metrics = Metrics::new();
+        let uri = "file:///notes.txt";
+        let mut builder = Server::builder("metrics", "1")
+            .tool("echo", "Echoes", |_ctx: Ctx, a: Echo| async move {
+                Ok::<_, String>(a.message)
+            })
+            .tool("fail", "Fails", |_ctx: Ctx, _a: Echo| async move {
+                Err::<String, _>("no".to_owned())
+            })
+            .resource(
+                Resource::default()
+                    .with_uri(uri.into())
+                    .with_name("notes".into()),
+                |_ctx, uri: String| async move {
+                    Ok::<_, ErrorObject>(
+                        ReadResourceResult::default()
+                            .with_contents(vec![ResourceContents::text(uri, None, "hi")]),
+                    )
+                },
+            )
+            .layer(metrics.layer());
+        if among_others {
+            builder = builder.layer(Pass);
+        }
+        let url = serve(builder.build().unwrap()).await;
+        for era in [EraChoice::Legacy, EraChoice::Modern] {
+            let c = connect(&url, client(era)).await.unwrap();
+            echo_hi(&c).await;
+            echo_hi(&c).await;
+            let failed = c
+                .request(
+                    "tools/call",
+                    json!({"name": "fail", "arguments": {"message": "x"}}),
+                )
+                .await
+                .unwrap();
+            assert_eq!(failed["isError"], true, "{failed}");
+            let unknown = c
+                .request("tools/call", json!({"name": "nobody", "arguments": {}}))
+                .await
+                .unwrap_err();
+            assert!(rpc_code(&unknown).is_some(), "{unknown:?}");
+            c.request("tools/list", json!({})).await.unwrap();
+            c.request("resources/read", json!({"uri": uri}))
+                .await
+                .unwrap();
+            c.request("resources/read", json!({"uri": "file:///none"}))
+                .await
+                .unwrap_err();
+            c.close().await;
+        }
+        let text = metrics.render();
+        assert!(text.contains("mcp_server_requests_in_flight 0"), "{text}");
+        let mut counts: Vec<String> = text
+            .lines()
+            .filter(|l| l.starts_with("mcp_server_operation_duration_seconds_count{"))
+            .map(str::to_owned)
+            .collect();
+        counts.sort();
+        rendered.push(counts);
+    }
+    let (alone, among) = (&rendered[0], &rendered[1]);
+    assert!(
+        alone
+            .iter()
+            .any(|l| l.contains(r#"gen_ai_tool_name="echo""#) && l.ends_with(" 4")),
+        "{alone:#?}"
+    );
+    assert!(
+        alone
+            .iter()
+            .any(|l| l.contains(r#"error_type="tool_error""#)),
+        "{alone:#?}"
+    );
+    assert!(
+        alone
+            .iter()
+            .any(|l| l.contains(r#"mcp_resource_uri="file:///notes.txt""#)),
+        "{alone:#?}"
+    );
+    assert_eq!(alone, among);
+}

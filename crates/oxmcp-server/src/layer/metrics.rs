@@ -19,7 +19,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::registry::Registry;
 
-use super::{Layer, McpRequest, Next, Outcome, Registered, Seen, Target};
+use super::{Layer, McpRequest, Next, Outcome, Registered, Target};
 use durations::Durations;
 use memo::{Memo, Series};
 
@@ -259,8 +259,14 @@ impl Metrics {
     /// Records a request that ended with `outcome` after `seconds`: from the memo when a
     /// call of the same method, target and outcome had a series of its own before, else
     /// through [`Metrics::operation`] (and then remembered, if it may be).
-    fn record(&self, method: Method, seen: &Seen, outcome: Outcome, ns: u64) {
-        let target = seen.target();
+    fn record(
+        &self,
+        method: Method,
+        target: Option<&Target>,
+        registered: impl FnOnce() -> Registered,
+        outcome: Outcome,
+        ns: u64,
+    ) {
         let slot = Memo::slot(method.index, outcome);
         if let Some(slot) = slot
             && self
@@ -270,11 +276,7 @@ impl Metrics {
         {
             return;
         }
-        let op = self.operation(
-            method.label,
-            target.map(|t| (t, seen.registered())),
-            outcome,
-        );
+        let op = self.operation(method.label, target.map(|t| (t, registered())), outcome);
         let series = Series {
             histogram: self.inner.operations.get_or_create(&op).clone(),
             op,
@@ -428,7 +430,54 @@ impl Layer for MetricsLayer {
             let ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
             // The target as the server read it (or a layer before): no parse of our own.
             let outcome = Outcome::of_answer_to(&method.label, &answer);
-            guard.0.record(method, &seen, outcome, ns);
+            guard
+                .0
+                .record(method, seen.target(), || seen.registered(), outcome, ns);
+            drop(guard);
+            answer
+        })
+    }
+}
+
+impl MetricsLayer {
+    /// Its instruments.
+    pub(crate) fn metrics(&self) -> Metrics {
+        self.metrics.clone()
+    }
+}
+
+impl Metrics {
+    /// What [`MetricsLayer`] does, for a server whose only layer it is: the request goes
+    /// straight to `session`'s method table, which notes its target here, and is recorded
+    /// as the layer records it, without the request's shared part, the `Next` and the
+    /// layer's call that a chain of layers needs.
+    pub(crate) fn around(
+        &self,
+        session: &Arc<crate::session::Session>,
+        req: oxmcp_jsonrpc::Request,
+        rc: oxmcp_engine::RequestContext,
+        modern: Option<Arc<crate::modern::ModernMeta>>,
+    ) -> BoxFuture<'static, HandlerResult> {
+        let method = method_label(&req.method);
+        let noted = std::cell::Cell::new(None);
+        let started = Instant::now();
+        self.inner.in_flight.inc();
+        let guard = InFlight(self.clone());
+        let answer = session.table(req, rc, modern, Some(crate::session::Noting::Local(&noted)));
+        let target = noted.into_inner();
+        // Whether the registry has the target is asked only when the memo does not know it.
+        let from = target.is_some().then(|| session.clone());
+        Box::pin(async move {
+            let answer = answer.await;
+            let ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            let outcome = Outcome::of_answer_to(&method.label, &answer);
+            let registered = || match &from {
+                Some(from) => super::registered_in(from, target.as_ref()),
+                None => Registered::No,
+            };
+            guard
+                .0
+                .record(method, target.as_ref(), registered, outcome, ns);
             drop(guard);
             answer
         })

@@ -8,7 +8,9 @@
 //!
 //! Shipped layers: [`AuditLayer`] (one log line per request), [`RateLimitLayer`] (per tool,
 //! per principal), [`TimeoutLayer`] (per tool), and with the `metrics` feature
-//! [`MetricsLayer`] (Prometheus and OpenTelemetry instruments).
+//! [`MetricsLayer`] (Prometheus and OpenTelemetry instruments). A server whose only layer
+//! is a `MetricsLayer` added with [`Layers::push`] or [`crate::ServerBuilder::layer`] records
+//! the same series inline, without the machinery a chain of layers needs.
 //!
 //! ```
 //! use futures::future::BoxFuture;
@@ -73,7 +75,13 @@ pub trait Layer: Send + Sync + 'static {
 
 /// The layers of a server, outermost first. Cheap to clone.
 #[derive(Clone, Default)]
-pub struct Layers(Vec<Arc<dyn Layer>>);
+pub struct Layers {
+    layers: Vec<Arc<dyn Layer>>,
+    /// The instruments of each layer that is a [`MetricsLayer`] (`None` for the others): a
+    /// server whose only layer is one records inline, without the layers' machinery.
+    #[cfg(feature = "metrics")]
+    metrics: Vec<Option<Metrics>>,
+}
 
 impl Layers {
     /// No layers.
@@ -83,12 +91,20 @@ impl Layers {
 
     /// Adds `layer` inside those added before.
     pub fn push(&mut self, layer: impl Layer) {
-        self.0.push(Arc::new(layer));
+        #[cfg(feature = "metrics")]
+        self.metrics.push(
+            (&layer as &dyn std::any::Any)
+                .downcast_ref::<MetricsLayer>()
+                .map(MetricsLayer::metrics),
+        );
+        self.layers.push(Arc::new(layer));
     }
 
     /// Adds a shared layer inside those added before.
     pub fn push_shared(&mut self, layer: Arc<dyn Layer>) {
-        self.0.push(layer);
+        #[cfg(feature = "metrics")]
+        self.metrics.push(None);
+        self.layers.push(layer);
     }
 
     /// `self` with `layer` added inside the others.
@@ -100,28 +116,39 @@ impl Layers {
 
     /// How many layers there are.
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.layers.len()
     }
 
     /// Whether there is none.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.layers.is_empty()
     }
 
     /// These layers, then `inner`'s inside them.
     pub(crate) fn then(&self, inner: &Layers) -> Arc<[Arc<dyn Layer>]> {
-        self.0.iter().chain(&inner.0).cloned().collect()
+        self.layers.iter().chain(&inner.layers).cloned().collect()
+    }
+
+    /// The instruments of the only layer of these and `inner`'s together, if it is a
+    /// [`MetricsLayer`].
+    #[cfg(feature = "metrics")]
+    pub(crate) fn only_metrics(&self, inner: &Layers) -> Option<Metrics> {
+        let mut all = self.metrics.iter().chain(&inner.metrics);
+        match (all.next(), all.next()) {
+            (Some(only), None) => only.clone(),
+            _ => None,
+        }
     }
 }
 
 impl std::fmt::Debug for Layers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Layers({})", self.0.len())
+        write!(f, "Layers({})", self.layers.len())
     }
 }
 
 /// Whether `from`'s server has `target` in its own registry.
-fn registered_in(from: &crate::session::Session, target: Option<&Target>) -> Registered {
+pub(crate) fn registered_in(from: &crate::session::Session, target: Option<&Target>) -> Registered {
     let Some(target) = target else {
         return Registered::No;
     };

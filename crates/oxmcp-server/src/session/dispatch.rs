@@ -41,9 +41,12 @@ impl Tail {
         // session) rather than holding a count of its own. When no layer kept a `Seen` of
         // the request, nobody can read the target any more: it is not noted.
         let watched = std::sync::Arc::strong_count(&noted) > 1;
-        noted
-            .from
-            .table(req, self.rc, self.request_meta, watched.then_some(&*noted))
+        noted.from.table(
+            req,
+            self.rc,
+            self.request_meta,
+            watched.then_some(Noting::Shared(&noted.target)),
+        )
     }
 }
 
@@ -56,16 +59,32 @@ pub(super) struct Call<'a> {
     /// The fields its 2026-07-28 result carries (`None`: a legacy request).
     pub(super) finish: Option<Finish>,
     /// Where the layers read the target the params name (`None`: no layers, or none that
-    /// kept a [`crate::layer::Seen`] of the request).
-    pub(super) noted: Option<&'a crate::layer::Shared>,
+    /// kept a [`crate::layer::Seen`] of the request, and no metrics recorded inline).
+    pub(super) noted: Option<Noting<'a>>,
+}
+
+/// Where the method table notes the target of a request that is watched.
+#[derive(Clone, Copy)]
+pub(crate) enum Noting<'a> {
+    /// The request's shared part, which layers' [`crate::layer::Seen`]s read (a layer may
+    /// have read the target first).
+    Shared(&'a std::sync::OnceLock<Option<crate::layer::Target>>),
+    /// A cell of the caller's, which reads it once the table returns (metrics recorded
+    /// inline).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    Local(&'a std::cell::Cell<Option<crate::layer::Target>>),
 }
 
 impl Call<'_> {
     /// Tells the layers the target the params name, now that they are parsed.
     pub(super) fn note(&self, target: impl FnOnce() -> crate::layer::Target) {
-        if let Some(noted) = self.noted {
+        match self.noted {
             // Read already if a layer asked (`McpRequest::target`): then nothing to make.
-            noted.target.get_or_init(|| Some(target()));
+            Some(Noting::Shared(noted)) => {
+                noted.get_or_init(|| Some(target()));
+            }
+            Some(Noting::Local(noted)) => noted.set(Some(target())),
+            None => {}
         }
     }
 
@@ -112,19 +131,23 @@ impl Session {
         if layers.is_empty() {
             return self.table(req, rc, request_meta, None);
         }
+        #[cfg(feature = "metrics")]
+        if let Some(metrics) = &self.server.features.only_metrics {
+            return metrics.around(self, req, rc, request_meta);
+        }
         let request = McpRequest::new(req, self.clone(), request_meta.is_some());
         let tail = Tail { rc, request_meta };
         Next::new(layers.clone(), tail).run(request)
     }
 
     /// The method table. A method this server does not serve (or not in this era) is
-    /// -32601.
-    fn table(
+    /// -32601. The target the params name is noted in `noted`, if given.
+    pub(crate) fn table(
         self: &Arc<Self>,
         req: Request,
         rc: RequestContext,
         request_meta: Option<Arc<ModernMeta>>,
-        noted: Option<&crate::layer::Shared>,
+        noted: Option<Noting<'_>>,
     ) -> BoxFuture<'static, HandlerResult> {
         let modern = request_meta.is_some();
         let call = Call {

@@ -17,6 +17,8 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+#[cfg(feature = "metrics")]
+pub(crate) use dispatch::Noting;
 pub(crate) use dispatch::Tail;
 pub(crate) use service::SessionService;
 
