@@ -37,11 +37,15 @@ pub(crate) fn is_modern(headers: &HeaderMap, body: &[u8]) -> bool {
             .and_then(ProtocolVersion::parse)
             .is_some_and(|v| !v.is_legacy())
     });
-    header_modern || (memfind(body, meta_keys::PROTOCOL_VERSION.as_bytes()) && meta_version(body))
+    header_modern || (mentions_version(body) && meta_version(body))
 }
 
-fn memfind(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
+/// Whether the body holds the `_meta` version key anywhere: a cheap look before a parse. The
+/// searcher is built once (a comparison at every offset cost a `memcmp` call per byte).
+fn mentions_version(body: &[u8]) -> bool {
+    static KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(meta_keys::PROTOCOL_VERSION));
+    KEY.find(body).is_some()
 }
 
 /// Whether the body is one message whose `params._meta` carries the protocol version.
