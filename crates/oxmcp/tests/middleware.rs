@@ -395,6 +395,11 @@ async fn metrics_record_the_same_alone_and_among_other_layers() {
             c.request("resources/read", json!({"uri": "file:///none"}))
                 .await
                 .unwrap_err();
+            // Methods nobody serves: unknown, and one this server does not offer.
+            for method in ["x/unknown", "prompts/list"] {
+                let e = c.request(method, json!({})).await.unwrap_err();
+                assert_eq!(rpc_code(&e), Some(-32601), "{method}: {e:?}");
+            }
             c.close().await;
         }
         let text = metrics.render();
@@ -424,6 +429,12 @@ async fn metrics_record_the_same_alone_and_among_other_layers() {
         alone
             .iter()
             .any(|l| l.contains(r#"mcp_resource_uri="file:///notes.txt""#)),
+        "{alone:#?}"
+    );
+    assert!(
+        alone
+            .iter()
+            .any(|l| l.contains(r#"mcp_method_name="x/unknown""#)),
         "{alone:#?}"
     );
     assert_eq!(alone, among);

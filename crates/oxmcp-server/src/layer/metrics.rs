@@ -99,7 +99,7 @@ impl Metrics {
         registry.register_with_unit(
             "mcp_server_operation_duration",
             "Time to answer a request, by method, tool, prompt or resource, and error type \
-             (a JSON-RPC error code, or tool_error for a result with isError)",
+             (a JSON-RPC error code, or tool_error for a tool's result with isError)",
             prometheus_client::registry::Unit::Seconds,
             operations.clone(),
         );
@@ -256,7 +256,7 @@ impl Metrics {
         self.inner.other.clone()
     }
 
-    /// Records a request that ended with `outcome` after `seconds`: from the memo when a
+    /// Records a request that ended with `outcome` after `ns` nanoseconds: from the memo when a
     /// call of the same method, target and outcome had a series of its own before, else
     /// through [`Metrics::operation`] (and then remembered, if it may be).
     fn record(

@@ -120,7 +120,8 @@ impl Call<'_> {
 
 impl Session {
     /// Answers a request after the lifecycle checks: through the server's layers (if any),
-    /// then the method table.
+    /// then the method table; when the only layer is a metrics layer, the request is recorded
+    /// inline around the method table instead ([`crate::layer::Metrics::around`]).
     pub(super) fn route(
         self: &Arc<Self>,
         req: Request,

@@ -47,7 +47,13 @@ impl Durations {
             .position(|&bound| ns <= bound)
             .unwrap_or(BUCKETS.len());
         self.0.buckets[bucket].fetch_add(1, Relaxed);
-        self.0.sum_ns.fetch_add(ns, Relaxed);
+        let before = self.0.sum_ns.fetch_add(ns, Relaxed);
+        if before.checked_add(ns).is_none() {
+            // Past 2^64 ns (584 years of summed time, which long streams can reach): the sum
+            // stays at its most rather than wrapping to a small one, which Prometheus would
+            // read as a reset.
+            self.0.sum_ns.store(u64::MAX, Relaxed);
+        }
     }
 
     /// The number of observations, the sum in seconds, and each bucket's upper bound with
@@ -108,5 +114,16 @@ mod tests {
         assert_eq!(buckets[1], (0.001, 1));
         assert_eq!(buckets[BUCKETS.len()], (f64::INFINITY, 1));
         assert_eq!(buckets.iter().map(|b| b.1).sum::<u64>(), 4);
+    }
+
+    #[test]
+    fn the_sum_stops_at_its_most_instead_of_wrapping() {
+        let d = Durations::default();
+        d.observe(u64::MAX - 10);
+        d.observe(100);
+        d.observe(5);
+        let (count, sum, _) = d.snapshot();
+        assert_eq!(count, 3);
+        assert_eq!(sum, u64::MAX as f64 / 1e9);
     }
 }
