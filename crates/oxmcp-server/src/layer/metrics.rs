@@ -418,22 +418,13 @@ pub struct MetricsLayer {
 
 impl Layer for MetricsLayer {
     fn call(&self, req: McpRequest, next: Next) -> BoxFuture<'static, HandlerResult> {
-        let method = method_label(req.method());
+        let timed = self.metrics.start(req.method());
         let seen = req.seen();
-        let started = Instant::now();
-        self.metrics.inner.in_flight.inc();
-        let guard = InFlight(self.metrics.clone());
         let answer = next.run(req);
         Box::pin(async move {
             let answer = answer.await;
-            // Saturates past 584 years.
-            let ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
             // The target as the server read it (or a layer before): no parse of our own.
-            let outcome = Outcome::of_answer_to(&method.label, &answer);
-            guard
-                .0
-                .record(method, seen.target(), || seen.registered(), outcome, ns);
-            drop(guard);
+            timed.end(&answer, seen.target(), || seen.registered());
             answer
         })
     }
@@ -458,29 +449,57 @@ impl Metrics {
         rc: oxmcp_engine::RequestContext,
         modern: Option<Arc<crate::modern::ModernMeta>>,
     ) -> BoxFuture<'static, HandlerResult> {
-        let method = method_label(&req.method);
+        let timed = self.start(&req.method);
         let noted = std::cell::Cell::new(None);
-        let started = Instant::now();
-        self.inner.in_flight.inc();
-        let guard = InFlight(self.clone());
         let answer = session.table(req, rc, modern, Some(crate::session::Noting::Local(&noted)));
         let target = noted.into_inner();
         // Whether the registry has the target is asked only when the memo does not know it.
         let from = target.is_some().then(|| session.clone());
         Box::pin(async move {
             let answer = answer.await;
-            let ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            let outcome = Outcome::of_answer_to(&method.label, &answer);
-            let registered = || match &from {
+            timed.end(&answer, target.as_ref(), || match &from {
                 Some(from) => super::registered_in(from, target.as_ref()),
                 None => Registered::No,
-            };
-            guard
-                .0
-                .record(method, target.as_ref(), registered, outcome, ns);
-            drop(guard);
+            });
             answer
         })
+    }
+
+    /// Starts timing a request of `method`, and counts it in flight.
+    fn start(&self, method: &str) -> Timed {
+        let method = method_label(method);
+        let started = Instant::now();
+        self.inner.in_flight.inc();
+        Timed {
+            method,
+            started,
+            in_flight: InFlight(self.clone()),
+        }
+    }
+}
+
+/// A request being answered: what [`Timed::end`] records once it is.
+struct Timed {
+    method: Method,
+    started: Instant,
+    in_flight: InFlight,
+}
+
+impl Timed {
+    /// Records the request that ended with `answer`, naming `target` (of which `registered`
+    /// says whether the registry has it), and takes it off the in-flight gauge.
+    fn end(
+        self,
+        answer: &HandlerResult,
+        target: Option<&Target>,
+        registered: impl FnOnce() -> Registered,
+    ) {
+        // Saturates past 584 years.
+        let ns = u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let outcome = Outcome::of_answer_to(&self.method.label, answer);
+        self.in_flight
+            .0
+            .record(self.method, target, registered, outcome, ns);
     }
 }
 
