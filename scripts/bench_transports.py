@@ -5,10 +5,10 @@ WebSocket and gRPC, and the bytes on the wire and calls/s of JSON against protob
 
 Every figure comes from `oxmcp-bench`, which checks each answer: for echo, the id and the
 echoed text (every call sends its own message); for the resource, contents identical to the
-first read's. The echo calls/s over Streamable HTTP and WebSocket are driven by its raw driver
-(its own HTTP/1.1 and WebSocket frames, far cheaper per call than a server), over gRPC by the
-SDK's Client (`--driver client`, the only gRPC driver), as are the JSON/protobuf figures; the
-driver's share of its core is printed beside each echo figure. A figure with errors
+first read's. The echo calls/s are driven by its raw driver (its own HTTP/1.1, WebSocket
+frames, and gRPC messages on h2: far cheaper per call than a server), the JSON/protobuf
+figures by the SDK's Client (`--driver client`); the driver's share of its core is printed
+beside each echo figure. A figure with errors
 is printed as its error count, never as a rate, and the script exits 1. Bytes come from a
 separate `--wire` run (a counting TCP relay; connection setup excluded), so the relay never
 slows a rate.
@@ -146,7 +146,7 @@ FLOORS = {
 RMCP = ["bench/compare/target/release/examples/rmcp_echo", "--listen", "{addr}"]
 TRANSPORTS = ("http", "ws", "grpc")
 # The driver of each transport's echo figures: the raw one where there is one.
-DRIVERS = {"http": "raw", "ws": "raw", "grpc": "client"}
+DRIVERS = {"http": "raw", "ws": "raw", "grpc": "raw"}
 CONNECTIONS = (1, 64)
 
 

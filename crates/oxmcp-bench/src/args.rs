@@ -30,9 +30,9 @@ pub(crate) struct BenchArgs {
     /// Run each phase for this long instead of a number of requests (`10s`, `500ms`, `2m`).
     #[arg(long, value_parser = parse_duration)]
     duration: Option<Duration>,
-    /// Who sends the requests: raw (the driver's own lean HTTP/1.1, or WebSocket frames for
-    /// `ws://`; the default for http:// URLs) or client (the SDK's Client; always for stdio,
-    /// the default for ws:// and grpc://).
+    /// Who sends the requests: raw (the driver's own lean HTTP/1.1, WebSocket frames for
+    /// `ws://`, or HTTP/2 gRPC messages for `grpc://`; the default for http:// URLs) or
+    /// client (the SDK's Client; always for stdio, the default for ws:// and grpc://).
     #[arg(long, value_enum)]
     driver: Option<DriverArg>,
     /// Sessions of the raw driver's connections (legacy era): each (a session per
@@ -108,8 +108,8 @@ pub(crate) struct BenchArgs {
 /// `--driver`.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum DriverArg {
-    /// The driver's own lean HTTP/1.1 (http://) or WebSocket frames (ws://), every answer
-    /// checked.
+    /// The driver's own lean HTTP/1.1 (http://), WebSocket frames (ws://) or HTTP/2 gRPC
+    /// messages (grpc://), every answer checked.
     Raw,
     /// The SDK's Client.
     Client,
@@ -173,9 +173,11 @@ impl BenchArgs {
             }
             (None, Target::Url(u)) if is_stream_url(u) => Driver::Client,
             (Some(DriverArg::Raw), Target::Url(u))
-                if is_stream_url(u) && !u.starts_with("ws://") =>
+                if is_stream_url(u) && !u.starts_with("ws://") && !u.starts_with("grpc://") =>
             {
-                bail!("--driver raw is for http:// and ws:// URLs (gRPC uses the client)")
+                bail!(
+                    "--driver raw is for plain http://, ws:// and grpc:// URLs (TLS needs the client)"
+                )
             }
             (Some(DriverArg::Raw) | None, Target::Url(_)) => Driver::Raw,
         };

@@ -3,7 +3,7 @@
 //! (2026-07-28, stateless). Over Streamable HTTP, sessions are opened over hyper (`wire`),
 //! before the clock starts, and the timed calls go over the driver's own lean HTTP/1.1
 //! (`lean`); over WebSocket each connection is its session, opened with its own frames
-//! (`lean_ws`).
+//! (`lean_ws`), and over gRPC each connection's `Connect` stream (`lean_grpc`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -12,17 +12,18 @@ use serde_json::{Value, json};
 
 use crate::check::{Expect, Failure, Tally};
 use crate::lean::{self, Lean, Needles};
+use crate::lean_grpc::LeanGrpc;
 use crate::lean_ws::LeanWs;
 use crate::run::{Phase, Plan, Sessions};
 use crate::stats::{DONE, Ticker};
-use crate::wire::{self, Body, Conn, Endpoint, Session, Template};
+use crate::wire::{self, Body, Conn, Endpoint, Kind, Session, Template};
 
 /// One worker: a connection per endpoint (reopened when the server closes it), its
 /// headers, the needles its answers are checked with, and which endpoint takes its next
 /// call.
 struct Worker {
     conns: Vec<Option<Link>>,
-    /// A WebSocket connection starts with `initialize` (legacy era).
+    /// A WebSocket or gRPC connection starts with `initialize` (legacy era).
     handshake: bool,
     headers: Vec<(&'static str, String)>,
     needles: Needles,
@@ -34,6 +35,7 @@ struct Worker {
 enum Link {
     Http(Lean),
     Ws(LeanWs),
+    Grpc(LeanGrpc),
 }
 
 impl Link {
@@ -41,22 +43,31 @@ impl Link {
         match self {
             Link::Http(c) => c.is_closed(),
             Link::Ws(c) => c.is_closed(),
+            Link::Grpc(c) => c.is_closed(),
         }
     }
 }
 
 /// A connection for timed calls to `ep`: over HTTP its requests carry `headers`; over
-/// WebSocket it is a session of its own when `handshake`.
+/// WebSocket and gRPC it is a session of its own when `handshake`.
 async fn open(
     ep: &Endpoint,
     headers: &[(&'static str, String)],
     handshake: bool,
 ) -> Result<Link, Failure> {
     let (addr, authority, path) = ep.parts();
-    if ep.is_ws() {
-        return Ok(Link::Ws(
-            LeanWs::open(addr, authority, path, handshake).await?,
-        ));
+    match ep.kind() {
+        Kind::Ws => {
+            return Ok(Link::Ws(
+                LeanWs::open(addr, authority, path, handshake).await?,
+            ));
+        }
+        Kind::Grpc => {
+            return Ok(Link::Grpc(
+                LeanGrpc::open(addr, authority, handshake).await?,
+            ));
+        }
+        Kind::Http => {}
     }
     let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
     Ok(Link::Http(
@@ -82,7 +93,7 @@ async fn headers_of(
     sessions: Sessions,
     opened: &mut Vec<Session>,
 ) -> Result<Vec<(&'static str, String)>, Failure> {
-    if ep.is_ws() {
+    if ep.is_stream() {
         // The connection is the session, opened with it.
         return Ok(Vec::new());
     }
@@ -163,7 +174,10 @@ async fn call(
 ) -> Result<(), Failure> {
     let conn = match conn {
         Link::Http(conn) => conn,
-        Link::Ws(conn) => return call_ws(conn, needles, plan, template, n).await,
+        Link::Ws(conn) => return call_ws(&mut Stream::Ws(conn), needles, plan, template, n).await,
+        Link::Grpc(conn) => {
+            return call_ws(&mut Stream::Grpc(conn), needles, plan, template, n).await;
+        }
     };
     let answer = conn.call(template, n).await?;
     if answer.status == 200 && answer.kind == Body::Json && needles.accept(answer.body, n) {
@@ -175,11 +189,40 @@ async fn call(
         .check(sent.as_deref(), result.failed(), result.texts())
 }
 
-/// [`call`] over WebSocket: notifications before the answer are passed over, all within
-/// [`wire::TIMEOUT`]. After any failure the connection is not used again (the rest of that
-/// call's messages would be read as the next call's).
+/// A connection that is its own session: a message out, messages in.
+enum Stream<'a> {
+    Ws(&'a mut LeanWs),
+    Grpc(&'a mut LeanGrpc),
+}
+
+impl Stream<'_> {
+    async fn send(&mut self, template: &Template, n: u64) -> Result<(), Failure> {
+        match self {
+            Stream::Ws(c) => c.send(template, n).await,
+            Stream::Grpc(c) => c.send(template, n),
+        }
+    }
+
+    async fn next(&mut self) -> Result<&[u8], Failure> {
+        match self {
+            Stream::Ws(c) => c.next().await,
+            Stream::Grpc(c) => c.next().await,
+        }
+    }
+
+    fn close(&mut self) {
+        match self {
+            Stream::Ws(c) => c.close(),
+            Stream::Grpc(c) => c.close(),
+        }
+    }
+}
+
+/// [`call`] over WebSocket or gRPC: notifications before the answer are passed over, all
+/// within [`wire::TIMEOUT`]. After any failure the connection is not used again (the rest
+/// of that call's messages would be read as the next call's).
 async fn call_ws(
-    conn: &mut LeanWs,
+    conn: &mut Stream<'_>,
     needles: &mut Needles,
     plan: &Plan,
     template: &Template,
@@ -195,7 +238,7 @@ async fn call_ws(
 }
 
 async fn answer_ws(
-    conn: &mut LeanWs,
+    conn: &mut Stream<'_>,
     needles: &mut Needles,
     plan: &Plan,
     template: &Template,
@@ -282,9 +325,9 @@ pub(crate) async fn run(
     for also in &plan.also {
         eps.push(Endpoint::resolve(also).await?);
     }
-    if sessions == Sessions::Shared && eps.iter().any(Endpoint::is_ws) {
+    if sessions == Sessions::Shared && eps.iter().any(Endpoint::is_stream) {
         anyhow::bail!(
-            "--session shared is for Streamable HTTP: a WebSocket connection is its own session"
+            "--session shared is for Streamable HTTP: a WebSocket or gRPC connection is its own session"
         );
     }
     let mut setup_tally = Tally::default();

@@ -17,6 +17,7 @@ mod client;
 mod cold;
 mod idle;
 mod lean;
+mod lean_grpc;
 mod lean_ws;
 mod relay;
 mod run;

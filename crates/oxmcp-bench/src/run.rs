@@ -206,7 +206,7 @@ async fn raw(plan: &Plan, url: &str) -> anyhow::Result<(Vec<Phase>, Value, Strin
     let watch = CpuWatch::start(plan.server_pid);
     let (phases, mut extra, shape) = match plan.burst {
         Some(n) => {
-            if sessions != Sessions::Each || url.starts_with("ws://") {
+            if sessions != Sessions::Each || !url.starts_with("http://") {
                 bail!("--burst opens legacy Streamable HTTP sessions, one per connection");
             }
             let shape = format!("a burst of {n} new sessions at once, a connection each");
@@ -228,6 +228,8 @@ async fn raw(plan: &Plan, url: &str) -> anyhow::Result<(Vec<Phase>, Value, Strin
     }
     let how = if url.starts_with("ws://") {
         "raw WebSocket driver (one thread; its own frames, each connection its session)"
+    } else if url.starts_with("grpc://") {
+        "raw gRPC driver (one thread; h2, its own envelopes, each connection's Connect stream its session)"
     } else {
         "raw HTTP driver (one thread; timed calls on its own lean HTTP/1.1, sessions opened over hyper)"
     };

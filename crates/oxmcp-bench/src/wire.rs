@@ -32,8 +32,19 @@ pub(crate) struct Endpoint {
     addr: SocketAddr,
     authority: String,
     path: String,
-    /// A WebSocket endpoint (`ws://`), not Streamable HTTP.
-    ws: bool,
+    /// Streamable HTTP, WebSocket or gRPC.
+    kind: Kind,
+}
+
+/// What an [`Endpoint`] speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// Streamable HTTP (`http://`).
+    Http,
+    /// WebSocket (`ws://`).
+    Ws,
+    /// gRPC (`grpc://`, plain HTTP/2).
+    Grpc,
 }
 
 impl Endpoint {
@@ -42,20 +53,27 @@ impl Endpoint {
         (self.addr, &self.authority, &self.path)
     }
 
-    /// Whether this is a WebSocket endpoint.
-    pub(crate) fn is_ws(&self) -> bool {
-        self.ws
+    /// What the endpoint speaks.
+    pub(crate) fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// Whether each connection is a session of its own (WebSocket, gRPC), not Streamable
+    /// HTTP.
+    pub(crate) fn is_stream(&self) -> bool {
+        self.kind != Kind::Http
     }
 
     pub(crate) async fn resolve(url: &str) -> anyhow::Result<Endpoint> {
         let uri: hyper::Uri = url
             .parse()
             .with_context(|| format!("{url:?} is not a URL"))?;
-        let ws = match uri.scheme_str() {
-            Some("http") => false,
-            Some("ws") => true,
+        let kind = match uri.scheme_str() {
+            Some("http") => Kind::Http,
+            Some("ws") => Kind::Ws,
+            Some("grpc") => Kind::Grpc,
             _ => bail!(
-                "the raw driver speaks plain http:// and ws:// only; use --driver client for {url}"
+                "the raw driver speaks plain http://, ws:// and grpc:// only; use --driver client for {url}"
             ),
         };
         let authority = uri.authority().context("the URL has no host")?.to_string();
@@ -84,7 +102,7 @@ impl Endpoint {
             addr,
             authority,
             path,
-            ws,
+            kind,
         })
     }
 }

@@ -289,6 +289,150 @@ async fn the_raw_websocket_driver_against_mcp_serve() {
     );
 }
 
+/// A fake gRPC `Connect` with one fault for every call of the server: `text` and `id` as
+/// above, `chatty` (a notification before each right answer), `protobuf` (right answers in
+/// the protobuf form, which the raw driver does not take), anything else right answers.
+/// Returns its `grpc://` URL.
+async fn start_fake_grpc(fault: &'static str) -> String {
+    use oxmcp_proto::{Envelope, envelope::Body};
+    type Answers = tokio_stream::wrappers::ReceiverStream<Result<Envelope, tonic::Status>>;
+    let stream = move |call: tonic::Request<tonic::Streaming<Envelope>>| async move {
+        let mut inbound = call.into_inner();
+        let (tx, rx) = tokio::sync::mpsc::channel(16);
+        tokio::spawn(async move {
+            while let Ok(Some(envelope)) = inbound.message().await {
+                let Some(Body::Json(bytes)) = envelope.body else {
+                    continue;
+                };
+                let msg: Value = serde_json::from_slice(&bytes).unwrap();
+                let Some(id) = msg.get("id").cloned() else {
+                    continue;
+                };
+                let message = msg["params"]["arguments"]["message"].as_str().unwrap_or("");
+                let right = |id: Value, text: &str| {
+                    json!({"jsonrpc": "2.0", "id": id,
+                        "result": {"content": [{"type": "text", "text": text}]}})
+                };
+                let answer = match fault {
+                    _ if msg["method"] == "initialize" => json!({"jsonrpc": "2.0", "id": id,
+                        "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                            "serverInfo": {"name": "fake", "version": "1"}}}),
+                    "text" => right(id, "stale"),
+                    "id" => right(json!(id.as_u64().unwrap_or(0) + 1000), message),
+                    "chatty" => {
+                        let note = json!({"jsonrpc": "2.0", "method": "notifications/message",
+                            "params": {"level": "info", "data": "working"}});
+                        let body = Some(Body::Json(note.to_string().into_bytes()));
+                        let _ = tx.send(Ok(Envelope { body })).await;
+                        right(id, message)
+                    }
+                    _ => right(id, message),
+                };
+                let body = match fault {
+                    "protobuf" if msg["method"] != "initialize" => {
+                        Body::Message(oxmcp_proto::to_proto(&answer).unwrap())
+                    }
+                    _ => Body::Json(answer.to_string().into_bytes()),
+                };
+                if tx.send(Ok(Envelope { body: Some(body) })).await.is_err() {
+                    break;
+                }
+            }
+        });
+        Ok::<_, tonic::Status>(tonic::Response::new(Answers::new(rx)))
+    };
+    let connect = move |request: axum::extract::Request| async move {
+        let codec = tonic_prost::ProstCodec::<Envelope, Envelope>::default();
+        tonic::server::Grpc::new(codec)
+            .streaming(tower::service_fn(stream), request)
+            .await
+            .map(axum::body::Body::new)
+    };
+    let app = axum::Router::new().route("/mcp.v1.Mcp/Connect", axum::routing::post(connect));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("grpc://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { oxmcp_http::serve_router(listener, app).await });
+    url
+}
+
+/// The raw driver over gRPC (HTTP/2 and envelopes of its own) checks every answer as over
+/// HTTP: wrong texts and ids are errors, and so is an answer in a form it did not ask for;
+/// notifications before an answer are passed over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_raw_grpc_driver_checks_every_answer() {
+    for (fault, failed) in [
+        ("text", 40),
+        ("id", 40),
+        ("protobuf", 40),
+        ("none", 0),
+        ("chatty", 0),
+    ] {
+        let url = start_fake_grpc(fault).await;
+        let args = [
+            &url,
+            "--driver",
+            "raw",
+            "--clients",
+            "2",
+            "--requests",
+            "40",
+        ];
+        let (ok, v, err) = bench(&args).await;
+        assert_eq!(ok, failed == 0, "{fault}: {err} {v}");
+        assert_eq!(v["errors"], failed, "{fault}: {v}");
+        assert!(v["driver"].as_str().unwrap().contains("gRPC"), "{v}");
+        let calls = &v["phases"]["calls"];
+        assert_eq!(calls["calls"], 40, "{fault}: {v}");
+        if failed > 0 {
+            assert_eq!(calls["error_kinds"]["wrong answer"], failed, "{fault}: {v}");
+        }
+    }
+}
+
+/// The raw gRPC driver against `oxmcp serve` (gRPC on its HTTP port): a session per
+/// connection and 2026-07-28 requests, no errors; a shared session is refused, and so is TLS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_raw_grpc_driver_against_mcp_serve() {
+    let (_server, url) = oxmcp_tests::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    let grpc = url.replacen("http://", "grpc://", 1).replace("/mcp", "");
+    for era in ["legacy", "modern"] {
+        let args = [
+            &grpc,
+            "--driver",
+            "raw",
+            "--clients",
+            "4",
+            "--requests",
+            "400",
+            "--era",
+            era,
+        ];
+        let (ok, v, err) = bench(&args).await;
+        assert!(ok, "{era}: {err} {v}");
+        assert_eq!(v["errors"], 0, "{era}: {v}");
+        assert_eq!(v["phases"]["calls"]["calls"], 400, "{era}: {v}");
+    }
+    for (args, says) in [
+        (&["--session", "shared"][..], "its own session"),
+        (&[][..], "TLS needs the client"),
+    ] {
+        let target = if args.is_empty() {
+            grpc.replacen("grpc://", "grpcs://", 1)
+        } else {
+            grpc.clone()
+        };
+        let out = tokio::process::Command::new(BENCH)
+            .arg(&target)
+            .args(["--driver", "raw", "--requests", "5"])
+            .args(args)
+            .output()
+            .await
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(says), "{err}");
+    }
+}
+
 /// `--read`, `--wire` and `--encoding` over every transport: no errors, and the bytes on the
 /// wire show what protobuf saves on binary contents (no base64).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
