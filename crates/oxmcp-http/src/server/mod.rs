@@ -21,6 +21,7 @@ pub(crate) mod lease;
 pub(crate) mod legacy;
 pub(crate) mod listener;
 pub(crate) mod log_span;
+pub(crate) mod one_request;
 pub(crate) mod post;
 pub(crate) mod protobuf;
 pub(crate) mod refusal;

@@ -2,8 +2,11 @@
 //!
 //! The standard headers are checked against the body first (`header_match`). Each request is
 //! served on its own short-lived engine connection (`Serve::serve_request`), so any instance
-//! can answer any request. The answer is JSON when the response is all there is, otherwise
-//! an SSE stream carrying the request's notifications (progress, log messages) before it.
+//! can answer any request; where the service offers it, the request is answered on the POST's
+//! own task (`oxmcp_engine::Direct`, the connection kept beside it by `one_request`), and goes
+//! through the connection's loop only once its handler sends something before its response.
+//! The answer is JSON when the response is all there is, otherwise an SSE stream carrying the
+//! request's notifications (progress, log messages) before it.
 //! There are no event ids: 2026-07-28 has no resumption.
 
 use std::convert::Infallible;
@@ -13,6 +16,7 @@ use std::time::Duration;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use oxmcp_engine::DirectAnswer;
 use oxmcp_jsonrpc::{Inbound, Message, OutMessage, Outbound, RawValue, Request};
 use oxmcp_types::{ProtocolVersion, RequestMeta, meta_keys};
 use serde::Deserialize;
@@ -22,6 +26,7 @@ use crate::server::config::ResponseMode;
 use crate::server::endpoint::Inner;
 use crate::server::hangup::CancelOnHangUp;
 use crate::server::header_match;
+use crate::server::one_request::OneRequest;
 use crate::server::protobuf::Encoding;
 use crate::server::refusal::{Refusal, answer_status};
 use crate::server::replies::VERSION_HEADER;
@@ -142,31 +147,75 @@ pub(crate) async fn handle(
         Err(r) => return r.into_response(),
     };
     let (in_tx, in_rx) = mpsc::channel(1);
-    let (out_tx, mut out_rx) = mpsc::channel::<Outbound>(64);
+    let (out_tx, out_rx) = mpsc::channel::<Outbound>(64);
+    let slot = oxmcp_engine::DirectSlot::new();
     let serving = inner.service.serve_request(oxmcp_engine::Connection {
         incoming: in_rx,
         outgoing: out_tx,
         config: inner.engine.clone(),
         principal,
-        direct: None,
+        direct: Some(slot.clone()),
         session: None,
     });
-    // The permits live as long as the engine: a handler cancelled because its client hung
-    // up may still be finishing, and counts against the caps until it has.
-    tokio::spawn(async move {
-        let _permits = permits;
-        serving.await;
-    });
+    let mut engine = OneRequest::start(serving, permits);
     let id = req.id.clone();
-    // Already decoded here: the engine takes the message as it is.
-    let input = Inbound::Message(Box::new(Message::Request(req)), Some(context));
-    if in_tx.send(input).await.is_err() {
-        return Refusal::internal(id, "the server is gone").into_response();
-    }
-    // The engine's input stays open while the answer is being sent: dropping it (when the
+    let Some(direct) = slot.get().cloned() else {
+        // A service without a direct handle: the request goes through its loop.
+        engine.detach();
+        // Already decoded here: the engine takes the message as it is.
+        let input = Inbound::Message(Box::new(Message::Request(req)), Some(context));
+        if in_tx.send(input).await.is_err() {
+            return Refusal::internal(id, "the server is gone").into_response();
+        }
+        let watch = CancelOnHangUp::new(id.clone(), in_tx);
+        return answer_from_loop(inner, id, out_rx, watch, encoding).await;
+    };
+    // The engine's input stays open while the answer is being made: dropping it (when the
     // answer is complete, or the client went away) ends the connection and any subscription.
     // A client that goes away before the response cancels the request.
-    let watch = CancelOnHangUp::new(id.clone(), in_tx);
+    let mut watch = CancelOnHangUp::new(id.clone(), in_tx);
+    match direct.call(req, Some(context)).await {
+        DirectAnswer::Here(Outbound::Message(answer)) => {
+            watch.answered();
+            drop(watch);
+            engine.finish();
+            // As for a legacy request answered directly: the connections that are ready take
+            // their turn first, so that their answers go out together (without it, 6% fewer
+            // calls/s at 64 connections in one interleaved run).
+            tokio::task::yield_now().await;
+            single_answer(inner, *answer, encoding)
+        }
+        DirectAnswer::Here(_) | DirectAnswer::Closed => {
+            Refusal::internal(id, "the server is gone").into_response()
+        }
+        DirectAnswer::Queued => {
+            // The handler spoke before its response: the rest flows through the engine.
+            engine.detach();
+            answer_from_loop(inner, id, out_rx, watch, encoding).await
+        }
+    }
+}
+
+/// The answer when the response is all there is: JSON (or, when SSE is asked for every
+/// answer, one SSE event), with the HTTP status its error code calls for.
+fn single_answer(inner: &Inner, answer: OutMessage, encoding: Encoding) -> Response {
+    let status = status_for(&answer);
+    if status != StatusCode::OK || inner.config.response_mode != ResponseMode::Sse {
+        return encoding.answer(status, answer.line);
+    }
+    let event = sse_message(&answer.line, encoding);
+    sse_body(futures::stream::iter([Ok::<_, Infallible>(event)]), None)
+}
+
+/// The answer from what the engine sends: JSON when the response is all there is, otherwise
+/// an SSE stream of the request's messages up to its response.
+async fn answer_from_loop(
+    inner: &Inner,
+    id: oxmcp_jsonrpc::RequestId,
+    mut out_rx: mpsc::Receiver<Outbound>,
+    watch: CancelOnHangUp,
+    encoding: Encoding,
+) -> Response {
     let Some(first) = next_message(&mut out_rx, &watch).await else {
         return Refusal::internal(id, "no response").into_response();
     };
