@@ -441,3 +441,45 @@ fn endless_list_pages_end_with_an_error() {
         assert!(err.contains("repeated the cursor \"again\""), "{err}");
     }
 }
+
+/// `oxmcp serve --stdio` with stdin a pipe and stdout not one (a file here; a terminal is the
+/// same case): requests that come apart are all answered. The server must not leave its stdin
+/// non-blocking under the blocking reader it falls back to (that read failed with EAGAIN and
+/// ended the session after the first request).
+#[test]
+fn stdio_with_stdin_a_pipe_and_stdout_a_file() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("answers");
+    let mut child = Command::new(MCP)
+        .args(["serve", "--stdio"])
+        .env("MCP_LOG", "off")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::fs::File::create(&path).unwrap())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    writeln!(stdin, "{init}").unwrap();
+    // The server answers and reads again before the next request is written.
+    let answered = |id: &str| {
+        (0..500).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            std::fs::read_to_string(&path).unwrap().contains(id)
+        })
+    };
+    assert!(answered(r#""id":1,"#), "no answer to initialize");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let rest = [
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+    ];
+    // The server may be gone, and the write fail: the assertion says what matters.
+    let _ = writeln!(stdin, "{}\n{}", rest[0], rest[1]);
+    let pinged = answered(r#""id":2,"#);
+    drop(stdin);
+    let status = child.wait().unwrap();
+    let out = std::fs::read_to_string(&path).unwrap();
+    assert!(pinged, "the second request was not answered: {out}");
+    assert!(status.success(), "{status}");
+}

@@ -60,9 +60,9 @@ where
 
 /// This process's stdin and stdout as a transport.
 ///
-/// When they are pipes (the usual case for a server spawned by a client) they are read and
-/// written non-blocking on the runtime itself; otherwise (a terminal, a file) through tokio's
-/// blocking-thread stdio.
+/// When both are pipes (the usual case for a server spawned by a client) they are read and
+/// written non-blocking on the runtime itself; otherwise (either is a terminal or a file) both
+/// through tokio's blocking-thread stdio, and stdin is left blocking as it came.
 pub fn stdio(max_line: usize) -> (Channels, JoinHandle<()>) {
     stdio_until(max_line, std::future::pending())
 }
@@ -77,9 +77,17 @@ pub fn stdio_until(
     let pipes = (|| {
         let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned().ok()?);
         let stdout = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned().ok()?);
+        // Each refuses what is not a pipe before it makes the descriptor non-blocking.
         let rx = pipe::Receiver::from_file(stdin).ok()?;
-        let tx = pipe::Sender::from_file(stdout).ok()?;
-        Some((rx, tx))
+        match pipe::Sender::from_file(stdout) {
+            Ok(tx) => Some((rx, tx)),
+            Err(_) => {
+                // Stdin is shared with the blocking reader that takes over (and with this
+                // process's parent): a non-blocking stdin would end its reads with EAGAIN.
+                let _ = rx.into_blocking_fd();
+                None
+            }
+        }
     })();
     match pipes {
         Some((rx, tx)) => from_io_until(rx, tx, max_line, stop),
