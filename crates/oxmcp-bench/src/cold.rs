@@ -5,10 +5,14 @@
 //! `initialize`, read the answer (its id and `protocolVersion` checked), then
 //! `notifications/initialized` and one `tools/call` checked like every other call. The RSS
 //! is read from `/proc/<pid>/status` right after that answer, then stdin is closed and the
-//! process must exit.
+//! process must exit. A start that has not answered within [`TIMEOUT`] is killed and
+//! counted as a timeout (the reads block: a server that never answers would hang the run).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -16,6 +20,7 @@ use serde_json::{Value, json};
 use crate::check::{Failure, Tally};
 use crate::run::Plan;
 use crate::stats::status_kib;
+use crate::wire::TIMEOUT;
 
 /// What the starts measured: spawn to `initialize` answered, and RSS after the first call.
 pub(crate) struct ColdStarts {
@@ -40,19 +45,29 @@ pub(crate) fn run(plan: &Plan, command: &[String], n: usize) -> anyhow::Result<C
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()?;
-        let outcome = start_once(plan, &mut child, started, i as u64 + 1);
+        let pipes = (child.stdin.take(), child.stdout.take());
+        let pid = child.id();
+        let child = Arc::new(Mutex::new(child));
+        let watchdog = Watchdog::start(&child);
+        let outcome = start_once(plan, pipes, pid, started, i as u64 + 1);
         let outcome = outcome.and_then(|(latency, rss)| {
-            stop(&mut child)?;
+            stop(&child)?;
             Ok((latency, rss))
         });
+        let outcome = match watchdog.stop() {
+            true => Err(Failure::Timeout),
+            false => outcome,
+        };
         match outcome {
             Ok((latency, rss)) => {
                 out.tally.record(Ok(()), latency);
                 out.rss_kib.extend(rss);
             }
             Err(f) => {
-                let _ = child.kill();
-                let _ = child.wait();
+                if let Ok(mut child) = child.lock() {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                }
                 out.tally.record(Err(f), started.elapsed());
             }
         }
@@ -60,14 +75,51 @@ pub(crate) fn run(plan: &Plan, command: &[String], n: usize) -> anyhow::Result<C
     Ok(out)
 }
 
+/// Kills a start's server if the start has not ended within [`TIMEOUT`]: its pipes close,
+/// and the blocked read ends.
+struct Watchdog {
+    done: mpsc::Sender<()>,
+    fired: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Watchdog {
+    fn start(child: &Arc<Mutex<Child>>) -> Watchdog {
+        let (done, wait) = mpsc::channel();
+        let fired = Arc::new(AtomicBool::new(false));
+        let (child, flag) = (Arc::clone(child), Arc::clone(&fired));
+        let thread = std::thread::spawn(move || {
+            if let Err(RecvTimeoutError::Timeout) = wait.recv_timeout(TIMEOUT) {
+                flag.store(true, Ordering::SeqCst);
+                if let Ok(mut child) = child.lock() {
+                    let _ = child.kill();
+                }
+            }
+        });
+        Watchdog {
+            done,
+            fired,
+            thread,
+        }
+    }
+
+    /// Ends the watch; whether it killed the server.
+    fn stop(self) -> bool {
+        let _ = self.done.send(());
+        let _ = self.thread.join();
+        self.fired.load(Ordering::SeqCst)
+    }
+}
+
 /// One start: returns the time to the `initialize` answer and the RSS after the first call.
 fn start_once(
     plan: &Plan,
-    child: &mut Child,
+    pipes: (Option<ChildStdin>, Option<ChildStdout>),
+    pid: u32,
     started: Instant,
     n: u64,
 ) -> Result<(Duration, Option<u64>), Failure> {
-    let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+    let (Some(mut stdin), Some(stdout)) = pipes else {
         return Err(Failure::Transport("no pipes to the child".into()));
     };
     let mut stdout = BufReader::new(stdout);
@@ -104,7 +156,7 @@ fn start_once(
         .filter_map(|c| c["text"].as_str());
     let is_error = result["isError"].as_bool().unwrap_or(false);
     plan.expect.check(sent.as_deref(), is_error, texts)?;
-    let rss = status_kib(child.id(), "VmRSS:");
+    let rss = status_kib(pid, "VmRSS:");
     drop(stdin);
     Ok((latency, rss))
 }
@@ -145,10 +197,14 @@ fn answer_to(stdout: &mut BufReader<ChildStdout>, id: u64) -> Result<Value, Fail
 }
 
 /// Waits up to 5 s for the server to exit after its stdin closed.
-fn stop(child: &mut Child) -> Result<(), Failure> {
+fn stop(child: &Mutex<Child>) -> Result<(), Failure> {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        match child.try_wait() {
+        let exited = match child.lock() {
+            Ok(mut child) => child.try_wait(),
+            Err(_) => return Err(Failure::Transport("the server's handle was lost".into())),
+        };
+        match exited {
             Ok(Some(_)) => return Ok(()),
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
             Ok(None) => {

@@ -148,3 +148,12 @@ fn cold_start_checks_every_start() {
     let (ok, _, err) = bench(&["--cold-start", "1", "http://127.0.0.1:1/mcp"]);
     assert!(!ok && err.contains("cannot be used with"), "{err}");
 }
+
+/// A server that keeps its pipes open and never answers is killed after the driver's 30 s
+/// and counted as a timeout: the run ends.
+#[test]
+fn cold_start_of_a_silent_server_times_out() {
+    let (ok, out, _) = bench(&["--cold-start", "1", "--", "sleep", "120"]);
+    assert!(!ok && out.contains("1 starts, 1 errors"), "{out}");
+    assert!(out.contains("timeout"), "{out}");
+}
