@@ -8,14 +8,13 @@ echoed text (every call sends its own message); for the resource, contents ident
 first read's. The echo calls/s are driven by its raw driver (its own HTTP/1.1, WebSocket
 frames, and gRPC messages on h2: far cheaper per call than a server), the JSON/protobuf
 figures by the SDK's Client (`--driver client`); the driver's share of its core is printed
-beside each echo figure. A figure with errors
-is printed as its error count, never as a rate, and the script exits 1. Bytes come from a
-separate `--wire` run (a counting TCP relay; connection setup excluded), so the relay never
-slows a rate.
+beside each echo figure. A figure with errors is printed as its error count, never as a
+rate, and the script exits 1. Bytes come from a separate `--wire` run (a counting TCP relay;
+connection setup excluded), so the relay never slows a rate.
 
 Same run, same shape: the floors (crates/oxmcp-bench/examples: bare_http.rs, bare_ws.rs,
-bare_grpc.rs: one JSON-RPC answer per message, no MCP machinery) and rmcp's echo server (Streamable HTTP only;
-rmcp has no WebSocket or gRPC transport), for ratios. Servers on core 0, the driver on core 1
+bare_grpc.rs: one JSON-RPC answer per message, no MCP machinery) and rmcp's echo server
+(Streamable HTTP only; rmcp has no WebSocket or gRPC transport), for ratios. Servers on core 0, the driver on core 1
 (taskset). Arguments: seconds per figure (default 5). Environment: ROUNDS (default 3; each
 cell is the median).
 """

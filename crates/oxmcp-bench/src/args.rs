@@ -169,7 +169,9 @@ impl BenchArgs {
         let driver = match (self.driver, &target) {
             (Some(DriverArg::Client), _) | (None, Target::Command(_)) => Driver::Client,
             (Some(DriverArg::Raw), Target::Command(_)) => {
-                bail!("--driver raw is for http:// URLs (stdio servers use the client)")
+                bail!(
+                    "--driver raw is for http://, ws:// and grpc:// URLs (stdio servers use the client)"
+                )
             }
             (None, Target::Url(u)) if is_stream_url(u) => Driver::Client,
             (Some(DriverArg::Raw), Target::Url(u))
@@ -182,7 +184,7 @@ impl BenchArgs {
             (Some(DriverArg::Raw) | None, Target::Url(_)) => Driver::Raw,
         };
         if !self.also.is_empty() && driver != Driver::Raw {
-            bail!("--also is for the raw driver (http:// URLs)");
+            bail!("--also is for the raw driver (http://, ws:// and grpc:// URLs)");
         }
         let client_only = self.read.is_some() || self.wire || self.encoding != Encoding::Json;
         if client_only && driver != Driver::Client {

@@ -46,6 +46,14 @@ impl Link {
             Link::Grpc(c) => c.is_closed(),
         }
     }
+
+    /// Ends the connection's use at the end of a run: a gRPC stream is ended by the client
+    /// (a WebSocket or HTTP connection is just dropped).
+    async fn end(&mut self) {
+        if let Link::Grpc(c) = self {
+            c.end().await;
+        }
+    }
 }
 
 /// A connection for timed calls to `ep`: over HTTP its requests carry `headers`; over
@@ -58,14 +66,19 @@ async fn open(
     let (addr, authority, path) = ep.parts();
     match ep.kind() {
         Kind::Ws => {
-            return Ok(Link::Ws(
-                LeanWs::open(addr, authority, path, handshake).await?,
-            ));
+            let mut ws = LeanWs::open(addr, authority, path).await?;
+            if handshake {
+                initialize(&mut Stream::Ws(&mut ws)).await?;
+            }
+            return Ok(Link::Ws(ws));
         }
         Kind::Grpc => {
-            return Ok(Link::Grpc(
-                LeanGrpc::open(addr, authority, handshake).await?,
-            ));
+            let mut grpc = LeanGrpc::open(addr, authority).await?;
+            if handshake {
+                initialize(&mut Stream::Grpc(&mut grpc)).await?;
+            }
+            grpc.ready().await?;
+            return Ok(Link::Grpc(grpc));
         }
         Kind::Http => {}
     }
@@ -174,9 +187,11 @@ async fn call(
 ) -> Result<(), Failure> {
     let conn = match conn {
         Link::Http(conn) => conn,
-        Link::Ws(conn) => return call_ws(&mut Stream::Ws(conn), needles, plan, template, n).await,
+        Link::Ws(conn) => {
+            return call_stream(&mut Stream::Ws(conn), needles, plan, template, n).await;
+        }
         Link::Grpc(conn) => {
-            return call_ws(&mut Stream::Grpc(conn), needles, plan, template, n).await;
+            return call_stream(&mut Stream::Grpc(conn), needles, plan, template, n).await;
         }
     };
     let answer = conn.call(template, n).await?;
@@ -203,6 +218,13 @@ impl Stream<'_> {
         }
     }
 
+    async fn send_json(&mut self, json: &[u8]) -> Result<(), Failure> {
+        match self {
+            Stream::Ws(c) => c.send_json(json).await,
+            Stream::Grpc(c) => c.send_json(json),
+        }
+    }
+
     async fn next(&mut self) -> Result<&[u8], Failure> {
         match self {
             Stream::Ws(c) => c.next().await,
@@ -218,17 +240,26 @@ impl Stream<'_> {
     }
 }
 
+/// The legacy handshake on a connection that is its own session: `initialize` answered
+/// with a protocol version, then `notifications/initialized`.
+async fn initialize(conn: &mut Stream<'_>) -> Result<(), Failure> {
+    conn.send_json(&wire::initialize_request()).await?;
+    wire::initialize_answer(conn.next().await?)?;
+    conn.send_json(wire::INITIALIZED).await
+}
+
 /// [`call`] over WebSocket or gRPC: notifications before the answer are passed over, all
 /// within [`wire::TIMEOUT`]. After any failure the connection is not used again (the rest
 /// of that call's messages would be read as the next call's).
-async fn call_ws(
+async fn call_stream(
     conn: &mut Stream<'_>,
     needles: &mut Needles,
     plan: &Plan,
     template: &Template,
     n: u64,
 ) -> Result<(), Failure> {
-    let checked = tokio::time::timeout(wire::TIMEOUT, answer_ws(conn, needles, plan, template, n))
+    let answer = answer_stream(conn, needles, plan, template, n);
+    let checked = tokio::time::timeout(wire::TIMEOUT, answer)
         .await
         .unwrap_or(Err(Failure::Timeout));
     if checked.is_err() {
@@ -237,7 +268,7 @@ async fn call_ws(
     checked
 }
 
-async fn answer_ws(
+async fn answer_stream(
     conn: &mut Stream<'_>,
     needles: &mut Needles,
     plan: &Plan,
@@ -374,7 +405,12 @@ pub(crate) async fn run(
     }
     let reopened: u64 = workers.iter().map(|w| w.reopened).sum();
     phases.push(Phase::new("calls", "calls", plan.clients, tally, elapsed));
-    // Not timed: end the sessions, on a connection of their own to the first endpoint.
+    // Not timed: end the streams, then the HTTP sessions, on a connection of their own to
+    // the first endpoint.
+    let links = workers
+        .iter_mut()
+        .flat_map(|w| w.conns.iter_mut().flatten());
+    futures::future::join_all(links.map(Link::end)).await;
     drop(workers);
     if !opened.is_empty()
         && let Ok(mut conn) = Conn::open(&eps[0]).await

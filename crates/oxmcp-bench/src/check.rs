@@ -124,6 +124,8 @@ pub(crate) enum Failure {
     Http(u16, String),
     /// A JSON-RPC error response.
     Rpc(i64, String),
+    /// A gRPC stream ended with a status other than OK (the code, its message).
+    Grpc(u32, String),
     /// An answer that is not the right one: wrong id, wrong text, malformed.
     Wrong(String),
     /// A tool result with `isError: true` (its text).
@@ -140,6 +142,7 @@ impl Failure {
         match self {
             Failure::Http(s, _) => format!("http {s}"),
             Failure::Rpc(c, _) => format!("rpc {c}"),
+            Failure::Grpc(c, _) => format!("grpc {c}"),
             Failure::Wrong(_) => "wrong answer".to_owned(),
             Failure::IsError(_) => "isError".to_owned(),
             Failure::Transport(_) => "transport".to_owned(),
@@ -151,6 +154,7 @@ impl Failure {
         match self {
             Failure::Http(_, m)
             | Failure::Rpc(_, m)
+            | Failure::Grpc(_, m)
             | Failure::Wrong(m)
             | Failure::IsError(m)
             | Failure::Transport(m) => m.clone(),

@@ -102,17 +102,10 @@ impl Lean {
                 .map_err(|e| transport("send", e))?;
             read_answer(&mut self.stream, &mut self.input, &mut self.joined).await
         };
-        let read = match tokio::time::timeout(TIMEOUT, exchange).await {
-            Ok(Ok(read)) => read,
-            Ok(Err(f)) => {
-                self.closed = true;
-                return Err(f);
-            }
-            Err(_) => {
-                self.closed = true;
-                return Err(Failure::Timeout);
-            }
-        };
+        let read = settle(
+            &mut self.closed,
+            tokio::time::timeout(TIMEOUT, exchange).await,
+        )?;
         self.closed |= read.close;
         let body = if read.chunked {
             &self.joined[..]
@@ -137,6 +130,21 @@ struct Read {
     body: std::ops::Range<usize>,
     chunked: bool,
     close: bool,
+}
+
+/// A timed step's result on a raw connection: a failure, or no result in time, marks the
+/// connection `closed` (what is still to come on it would be read as the next call's).
+pub(crate) fn settle<T>(
+    closed: &mut bool,
+    r: Result<Result<T, Failure>, tokio::time::error::Elapsed>,
+) -> Result<T, Failure> {
+    let failure = match r {
+        Ok(Ok(v)) => return Ok(v),
+        Ok(Err(f)) => f,
+        Err(_) => Failure::Timeout,
+    };
+    *closed = true;
+    Err(failure)
 }
 
 /// A TCP connection to `addr` (no Nagle), within [`TIMEOUT`].

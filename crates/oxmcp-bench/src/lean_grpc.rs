@@ -4,17 +4,16 @@
 //! floor servers it drives). A call's message is its request rendered from the call's
 //! template, wrapped by hand in an `Envelope` (`bytes json = 1`) behind the gRPC message
 //! prefix; the server's messages are gathered into one buffer, unwrapped the same way and
-//! their JSON handed to the same byte comparison as HTTP answers. Once its buffers have
-//! grown, a call allocates only the `Bytes` handle h2 takes.
+//! their JSON handed to the same byte comparison as HTTP answers. A status the stream ends
+//! with is counted by its gRPC code (`grpc 8` for `RESOURCE_EXHAUSTED`).
 
 use std::net::SocketAddr;
 
 use bytes::{Bytes, BytesMut};
-use serde_json::{Value, json};
 
 use crate::check::Failure;
-use crate::lean::transport;
-use crate::wire::{LEGACY, TIMEOUT, Template};
+use crate::lean::{settle, transport};
+use crate::wire::{TIMEOUT, Template};
 
 /// The most one message may take (the driver's own limit on a server's message).
 const MAX_MESSAGE: usize = 64 << 20;
@@ -26,8 +25,8 @@ const CONNECT_PATH: &str = "/mcp.v1.Mcp/Connect";
 /// The key of `Envelope.json` (field 1, length-delimited).
 const JSON_KEY: u8 = (1 << 3) | 2;
 
-/// The server's side of the stream: its head not read yet (the server may send it only
-/// once the first envelope has come), then its messages.
+/// The server's side of the stream: its head not read yet (a server may send it only once
+/// the first envelope has come), then its messages.
 enum Recv {
     Head(h2::client::ResponseFuture),
     Body(h2::RecvStream),
@@ -46,14 +45,10 @@ pub(crate) struct LeanGrpc {
 }
 
 impl LeanGrpc {
-    /// Opens a connection to `addr` and its `Connect` stream; with `initialize`, runs the
-    /// legacy handshake on it (`initialize` answered with a protocol version, then
-    /// `notifications/initialized`): the stream is the session.
-    pub(crate) async fn open(
-        addr: SocketAddr,
-        authority: &str,
-        initialize: bool,
-    ) -> Result<LeanGrpc, Failure> {
+    /// Opens a connection to `addr` and its `Connect` stream, within [`TIMEOUT`]. The
+    /// stream is a session once the caller has run the legacy handshake on it; without
+    /// one, [`LeanGrpc::ready`] checks the server took the call.
+    pub(crate) async fn open(addr: SocketAddr, authority: &str) -> Result<LeanGrpc, Failure> {
         let opened = async {
             let stream = crate::lean::connect(addr).await?;
             let (client, connection) = h2::client::handshake(stream)
@@ -75,7 +70,7 @@ impl LeanGrpc {
             let (response, send) = client
                 .send_request(request, false)
                 .map_err(|e| transport("Connect", e))?;
-            let mut grpc = LeanGrpc {
+            Ok(LeanGrpc {
                 send,
                 recv: Recv::Head(response),
                 out: BytesMut::with_capacity(1024),
@@ -83,16 +78,22 @@ impl LeanGrpc {
                 input: Vec::with_capacity(4096),
                 at: 0,
                 closed: false,
-            };
-            if initialize {
-                grpc.initialize().await?;
-            }
-            Ok(grpc)
+            })
         };
         match tokio::time::timeout(TIMEOUT, opened).await {
             Ok(r) => r,
             Err(_) => Err(Failure::Timeout),
         }
+    }
+
+    /// Waits for the response's head (if it has not come with a message yet), within
+    /// [`TIMEOUT`]: a refused `Connect` is a failed setup, not a failed first call.
+    pub(crate) async fn ready(&mut self) -> Result<(), Failure> {
+        if let Recv::Head(response) = &mut self.recv {
+            let head = tokio::time::timeout(TIMEOUT, answered(response)).await;
+            self.recv = Recv::Body(settle(&mut self.closed, head)?);
+        }
+        Ok(())
     }
 
     /// Whether the connection is over (then open another).
@@ -106,89 +107,39 @@ impl LeanGrpc {
         self.closed = true;
     }
 
-    /// The response's head: 200 and a gRPC content type, or the status it ended with.
-    async fn answered(
-        response: &mut h2::client::ResponseFuture,
-    ) -> Result<h2::RecvStream, Failure> {
-        let response = response.await.map_err(|e| transport("Connect", e))?;
-        let (head, recv) = response.into_parts();
-        if head.status != http::StatusCode::OK {
-            return Err(Failure::Http(
-                head.status.as_u16(),
-                "the Connect call was refused".into(),
-            ));
+    /// Ends the client's side of the stream and waits (at most a second) for the server to
+    /// end its own, so that a run ends its sessions as a client would, not with resets.
+    pub(crate) async fn end(&mut self) {
+        if self.closed || self.send.send_data(Bytes::new(), true).is_err() {
+            return;
         }
-        if let Some(status) = head.headers.get("grpc-status") {
-            let message = head
-                .headers
-                .get("grpc-message")
-                .and_then(|m| m.to_str().ok())
-                .unwrap_or("");
-            return Err(Failure::Transport(format!(
-                "the Connect call ended with grpc-status {status:?}: {message}"
-            )));
-        }
-        let grpc = head
-            .headers
-            .get("content-type")
-            .and_then(|c| c.to_str().ok())
-            .is_some_and(|c| c.starts_with("application/grpc"));
-        if !grpc {
-            return Err(Failure::Wrong(
-                "the Connect answer is not application/grpc".into(),
-            ));
-        }
-        Ok(recv)
-    }
-
-    async fn initialize(&mut self) -> Result<(), Failure> {
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": LEGACY, "capabilities": {},
-            "clientInfo": {"name": "mcp-bench", "version": env!("CARGO_PKG_VERSION")}}});
-        self.body.clear();
-        self.body.extend_from_slice(init.to_string().as_bytes());
-        self.send_body()?;
-        let answer: Value = serde_json::from_slice(self.next_message().await?)
-            .map_err(|e| Failure::Wrong(format!("initialize: not JSON: {e}")))?;
-        if answer["id"] != 0 || !answer["result"]["protocolVersion"].is_string() {
-            return Err(Failure::Wrong(format!("initialize answered {answer}")));
-        }
-        let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        self.body.clear();
-        self.body.extend_from_slice(done.to_string().as_bytes());
-        self.send_body()
+        let drained = async {
+            while self.more().await.is_ok() {
+                self.input.clear();
+            }
+        };
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), drained).await;
+        self.closed = true;
     }
 
     /// Sends call `n` of `template` as one message.
     pub(crate) fn send(&mut self, template: &Template, n: u64) -> Result<(), Failure> {
         self.body.clear();
         template.render_into(n, &mut self.body);
-        let sent = self.send_body();
-        if sent.is_err() {
-            self.closed = true;
-        }
-        sent
+        self.send_body()
+    }
+
+    /// Sends `json` as one message.
+    pub(crate) fn send_json(&mut self, json: &[u8]) -> Result<(), Failure> {
+        self.body.clear();
+        self.body.extend_from_slice(json);
+        self.send_body()
     }
 
     /// The JSON of the server's next message, within [`TIMEOUT`].
     pub(crate) async fn next(&mut self) -> Result<&[u8], Failure> {
         let read = tokio::time::timeout(TIMEOUT, self.next_range()).await;
-        let range = match read {
-            Ok(Ok(range)) => range,
-            Ok(Err(f)) => {
-                self.closed = true;
-                return Err(f);
-            }
-            Err(_) => {
-                self.closed = true;
-                return Err(Failure::Timeout);
-            }
-        };
-        Ok(&self.input[range])
-    }
-
-    async fn next_message(&mut self) -> Result<&[u8], Failure> {
-        let range = self.next_range().await?;
+        let range = settle(&mut self.closed, read)?;
         Ok(&self.input[range])
     }
 
@@ -196,9 +147,9 @@ impl LeanGrpc {
     /// does not take yet).
     fn send_body(&mut self) -> Result<(), Failure> {
         let envelope = envelope(&self.body, &mut self.out);
-        self.send
-            .send_data(envelope, false)
-            .map_err(|e| transport("send", e))
+        let sent = self.send.send_data(envelope, false);
+        self.closed |= sent.is_err();
+        sent.map_err(|e| transport("send", e))
     }
 
     /// Where the JSON of the next message is in `input`.
@@ -216,16 +167,14 @@ impl LeanGrpc {
         }
     }
 
-    /// Reads the stream's next data into `input`.
+    /// Reads the stream's next data into `input` (the response's head first, if it has not
+    /// come). `message` refuses a length over [`MAX_MESSAGE`], so `input` holds at most one
+    /// message and the start of the next.
     async fn more(&mut self) -> Result<(), Failure> {
-        if self.input.len() >= MAX_MESSAGE + 16 {
-            return Err(Failure::Wrong("a message over 64 MiB".into()));
-        }
         let recv = match &mut self.recv {
             Recv::Body(recv) => recv,
             Recv::Head(response) => {
-                let recv = Self::answered(response).await?;
-                self.recv = Recv::Body(recv);
+                self.recv = Recv::Body(answered(response).await?);
                 return Ok(());
             }
         };
@@ -237,19 +186,75 @@ impl LeanGrpc {
             }
             Some(Err(e)) => Err(transport("read", e)),
             None => {
-                let trailers = recv.trailers().await.ok().flatten();
-                let status = trailers
-                    .as_ref()
-                    .and_then(|t| t.get("grpc-status"))
-                    .and_then(|s| s.to_str().ok())
-                    .unwrap_or("none")
-                    .to_owned();
-                Err(Failure::Transport(format!(
-                    "the server ended the Connect stream (grpc-status {status})"
-                )))
+                let trailers = recv.trailers().await.ok().flatten().unwrap_or_default();
+                Err(ended(&trailers, "the server ended the Connect stream"))
             }
         }
     }
+}
+
+/// The response's head: 200 and a gRPC content type, or the status it ended with at once
+/// (a refusal is a head with `grpc-status` and no messages).
+async fn answered(response: &mut h2::client::ResponseFuture) -> Result<h2::RecvStream, Failure> {
+    let response = response.await.map_err(|e| transport("Connect", e))?;
+    let (head, recv) = response.into_parts();
+    if head.status != http::StatusCode::OK {
+        return Err(Failure::Http(
+            head.status.as_u16(),
+            "the Connect call was refused".into(),
+        ));
+    }
+    if head.headers.contains_key("grpc-status") {
+        return Err(ended(&head.headers, "the Connect call ended at once"));
+    }
+    let grpc = head
+        .headers
+        .get("content-type")
+        .and_then(|c| c.to_str().ok())
+        .is_some_and(|c| c.starts_with("application/grpc"));
+    if !grpc {
+        return Err(Failure::Wrong(
+            "the Connect answer is not application/grpc".into(),
+        ));
+    }
+    Ok(recv)
+}
+
+/// What a stream's end says (`what`, its `grpc-status` and `grpc-message`): a failure with
+/// the gRPC code, or a transport failure when the status is OK or missing (the server ended
+/// the session while a call waited).
+fn ended(headers: &http::HeaderMap, what: &str) -> Failure {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let message =
+        text("grpc-message").map_or_else(String::new, |m| format!(": {}", percent_decoded(m)));
+    match text("grpc-status").map(|s| (s, s.parse::<u32>())) {
+        Some((_, Ok(code))) if code != 0 => Failure::Grpc(code, format!("{what}{message}")),
+        Some((status, _)) => Failure::Transport(format!("{what} (grpc-status {status}){message}")),
+        None => Failure::Transport(format!("{what} without a grpc-status{message}")),
+    }
+}
+
+/// A `grpc-message` as sent: percent-encoded (what is not `%XX` stays as it is).
+fn percent_decoded(m: &str) -> String {
+    let mut out = Vec::with_capacity(m.len());
+    let mut i = 0;
+    while let Some(&b) = m.as_bytes().get(i) {
+        let hex = (b == b'%')
+            .then(|| m.get(i + 1..i + 3))
+            .flatten()
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match hex {
+            Some(byte) => {
+                out.push(byte);
+                i += 3;
+            }
+            None => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// `json` wrapped in an `Envelope` behind the gRPC message prefix (uncompressed, length),
@@ -321,6 +326,9 @@ fn message(input: &[u8]) -> Result<Option<(std::ops::Range<usize>, usize)>, Fail
 mod tests {
     #![allow(clippy::unwrap_used)]
 
+    use oxmcp_proto::envelope::Body;
+    use prost::Message as _;
+
     use super::*;
 
     #[test]
@@ -329,6 +337,11 @@ mod tests {
         for size in [0, 1, 127, 128, 300, 20_000] {
             let json = vec![b'x'; size];
             let bytes = envelope(&json, &mut out);
+            // What the server's protobuf library reads: one `Envelope` holding the JSON.
+            let len = u32::from_be_bytes(bytes[1..5].try_into().unwrap()) as usize;
+            assert_eq!((bytes[0], len), (0, bytes.len() - 5));
+            let decoded = oxmcp_proto::Envelope::decode(&bytes[5..]).unwrap();
+            assert_eq!(decoded.body, Some(Body::Json(json.clone())));
             let (range, end) = message(&bytes).unwrap().unwrap();
             assert_eq!(end, bytes.len());
             assert_eq!(&bytes[range], &json[..]);
@@ -336,6 +349,16 @@ mod tests {
             assert_eq!(message(&bytes[..bytes.len() - 1]).unwrap(), None);
         }
         assert_eq!(message(b"\0\0\0").unwrap(), None);
+    }
+
+    #[test]
+    fn grpc_messages_are_percent_decoded() {
+        assert_eq!(
+            percent_decoded("too%20many%20sessions"),
+            "too many sessions"
+        );
+        assert_eq!(percent_decoded("caf%C3%A9 100%"), "café 100%");
+        assert_eq!(percent_decoded("%zz%4"), "%zz%4");
     }
 
     #[test]

@@ -10,13 +10,12 @@
 use std::net::SocketAddr;
 
 use memchr::memmem;
-use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use crate::check::Failure;
-use crate::lean::transport;
-use crate::wire::{LEGACY, TIMEOUT, Template};
+use crate::lean::{settle, transport};
+use crate::wire::{TIMEOUT, Template};
 
 /// The most a frame's payload may take (the driver's own limit on a server's message).
 const MAX_FRAME: usize = 64 << 20;
@@ -42,14 +41,13 @@ pub(crate) struct LeanWs {
 }
 
 impl LeanWs {
-    /// Opens a connection to `addr` and upgrades it (subprotocol `mcp`); with `initialize`,
-    /// runs the legacy handshake on it (`initialize` answered with a protocol version, then
-    /// `notifications/initialized`): the connection is the session.
+    /// Opens a connection to `addr` and upgrades it (subprotocol `mcp`), within
+    /// [`TIMEOUT`]. The connection is a session once the caller has run the legacy handshake
+    /// on it.
     pub(crate) async fn open(
         addr: SocketAddr,
         authority: &str,
         path: &str,
-        initialize: bool,
     ) -> Result<LeanWs, Failure> {
         let stream = crate::lean::connect(addr).await?;
         let mut ws = LeanWs {
@@ -60,14 +58,7 @@ impl LeanWs {
             at: 0,
             closed: false,
         };
-        let opened = async {
-            ws.upgrade(authority, path).await?;
-            if initialize {
-                ws.initialize().await?;
-            }
-            Ok(())
-        };
-        match tokio::time::timeout(TIMEOUT, opened).await {
+        match tokio::time::timeout(TIMEOUT, ws.upgrade(authority, path)).await {
             Ok(Ok(())) => Ok(ws),
             Ok(Err(f)) => Err(f),
             Err(_) => Err(Failure::Timeout),
@@ -123,59 +114,29 @@ impl LeanWs {
         Ok(())
     }
 
-    async fn initialize(&mut self) -> Result<(), Failure> {
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": LEGACY, "capabilities": {},
-            "clientInfo": {"name": "mcp-bench", "version": env!("CARGO_PKG_VERSION")}}});
-        self.body.clear();
-        self.body.extend_from_slice(init.to_string().as_bytes());
-        self.send_body(TEXT).await?;
-        let answer: Value = serde_json::from_slice(self.next_text().await?)
-            .map_err(|e| Failure::Wrong(format!("initialize: not JSON: {e}")))?;
-        if answer["id"] != 0 || !answer["result"]["protocolVersion"].is_string() {
-            return Err(Failure::Wrong(format!("initialize answered {answer}")));
-        }
-        let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        self.body.clear();
-        self.body.extend_from_slice(done.to_string().as_bytes());
-        self.send_body(TEXT).await
-    }
-
     /// Sends call `n` of `template` as one text frame.
     pub(crate) async fn send(&mut self, template: &Template, n: u64) -> Result<(), Failure> {
         self.body.clear();
         template.render_into(n, &mut self.body);
+        self.send_text().await
+    }
+
+    /// Sends `json` as one text frame.
+    pub(crate) async fn send_json(&mut self, json: &[u8]) -> Result<(), Failure> {
+        self.body.clear();
+        self.body.extend_from_slice(json);
+        self.send_text().await
+    }
+
+    async fn send_text(&mut self) -> Result<(), Failure> {
         let sent = tokio::time::timeout(TIMEOUT, self.send_body(TEXT)).await;
-        self.settle(sent)
+        settle(&mut self.closed, sent)
     }
 
     /// The payload of the next text frame, within [`TIMEOUT`] (pings answered on the way).
     pub(crate) async fn next(&mut self) -> Result<&[u8], Failure> {
         let read = tokio::time::timeout(TIMEOUT, self.next_range()).await;
-        let range = self.settle(read)?;
-        Ok(&self.input[range])
-    }
-
-    /// A timed step's result; the connection is over after any failure.
-    fn settle<T>(
-        &mut self,
-        r: Result<Result<T, Failure>, tokio::time::error::Elapsed>,
-    ) -> Result<T, Failure> {
-        match r {
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(f)) => {
-                self.closed = true;
-                Err(f)
-            }
-            Err(_) => {
-                self.closed = true;
-                Err(Failure::Timeout)
-            }
-        }
-    }
-
-    async fn next_text(&mut self) -> Result<&[u8], Failure> {
-        let range = self.next_range().await?;
+        let range = settle(&mut self.closed, read)?;
         Ok(&self.input[range])
     }
 

@@ -404,12 +404,31 @@ impl Session {
     }
 }
 
+/// The `initialize` request (id 0) every transport opens a legacy session with.
+pub(crate) fn initialize_request() -> Vec<u8> {
+    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": LEGACY, "capabilities": {},
+        "clientInfo": {"name": "mcp-bench", "version": env!("CARGO_PKG_VERSION")}}})
+    .to_string()
+    .into_bytes()
+}
+
+/// The notification that ends the legacy handshake.
+pub(crate) const INITIALIZED: &[u8] = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+/// Checks a message (a WebSocket or gRPC connection's) is the answer to `initialize`: a
+/// JSON-RPC 2.0 result for id 0 with a protocol version.
+pub(crate) fn initialize_answer(message: &[u8]) -> Result<(), Failure> {
+    let m: Message<InitializeResult> =
+        serde_json::from_slice(message).map_err(|e| undecodable(&e))?;
+    result_of(m, 0).map(drop)
+}
+
 /// `initialize` (request id 0) and `notifications/initialized`, both checked.
 pub(crate) async fn initialize(conn: &mut Conn, ep: &Endpoint) -> Result<Session, Failure> {
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": LEGACY, "capabilities": {},
-        "clientInfo": {"name": "mcp-bench", "version": env!("CARGO_PKG_VERSION")}}});
-    let reply = conn.post(ep, &[], Bytes::from(init.to_string())).await?;
+    let reply = conn
+        .post(ep, &[], Bytes::from(initialize_request()))
+        .await?;
     let result: InitializeResult = answer(&reply, 0)?;
     let session = Session {
         id: reply.session,
@@ -417,9 +436,8 @@ pub(crate) async fn initialize(conn: &mut Conn, ep: &Endpoint) -> Result<Session
     };
     let headers = session.headers();
     let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let note = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
     let reply = conn
-        .post(ep, &headers, Bytes::from_static(note.as_bytes()))
+        .post(ep, &headers, Bytes::from_static(INITIALIZED))
         .await?;
     if !(200..300).contains(&reply.status) {
         return Err(Failure::Http(reply.status, refusal(&reply)));

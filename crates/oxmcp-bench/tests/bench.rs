@@ -243,6 +243,10 @@ async fn the_raw_websocket_driver_checks_every_answer() {
         if failed > 0 {
             assert_eq!(calls["error_kinds"]["wrong answer"], failed, "{fault}: {v}");
         }
+        // Each client's first call is on the connection of the setup; after a wrong answer,
+        // the next call is on a new one.
+        let reopened = if failed > 0 { 38 } else { 0 };
+        assert_eq!(v["connections_reopened"], reopened, "{fault}: {v}");
     }
 }
 
@@ -268,6 +272,7 @@ async fn the_raw_websocket_driver_against_mcp_serve() {
         assert!(ok, "{era}: {err} {v}");
         assert_eq!(v["errors"], 0, "{era}: {v}");
         assert_eq!(v["phases"]["calls"]["calls"], 400, "{era}: {v}");
+        assert_eq!(v["connections_reopened"], 0, "{era}: {v}");
     }
     let out = tokio::process::Command::new(BENCH)
         .args([
@@ -290,13 +295,19 @@ async fn the_raw_websocket_driver_against_mcp_serve() {
 }
 
 /// A fake gRPC `Connect` with one fault for every call of the server: `text` and `id` as
-/// above, `chatty` (a notification before each right answer), `protobuf` (right answers in
-/// the protobuf form, which the raw driver does not take), anything else right answers.
+/// above, `chatty` (a notification of 100 KB before each right answer: messages split over
+/// many DATA frames, and far more than HTTP/2's first 64 KiB window on each connection),
+/// `protobuf` (right answers in the protobuf form, which the raw driver does not take),
+/// `refuse` (every `Connect` refused at once with `RESOURCE_EXHAUSTED`), `end` (the stream
+/// ended with `UNAVAILABLE` at the first call); anything else right answers.
 /// Returns its `grpc://` URL.
 async fn start_fake_grpc(fault: &'static str) -> String {
     use oxmcp_proto::{Envelope, envelope::Body};
     type Answers = tokio_stream::wrappers::ReceiverStream<Result<Envelope, tonic::Status>>;
     let stream = move |call: tonic::Request<tonic::Streaming<Envelope>>| async move {
+        if fault == "refuse" {
+            return Err(tonic::Status::resource_exhausted("too many sessions"));
+        }
         let mut inbound = call.into_inner();
         let (tx, rx) = tokio::sync::mpsc::channel(16);
         tokio::spawn(async move {
@@ -319,9 +330,14 @@ async fn start_fake_grpc(fault: &'static str) -> String {
                             "serverInfo": {"name": "fake", "version": "1"}}}),
                     "text" => right(id, "stale"),
                     "id" => right(json!(id.as_u64().unwrap_or(0) + 1000), message),
+                    "end" => {
+                        let gone = tonic::Status::unavailable("going away");
+                        let _ = tx.send(Err(gone)).await;
+                        break;
+                    }
                     "chatty" => {
                         let note = json!({"jsonrpc": "2.0", "method": "notifications/message",
-                            "params": {"level": "info", "data": "working"}});
+                            "params": {"level": "info", "data": "w".repeat(100_000)}});
                         let body = Some(Body::Json(note.to_string().into_bytes()));
                         let _ = tx.send(Ok(Envelope { body })).await;
                         right(id, message)
@@ -357,15 +373,17 @@ async fn start_fake_grpc(fault: &'static str) -> String {
 
 /// The raw driver over gRPC (HTTP/2 and envelopes of its own) checks every answer as over
 /// HTTP: wrong texts and ids are errors, and so is an answer in a form it did not ask for;
-/// notifications before an answer are passed over.
+/// notifications before an answer are passed over, however large. A stream the server ends
+/// is counted by its gRPC code, and the connection reopened.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_raw_grpc_driver_checks_every_answer() {
-    for (fault, failed) in [
-        ("text", 40),
-        ("id", 40),
-        ("protobuf", 40),
-        ("none", 0),
-        ("chatty", 0),
+    for (fault, failed, kind) in [
+        ("text", 40, "wrong answer"),
+        ("id", 40, "wrong answer"),
+        ("protobuf", 40, "wrong answer"),
+        ("end", 40, "grpc 14"),
+        ("none", 0, ""),
+        ("chatty", 0, ""),
     ] {
         let url = start_fake_grpc(fault).await;
         let args = [
@@ -384,8 +402,26 @@ async fn the_raw_grpc_driver_checks_every_answer() {
         let calls = &v["phases"]["calls"];
         assert_eq!(calls["calls"], 40, "{fault}: {v}");
         if failed > 0 {
-            assert_eq!(calls["error_kinds"]["wrong answer"], failed, "{fault}: {v}");
+            assert_eq!(calls["error_kinds"][kind], failed, "{fault}: {v}");
         }
+        // Each client's first call is on the connection of the setup; after a failure, the
+        // next call is on a new one.
+        let reopened = if failed > 0 { 38 } else { 0 };
+        assert_eq!(v["connections_reopened"], reopened, "{fault}: {v}");
+    }
+    // A refused `Connect` is a failed setup, in either era, with its code and message.
+    let url = start_fake_grpc("refuse").await;
+    for era in ["legacy", "modern"] {
+        let args = [&url, "--driver", "raw", "--requests", "5", "--era", era];
+        let (ok, v, err) = bench(&args).await;
+        assert!(!ok, "{era}: {v}");
+        let setup = &v["phases"]["setup"];
+        assert_eq!(setup["errors"], 1, "{era}: {v}");
+        assert_eq!(setup["error_kinds"]["grpc 8"], 1, "{era}: {v}");
+        let example = setup["error_examples"]["grpc 8"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(example.contains("too many sessions"), "{era}: {err} {v}");
     }
 }
 
@@ -411,6 +447,7 @@ async fn the_raw_grpc_driver_against_mcp_serve() {
         assert!(ok, "{era}: {err} {v}");
         assert_eq!(v["errors"], 0, "{era}: {v}");
         assert_eq!(v["phases"]["calls"]["calls"], 400, "{era}: {v}");
+        assert_eq!(v["connections_reopened"], 0, "{era}: {v}");
     }
     for (args, says) in [
         (&["--session", "shared"][..], "its own session"),
