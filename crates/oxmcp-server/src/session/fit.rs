@@ -44,16 +44,25 @@ fn worth_parsing(version: ProtocolVersion, text: &str) -> bool {
     if !version.has(Feature::Titles) || !version.has(Feature::AudioContent) {
         return true;
     }
-    !version.has(Feature::ResultType)
-        && [
-            "\"resultType\"",
-            "\"ttlMs\"",
-            "\"cacheScope\"",
-            "\"io.modelcontextprotocol/",
-        ]
-        .iter()
-        .any(|key| text.contains(key))
+    if version.has(Feature::ResultType) {
+        return false;
+    }
+    // One pass over the quotes instead of one search of the whole text per key: a large blob
+    // or text has few quotes, or none.
+    let text = text.as_bytes();
+    memchr::memchr_iter(b'"', text).any(|at| {
+        let rest = &text[at..];
+        MODERN_KEYS.iter().any(|key| rest.starts_with(key))
+    })
 }
+
+/// What a 2025-11-25 result must name, quote included, to be worth parsing.
+const MODERN_KEYS: [&[u8]; 4] = [
+    b"\"resultType\"",
+    b"\"ttlMs\"",
+    b"\"cacheScope\"",
+    b"\"io.modelcontextprotocol/",
+];
 
 /// `result` (of `method`) as a client of `version` can read it.
 pub(super) fn fit(version: ProtocolVersion, method: &str, result: HandlerResult) -> HandlerResult {
@@ -241,5 +250,25 @@ mod tests {
             r#"{"content":[{"type":"text","text":"no resultType here"}]}"#
         ));
         assert!(!needed(ProtocolVersion::V2026_07_28));
+    }
+
+    #[test]
+    fn a_legacy_result_is_parsed_only_when_it_names_a_2026_key() {
+        let blob = "A".repeat(100_000);
+        for key in [
+            r#""resultType":"complete""#,
+            r#""ttlMs":5"#,
+            r#""cacheScope":"public""#,
+            r#""_meta":{"io.modelcontextprotocol/serverInfo":{}}"#,
+        ] {
+            let text = format!(r#"{{"contents":[{{"blob":"{blob}"}}],{key}}}"#);
+            assert!(worth_parsing(ProtocolVersion::V2025_11_25, &text), "{key}");
+            assert!(!worth_parsing(ProtocolVersion::V2026_07_28, &text), "{key}");
+        }
+        // A key's name as a value's text, or without its quotes, is not the key.
+        let text = format!(r#"{{"contents":[{{"blob":"{blob}","text":"resultType ttlMs"}}]}}"#);
+        assert!(!worth_parsing(ProtocolVersion::V2025_11_25, &text));
+        // Older versions always need their titles and audio fitted.
+        assert!(worth_parsing(ProtocolVersion::V2024_11_05, "{}"));
     }
 }
