@@ -70,7 +70,7 @@ pub(crate) struct BenchArgs {
     #[arg(long, default_value = "echo")]
     tool: String,
     /// Read this resource on each call instead of calling a tool (client driver). Every
-    /// answer must be the same as the first (its text or blob, hashed).
+    /// answer must be the same as the first (its text or blob, compared byte for byte).
     #[arg(long, value_name = "URI")]
     read: Option<String>,
     /// The encoding of the client's messages: JSON, or the protobuf form (Streamable HTTP

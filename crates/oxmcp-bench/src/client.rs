@@ -25,26 +25,30 @@ fn failure(e: CallError) -> Failure {
     }
 }
 
+/// A read's item: its blob (base64) or its text.
+fn body(c: &oxmcp_types::ResourceContents) -> &str {
+    c.blob.as_deref().or(c.text.as_deref()).unwrap_or_default()
+}
+
 /// One checked read of `--read`'s resource: the same contents as the first read.
 async fn read(client: &Client, read: &crate::run::Read) -> Result<(), Failure> {
-    use std::hash::{Hash, Hasher};
     let result = client.read_resource(&read.uri).await.map_err(failure)?;
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    let mut size = 0;
-    for c in &result.contents {
-        let body = c.blob.as_deref().or(c.text.as_deref()).unwrap_or_default();
-        body.hash(&mut hasher);
-        size += body.len();
-    }
+    let size: usize = result.contents.iter().map(|c| body(c).len()).sum();
     if size == 0 {
         return Err(Failure::Wrong("empty contents".to_owned()));
     }
-    let got = (hasher.finish(), size);
-    let first = *read.first.get_or_init(|| got);
-    if got != first {
+    let first = read
+        .first
+        .get_or_init(|| result.contents.iter().map(|c| body(c).to_owned()).collect());
+    let same = first.len() == result.contents.len()
+        && first
+            .iter()
+            .zip(&result.contents)
+            .all(|(f, c)| f == body(c));
+    if !same {
+        let before: usize = first.iter().map(String::len).sum();
         return Err(Failure::Wrong(format!(
-            "contents differ from the first read ({} against {} bytes)",
-            got.1, first.1
+            "contents differ from the first read ({size} against {before} bytes)"
         )));
     }
     Ok(())

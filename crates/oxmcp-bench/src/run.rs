@@ -78,11 +78,11 @@ pub(crate) struct Plan {
     pub(crate) wire: bool,
 }
 
-/// `--read URI`: the resource, and the hash of its first answer, which every later answer
-/// must match.
+/// `--read URI`: the resource, and the contents of its first answer (each item's blob or
+/// text), which every later answer must match byte for byte.
 pub(crate) struct Read {
     pub(crate) uri: String,
-    pub(crate) first: std::sync::OnceLock<(u64, usize)>,
+    pub(crate) first: std::sync::OnceLock<Vec<String>>,
 }
 
 impl Read {
@@ -362,7 +362,7 @@ pub(crate) async fn run(mut plan: Plan) -> anyhow::Result<()> {
             .to_owned()
     } else if let Some(read) = &plan.read {
         format!(
-            "id, and the contents of {} are those of the first read (hashed)",
+            "id, and the contents of {} are those of the first read (compared)",
             read.uri
         )
     } else {
