@@ -333,7 +333,13 @@ const MAX_BYTES: usize = 16 * 1024 * 1024;
 /// `size` bytes of a fixed pattern (the same for every read), base64: `demo://payload/{size}`.
 fn bytes_of(size: usize) -> String {
     use base64::Engine as _;
-    let data: Vec<u8> = (0..size).map(|i| ((i * 31 + 7) % 251) as u8).collect();
+    // The pattern repeats every 251 bytes: one period, copied (no division per byte).
+    let period: Vec<u8> = (0..251).map(|i| ((i * 31 + 7) % 251) as u8).collect();
+    let mut data = Vec::with_capacity(size);
+    while data.len() < size {
+        let take = period.len().min(size - data.len());
+        data.extend_from_slice(&period[..take]);
+    }
     base64::engine::general_purpose::STANDARD.encode(data)
 }
 
@@ -495,4 +501,19 @@ fn names(prefix: &str) -> Vec<String> {
         .filter(|n| n.to_lowercase().starts_with(&prefix))
         .map(|n| (*n).to_owned())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn payload_bytes_follow_the_pattern() {
+        use base64::Engine as _;
+        for size in [0, 1, 250, 251, 252, 1000] {
+            let data = base64::engine::general_purpose::STANDARD
+                .decode(super::bytes_of(size))
+                .unwrap_or_default();
+            let want: Vec<u8> = (0..size).map(|i| ((i * 31 + 7) % 251) as u8).collect();
+            assert_eq!(data, want, "{size}");
+        }
+    }
 }
