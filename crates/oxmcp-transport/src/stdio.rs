@@ -62,7 +62,7 @@ where
 ///
 /// When both are pipes (the usual case for a server spawned by a client) they are read and
 /// written non-blocking on the runtime itself; otherwise (either is a terminal or a file) both
-/// through tokio's blocking-thread stdio, and stdin is left blocking as it came.
+/// through tokio's blocking-thread stdio, their descriptors' flags untouched.
 pub fn stdio(max_line: usize) -> (Channels, JoinHandle<()>) {
     stdio_until(max_line, std::future::pending())
 }
@@ -73,18 +73,26 @@ pub fn stdio_until(
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> (Channels, JoinHandle<()>) {
     use std::os::fd::AsFd;
+    use std::os::unix::fs::FileTypeExt as _;
     use tokio::net::unix::pipe;
     let pipes = (|| {
         let stdin = std::fs::File::from(std::io::stdin().as_fd().try_clone_to_owned().ok()?);
         let stdout = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned().ok()?);
-        // Each refuses what is not a pipe before it makes the descriptor non-blocking.
+        // Both or neither: a descriptor made non-blocking here and then read or written by
+        // tokio's blocking stdio fails with EAGAIN (and the flag is shared with the parent).
+        let is_pipe = |f: &std::fs::File| f.metadata().is_ok_and(|m| m.file_type().is_fifo());
+        if !is_pipe(&stdin) || !is_pipe(&stdout) {
+            return None;
+        }
         let rx = pipe::Receiver::from_file(stdin).ok()?;
         match pipe::Sender::from_file(stdout) {
             Ok(tx) => Some((rx, tx)),
-            Err(_) => {
-                // Stdin is shared with the blocking reader that takes over (and with this
-                // process's parent): a non-blocking stdin would end its reads with EAGAIN.
-                let _ = rx.into_blocking_fd();
+            Err(e) => {
+                // A pipe opened for reading only, say: stdin goes back to blocking.
+                tracing::debug!("stdout is a pipe tokio does not take ({e})");
+                if let Err(e) = rx.into_blocking_fd() {
+                    tracing::warn!("stdin could not be made blocking again: {e}");
+                }
                 None
             }
         }
