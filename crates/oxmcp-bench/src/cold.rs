@@ -5,14 +5,14 @@
 //! `initialize`, read the answer (its id and `protocolVersion` checked), then
 //! `notifications/initialized` and one `tools/call` checked like every other call. The RSS
 //! is read from `/proc/<pid>/status` right after that answer, then stdin is closed and the
-//! process must exit. A start that has not answered within [`TIMEOUT`] is killed and
-//! counted as a timeout (the reads block: a server that never answers would hang the run).
+//! process must exit. A start whose `initialize` and first call have not both been answered
+//! within [`TIMEOUT`] is killed with its process group and counted as a timeout (the reads
+//! block: a server that never answers would hang the run).
 
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt as _;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -37,26 +37,26 @@ pub(crate) fn run(plan: &Plan, command: &[String], n: usize) -> anyhow::Result<C
         tally: Tally::default(),
         rss_kib: Vec::with_capacity(n),
     };
+    let watchdog = Watchdog::start();
     for i in 0..n {
         let started = Instant::now();
+        // A group of its own: a command that starts the server through a shell or a
+        // launcher is killed whole.
         let mut child = Command::new(program)
             .args(args)
+            .process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()?;
-        let pipes = (child.stdin.take(), child.stdout.take());
-        let pid = child.id();
-        let child = Arc::new(Mutex::new(child));
-        let watchdog = Watchdog::start(&child);
-        let outcome = start_once(plan, pipes, pid, started, i as u64 + 1);
-        let outcome = outcome.and_then(|(latency, rss)| {
-            stop(&child)?;
-            Ok((latency, rss))
-        });
-        let outcome = match watchdog.stop() {
+        watchdog.watch(child.id());
+        let outcome = start_once(plan, &mut child, started, i as u64 + 1);
+        let outcome = match watchdog.done() {
             true => Err(Failure::Timeout),
-            false => outcome,
+            false => outcome.and_then(|(latency, rss)| {
+                stop(&mut child)?;
+                Ok((latency, rss))
+            }),
         };
         match outcome {
             Ok((latency, rss)) => {
@@ -64,10 +64,8 @@ pub(crate) fn run(plan: &Plan, command: &[String], n: usize) -> anyhow::Result<C
                 out.rss_kib.extend(rss);
             }
             Err(f) => {
-                if let Ok(mut child) = child.lock() {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                }
+                kill_group(child.id());
+                let _ = child.wait();
                 out.tally.record(Err(f), started.elapsed());
             }
         }
@@ -75,51 +73,79 @@ pub(crate) fn run(plan: &Plan, command: &[String], n: usize) -> anyhow::Result<C
     Ok(out)
 }
 
-/// Kills a start's server if the start has not ended within [`TIMEOUT`]: its pipes close,
-/// and the blocked read ends.
+/// What the watchdog is told.
+enum Watch {
+    /// A start began: the server's process group.
+    Start(u32),
+    /// The start ended (answered or failed); its server is not reaped yet.
+    Done,
+}
+
+/// One thread for the whole run (nothing is spawned while a start is timed) that kills a
+/// start's process group when its `initialize` and first call have not both been answered
+/// within [`TIMEOUT`]: the server's pipes close, and the blocked read ends.
 struct Watchdog {
-    done: mpsc::Sender<()>,
-    fired: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<()>,
+    watch: mpsc::Sender<Watch>,
+    /// For each start, after its [`Watch::Done`]: whether the group was killed.
+    fired: mpsc::Receiver<bool>,
 }
 
 impl Watchdog {
-    fn start(child: &Arc<Mutex<Child>>) -> Watchdog {
-        let (done, wait) = mpsc::channel();
-        let fired = Arc::new(AtomicBool::new(false));
-        let (child, flag) = (Arc::clone(child), Arc::clone(&fired));
-        let thread = std::thread::spawn(move || {
-            if let Err(RecvTimeoutError::Timeout) = wait.recv_timeout(TIMEOUT) {
-                flag.store(true, Ordering::SeqCst);
-                if let Ok(mut child) = child.lock() {
-                    let _ = child.kill();
+    fn start() -> Watchdog {
+        let (watch, starts) = mpsc::channel();
+        let (fired_tx, fired) = mpsc::channel();
+        // Ends when the run drops its sender.
+        std::thread::spawn(move || {
+            while let Ok(next) = starts.recv() {
+                let Watch::Start(group) = next else {
+                    continue;
+                };
+                let fired = match starts.recv_timeout(TIMEOUT) {
+                    Err(RecvTimeoutError::Timeout) => {
+                        kill_group(group);
+                        // The start ends all the same, once its read sees the pipes close.
+                        let _ = starts.recv();
+                        true
+                    }
+                    Ok(_) | Err(RecvTimeoutError::Disconnected) => false,
+                };
+                if fired_tx.send(fired).is_err() {
+                    return;
                 }
             }
         });
-        Watchdog {
-            done,
-            fired,
-            thread,
-        }
+        Watchdog { watch, fired }
     }
 
-    /// Ends the watch; whether it killed the server.
-    fn stop(self) -> bool {
-        let _ = self.done.send(());
-        let _ = self.thread.join();
-        self.fired.load(Ordering::SeqCst)
+    fn watch(&self, group: u32) {
+        let _ = self.watch.send(Watch::Start(group));
+    }
+
+    /// Ends the watch of the current start: whether it was killed. Answered before the
+    /// server is reaped, so that its process group cannot be another's when it is killed.
+    fn done(&self) -> bool {
+        let _ = self.watch.send(Watch::Done);
+        self.fired.recv().unwrap_or(false)
+    }
+}
+
+/// Kills the process group `group` (a server started by [`run`] and what it started).
+fn kill_group(group: u32) {
+    use nix::sys::signal::{Signal, killpg};
+    use nix::unistd::Pid;
+    if let Ok(group) = i32::try_from(group) {
+        let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
     }
 }
 
 /// One start: returns the time to the `initialize` answer and the RSS after the first call.
 fn start_once(
     plan: &Plan,
-    pipes: (Option<ChildStdin>, Option<ChildStdout>),
-    pid: u32,
+    child: &mut Child,
     started: Instant,
     n: u64,
 ) -> Result<(Duration, Option<u64>), Failure> {
-    let (Some(mut stdin), Some(stdout)) = pipes else {
+    let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return Err(Failure::Transport("no pipes to the child".into()));
     };
     let mut stdout = BufReader::new(stdout);
@@ -156,7 +182,7 @@ fn start_once(
         .filter_map(|c| c["text"].as_str());
     let is_error = result["isError"].as_bool().unwrap_or(false);
     plan.expect.check(sent.as_deref(), is_error, texts)?;
-    let rss = status_kib(pid, "VmRSS:");
+    let rss = status_kib(child.id(), "VmRSS:");
     drop(stdin);
     Ok((latency, rss))
 }
@@ -197,14 +223,10 @@ fn answer_to(stdout: &mut BufReader<ChildStdout>, id: u64) -> Result<Value, Fail
 }
 
 /// Waits up to 5 s for the server to exit after its stdin closed.
-fn stop(child: &Mutex<Child>) -> Result<(), Failure> {
+fn stop(child: &mut Child) -> Result<(), Failure> {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let exited = match child.lock() {
-            Ok(mut child) => child.try_wait(),
-            Err(_) => return Err(Failure::Transport("the server's handle was lost".into())),
-        };
-        match exited {
+        match child.try_wait() {
             Ok(Some(_)) => return Ok(()),
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
             Ok(None) => {

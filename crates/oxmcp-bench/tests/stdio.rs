@@ -150,10 +150,11 @@ fn cold_start_checks_every_start() {
 }
 
 /// A server that keeps its pipes open and never answers is killed after the driver's 30 s
-/// and counted as a timeout: the run ends.
+/// and counted as a timeout: the run ends. Here the pipes are held by a shell's child, so
+/// the whole process group has to go.
 #[test]
 fn cold_start_of_a_silent_server_times_out() {
-    let (ok, out, _) = bench(&["--cold-start", "1", "--", "sleep", "120"]);
+    let (ok, out, _) = bench(&["--cold-start", "1", "--", "sh", "-c", "sleep 120; true"]);
     assert!(!ok && out.contains("1 starts, 1 errors"), "{out}");
     assert!(out.contains("timeout"), "{out}");
 }
