@@ -25,8 +25,7 @@ const CONNECT_PATH: &str = "/mcp.v1.Mcp/Connect";
 /// The key of `Envelope.json` (field 1, length-delimited).
 const JSON_KEY: u8 = (1 << 3) | 2;
 
-/// The server's side of the stream: its head not read yet (a server may send it only once
-/// the first envelope has come), then its messages.
+/// The server's side of the stream: its head not read yet, then its messages.
 enum Recv {
     Head(h2::client::ResponseFuture),
     Body(h2::RecvStream),
@@ -87,7 +86,10 @@ impl LeanGrpc {
     }
 
     /// Waits for the response's head (if it has not come with a message yet), within
-    /// [`TIMEOUT`]: a refused `Connect` is a failed setup, not a failed first call.
+    /// [`TIMEOUT`]: a refused `Connect` is a failed setup, not a failed first call. The
+    /// driver expects the server to send its head when it takes the call, before any
+    /// message (`oxmcp serve` does): a server that holds it back until the first envelope
+    /// fails here with a timeout.
     pub(crate) async fn ready(&mut self) -> Result<(), Failure> {
         if let Recv::Head(response) = &mut self.recv {
             let head = tokio::time::timeout(TIMEOUT, answered(response)).await;
@@ -242,6 +244,7 @@ fn percent_decoded(m: &str) -> String {
         let hex = (b == b'%')
             .then(|| m.get(i + 1..i + 3))
             .flatten()
+            .filter(|h| h.bytes().all(|c| c.is_ascii_hexdigit()))
             .and_then(|h| u8::from_str_radix(h, 16).ok());
         match hex {
             Some(byte) => {
@@ -359,6 +362,7 @@ mod tests {
         );
         assert_eq!(percent_decoded("caf%C3%A9 100%"), "café 100%");
         assert_eq!(percent_decoded("%zz%4"), "%zz%4");
+        assert_eq!(percent_decoded("%+5 %-1"), "%+5 %-1");
     }
 
     #[test]
