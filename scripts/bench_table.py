@@ -146,6 +146,7 @@ def stdio_figures(name):
     if r and not r.get("errors"):
         figs["cold"] = r["spawn_to_initialize"]["p50_ms"]
         figs["first_rss"] = r["rss_after_first_call_kib"]["median"]
+        figs["first_anon"] = r["rss_anon_after_first_call_kib"]["median"]
     return figs
 
 
@@ -198,6 +199,7 @@ def main():
         ("stdio, peak RSS in those calls", "stdio_rss", "kib"),
         ("cold start, spawn to initialize answered (median)", "cold", "ms"),
         ("RSS after the first call (stdio, median)", "first_rss", "kib"),
+        ("its anonymous part (RssAnon; the rest is the binary's pages)", "first_anon", "kib"),
         (f"memory per idle HTTP session ({IDLE} sessions)", "idle", "bytes"),
     ]
     f = figures

@@ -26,6 +26,9 @@ use crate::wire::TIMEOUT;
 pub(crate) struct ColdStarts {
     pub(crate) tally: Tally,
     pub(crate) rss_kib: Vec<u64>,
+    /// The anonymous part of each (`RssAnon`): the rest is the binary's and libraries'
+    /// pages, whose count follows the state of the page cache.
+    pub(crate) anon_kib: Vec<u64>,
 }
 
 /// Starts the server `n` times, one after another.
@@ -36,6 +39,7 @@ pub(crate) fn run(plan: &Plan, command: &[String], n: usize) -> anyhow::Result<C
     let mut out = ColdStarts {
         tally: Tally::default(),
         rss_kib: Vec::with_capacity(n),
+        anon_kib: Vec::with_capacity(n),
     };
     let watchdog = Watchdog::start();
     for i in 0..n {
@@ -53,15 +57,16 @@ pub(crate) fn run(plan: &Plan, command: &[String], n: usize) -> anyhow::Result<C
         let outcome = start_once(plan, &mut child, started, i as u64 + 1);
         let outcome = match watchdog.done() {
             true => Err(Failure::Timeout),
-            false => outcome.and_then(|(latency, rss)| {
+            false => outcome.and_then(|start| {
                 stop(&mut child)?;
-                Ok((latency, rss))
+                Ok(start)
             }),
         };
         match outcome {
-            Ok((latency, rss)) => {
-                out.tally.record(Ok(()), latency);
-                out.rss_kib.extend(rss);
+            Ok(start) => {
+                out.tally.record(Ok(()), start.latency);
+                out.rss_kib.extend(start.rss_kib);
+                out.anon_kib.extend(start.anon_kib);
             }
             Err(f) => {
                 kill_group(child.id());
@@ -138,13 +143,17 @@ fn kill_group(group: u32) {
     }
 }
 
-/// One start: returns the time to the `initialize` answer and the RSS after the first call.
-fn start_once(
-    plan: &Plan,
-    child: &mut Child,
-    started: Instant,
-    n: u64,
-) -> Result<(Duration, Option<u64>), Failure> {
+/// What one start measured.
+struct Start {
+    /// Spawn to the `initialize` answer.
+    latency: Duration,
+    /// `VmRSS` and `RssAnon` after the first call.
+    rss_kib: Option<u64>,
+    anon_kib: Option<u64>,
+}
+
+/// One start: the time to the `initialize` answer and the RSS after the first call.
+fn start_once(plan: &Plan, child: &mut Child, started: Instant, n: u64) -> Result<Start, Failure> {
     let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return Err(Failure::Transport("no pipes to the child".into()));
     };
@@ -182,9 +191,14 @@ fn start_once(
         .filter_map(|c| c["text"].as_str());
     let is_error = result["isError"].as_bool().unwrap_or(false);
     plan.expect.check(sent.as_deref(), is_error, texts)?;
-    let rss = status_kib(child.id(), "VmRSS:");
+    let rss_kib = status_kib(child.id(), "VmRSS:");
+    let anon_kib = status_kib(child.id(), "RssAnon:");
     drop(stdin);
-    Ok((latency, rss))
+    Ok(Start {
+        latency,
+        rss_kib,
+        anon_kib,
+    })
 }
 
 fn send(stdin: &mut ChildStdin, msg: &Value) -> Result<(), Failure> {

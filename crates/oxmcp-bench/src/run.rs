@@ -271,6 +271,9 @@ async fn cold_start(plan: &Plan, n: usize) -> anyhow::Result<()> {
     let mut rss = starts.rss_kib;
     rss.sort_unstable();
     let rss_median = rss.get(rss.len() / 2).copied();
+    let mut anon = starts.anon_kib;
+    anon.sort_unstable();
+    let anon_median = anon.get(anon.len() / 2).copied();
     let tally = starts.tally;
     let errors = tally.errors();
     let latency = percentiles(tally.latencies.clone());
@@ -281,7 +284,8 @@ async fn cold_start(plan: &Plan, n: usize) -> anyhow::Result<()> {
     if plan.json {
         let report = json!({"target": plan.target.describe(), "checked": checked,
             "starts": tally.total(), "errors": errors, "spawn_to_initialize": latency,
-            "rss_after_first_call_kib": {"median": rss_median, "min": rss.first(), "max": rss.last()}});
+            "rss_after_first_call_kib": {"median": rss_median, "min": rss.first(), "max": rss.last()},
+            "rss_anon_after_first_call_kib": {"median": anon_median, "min": anon.first(), "max": anon.last()}});
         println!("{report}");
     } else {
         println!("{:11} {}", "target", plan.target.describe());
@@ -307,11 +311,13 @@ async fn cold_start(plan: &Plan, n: usize) -> anyhow::Result<()> {
         println!("{line}");
         if let (Some(kib), Some(lo), Some(hi)) = (rss_median, rss.first(), rss.last()) {
             println!(
-                "{:11} RSS after the first call: median {:.1} MiB (min {:.1}, max {:.1})",
+                "{:11} RSS after the first call: median {:.1} MiB (min {:.1}, max {:.1}), \
+                 anonymous {:.1} MiB",
                 "server",
                 kib as f64 / 1024.0,
                 *lo as f64 / 1024.0,
-                *hi as f64 / 1024.0
+                *hi as f64 / 1024.0,
+                anon_median.unwrap_or_default() as f64 / 1024.0
             );
         }
     }

@@ -120,10 +120,13 @@ fn cold_start_checks_every_start() {
         "{v}"
     );
     // The resident memory of a live process after its first call: at least a few hundred KiB.
-    assert!(
-        v["rss_after_first_call_kib"]["median"].as_u64().unwrap() > 100,
-        "{v}"
-    );
+    let rss = v["rss_after_first_call_kib"]["median"].as_u64().unwrap();
+    assert!(rss > 100, "{v}");
+    // Its anonymous part, some of it and never more.
+    let anon = v["rss_anon_after_first_call_kib"]["median"]
+        .as_u64()
+        .unwrap();
+    assert!(anon > 50 && anon <= rss, "{v}");
     // The first call is checked like any other: a failing tool makes every start an error.
     let (ok, out, err) = bench(&[
         "--cold-start",
