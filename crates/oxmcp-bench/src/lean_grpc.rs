@@ -238,26 +238,9 @@ fn ended(headers: &http::HeaderMap, what: &str) -> Failure {
 
 /// A `grpc-message` as sent: percent-encoded (what is not `%XX` stays as it is).
 fn percent_decoded(m: &str) -> String {
-    let mut out = Vec::with_capacity(m.len());
-    let mut i = 0;
-    while let Some(&b) = m.as_bytes().get(i) {
-        let hex = (b == b'%')
-            .then(|| m.get(i + 1..i + 3))
-            .flatten()
-            .filter(|h| h.bytes().all(|c| c.is_ascii_hexdigit()))
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match hex {
-            Some(byte) => {
-                out.push(byte);
-                i += 3;
-            }
-            None => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(m)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// `json` wrapped in an `Envelope` behind the gRPC message prefix (uncompressed, length),
