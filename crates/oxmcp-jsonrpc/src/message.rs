@@ -91,9 +91,10 @@ impl DecodeError {
 
 /// Whether the text holds a `\uD800`..`\uDFFF` escape (any case).
 fn has_surrogate_escape(bytes: &[u8]) -> bool {
-    // Most messages have no backslash at all: one fast pass finds none.
+    // Most messages have no backslash at all: one fast pass (memchr's, many bytes a step)
+    // finds none. A byte-at-a-time search was a tenth of a client's work on a 1 MiB answer.
     let mut rest = bytes;
-    while let Some(i) = rest.iter().position(|&b| b == b'\\') {
+    while let Some(i) = memchr::memchr(b'\\', rest) {
         if let [_, b'u', d, x, ..] = rest[i..]
             && d | 0x20 == b'd'
             && matches!(x | 0x20, b'8' | b'9' | b'a'..=b'f')
@@ -416,7 +417,8 @@ impl Message {
 /// # Errors
 /// If the value cannot be serialized.
 pub fn to_raw<T: Serialize + ?Sized>(value: &T) -> Result<RawJson, serde_json::Error> {
-    RawValue::from_string(serde_json::to_string(value)?)
+    // What serde_json writes is JSON: not parsed again to check it.
+    serde_json::value::to_raw_value(value)
 }
 
 /// Parses raw params into a type; absent params parse as `{}`.
