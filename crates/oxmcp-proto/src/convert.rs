@@ -1,7 +1,5 @@
 //! JSON ⇄ protobuf, without loss.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Number, Value as Json};
 
 use crate::ProtoError;
@@ -95,12 +93,6 @@ fn is_binary(obj: &Map<String, Json>, key: &str) -> bool {
     }
 }
 
-/// The bytes of canonical base64 text (`None` when the text would not come back the same).
-fn canonical_base64(text: &str) -> Option<Vec<u8>> {
-    let bytes = STANDARD.decode(text).ok()?;
-    (STANDARD.encode(&bytes) == text).then_some(bytes)
-}
-
 fn value_to_proto(v: &Json) -> Value {
     let kind = match v {
         Json::Null => value::Kind::NullValue(true),
@@ -120,7 +112,9 @@ fn value_to_proto(v: &Json) -> Value {
                 .iter()
                 .map(|(key, v)| {
                     let binary = match v {
-                        Json::String(s) if is_binary(obj, key) => canonical_base64(s),
+                        Json::String(s) if is_binary(obj, key) => {
+                            crate::base64::canonical(s.as_bytes())
+                        }
                         _ => None,
                     };
                     let value = match binary {
@@ -196,7 +190,7 @@ fn value_from_proto(v: &Value) -> Result<Json, ProtoError> {
             Number::from_f64(*f).ok_or_else(|| malformed("a number that is not finite"))?,
         ),
         Some(value::Kind::StringValue(s)) => Json::from(s.clone()),
-        Some(value::Kind::BytesValue(b)) => Json::from(STANDARD.encode(b)),
+        Some(value::Kind::BytesValue(b)) => Json::from(crate::base64::encode(b)),
         Some(value::Kind::ListValue(l)) => Json::Array(
             l.values
                 .iter()

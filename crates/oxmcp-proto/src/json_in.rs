@@ -4,8 +4,6 @@
 
 use std::fmt;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use prost::Message as _;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
@@ -227,7 +225,11 @@ impl<'de> Visitor<'de> for ValueSeed {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut fields = Vec::with_capacity(map.size_hint().unwrap_or(0));
         while let Some(key) = map.next_key::<String>()? {
-            let value = map.next_value_seed(ValueSeed)?;
+            let value = if matches!(key.as_str(), "blob" | "data") {
+                map.next_value_seed(MaybeBinary)?
+            } else {
+                map.next_value_seed(ValueSeed)?
+            };
             fields.push(Field {
                 key,
                 value: Some(value),
@@ -238,32 +240,79 @@ impl<'de> Visitor<'de> for ValueSeed {
     }
 }
 
+/// The value of a `blob` or `data` member: bytes when its text is canonical base64, decoded
+/// straight from the input (not copied as text first), else what [`ValueSeed`] makes of it.
+/// Whether it holds binary contents is known only at the end of its object
+/// ([`binary_in_bytes`]).
+struct MaybeBinary;
+
+impl<'de> DeserializeSeed<'de> for MaybeBinary {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for MaybeBinary {
+    type Value = Value;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+        Ok(match crate::base64::canonical(v.as_bytes()) {
+            Some(bytes) => kind(value::Kind::BytesValue(bytes)),
+            None => kind(value::Kind::StringValue(v.to_owned())),
+        })
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        ValueSeed.visit_unit()
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+        ValueSeed.visit_bool(v)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+        ValueSeed.visit_i64(v)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+        ValueSeed.visit_u64(v)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        ValueSeed.visit_f64(v)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Value, A::Error> {
+        ValueSeed.visit_seq(seq)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Value, A::Error> {
+        ValueSeed.visit_map(map)
+    }
+}
+
 /// Binary contents as bytes, as `convert` has them: a resource's `blob` (an object with a
 /// `uri`), the `data` of image and audio content, when their text is canonical base64.
+/// [`MaybeBinary`] decoded every `blob` and `data` it could; those of an object that does
+/// not hold binary contents go back to the same text.
 fn binary_in_bytes(fields: &mut [Field]) {
-    fn text(f: &Field) -> Option<&str> {
-        match f.value.as_ref().and_then(|v| v.kind.as_ref()) {
-            Some(value::Kind::StringValue(s)) => Some(s.as_str()),
-            _ => None,
-        }
-    }
     let has_uri = fields.iter().any(|f| f.key == "uri");
     let media = fields
         .iter()
         .rfind(|f| f.key == "type")
-        .and_then(text)
+        .and_then(|f| match f.value.as_ref().and_then(|v| v.kind.as_ref()) {
+            Some(value::Kind::StringValue(s)) => Some(s.as_str()),
+            _ => None,
+        })
         .is_some_and(|t| matches!(t, "image" | "audio"));
-    if !has_uri && !media {
-        return;
-    }
     for f in fields.iter_mut() {
         let binary = (f.key == "blob" && has_uri) || (f.key == "data" && media);
-        let bytes = binary
-            .then(|| text(f))
-            .flatten()
-            .and_then(|s| STANDARD.decode(s).ok().filter(|b| STANDARD.encode(b) == s));
-        if let Some(bytes) = bytes {
-            f.value = Some(kind(value::Kind::BytesValue(bytes)));
+        if binary {
+            continue;
+        }
+        // JSON has no bytes: a value in bytes here came from `MaybeBinary`.
+        if let Some(Value {
+            kind: Some(value::Kind::BytesValue(bytes)),
+        }) = &f.value
+        {
+            let text = crate::base64::encode(bytes);
+            f.value = Some(kind(value::Kind::StringValue(text)));
         }
     }
 }
@@ -312,6 +361,14 @@ mod tests {
             "content":[{"type":"image","data":"iVBORw==","mimeType":"image/png"},
                        {"type":"text","data":"AAEC"}]}}),
         );
+        // Whether a member is binary is known at the end of its object, in any order.
+        same(&json!({"jsonrpc":"2.0","id":1,"result":{
+            "a":{"blob":"AAEC","name":"no uri"},
+            "b":{"data":"AAEC","type":"audio","mimeType":"audio/wav"},
+            "c":{"blob":"AAE=","uri":"f://y"},
+            "d":{"blob":"AAF=","uri":"f://not-canonical"},
+            "e":{"data":{"blob":"AAEC"},"type":"image"},
+            "f":{"data":7,"blob":null,"uri":"f://z"}}}));
     }
 
     #[test]

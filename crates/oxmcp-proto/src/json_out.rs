@@ -1,12 +1,7 @@
 //! A protobuf message written straight out as JSON text, without building a
-//! `serde_json::Value` tree in between: what a server does with a protobuf body before it
-//! handles it like a JSON one. Decoding it then costs the decoded message and the text, no
-//! more than parsing the same message from JSON.
-
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
-use serde::ser::{Error as _, SerializeMap, SerializeSeq};
-use serde::{Serialize, Serializer};
+//! `serde_json::Value` tree in between: what a client does with an answer in protobuf before
+//! the rest of the stack reads it like a JSON one. Binary contents are written as base64
+//! straight into the text; everything else as serde_json writes it.
 
 use crate::ProtoError;
 use crate::messages::{Error, Id, ListValue, Message, Struct, Value, id, value};
@@ -19,122 +14,123 @@ use crate::messages::{Error, Id, ListValue, Message, Struct, Value, id, value};
 /// value without a kind, a field without a value, a double that is not finite.
 pub fn to_json_text(m: &Message) -> Result<Vec<u8>, ProtoError> {
     if m.method.is_empty() && m.id.is_none() {
-        return Err(ProtoError::Malformed("neither a method nor an id".into()));
+        return Err(malformed("neither a method nor an id"));
     }
-    serde_json::to_vec(&JsonMessage(m)).map_err(|e| ProtoError::Malformed(e.to_string()))
-}
-
-struct JsonMessage<'a>(&'a Message);
-
-impl Serialize for JsonMessage<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let m = self.0;
-        let mut map = s.serialize_map(None)?;
-        map.serialize_entry("jsonrpc", "2.0")?;
-        if let Some(id) = &m.id {
-            map.serialize_entry("id", &JsonId(id))?;
-        }
-        if !m.method.is_empty() {
-            map.serialize_entry("method", &m.method)?;
-        }
-        if let Some(p) = &m.params {
-            map.serialize_entry("params", &JsonValue(p))?;
-        }
-        if let Some(r) = &m.result {
-            map.serialize_entry("result", &JsonValue(r))?;
-        }
-        if let Some(e) = &m.error {
-            map.serialize_entry("error", &JsonError(e))?;
-        }
-        map.end()
+    // Room for the binary contents as base64 (a third more), so a large answer is written
+    // without growing the buffer.
+    let wire = prost::Message::encoded_len(m);
+    let mut out = Vec::with_capacity(wire + wire / 3 + 64);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0""#);
+    if let Some(id) = &m.id {
+        out.extend_from_slice(br#","id":"#);
+        write_id(&mut out, id)?;
     }
-}
-
-struct JsonId<'a>(&'a Id);
-
-impl Serialize for JsonId<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match &self.0.kind {
-            Some(id::Kind::Number(n)) => s.serialize_i64(*n),
-            Some(id::Kind::Text(t)) => s.serialize_str(t),
-            Some(id::Kind::Null(_)) => s.serialize_unit(),
-            None => Err(S::Error::custom("an id without a kind")),
+    if !m.method.is_empty() {
+        out.extend_from_slice(br#","method":"#);
+        scalar(&mut out, &m.method)?;
+    }
+    for (key, v) in [
+        (&br#","params":"#[..], &m.params),
+        (br#","result":"#, &m.result),
+    ] {
+        if let Some(v) = v {
+            out.extend_from_slice(key);
+            write_value(&mut out, v)?;
         }
     }
+    if let Some(e) = &m.error {
+        out.extend_from_slice(br#","error":"#);
+        write_error(&mut out, e)?;
+    }
+    out.push(b'}');
+    Ok(out)
 }
 
-struct JsonError<'a>(&'a Error);
+fn malformed(why: &str) -> ProtoError {
+    ProtoError::Malformed(why.to_owned())
+}
 
-impl Serialize for JsonError<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let e = self.0;
-        let mut map = s.serialize_map(None)?;
-        map.serialize_entry("code", &e.code)?;
-        map.serialize_entry("message", &e.message)?;
-        if let Some(d) = &e.data {
-            map.serialize_entry("data", &JsonValue(d))?;
+/// A string or number, as serde_json writes it.
+fn scalar<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) -> Result<(), ProtoError> {
+    serde_json::to_writer(out, v).map_err(|e| ProtoError::Malformed(e.to_string()))
+}
+
+fn write_id(out: &mut Vec<u8>, id: &Id) -> Result<(), ProtoError> {
+    match &id.kind {
+        Some(id::Kind::Number(n)) => scalar(out, n),
+        Some(id::Kind::Text(t)) => scalar(out, t),
+        Some(id::Kind::Null(_)) => {
+            out.extend_from_slice(b"null");
+            Ok(())
         }
-        map.end()
+        None => Err(malformed("an id without a kind")),
     }
 }
 
-struct JsonValue<'a>(&'a Value);
-
-impl Serialize for JsonValue<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match &self.0.kind {
-            None => Err(S::Error::custom("a value without a kind")),
-            Some(value::Kind::NullValue(_)) => s.serialize_unit(),
-            Some(value::Kind::BoolValue(b)) => s.serialize_bool(*b),
-            Some(value::Kind::IntValue(i)) => s.serialize_i64(*i),
-            Some(value::Kind::UintValue(u)) => s.serialize_u64(*u),
-            Some(value::Kind::DoubleValue(f)) if f.is_finite() => s.serialize_f64(*f),
-            Some(value::Kind::DoubleValue(_)) => {
-                Err(S::Error::custom("a number that is not finite"))
-            }
-            Some(value::Kind::StringValue(t)) => s.serialize_str(t),
-            Some(value::Kind::BytesValue(b)) => {
-                // Base64 has nothing to escape: written as it is, not checked byte by byte
-                // (for a 1 MiB blob that check was a quarter of a client's work).
-                let mut text = String::with_capacity(b.len().div_ceil(3) * 4 + 2);
-                text.push('"');
-                STANDARD.encode_string(b, &mut text);
-                text.push('"');
-                serde_json::value::RawValue::from_string(text)
-                    .map_err(S::Error::custom)?
-                    .serialize(s)
-            }
-            Some(value::Kind::ListValue(l)) => JsonList(l).serialize(s),
-            Some(value::Kind::StructValue(o)) => JsonStruct(o).serialize(s),
-        }
+fn write_error(out: &mut Vec<u8>, e: &Error) -> Result<(), ProtoError> {
+    out.extend_from_slice(br#"{"code":"#);
+    scalar(out, &e.code)?;
+    out.extend_from_slice(br#","message":"#);
+    scalar(out, &e.message)?;
+    if let Some(d) = &e.data {
+        out.extend_from_slice(br#","data":"#);
+        write_value(out, d)?;
     }
+    out.push(b'}');
+    Ok(())
 }
 
-struct JsonList<'a>(&'a ListValue);
-
-impl Serialize for JsonList<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.0.values.len()))?;
-        for v in &self.0.values {
-            seq.serialize_element(&JsonValue(v))?;
+fn write_value(out: &mut Vec<u8>, v: &Value) -> Result<(), ProtoError> {
+    match &v.kind {
+        None => return Err(malformed("a value without a kind")),
+        Some(value::Kind::NullValue(_)) => out.extend_from_slice(b"null"),
+        Some(value::Kind::BoolValue(b)) => {
+            out.extend_from_slice(if *b { b"true" } else { b"false" });
         }
-        seq.end()
+        Some(value::Kind::IntValue(i)) => scalar(out, i)?,
+        Some(value::Kind::UintValue(u)) => scalar(out, u)?,
+        Some(value::Kind::DoubleValue(f)) if f.is_finite() => scalar(out, f)?,
+        Some(value::Kind::DoubleValue(_)) => return Err(malformed("a number that is not finite")),
+        Some(value::Kind::StringValue(t)) => scalar(out, t)?,
+        Some(value::Kind::BytesValue(b)) => {
+            // Base64 has nothing to escape: written as it is, not checked byte by byte.
+            out.push(b'"');
+            crate::base64::encode_into(b, out);
+            out.push(b'"');
+        }
+        Some(value::Kind::ListValue(l)) => write_list(out, l)?,
+        Some(value::Kind::StructValue(o)) => write_struct(out, o)?,
     }
+    Ok(())
 }
 
-struct JsonStruct<'a>(&'a Struct);
-
-impl Serialize for JsonStruct<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(self.0.fields.len()))?;
-        for f in &self.0.fields {
-            let Some(v) = &f.value else {
-                return Err(S::Error::custom("a field without a value"));
-            };
-            map.serialize_entry(&f.key, &JsonValue(v))?;
+fn write_list(out: &mut Vec<u8>, l: &ListValue) -> Result<(), ProtoError> {
+    out.push(b'[');
+    for (i, v) in l.values.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
         }
-        map.end()
+        write_value(out, v)?;
     }
+    out.push(b']');
+    Ok(())
+}
+
+fn write_struct(out: &mut Vec<u8>, o: &Struct) -> Result<(), ProtoError> {
+    out.push(b'{');
+    for (i, f) in o.fields.iter().enumerate() {
+        let Some(v) = &f.value else {
+            return Err(malformed("a field without a value"));
+        };
+        if i > 0 {
+            out.push(b',');
+        }
+        scalar(out, &f.key)?;
+        out.push(b':');
+        write_value(out, v)?;
+    }
+    out.push(b'}');
+    Ok(())
 }
 
 #[cfg(test)]

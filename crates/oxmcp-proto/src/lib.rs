@@ -20,6 +20,7 @@
 //! message with more elements or deeper nesting than its [`DecodeLimits`] allow (by default
 //! one element per four bytes of a 4 MiB message; see the `limits` module).
 
+mod base64;
 mod convert;
 mod json_in;
 mod json_out;
