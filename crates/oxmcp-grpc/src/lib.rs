@@ -116,7 +116,7 @@ pub enum EnvelopeError {
 pub fn to_json(envelope: Envelope) -> Result<Vec<u8>, EnvelopeError> {
     match envelope.body {
         Some(Body::Json(bytes)) => Ok(bytes),
-        Some(Body::Message(m)) => Ok(oxmcp_proto::to_json_text(&m)?),
+        Some(Body::Message(m)) => Ok(oxmcp_proto::to_json_text(&m)?.into_bytes()),
         None => Err(EnvelopeError::Empty),
     }
 }
@@ -126,7 +126,7 @@ pub fn to_json(envelope: Envelope) -> Result<Vec<u8>, EnvelopeError> {
 /// happens for JSON-RPC) goes as JSON.
 pub fn from_json(line: &str, form: Form) -> Envelope {
     if form == Form::Protobuf
-        && let Ok(m) = oxmcp_proto::to_proto_text(line.as_bytes())
+        && let Ok(m) = oxmcp_proto::to_proto_text(line)
     {
         return Envelope {
             body: Some(Body::Message(m)),

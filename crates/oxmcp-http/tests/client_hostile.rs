@@ -587,3 +587,55 @@ async fn requests_after_the_handshake_wait_for_the_standalone_stream() {
     .unwrap();
     assert_eq!(r.content[0].as_text(), Some("with stream"));
 }
+
+/// A server that answers `initialize`, then `tools/list` with a JSON body of `len` bytes
+/// declared in `Content-Length`, of which it sends only the first 1 KiB and then nothing
+/// more for a minute.
+async fn stalled_body_of(len: usize) -> String {
+    let (base, _log) = fake(move |seen| match seen.rpc().0.as_deref() {
+        Some("initialize") => initialize_ok(seen),
+        Some(_) => {
+            let start = futures::stream::iter([Ok::<_, std::io::Error>(vec![b' '; 1024])]);
+            let stall = futures::stream::once(async {
+                tokio::time::sleep(Duration::from_secs(60)).await;
+                Ok(Vec::new())
+            });
+            Response::builder()
+                .header("content-type", "application/json")
+                .header("content-length", len.to_string())
+                .body(axum::body::Body::from_stream(start.chain(stall)))
+                .unwrap()
+        }
+        None => StatusCode::ACCEPTED.into_response(),
+    })
+    .await;
+    base
+}
+
+/// A body declared longer than `max_message` is refused at its headers: the client does not
+/// wait for bytes it would refuse anyway (a server could hold the call open that way). A
+/// body declared within the limit is still waited for.
+#[tokio::test]
+async fn a_body_declared_past_max_message_is_refused_unread() {
+    let http = HttpClientConfig::default()
+        .max_message(64 * 1024)
+        .standalone_stream(false);
+    let base = stalled_body_of(10 * 1024 * 1024).await;
+    let client = handshake_with(&format!("{base}/mcp"), http.clone(), ClientConfig::default())
+        .await
+        .unwrap()
+        .unwrap();
+    let listed = tokio::time::timeout(Duration::from_secs(5), client.list_tools())
+        .await
+        .expect("the client waited for a body it must refuse");
+    let why = format!("{:?}", listed.unwrap_err());
+    assert!(why.contains("larger than 65536 bytes"), "{why}");
+
+    let base = stalled_body_of(32 * 1024).await;
+    let client = handshake_with(&format!("{base}/mcp"), http, ClientConfig::default())
+        .await
+        .unwrap()
+        .unwrap();
+    let waited = tokio::time::timeout(Duration::from_secs(2), client.list_tools()).await;
+    assert!(waited.is_err(), "a body within the limit was not waited for");
+}

@@ -16,8 +16,8 @@ use crate::messages::{Batch, Error, Field, Id, ListValue, Message, Struct, Value
 ///
 /// # Errors
 /// [`ProtoError::NotAMessage`] for text that is not JSON, or JSON that is not a message.
-pub fn encode_json_text(text: &[u8]) -> Result<Vec<u8>, ProtoError> {
-    let mut de = serde_json::Deserializer::from_slice(text);
+pub fn encode_json_text(text: &str) -> Result<Vec<u8>, ProtoError> {
+    let mut de = serde_json::Deserializer::from_str(text);
     let encoded = Top
         .deserialize(&mut de)
         .and_then(|bytes| de.end().map(|()| bytes))
@@ -30,8 +30,8 @@ pub fn encode_json_text(text: &[u8]) -> Result<Vec<u8>, ProtoError> {
 ///
 /// # Errors
 /// [`ProtoError::NotAMessage`] for text that is not JSON, or JSON that is not a message.
-pub fn to_proto_text(text: &[u8]) -> Result<Message, ProtoError> {
-    let mut de = serde_json::Deserializer::from_slice(text);
+pub fn to_proto_text(text: &str) -> Result<Message, ProtoError> {
+    let mut de = serde_json::Deserializer::from_str(text);
     MessageSeed
         .deserialize(&mut de)
         .and_then(|m| de.end().map(|()| m))
@@ -324,7 +324,7 @@ mod tests {
 
     /// The same message as parsing the text and encoding the value gives.
     fn same(v: &serde_json::Value) {
-        let text = serde_json::to_vec(v).unwrap();
+        let text = serde_json::to_string(v).unwrap();
         let streamed = encode_json_text(&text).unwrap();
         let decoded = match v {
             serde_json::Value::Array(_) => crate::decode_batch(&streamed).unwrap(),
@@ -373,7 +373,7 @@ mod tests {
 
     #[test]
     fn binary_members_become_bytes() {
-        let text = br#"{"jsonrpc":"2.0","id":1,"result":{"uri":"f://x","blob":"AAEC"}}"#;
+        let text = r#"{"jsonrpc":"2.0","id":1,"result":{"uri":"f://x","blob":"AAEC"}}"#;
         let m = <Message as prost::Message>::decode(&encode_json_text(text).unwrap()[..]).unwrap();
         let Some(value::Kind::StructValue(s)) = m.result.unwrap().kind else {
             panic!("a struct")
@@ -387,19 +387,18 @@ mod tests {
     #[test]
     fn what_is_not_a_message_is_refused() {
         for bad in [
-            &b"not json"[..],
-            br#"{"id":1,"result":{}}"#,
-            br#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
-            br#"{"jsonrpc":"2.0","id":1.5,"result":{}}"#,
-            br#"{"jsonrpc":"2.0","id":1,"other":{}}"#,
-            br#"{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"m"}}"#,
-            br#"{"jsonrpc":"2.0","id":1,"result":{}} trailing"#,
-            b"42",
+            "not json",
+            r#"{"id":1,"result":{}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"other":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}} trailing"#,
+            "42",
         ] {
             assert!(
                 matches!(encode_json_text(bad), Err(ProtoError::NotAMessage(_))),
-                "{}",
-                String::from_utf8_lossy(bad)
+                "{bad}"
             );
         }
     }

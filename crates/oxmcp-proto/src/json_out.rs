@@ -3,6 +3,8 @@
 //! the rest of the stack reads it like a JSON one. Binary contents are written as base64
 //! straight into the text; everything else as serde_json writes it.
 
+use std::io;
+
 use crate::ProtoError;
 use crate::messages::{Error, Id, ListValue, Message, Struct, Value, id, value};
 
@@ -12,37 +14,34 @@ use crate::messages::{Error, Id, ListValue, Message, Struct, Value, id, value};
 /// # Errors
 /// [`ProtoError::Malformed`] for a message JSON-RPC cannot have: no method and no id, a
 /// value without a kind, a field without a value, a double that is not finite.
-pub fn to_json_text(m: &Message) -> Result<Vec<u8>, ProtoError> {
+pub fn to_json_text(m: &Message) -> Result<String, ProtoError> {
     if m.method.is_empty() && m.id.is_none() {
         return Err(malformed("neither a method nor an id"));
     }
     // Room for the binary contents as base64 (a third more), so a large answer is written
     // without growing the buffer.
     let wire = prost::Message::encoded_len(m);
-    let mut out = Vec::with_capacity(wire + wire / 3 + 64);
-    out.extend_from_slice(br#"{"jsonrpc":"2.0""#);
+    let mut out = String::with_capacity(wire + wire / 3 + 64);
+    out.push_str(r#"{"jsonrpc":"2.0""#);
     if let Some(id) = &m.id {
-        out.extend_from_slice(br#","id":"#);
+        out.push_str(r#","id":"#);
         write_id(&mut out, id)?;
     }
     if !m.method.is_empty() {
-        out.extend_from_slice(br#","method":"#);
+        out.push_str(r#","method":"#);
         scalar(&mut out, &m.method)?;
     }
-    for (key, v) in [
-        (&br#","params":"#[..], &m.params),
-        (br#","result":"#, &m.result),
-    ] {
+    for (key, v) in [(r#","params":"#, &m.params), (r#","result":"#, &m.result)] {
         if let Some(v) = v {
-            out.extend_from_slice(key);
+            out.push_str(key);
             write_value(&mut out, v)?;
         }
     }
     if let Some(e) = &m.error {
-        out.extend_from_slice(br#","error":"#);
+        out.push_str(r#","error":"#);
         write_error(&mut out, e)?;
     }
-    out.push(b'}');
+    out.push('}');
     Ok(out)
 }
 
@@ -51,41 +50,58 @@ fn malformed(why: &str) -> ProtoError {
 }
 
 /// A string or number, as serde_json writes it.
-fn scalar<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) -> Result<(), ProtoError> {
-    serde_json::to_writer(out, v).map_err(|e| ProtoError::Malformed(e.to_string()))
+fn scalar<T: serde::Serialize + ?Sized>(out: &mut String, v: &T) -> Result<(), ProtoError> {
+    serde_json::to_writer(Text(out), v).map_err(|e| ProtoError::Malformed(e.to_string()))
 }
 
-fn write_id(out: &mut Vec<u8>, id: &Id) -> Result<(), ProtoError> {
+/// What serde_json writes, kept as text. Each piece it writes is whole UTF-8 (a run of the
+/// string, an escape, a number): checking each is cheap, and the text needs no check after.
+struct Text<'a>(&'a mut String);
+
+impl io::Write for Text<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let piece =
+            std::str::from_utf8(buf).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        self.0.push_str(piece);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn write_id(out: &mut String, id: &Id) -> Result<(), ProtoError> {
     match &id.kind {
         Some(id::Kind::Number(n)) => scalar(out, n),
         Some(id::Kind::Text(t)) => scalar(out, t),
         Some(id::Kind::Null(_)) => {
-            out.extend_from_slice(b"null");
+            out.push_str("null");
             Ok(())
         }
         None => Err(malformed("an id without a kind")),
     }
 }
 
-fn write_error(out: &mut Vec<u8>, e: &Error) -> Result<(), ProtoError> {
-    out.extend_from_slice(br#"{"code":"#);
+fn write_error(out: &mut String, e: &Error) -> Result<(), ProtoError> {
+    out.push_str(r#"{"code":"#);
     scalar(out, &e.code)?;
-    out.extend_from_slice(br#","message":"#);
+    out.push_str(r#","message":"#);
     scalar(out, &e.message)?;
     if let Some(d) = &e.data {
-        out.extend_from_slice(br#","data":"#);
+        out.push_str(r#","data":"#);
         write_value(out, d)?;
     }
-    out.push(b'}');
+    out.push('}');
     Ok(())
 }
 
-fn write_value(out: &mut Vec<u8>, v: &Value) -> Result<(), ProtoError> {
+fn write_value(out: &mut String, v: &Value) -> Result<(), ProtoError> {
     match &v.kind {
         None => return Err(malformed("a value without a kind")),
-        Some(value::Kind::NullValue(_)) => out.extend_from_slice(b"null"),
+        Some(value::Kind::NullValue(_)) => out.push_str("null"),
         Some(value::Kind::BoolValue(b)) => {
-            out.extend_from_slice(if *b { b"true" } else { b"false" });
+            out.push_str(if *b { "true" } else { "false" });
         }
         Some(value::Kind::IntValue(i)) => scalar(out, i)?,
         Some(value::Kind::UintValue(u)) => scalar(out, u)?,
@@ -94,9 +110,9 @@ fn write_value(out: &mut Vec<u8>, v: &Value) -> Result<(), ProtoError> {
         Some(value::Kind::StringValue(t)) => scalar(out, t)?,
         Some(value::Kind::BytesValue(b)) => {
             // Base64 has nothing to escape: written as it is, not checked byte by byte.
-            out.push(b'"');
+            out.push('"');
             crate::base64::encode_into(b, out);
-            out.push(b'"');
+            out.push('"');
         }
         Some(value::Kind::ListValue(l)) => write_list(out, l)?,
         Some(value::Kind::StructValue(o)) => write_struct(out, o)?,
@@ -104,32 +120,32 @@ fn write_value(out: &mut Vec<u8>, v: &Value) -> Result<(), ProtoError> {
     Ok(())
 }
 
-fn write_list(out: &mut Vec<u8>, l: &ListValue) -> Result<(), ProtoError> {
-    out.push(b'[');
+fn write_list(out: &mut String, l: &ListValue) -> Result<(), ProtoError> {
+    out.push('[');
     for (i, v) in l.values.iter().enumerate() {
         if i > 0 {
-            out.push(b',');
+            out.push(',');
         }
         write_value(out, v)?;
     }
-    out.push(b']');
+    out.push(']');
     Ok(())
 }
 
-fn write_struct(out: &mut Vec<u8>, o: &Struct) -> Result<(), ProtoError> {
-    out.push(b'{');
+fn write_struct(out: &mut String, o: &Struct) -> Result<(), ProtoError> {
+    out.push('{');
     for (i, f) in o.fields.iter().enumerate() {
         let Some(v) = &f.value else {
             return Err(malformed("a field without a value"));
         };
         if i > 0 {
-            out.push(b',');
+            out.push(',');
         }
         scalar(out, &f.key)?;
-        out.push(b':');
+        out.push(':');
         write_value(out, v)?;
     }
-    out.push(b'}');
+    out.push('}');
     Ok(())
 }
 
@@ -148,11 +164,12 @@ mod tests {
             json!({"jsonrpc": "2.0", "id": "t", "result": {"contents": [{"uri": "file:///a", "blob": "AAEC"}, {"type": "image", "data": "AAEC", "mimeType": "image/png"}]}}),
             json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error", "data": {"why": "x"}}}),
             json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            json!({"jsonrpc": "2.0", "id": "q\"\\", "result": {"t\n": "a\"b\\c\u{1}\u{1f}\t é 😀 \u{2028}", "d": -0.5e-300}}),
         ];
         for m in messages {
             let proto = to_proto(&m).unwrap();
             let text = to_json_text(&proto).unwrap();
-            let back: serde_json::Value = serde_json::from_slice(&text).unwrap();
+            let back: serde_json::Value = serde_json::from_str(&text).unwrap();
             assert_eq!(back, from_proto(&proto).unwrap());
             assert_eq!(back, m);
         }

@@ -98,7 +98,7 @@ pub fn decode_with(bytes: &[u8], limits: &DecodeLimits) -> Result<serde_json::Va
 /// # Errors
 /// [`ProtoError::Malformed`] for bytes that are not a `Message`, [`ProtoError::TooLarge`]
 /// past the limits.
-pub fn decode_json_text(bytes: &[u8], limits: &DecodeLimits) -> Result<Vec<u8>, ProtoError> {
+pub fn decode_json_text(bytes: &[u8], limits: &DecodeLimits) -> Result<String, ProtoError> {
     scan(bytes, Root::Message, limits)?;
     let m = Message::decode(bytes).map_err(|e| ProtoError::Malformed(e.to_string()))?;
     to_json_text(&m)

@@ -11,7 +11,7 @@ pub(crate) fn sse_data_to_json(data: &str) -> Result<String, String> {
         .decode(data.trim())
         .map_err(|e| format!("the event is not base64: {e}"))?;
     match oxmcp_proto::decode_json_text(&bytes, &oxmcp_proto::DecodeLimits::default()) {
-        Ok(json) => String::from_utf8(json).map_err(|e| e.to_string()),
+        Ok(json) => Ok(json),
         Err(_) => oxmcp_proto::decode_batch(&bytes)
             .map(|json| json.to_string())
             .map_err(|e| e.to_string()),

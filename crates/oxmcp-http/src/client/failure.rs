@@ -98,7 +98,17 @@ pub(super) async fn read_limited(
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with(oxmcp_proto::MEDIA_TYPE));
-    let mut body = Vec::new();
+    // The declared length, when there is one, is room taken once (a 1 MiB answer grew
+    // its buffer eight times, copying each time), and a body past `max` is refused unread.
+    let declared = resp.content_length().map(usize::try_from);
+    if let Some(n) = declared.map(|n| n.unwrap_or(usize::MAX))
+        && n > max
+    {
+        return Err(TransportError::Invalid(format!(
+            "response larger than {max} bytes"
+        )));
+    }
+    let mut body = Vec::with_capacity(declared.and_then(Result::ok).unwrap_or(0));
     let mut stream = resp.bytes_stream();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| {
@@ -113,8 +123,6 @@ pub(super) async fn read_limited(
     }
     if protobuf {
         return oxmcp_proto::decode_json_text(&body, &oxmcp_proto::DecodeLimits::default())
-            .map_err(|e| e.to_string())
-            .and_then(|json| String::from_utf8(json).map_err(|e| e.to_string()))
             .map_err(|e| TransportError::Invalid(format!("an answer in protobuf: {e}")));
     }
     String::from_utf8(body).map_err(|_| TransportError::Invalid("response is not UTF-8".to_owned()))

@@ -148,7 +148,7 @@ impl State {
     fn body_of(&self, req: reqwest::RequestBuilder, line: &str) -> reqwest::RequestBuilder {
         if self.protobuf() {
             // Read from the text in one pass (no `serde_json::Value` in between).
-            if let Ok(bytes) = oxmcp_proto::encode_json_text(line.as_bytes()) {
+            if let Ok(bytes) = oxmcp_proto::encode_json_text(line) {
                 return req
                     .header("content-type", oxmcp_proto::MEDIA_TYPE)
                     .header(

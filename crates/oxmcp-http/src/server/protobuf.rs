@@ -73,7 +73,7 @@ impl Encoding {
     fn proto(self, line: &str) -> Option<Vec<u8>> {
         match self {
             Self::Json => None,
-            Self::Protobuf => oxmcp_proto::encode_json_text(line.as_bytes()).ok(),
+            Self::Protobuf => oxmcp_proto::encode_json_text(line).ok(),
         }
     }
 
