@@ -621,10 +621,14 @@ async fn a_body_declared_past_max_message_is_refused_unread() {
         .max_message(64 * 1024)
         .standalone_stream(false);
     let base = stalled_body_of(10 * 1024 * 1024).await;
-    let client = handshake_with(&format!("{base}/mcp"), http.clone(), ClientConfig::default())
-        .await
-        .unwrap()
-        .unwrap();
+    let client = handshake_with(
+        &format!("{base}/mcp"),
+        http.clone(),
+        ClientConfig::default(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
     let listed = tokio::time::timeout(Duration::from_secs(5), client.list_tools())
         .await
         .expect("the client waited for a body it must refuse");
@@ -637,5 +641,8 @@ async fn a_body_declared_past_max_message_is_refused_unread() {
         .unwrap()
         .unwrap();
     let waited = tokio::time::timeout(Duration::from_secs(2), client.list_tools()).await;
-    assert!(waited.is_err(), "a body within the limit was not waited for");
+    assert!(
+        waited.is_err(),
+        "a body within the limit was not waited for"
+    );
 }
