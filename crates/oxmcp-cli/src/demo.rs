@@ -332,7 +332,6 @@ const MAX_BYTES: usize = 16 * 1024 * 1024;
 
 /// `size` bytes of a fixed pattern (the same for every read), base64: `demo://payload/{size}`.
 fn bytes_of(size: usize) -> String {
-    use base64::Engine as _;
     // The pattern repeats every 251 bytes: one period, copied (no division per byte).
     let period: Vec<u8> = (0..251).map(|i| ((i * 31 + 7) % 251) as u8).collect();
     let mut data = Vec::with_capacity(size);
@@ -340,7 +339,7 @@ fn bytes_of(size: usize) -> String {
         let take = period.len().min(size - data.len());
         data.extend_from_slice(&period[..take]);
     }
-    base64::engine::general_purpose::STANDARD.encode(data)
+    base64_simd::STANDARD.encode_to_string(data)
 }
 
 /// Three text resources, the greeting template, and binary data of any size.

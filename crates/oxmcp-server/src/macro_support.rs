@@ -8,7 +8,6 @@
 use std::fmt::Display;
 use std::future::Future;
 
-use base64::Engine as _;
 use oxmcp_types::{
     CompleteParams, CompleteResult, GetPromptResult, Icon, Prompt, PromptArgument, PromptMessage,
     ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role, Tool, ToolAnnotations,
@@ -296,7 +295,7 @@ impl IntoReadResource for Vec<u8> {
         let mut c = ResourceContents::default();
         c.uri = uri;
         c.mime_type = owned(mime);
-        c.blob = Some(base64::engine::general_purpose::STANDARD.encode(self));
+        c.blob = Some(base64_simd::STANDARD.encode_to_string(self));
         let mut r = ReadResourceResult::default();
         r.contents = vec![c];
         r

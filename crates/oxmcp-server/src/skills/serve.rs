@@ -3,7 +3,6 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use base64::Engine;
 use oxmcp_jsonrpc::{ErrorCode, ErrorObject};
 use oxmcp_types::skills::{
     DIRECTORY_MIME, DIRECTORY_READ_SETTING, DirectoryReadParams, DirectoryReadResult, EXTENSION_ID,
@@ -109,9 +108,7 @@ fn read(
         None => ResourceContents::default()
             .with_uri(uri)
             .with_mime_type(Some(file.mime_type.clone()))
-            .with_blob(Some(
-                base64::engine::general_purpose::STANDARD.encode(&file.bytes),
-            )),
+            .with_blob(Some(base64_simd::STANDARD.encode_to_string(&file.bytes))),
     };
     Ok(ReadResourceResult::default().with_contents(vec![contents]))
 }
