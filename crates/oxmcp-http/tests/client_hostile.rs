@@ -592,9 +592,9 @@ async fn requests_after_the_handshake_wait_for_the_standalone_stream() {
 /// declared in `Content-Length`, of which it sends only the first 1 KiB and then nothing
 /// more for a minute.
 async fn stalled_body_of(len: usize) -> String {
-    let (base, _log) = fake(move |seen| match seen.rpc().0.as_deref() {
-        Some("initialize") => initialize_ok(seen),
-        Some(_) => {
+    let (base, _log) = fake(move |seen| match seen.rpc() {
+        (Some(method), _) if method == "initialize" => initialize_ok(seen),
+        (Some(_), id) if !id.is_null() => {
             let start = futures::stream::iter([Ok::<_, std::io::Error>(vec![b' '; 1024])]);
             let stall = futures::stream::once(async {
                 tokio::time::sleep(Duration::from_secs(60)).await;
@@ -606,7 +606,7 @@ async fn stalled_body_of(len: usize) -> String {
                 .body(axum::body::Body::from_stream(start.chain(stall)))
                 .unwrap()
         }
-        None => StatusCode::ACCEPTED.into_response(),
+        _ => StatusCode::ACCEPTED.into_response(),
     })
     .await;
     base

@@ -412,7 +412,9 @@ impl Message {
     }
 }
 
-/// Serializes a value into raw JSON.
+/// Serializes a value into raw JSON. What serde_json writes is taken as it is, not parsed
+/// again: a `Serialize` implementation that breaks serde's rules (a map key without its
+/// value) would give text that is not JSON.
 ///
 /// # Errors
 /// If the value cannot be serialized.

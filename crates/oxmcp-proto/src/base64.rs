@@ -60,6 +60,29 @@ mod tests {
         assert_eq!(checked, (0..=8).map(|l| 6usize.pow(l)).sum::<usize>());
     }
 
+    /// The paths for long texts (eight at a time, then SIMD past 38 characters): every byte
+    /// value at every position of canonical texts of several lengths, with and without
+    /// padding, is taken exactly as the scalar decoder with the re-encoding check takes it.
+    #[test]
+    fn long_texts_are_canonical_at_every_position() {
+        for n in [30, 31, 32, 45, 46, 47, 96, 100, 101] {
+            let bytes: Vec<u8> = (0..n).map(|i| (i * 37 + 11) as u8).collect();
+            let good = SCALAR.encode(&bytes).into_bytes();
+            assert_eq!(canonical(&good).as_deref(), Some(&bytes[..]));
+            for at in 0..good.len() {
+                let mut text = good.clone();
+                for b in 0..=255u8 {
+                    text[at] = b;
+                    let expected = SCALAR
+                        .decode(&text)
+                        .ok()
+                        .filter(|d| SCALAR.encode(d).as_bytes() == text);
+                    assert_eq!(canonical(&text), expected, "length {n}, byte {b} at {at}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn encoding_is_the_scalar_encoding() {
         let bytes: Vec<u8> = (0..=255u8).cycle().take(1000).collect();

@@ -1,7 +1,8 @@
 //! A protobuf message written straight out as JSON text, without building a
-//! `serde_json::Value` tree in between: what a client does with an answer in protobuf before
-//! the rest of the stack reads it like a JSON one. Binary contents are written as base64
-//! straight into the text; everything else as serde_json writes it.
+//! `serde_json::Value` tree in between: what a client does with an answer in protobuf, and a
+//! server with a request in it, before the rest of the stack reads it like a JSON one.
+//! Binary contents are written as base64 straight into the text; everything else as
+//! serde_json writes it.
 
 use std::io;
 
@@ -15,12 +16,16 @@ use crate::messages::{Error, Id, ListValue, Message, Struct, Value, id, value};
 /// [`ProtoError::Malformed`] for a message JSON-RPC cannot have: no method and no id, a
 /// value without a kind, a field without a value, a double that is not finite.
 pub fn to_json_text(m: &Message) -> Result<String, ProtoError> {
+    json_text_of(m, prost::Message::encoded_len(m))
+}
+
+/// [`to_json_text`] of a message whose protobuf form is `wire` bytes long.
+pub(crate) fn json_text_of(m: &Message, wire: usize) -> Result<String, ProtoError> {
     if m.method.is_empty() && m.id.is_none() {
         return Err(malformed("neither a method nor an id"));
     }
     // Room for the binary contents as base64 (a third more), so a large answer is written
     // without growing the buffer.
-    let wire = prost::Message::encoded_len(m);
     let mut out = String::with_capacity(wire + wire / 3 + 64);
     out.push_str(r#"{"jsonrpc":"2.0""#);
     if let Some(id) = &m.id {

@@ -101,7 +101,7 @@ pub fn decode_with(bytes: &[u8], limits: &DecodeLimits) -> Result<serde_json::Va
 pub fn decode_json_text(bytes: &[u8], limits: &DecodeLimits) -> Result<String, ProtoError> {
     scan(bytes, Root::Message, limits)?;
     let m = Message::decode(bytes).map_err(|e| ProtoError::Malformed(e.to_string()))?;
-    to_json_text(&m)
+    json_out::json_text_of(&m, bytes.len())
 }
 
 /// A gRPC `Envelope`, within `limits`.

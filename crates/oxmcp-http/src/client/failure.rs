@@ -98,8 +98,11 @@ pub(super) async fn read_limited(
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with(oxmcp_proto::MEDIA_TYPE));
-    // The declared length, when there is one, is room taken once (a 1 MiB answer grew
-    // its buffer eight times, copying each time), and a body past `max` is refused unread.
+    // A body declared past `max` is refused unread. The declared length is room taken once
+    // (a 1 MiB answer grew its buffer eight times, copying each time), up to
+    // `RESERVED_AT_MOST` however large `max` is set, and only if the allocator has it: the
+    // server chose that number.
+    const RESERVED_AT_MOST: usize = 8 * 1024 * 1024;
     let declared = resp.content_length().map(usize::try_from);
     if let Some(n) = declared.map(|n| n.unwrap_or(usize::MAX))
         && n > max
@@ -108,7 +111,11 @@ pub(super) async fn read_limited(
             "response larger than {max} bytes"
         )));
     }
-    let mut body = Vec::with_capacity(declared.and_then(Result::ok).unwrap_or(0));
+    let mut body = Vec::new();
+    let room = declared.and_then(Result::ok).unwrap_or(0);
+    if body.try_reserve_exact(room.min(RESERVED_AT_MOST)).is_err() {
+        tracing::debug!("no room for a body of {room} bytes up front: it grows as it comes");
+    }
     let mut stream = resp.bytes_stream();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| {
