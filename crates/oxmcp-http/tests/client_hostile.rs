@@ -174,6 +174,14 @@ async fn handshake_with(
         .map(|(client, _handle)| client)
 }
 
+/// The client after its handshake with `config`, which must succeed.
+async fn connected(url: &str, http: HttpClientConfig, config: ClientConfig) -> Client {
+    handshake_with(url, http, config)
+        .await
+        .expect("the handshake hung")
+        .expect("the handshake failed")
+}
+
 /// [`handshake_with`] the default client settings.
 async fn handshake(url: &str, http: HttpClientConfig) -> Option<Result<Client, ConnectError>> {
     handshake_with(url, http, ClientConfig::default()).await
@@ -482,10 +490,7 @@ fn pages_asked(log: &Log) -> usize {
 
 /// `list_tools` of a client with `config` against the server at `base`: why it failed.
 async fn list_tools_fails(base: &str, config: ClientConfig) -> String {
-    let client = handshake_with(&format!("{base}/mcp"), HttpClientConfig::default(), config)
-        .await
-        .unwrap()
-        .unwrap();
+    let client = connected(&format!("{base}/mcp"), HttpClientConfig::default(), config).await;
     let listed = tokio::time::timeout(Duration::from_secs(20), client.list_tools())
         .await
         .expect("list_tools never ended");
@@ -621,14 +626,12 @@ async fn a_body_declared_past_max_message_is_refused_unread() {
         .max_message(64 * 1024)
         .standalone_stream(false);
     let base = stalled_body_of(10 * 1024 * 1024).await;
-    let client = handshake_with(
+    let client = connected(
         &format!("{base}/mcp"),
         http.clone(),
         ClientConfig::default(),
     )
-    .await
-    .unwrap()
-    .unwrap();
+    .await;
     let listed = tokio::time::timeout(Duration::from_secs(5), client.list_tools())
         .await
         .expect("the client waited for a body it must refuse");
@@ -636,10 +639,7 @@ async fn a_body_declared_past_max_message_is_refused_unread() {
     assert!(why.contains("larger than 65536 bytes"), "{why}");
 
     let base = stalled_body_of(32 * 1024).await;
-    let client = handshake_with(&format!("{base}/mcp"), http, ClientConfig::default())
-        .await
-        .unwrap()
-        .unwrap();
+    let client = connected(&format!("{base}/mcp"), http, ClientConfig::default()).await;
     let waited = tokio::time::timeout(Duration::from_secs(2), client.list_tools()).await;
     assert!(
         waited.is_err(),

@@ -2,8 +2,8 @@
 
 use serde_json::{Map, Number, Value as Json};
 
-use crate::ProtoError;
 use crate::messages::{Error, Field, Id, ListValue, Message, Struct, Value, id, value};
+use crate::{ProtoError, malformed};
 
 fn not_a_message(why: impl Into<String>) -> ProtoError {
     ProtoError::NotAMessage(why.into())
@@ -173,10 +173,6 @@ pub fn from_proto(m: &Message) -> Result<Json, ProtoError> {
         return Err(malformed("neither a method nor an id"));
     }
     Ok(Json::Object(obj))
-}
-
-fn malformed(why: &str) -> ProtoError {
-    ProtoError::Malformed(why.to_owned())
 }
 
 fn value_from_proto(v: &Value) -> Result<Json, ProtoError> {

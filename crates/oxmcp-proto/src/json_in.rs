@@ -92,8 +92,8 @@ impl<'de> Visitor<'de> for MessageVisitor {
                 }
                 "id" => m.id = Some(map.next_value_seed(IdSeed)?),
                 "method" => m.method = map.next_value()?,
-                "params" => m.params = Some(map.next_value_seed(ValueSeed)?),
-                "result" => m.result = Some(map.next_value_seed(ValueSeed)?),
+                "params" => m.params = Some(map.next_value_seed(ValueSeed::ANY)?),
+                "result" => m.result = Some(map.next_value_seed(ValueSeed::ANY)?),
                 "error" => m.error = Some(map.next_value_seed(ErrorSeed)?),
                 other => return Err(de::Error::custom(format!("unexpected member {other:?}"))),
             }
@@ -160,7 +160,7 @@ impl<'de> Visitor<'de> for ErrorSeed {
             match &*key {
                 "code" => e.code = map.next_value()?,
                 "message" => e.message = map.next_value()?,
-                "data" => e.data = Some(map.next_value_seed(ValueSeed)?),
+                "data" => e.data = Some(map.next_value_seed(ValueSeed::ANY)?),
                 other => {
                     let _: IgnoredAny = map.next_value()?;
                     return Err(de::Error::custom(format!(
@@ -173,7 +173,20 @@ impl<'de> Visitor<'de> for ErrorSeed {
     }
 }
 
-struct ValueSeed;
+/// A JSON value. `maybe_binary` for the value of a `blob` or `data` member: a string that is
+/// canonical base64 becomes bytes, decoded straight from the input (not copied as text
+/// first). Whether it holds binary contents is known only at the end of its object
+/// ([`binary_in_bytes`]).
+#[derive(Clone, Copy)]
+struct ValueSeed {
+    maybe_binary: bool,
+}
+
+impl ValueSeed {
+    const ANY: Self = Self {
+        maybe_binary: false,
+    };
+}
 
 impl<'de> DeserializeSeed<'de> for ValueSeed {
     type Value = Value;
@@ -210,14 +223,22 @@ impl<'de> Visitor<'de> for ValueSeed {
         Ok(kind(value::Kind::DoubleValue(v)))
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+        if self.maybe_binary
+            && let Some(bytes) = crate::base64::canonical(v.as_bytes())
+        {
+            return Ok(kind(value::Kind::BytesValue(bytes)));
+        }
         Ok(kind(value::Kind::StringValue(v.to_owned())))
     }
     fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
+        if self.maybe_binary {
+            return self.visit_str(&v);
+        }
         Ok(kind(value::Kind::StringValue(v)))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut values = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(v) = seq.next_element_seed(ValueSeed)? {
+        while let Some(v) = seq.next_element_seed(ValueSeed::ANY)? {
             values.push(v);
         }
         Ok(kind(value::Kind::ListValue(ListValue { values })))
@@ -225,11 +246,9 @@ impl<'de> Visitor<'de> for ValueSeed {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut fields = Vec::with_capacity(map.size_hint().unwrap_or(0));
         while let Some(key) = map.next_key::<String>()? {
-            let value = if matches!(key.as_str(), "blob" | "data") {
-                map.next_value_seed(MaybeBinary)?
-            } else {
-                map.next_value_seed(ValueSeed)?
-            };
+            let value = map.next_value_seed(ValueSeed {
+                maybe_binary: matches!(key.as_str(), "blob" | "data"),
+            })?;
             fields.push(Field {
                 key,
                 value: Some(value),
@@ -240,57 +259,10 @@ impl<'de> Visitor<'de> for ValueSeed {
     }
 }
 
-/// The value of a `blob` or `data` member: bytes when its text is canonical base64, decoded
-/// straight from the input (not copied as text first), else what [`ValueSeed`] makes of it.
-/// Whether it holds binary contents is known only at the end of its object
-/// ([`binary_in_bytes`]).
-struct MaybeBinary;
-
-impl<'de> DeserializeSeed<'de> for MaybeBinary {
-    type Value = Value;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for MaybeBinary {
-    type Value = Value;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
-        Ok(match crate::base64::canonical(v.as_bytes()) {
-            Some(bytes) => kind(value::Kind::BytesValue(bytes)),
-            None => kind(value::Kind::StringValue(v.to_owned())),
-        })
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
-        ValueSeed.visit_unit()
-    }
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
-        ValueSeed.visit_bool(v)
-    }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
-        ValueSeed.visit_i64(v)
-    }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
-        ValueSeed.visit_u64(v)
-    }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
-        ValueSeed.visit_f64(v)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Value, A::Error> {
-        ValueSeed.visit_seq(seq)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Value, A::Error> {
-        ValueSeed.visit_map(map)
-    }
-}
-
 /// Binary contents as bytes, as `convert` has them: a resource's `blob` (an object with a
 /// `uri`), the `data` of image and audio content, when their text is canonical base64.
-/// [`MaybeBinary`] decoded every `blob` and `data` it could; those of an object that does
-/// not hold binary contents go back to the same text.
+/// [`ValueSeed`] decoded every `blob` and `data` it could; those of an object that does not
+/// hold binary contents go back to the same text.
 fn binary_in_bytes(fields: &mut [Field]) {
     let has_uri = fields.iter().any(|f| f.key == "uri");
     let media = fields
@@ -306,7 +278,7 @@ fn binary_in_bytes(fields: &mut [Field]) {
         if binary {
             continue;
         }
-        // JSON has no bytes: a value in bytes here came from `MaybeBinary`.
+        // JSON has no bytes: a value in bytes here was decoded by `ValueSeed`.
         if let Some(Value {
             kind: Some(value::Kind::BytesValue(bytes)),
         }) = &f.value

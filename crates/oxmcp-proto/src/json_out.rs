@@ -6,8 +6,8 @@
 
 use std::io;
 
-use crate::ProtoError;
 use crate::messages::{Error, Id, ListValue, Message, Struct, Value, id, value};
+use crate::{ProtoError, malformed};
 
 /// The JSON text of a protobuf message: the same JSON as [`crate::from_proto`] gives, with
 /// object keys in their order on the wire.
@@ -48,10 +48,6 @@ pub(crate) fn json_text_of(m: &Message, wire: usize) -> Result<String, ProtoErro
     }
     out.push('}');
     Ok(out)
-}
-
-fn malformed(why: &str) -> ProtoError {
-    ProtoError::Malformed(why.to_owned())
 }
 
 /// A string or number, as serde_json writes it.

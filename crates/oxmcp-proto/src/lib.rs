@@ -57,6 +57,11 @@ pub enum ProtoError {
     TooLarge(String),
 }
 
+/// [`ProtoError::Malformed`] saying `why`.
+pub(crate) fn malformed(why: &str) -> ProtoError {
+    ProtoError::Malformed(why.to_owned())
+}
+
 /// The protobuf bytes of a JSON-RPC message, or of a batch (a JSON array).
 ///
 /// # Errors

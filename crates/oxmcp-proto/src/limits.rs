@@ -14,7 +14,7 @@
 //! fields, the messages of a batch) and the nesting of messages, and refuses the bytes as
 //! soon as either passes its limit.
 
-use crate::ProtoError;
+use crate::{ProtoError, malformed};
 
 /// Limits on one decoded protobuf message (or batch, or gRPC envelope).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,10 +179,6 @@ impl Walk<'_> {
         }
         Ok(())
     }
-}
-
-fn malformed(why: &str) -> ProtoError {
-    ProtoError::Malformed(why.to_owned())
 }
 
 fn skip(bytes: &[u8], n: usize) -> Result<&[u8], ProtoError> {

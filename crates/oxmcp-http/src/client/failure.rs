@@ -103,18 +103,20 @@ pub(super) async fn read_limited(
     // `RESERVED_AT_MOST` however large `max` is set, and only if the allocator has it: the
     // server chose that number.
     const RESERVED_AT_MOST: usize = 8 * 1024 * 1024;
-    let declared = resp.content_length().map(usize::try_from);
-    if let Some(n) = declared.map(|n| n.unwrap_or(usize::MAX))
-        && n > max
-    {
+    let declared = resp
+        .content_length()
+        .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    if declared > max {
         return Err(TransportError::Invalid(format!(
             "response larger than {max} bytes"
         )));
     }
     let mut body = Vec::new();
-    let room = declared.and_then(Result::ok).unwrap_or(0);
-    if body.try_reserve_exact(room.min(RESERVED_AT_MOST)).is_err() {
-        tracing::debug!("no room for a body of {room} bytes up front: it grows as it comes");
+    if body
+        .try_reserve_exact(declared.min(RESERVED_AT_MOST))
+        .is_err()
+    {
+        tracing::debug!("no room for a body of {declared} bytes up front: it grows as it comes");
     }
     let mut stream = resp.bytes_stream();
     while let Some(chunk) = stream.next().await {
