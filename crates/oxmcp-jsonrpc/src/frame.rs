@@ -35,15 +35,18 @@ impl Frame {
     /// whose tail is not valid JSON is reported as over the limit, not as a parse error
     /// (it is still checked to be UTF-8).
     pub fn decode_limited(bytes: &[u8], max_entries: usize) -> Frame {
-        if let Err(e) = std::str::from_utf8(bytes) {
-            return Frame::Single(Err(DecodeError::parse(format!("invalid UTF-8: {e}"))));
-        }
+        let text = match std::str::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => {
+                return Frame::Single(Err(DecodeError::parse(format!("invalid UTF-8: {e}"))));
+            }
+        };
         let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
         if first != Some(b'[') {
-            return Frame::Single(Message::decode(bytes));
+            return Frame::Single(Message::decode_text(text));
         }
         let mut over = false;
-        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let mut de = serde_json::Deserializer::from_str(text);
         let items = de
             .deserialize_seq(Entries {
                 max: max_entries,
@@ -85,7 +88,7 @@ impl<'de> Visitor<'de> for Entries<'_> {
                 *self.over = true;
                 return Err(A::Error::custom("batch over the limit"));
             }
-            items.push(Message::decode(raw.get().as_bytes()));
+            items.push(Message::decode_text(raw.get()));
         }
         Ok(items)
     }

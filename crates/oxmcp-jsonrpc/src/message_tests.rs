@@ -130,3 +130,54 @@ fn encode_round_trip() {
         json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error","data":"x"}})
     );
 }
+
+/// A success response is written without serde (one buffer, sized once): the text is the
+/// one serde writes, whatever the id and the result.
+#[test]
+fn success_responses_are_written_as_serde_writes_them() {
+    let ids = [
+        Some(RequestId::Number(0)),
+        Some(RequestId::Number(-7)),
+        Some(RequestId::Number(i64::MAX)),
+        Some(RequestId::String(String::new())),
+        Some(RequestId::String("a\"b\\c\n\u{1}é😀\u{2028}".to_owned())),
+        None,
+    ];
+    let results = [
+        "{}",
+        "null",
+        r#"{"content":[{"type":"text","text":"x\"y"}]}"#,
+        "[1,2,3]",
+    ];
+    for id in &ids {
+        for result in results {
+            let m = Message::Response(Response {
+                id: id.clone(),
+                outcome: Ok(RawValue::from_string(result.to_owned()).unwrap()),
+            });
+            assert_eq!(m.encode(), serde_json::to_string(&m).unwrap());
+            let back = Message::decode_str(&m.encode());
+            assert!(id.is_none() || back.is_ok(), "{back:?}");
+        }
+    }
+}
+
+/// One check of a frame's UTF-8, then parsed as text: what is refused is refused the same
+/// way, whether it comes as bytes or inside a batch.
+#[test]
+fn invalid_utf8_anywhere_is_a_parse_error() {
+    let mut bytes =
+        br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"x":"??"},"extra":"??"}"#.to_vec();
+    let at = bytes.iter().position(|&b| b == b'?').unwrap();
+    bytes[at] = 0xff;
+    assert_eq!(code(Message::decode(&bytes)), -32700);
+    let mut tail = br#"{"jsonrpc":"2.0","id":1,"method":"m","extra":"??"}"#.to_vec();
+    let at = tail.iter().rposition(|&b| b == b'?').unwrap();
+    tail[at] = 0xc3;
+    assert_eq!(code(Message::decode(&tail)), -32700);
+    let batch = [b"[".as_slice(), &tail, b"]"].concat();
+    match crate::Frame::decode_limited(&batch, 10) {
+        crate::Frame::Single(r) => assert_eq!(code(r), -32700),
+        crate::Frame::Batch(_) => panic!("a batch with invalid UTF-8 was read"),
+    }
+}
