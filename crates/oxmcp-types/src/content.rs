@@ -150,6 +150,7 @@ pub struct TextContent {
 #[setters(prefix = "with_", generate_private = false)]
 pub struct MediaContent {
     /// Base64-encoded bytes.
+    #[serde(serialize_with = "crate::verbatim::base64")]
     pub data: String,
     /// MIME type.
     pub mime_type: String,

@@ -30,6 +30,7 @@ pub mod skills;
 pub mod tasks;
 pub mod tools;
 pub mod trace;
+mod verbatim;
 pub mod version;
 mod wire;
 
