@@ -425,27 +425,11 @@ impl State {
             })
     }
 
-    /// Hands a message from the server to the engine. One message is decoded here, where
-    /// its text is known to be UTF-8 (the engine would check that again); a batch, or text
-    /// that does not decode, goes as it came, for the engine to read or report.
+    /// Hands a message from the server to the engine.
     async fn deliver(&self, data: String) {
-        let text = data.trim_start();
-        if text.is_empty() {
-            return;
+        if !data.trim().is_empty() {
+            let _ = self.to_engine.send(Inbound::Frame(data.into_bytes())).await;
         }
-        let input = match text.starts_with('{').then(|| Message::decode_str(text)) {
-            Some(Ok(message)) => Inbound::Message(Box::new(message), None),
-            _ => Inbound::Frame(data.into_bytes()),
-        };
-        let _ = self.to_engine.send(input).await;
-    }
-
-    /// Hands the engine a message this transport has decoded already.
-    async fn deliver_decoded(&self, message: Message) {
-        let _ = self
-            .to_engine
-            .send(Inbound::Message(Box::new(message), None))
-            .await;
     }
 
     /// Fails our request `id` with the transport's error, so its caller does not wait.

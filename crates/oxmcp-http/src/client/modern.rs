@@ -104,15 +104,14 @@ impl State {
         }
         // Modern servers answer errors with a JSON-RPC body whatever the status (400, 404);
         // anything else (an empty 400 from a legacy server, say) fails the request.
-        match Message::decode_str(&body) {
+        match Message::decode(body.as_bytes()) {
             // An error the server could not tie to an id (`"id": null`) answers this POST's
             // request: over HTTP we know which one it carried.
             Ok(Message::Response(oxmcp_jsonrpc::Response {
                 id: None,
                 outcome: Err(e),
             })) if request.is_some() => self.answer_error(request, e).await,
-            // Handed on decoded: a large answer is not read twice.
-            Ok(answer @ Message::Response(_)) => self.deliver_decoded(answer).await,
+            Ok(Message::Response(_)) => self.deliver(body).await,
             _ if failure.status.is_success() && request.is_none() => {}
             _ => self.fail(request, failure.error(&body)).await,
         }
