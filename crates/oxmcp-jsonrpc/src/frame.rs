@@ -43,7 +43,7 @@ impl Frame {
         };
         let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
         if first != Some(b'[') {
-            return Frame::Single(Message::decode_text(text));
+            return Frame::Single(Message::decode_str(text));
         }
         let mut over = false;
         let mut de = serde_json::Deserializer::from_str(text);
@@ -88,7 +88,7 @@ impl<'de> Visitor<'de> for Entries<'_> {
                 *self.over = true;
                 return Err(A::Error::custom("batch over the limit"));
             }
-            items.push(Message::decode_text(raw.get()));
+            items.push(Message::decode_str(raw.get()));
         }
         Ok(items)
     }

@@ -139,6 +139,10 @@ fn success_responses_are_written_as_serde_writes_them() {
         Some(RequestId::Number(0)),
         Some(RequestId::Number(-7)),
         Some(RequestId::Number(i64::MAX)),
+        Some(RequestId::Number(i64::MIN)),
+        Some(RequestId::String(
+            "0f8fad5b-d9cb-469f-a165-70867728950e".to_owned(),
+        )),
         Some(RequestId::String(String::new())),
         Some(RequestId::String("a\"b\\c\n\u{1}é😀\u{2028}".to_owned())),
         None,
@@ -155,7 +159,9 @@ fn success_responses_are_written_as_serde_writes_them() {
                 id: id.clone(),
                 outcome: Ok(RawValue::from_string(result.to_owned()).unwrap()),
             });
-            assert_eq!(m.encode(), serde_json::to_string(&m).unwrap());
+            let line = m.encode();
+            assert_eq!(line, serde_json::to_string(&m).unwrap());
+            assert_eq!(line.capacity(), line.len(), "sized once: {line}");
             let back = Message::decode_str(&m.encode());
             assert!(id.is_none() || back.is_ok(), "{back:?}");
         }
