@@ -5,9 +5,11 @@
 //! A string is written as it is only when all of these hold, and then the JSON is the same,
 //! byte for byte, as serde_json would have written:
 //! - it is long enough for the pass to matter ([`FROM_LEN`]);
-//! - every byte is printable ASCII other than `"` and `\` (nothing to escape, under any
-//!   formatter that leaves printable ASCII alone);
-//! - the serializer is serde_json's text serializer;
+//! - every byte is printable ASCII other than `"` and `\` (nothing to escape);
+//! - the serializer is serde_json's text serializer with one of serde_json's own formatters
+//!   (compact or pretty), which write a raw fragment exactly as they would write the string
+//!   (a formatter of someone else's may treat strings and raw fragments differently: a
+//!   canonical-JSON formatter parses each raw fragment);
 //! - serde_json writes a raw value given the way [`Verbatim`] gives it (its raw-value
 //!   protocol, checked once per process by [`raw_writes_work`]).
 //!
@@ -47,9 +49,39 @@ fn raw_writes_work() -> bool {
     })
 }
 
-/// Whether `S` is serde_json's serializer of JSON text (any writer, any formatter).
+/// Whether `S` is serde_json's serializer of JSON text (any writer) with its compact or
+/// pretty formatter. From its type's name: the writer, then the formatter unless it is the
+/// default (compact), which the name leaves out. A name read wrongly says no.
 fn is_json_text<S: Serializer>() -> bool {
-    std::any::type_name::<S>().starts_with("&mut serde_json::ser::Serializer<")
+    let Some(params) = std::any::type_name::<S>()
+        .strip_prefix("&mut serde_json::ser::Serializer<")
+        .and_then(|rest| rest.strip_suffix('>'))
+    else {
+        return false;
+    };
+    let mut depth = 0usize;
+    let mut last_comma = None;
+    for (i, c) in params.char_indices() {
+        match c {
+            '<' | '(' | '[' => depth += 1,
+            '>' | ')' | ']' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => last_comma = Some(i),
+            _ => {}
+        }
+    }
+    match last_comma {
+        None => true,
+        Some(i) => matches!(
+            params[i + 1..].trim(),
+            "serde_json::ser::CompactFormatter" | "serde_json::ser::PrettyFormatter<'_>"
+        ),
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Strings written as they are, on this thread (for the tests).
+    static WRITTEN_RAW: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// Whether `text` has only printable ASCII other than `"` and `\`: nothing JSON escapes.
@@ -67,6 +99,8 @@ fn nothing_to_escape(text: &str) -> bool {
 pub(crate) fn base64<S: Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error> {
     if text.len() >= FROM_LEN && is_json_text::<S>() && nothing_to_escape(text) && raw_writes_work()
     {
+        #[cfg(test)]
+        WRITTEN_RAW.with(|n| n.set(n.get() + 1));
         return Verbatim(&["\"", text, "\""]).serialize(s);
     }
     s.serialize_str(text)
@@ -102,7 +136,16 @@ mod tests {
         assert!(is_json_text::<
             &mut serde_json::Serializer<Vec<u8>, serde_json::ser::PrettyFormatter<'static>>,
         >());
+        assert!(is_json_text::<
+            &mut serde_json::Serializer<
+                std::io::BufWriter<std::io::Cursor<Vec<u8>>>,
+                serde_json::ser::CompactFormatter,
+            >,
+        >());
         assert!(!is_json_text::<serde_json::value::Serializer>());
+        struct Other;
+        impl serde_json::ser::Formatter for Other {}
+        assert!(!is_json_text::<&mut serde_json::Serializer<Vec<u8>, Other>>());
     }
 
     /// Whatever the string, the JSON is the one serde_json writes for a plain `&str`, in
@@ -146,35 +189,101 @@ mod tests {
         }
     }
 
-    /// Which way a string went: through a formatter that writes escaped strings in lower
-    /// case, a string written as it is keeps its capitals.
+    fn raw_writes_during(f: impl FnOnce()) -> usize {
+        let before = WRITTEN_RAW.with(std::cell::Cell::get);
+        f();
+        WRITTEN_RAW.with(std::cell::Cell::get) - before
+    }
+
     #[test]
     fn long_plain_strings_skip_the_escaping_pass_and_no_other_does() {
-        struct Lower;
-        impl serde_json::ser::Formatter for Lower {
-            fn write_string_fragment<W: ?Sized + std::io::Write>(
-                &mut self,
-                w: &mut W,
-                fragment: &str,
-            ) -> std::io::Result<()> {
-                w.write_all(fragment.to_ascii_lowercase().as_bytes())
-            }
-        }
-        let written = |text: &str| {
-            let mut out = Vec::new();
-            let mut ser = serde_json::Serializer::with_formatter(&mut out, Lower);
-            serde::Serialize::serialize(&Holder { data: text }, &mut ser).unwrap();
-            String::from_utf8(out).unwrap()
-        };
         let long = b64ish(FROM_LEN);
-        assert_eq!(written(&long), format!(r#"{{"data":"{long}"}}"#));
+        let once =
+            |text: &str| raw_writes_during(|| drop(serde_json::to_string(&Holder { data: text })));
+        assert_eq!(once(&long), 1);
+        assert_eq!(
+            raw_writes_during(|| drop(serde_json::to_string_pretty(&Holder { data: &long }))),
+            1
+        );
+        assert_eq!(
+            raw_writes_during(|| drop(serde_json::to_vec(&Holder { data: &long }))),
+            1
+        );
         for escaped in [
             b64ish(FROM_LEN - 1),
             format!("{long}\""),
             format!("é{long}"),
         ] {
-            assert!(!written(&escaped).contains('A'), "{escaped:?} went raw");
+            assert_eq!(once(&escaped), 0, "{escaped:?} went raw");
         }
+        assert_eq!(
+            raw_writes_during(|| drop(serde_json::to_value(&Holder { data: &long }))),
+            0
+        );
+    }
+
+    /// A formatter that is not serde_json's own gets strings as strings: one that parses
+    /// each raw fragment (as canonical-JSON formatters do) still works.
+    #[test]
+    fn other_formatters_get_strings_as_strings() {
+        struct Parsing;
+        impl serde_json::ser::Formatter for Parsing {
+            fn write_raw_fragment<W: ?Sized + std::io::Write>(
+                &mut self,
+                w: &mut W,
+                fragment: &str,
+            ) -> std::io::Result<()> {
+                serde_json::from_str::<serde_json::Value>(fragment)
+                    .map_err(std::io::Error::other)?;
+                w.write_all(fragment.as_bytes())
+            }
+        }
+        let long = b64ish(FROM_LEN * 2);
+        let mut out = Vec::new();
+        let mut ser = serde_json::Serializer::with_formatter(&mut out, Parsing);
+        let raw = raw_writes_during(|| {
+            serde::Serialize::serialize(&Holder { data: &long }, &mut ser).unwrap();
+        });
+        assert_eq!(raw, 0);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!(r#"{{"data":"{long}"}}"#)
+        );
+    }
+
+    /// Through the protocol's types: an image (tagged by `type`, with flattened unknown
+    /// members) and an embedded resource's blob.
+    #[test]
+    fn the_protocols_types_write_the_same_json() {
+        let data = b64ish(3000);
+        let image = crate::Content::Image(crate::MediaContent {
+            data: data.clone(),
+            mime_type: "image/png".to_owned(),
+            ..Default::default()
+        });
+        let blob = crate::ResourceContents {
+            uri: "file:///x.bin".to_owned(),
+            blob: Some(data.clone()),
+            ..Default::default()
+        };
+        let expected_image =
+            serde_json::json!({"type": "image", "data": data, "mimeType": "image/png"});
+        let expected_blob = serde_json::json!({"uri": "file:///x.bin", "blob": data});
+        let raw = raw_writes_during(|| {
+            for (value, expected) in [
+                (serde_json::to_value(&image).unwrap(), &expected_image),
+                (serde_json::to_value(&blob).unwrap(), &expected_blob),
+            ] {
+                assert_eq!(&value, expected);
+            }
+            let text: serde_json::Value =
+                serde_json::from_str(&serde_json::to_string(&image).unwrap()).unwrap();
+            assert_eq!(text, expected_image);
+            let text: serde_json::Value =
+                serde_json::from_str(&serde_json::to_string_pretty(&blob).unwrap()).unwrap();
+            assert_eq!(text, expected_blob);
+        });
+        assert_eq!(raw, 2, "the two text serializations went raw");
     }
 
     #[test]
