@@ -488,17 +488,21 @@ impl<'de> Deserialize<'de> for Message {
 fn encode_result(id: Option<&RequestId>, result: &RawValue) -> String {
     const HEAD: &str = r#"{"jsonrpc":"2.0","id":"#;
     const MIDDLE: &str = r#","result":"#;
-    let id = match id {
-        Some(RequestId::Number(n)) => n.to_string(),
+    // Every answer comes here: a number id (the common case) is written from the stack.
+    let mut digits = itoa::Buffer::new();
+    let quoted;
+    let id: &str = match id {
+        Some(RequestId::Number(n)) => digits.format(*n),
         Some(RequestId::String(s)) => {
-            serde_json::to_string(s).unwrap_or_else(|_| "null".to_owned())
+            quoted = serde_json::to_string(s).unwrap_or_else(|_| "null".to_owned());
+            &quoted
         }
-        None => "null".to_owned(),
+        None => "null",
     };
     let result = result.get();
     let mut line = String::with_capacity(HEAD.len() + id.len() + MIDDLE.len() + result.len() + 1);
     line.push_str(HEAD);
-    line.push_str(&id);
+    line.push_str(id);
     line.push_str(MIDDLE);
     line.push_str(result);
     line.push('}');
