@@ -483,3 +483,43 @@ fn stdio_with_stdin_a_pipe_and_stdout_a_file() {
     assert!(pinged, "the second request was not answered: {out}");
     assert!(status.success(), "{status}");
 }
+
+/// The allocator asks for no transparent huge pages (mimalloc's `no_thp`): none of the
+/// server's mappings is advised into them (`hg` in its VmFlags), whatever the system's
+/// setting. With them a stdio server held 3.3 MB more anonymous memory after its first call.
+#[cfg(target_os = "linux")]
+#[test]
+fn no_mapping_is_advised_into_huge_pages() {
+    use std::io::{BufRead, Write};
+    let mut child = Command::new(MCP)
+        .args(["serve", "--stdio"])
+        .env("MCP_LOG", "off")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    writeln!(stdin, "{init}").unwrap();
+    let mut answer = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut answer)
+        .unwrap();
+    assert!(answer.contains(r#""id":1,"result""#), "{answer}");
+    let smaps = std::fs::read_to_string(format!("/proc/{}/smaps", child.id())).unwrap();
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let flags: Vec<&str> = smaps
+        .lines()
+        .filter(|l| l.starts_with("VmFlags:"))
+        .collect();
+    assert!(!flags.is_empty(), "no VmFlags lines in smaps");
+    let advised: Vec<&&str> = flags
+        .iter()
+        .filter(|l| l.split_whitespace().any(|f| f == "hg"))
+        .collect();
+    assert!(
+        advised.is_empty(),
+        "mappings advised into huge pages: {advised:?}"
+    );
+}
