@@ -57,6 +57,8 @@ pub(crate) struct Conn<'a> {
     pub(crate) config: &'a EngineConfig,
     pub(crate) in_flight: &'a InFlightMap,
     pub(crate) closing: &'a CancellationToken,
+    /// One permit per request running.
+    pub(crate) sem: &'a Arc<Semaphore>,
 }
 
 /// The state of one connection that both its message loop and [`crate::Direct`] callers use.
@@ -93,6 +95,7 @@ impl Shared {
             config: &self.config,
             in_flight: &self.in_flight,
             closing: &self.closing,
+            sem: &self.sem,
         }
     }
 }
@@ -116,29 +119,38 @@ pub(crate) fn forget(map: &mut HashMap<RequestId, InFlight>, id: &RequestId) -> 
 ///
 /// `incoming` carries one frame (a JSON text) per item, the transport doing the framing, or
 /// the news that the transport could not deliver one of our requests.
-pub async fn run(
+pub fn run(
     peer: Peer,
     incoming: mpsc::Receiver<Inbound>,
     service: Arc<dyn Service>,
     config: EngineConfig,
-) {
-    run_with(peer, incoming, service, config, None).await;
+) -> impl Future<Output = ()> + Send + 'static {
+    run_with(peer, incoming, service, config, None)
 }
 
-/// [`run`], and once the loop is set up, a [`crate::Direct`] handle in `direct`: a transport
-/// answers requests through it on its own task, next to the loop.
-pub async fn run_with(
+/// [`run`], with a [`crate::Direct`] handle put in `direct`: a transport answers requests
+/// through it on its own task, next to the loop.
+///
+/// The connection is set up here, when called, and `direct` is filled before this returns;
+/// the future then holds only the loop's own state (what it was given lives in the
+/// connection's shared state), which keeps an idle connection small.
+pub fn run_with(
     peer: Peer,
-    mut incoming: mpsc::Receiver<Inbound>,
+    incoming: mpsc::Receiver<Inbound>,
     service: Arc<dyn Service>,
     config: EngineConfig,
     direct: Option<crate::DirectSlot>,
-) {
-    let max_in_flight = config.max_in_flight.max(1);
+) -> impl Future<Output = ()> + Send + 'static {
     let shared = Shared::new(peer, service, config);
     if let Some(slot) = direct {
         slot.fill(crate::Direct::new(shared.clone()));
     }
+    serve_loop(shared, incoming)
+}
+
+/// The message loop of a connection set up by [`run_with`].
+async fn serve_loop(shared: Arc<Shared>, mut incoming: mpsc::Receiver<Inbound>) {
+    let max_in_flight = shared.config.max_in_flight.max(1);
     let (peer, sem, in_flight, closing) = (
         &shared.peer,
         &shared.sem,
@@ -173,10 +185,11 @@ pub async fn run_with(
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
             Ok(permit) = sem.clone().acquire_owned(), if !queue.is_empty() => {
                 let Some(q) = queue.pop_front() else { continue };
-                let abort = spawn_request(&mut tasks, peer, in_flight, q, permit);
-                if let Some(entry) = lock(in_flight).get_mut(&abort.0) {
-                    entry.abort = Some(abort.1);
+                if queue.is_empty() {
+                    // A burst is over: an idle connection holds no queue.
+                    queue = VecDeque::new();
                 }
+                spawn_request(&mut tasks, peer, in_flight, q, permit);
             }
             frame = incoming.recv(), if input_open && queue.len() < max_queued => {
                 match frame {
@@ -186,7 +199,7 @@ pub async fn run_with(
                         shared.handled.fetch_add(1, Ordering::Release);
                     }
                     Some(Inbound::Message(msg, context)) => {
-                        on_message(&cx, *msg, context, &mut queue);
+                        on_message(&cx, *msg, context, &mut queue, &mut tasks);
                         shared.handled.fetch_add(1, Ordering::Release);
                     }
                     None => {
@@ -205,16 +218,18 @@ pub async fn run_with(
     peer.close();
 }
 
+/// Runs request `q` on a task of its own, holding `permit`; its entry in the in-flight map
+/// learns how to abort it.
 fn spawn_request(
     tasks: &mut JoinSet<()>,
     peer: &Peer,
     in_flight: &InFlightMap,
     q: Queued,
     permit: tokio::sync::OwnedSemaphorePermit,
-) -> (RequestId, AbortHandle) {
+) {
     let peer = peer.scoped(q.id.clone());
-    let in_flight = in_flight.clone();
     let id = q.id.clone();
+    let entries = in_flight.clone();
     let handle = tasks.spawn(async move {
         let _permit = permit;
         let result = AssertUnwindSafe(q.fut)
@@ -224,7 +239,7 @@ fn spawn_request(
         {
             // Cancelled meanwhile: no response is sent for a cancelled request (and the
             // entry under this id, if any, is a newer request's).
-            let mut map = lock(&in_flight);
+            let mut map = lock(&entries);
             if q.cancel.is_cancelled() || forget(&mut map, &q.id).is_none() {
                 return;
             }
@@ -240,7 +255,9 @@ fn spawn_request(
             }
         }
     });
-    (id, handle)
+    if let Some(entry) = lock(in_flight).get_mut(&id) {
+        entry.abort = Some(handle);
+    }
 }
 
 /// A handler's panic becomes -32603 for its request only (the payload is logged, not sent).
@@ -256,7 +273,7 @@ pub(crate) fn panicked(panic: &(dyn std::any::Any + Send)) -> ErrorObject {
 
 fn on_frame(cx: &Conn<'_>, bytes: &[u8], queue: &mut VecDeque<Queued>, tasks: &mut JoinSet<()>) {
     match Frame::decode_limited(bytes, cx.config.max_batch) {
-        Frame::Single(Ok(msg)) => on_message(cx, msg, None, queue),
+        Frame::Single(Ok(msg)) => on_message(cx, msg, None, queue, tasks),
         Frame::Single(Err(e)) => {
             // An empty batch (`[]`) is always answered: it is valid JSON, never a stray log
             // line, so answering cannot start an error storm. Unparseable input is not.
@@ -307,13 +324,14 @@ fn on_message(
     msg: Message,
     context: Option<oxmcp_jsonrpc::TransportContext>,
     queue: &mut VecDeque<Queued>,
+    tasks: &mut JoinSet<()>,
 ) {
     match msg {
         Message::Response(r) => cx.peer.complete(r.id, r.outcome.map_err(CallError::Rpc)),
         Message::Notification(n) => on_notification(cx, n, queue),
         Message::Request(r) => {
             let id = r.id.clone();
-            if let Err(e) = accept(cx, r, Reply::Alone, context, queue) {
+            if let Err(e) = accept(cx, r, Reply::Alone, context, queue, tasks) {
                 cx.peer
                     .scoped(id.clone())
                     .try_send_response(&Message::error(Some(id), e));
@@ -346,24 +364,30 @@ fn on_notification(cx: &Conn<'_>, n: Notification, queue: &mut VecDeque<Queued>)
     }
 }
 
-/// Takes a request in: registered in the in-flight map (where cancellation finds it) and
-/// queued for a slot. Refused as [`admit`] refuses.
+/// Takes a request in: registered in the in-flight map (where cancellation finds it), and
+/// run at once when a slot is free and nothing waits for one, else queued for a slot (the
+/// loop runs the queue in order). Refused as [`admit`] refuses.
 fn accept(
     cx: &Conn<'_>,
     r: Request,
     reply: Reply,
     transport: Option<oxmcp_jsonrpc::TransportContext>,
     queue: &mut VecDeque<Queued>,
+    tasks: &mut JoinSet<()>,
 ) -> Result<(), ErrorObject> {
     let id = r.id.clone();
     let alone = matches!(reply, Reply::Alone);
     let (cancel, fut) = admit(cx, r, alone, transport, None)?;
-    queue.push_back(Queued {
+    let q = Queued {
         id,
         cancel,
         fut,
         reply,
-    });
+    };
+    match queue.is_empty().then(|| cx.sem.clone().try_acquire_owned()) {
+        Some(Ok(permit)) => spawn_request(tasks, cx.peer, cx.in_flight, q, permit),
+        _ => queue.push_back(q),
+    }
     Ok(())
 }
 
@@ -496,7 +520,7 @@ fn on_batch(
                 let id = r.id.clone();
                 first_id.get_or_insert_with(|| id.clone());
                 let (tx, rx) = oneshot::channel();
-                slots.push(match accept(cx, r, Reply::Batch(tx), None, queue) {
+                slots.push(match accept(cx, r, Reply::Batch(tx), None, queue, tasks) {
                     Ok(()) => Slot::Pending(rx),
                     Err(e) => Slot::Ready(Message::error(Some(id), e)),
                 });

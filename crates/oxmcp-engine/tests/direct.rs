@@ -206,3 +206,27 @@ async fn a_handler_that_speaks_from_another_task_lets_the_caller_stream() {
         .unwrap();
     assert!(second.line().unwrap().contains(r#""id":3"#), "{second:?}");
 }
+
+/// `run_with` sets the connection up when called: the handle is there before the loop is
+/// ever polled, and the loop's future holds none of what it was given (it lives in the
+/// connection's shared state), so an idle connection stays small (592 bytes before, in a
+/// debug build, with its arguments kept in the future beside the state they went into).
+#[tokio::test]
+async fn run_with_sets_up_at_once_and_its_loop_stays_small() {
+    let (_input, incoming) = mpsc::channel::<Inbound>(16);
+    let (outgoing, _output) = mpsc::channel(16);
+    let service = Arc::new(Tools {
+        release: Arc::new(Notify::new()),
+        started: Arc::new(AtomicUsize::new(0)),
+    });
+    let slot = DirectSlot::new();
+    let config = EngineConfig::default();
+    let peer = Peer::with_config(outgoing, &config);
+    let run = oxmcp_engine::run_with(peer, incoming, service, config, Some(slot.clone()));
+    assert!(
+        slot.get().is_some(),
+        "the handle is there before the loop runs"
+    );
+    let size = std::mem::size_of_val(&run);
+    assert!(size <= 512, "the loop's future is {size} bytes");
+}

@@ -87,7 +87,15 @@ impl Server {
     /// self-contained request ([`oxmcp_engine::Serve::serve_request`]) is not: a 2026-07-28
     /// request gets no broadcast (list changes reach it through `subscriptions/listen`, log
     /// messages only from its own handler), so it takes no lock shared by every request.
-    async fn run(&self, connection: oxmcp_engine::Connection, listed: bool) {
+    ///
+    /// The connection is set up here, when called (a future dropped before it ends drops its
+    /// session, whose subscriptions are released then); the future holds only what its end
+    /// needs beside the engine's loop, which keeps an idle session small.
+    fn run(
+        &self,
+        connection: oxmcp_engine::Connection,
+        listed: bool,
+    ) -> impl Future<Output = ()> + Send + 'static {
         let oxmcp_engine::Connection {
             incoming,
             outgoing,
@@ -109,17 +117,24 @@ impl Server {
             sessions.push((weak.clone(), peer.clone()));
         }
         let service = Arc::new(SessionService(session.clone()));
-        oxmcp_engine::run_with(peer, incoming, service, engine, direct).await;
-        // The connection is over: so are its subscriptions (`on_unsubscribe` hears of each),
-        // and its handler state where it lives in this process only.
-        session.release_subscriptions();
-        session.end_state();
-        drop(session);
-        if listed {
-            // Forget the connection so its outgoing queue closes and the transport can finish.
-            self.lock_sessions()
-                .retain(|(s, _)| !s.ptr_eq(&weak) && s.strong_count() > 0);
-        }
+        let server = self.clone();
+        // `map`, not an `async` block: one that awaits the loop holds it twice (the local and
+        // the awaited copy), 880 bytes a session in the heap profile of session_heap.rs.
+        let engine = oxmcp_engine::run_with(peer, incoming, service, engine, direct);
+        futures::FutureExt::map(engine, move |()| {
+            // The connection is over: so are its subscriptions (`on_unsubscribe` hears of
+            // each), and its handler state where it lives in this process only.
+            session.release_subscriptions();
+            session.end_state();
+            drop(session);
+            if listed {
+                // Forget the connection so its outgoing queue closes and the transport can
+                // finish.
+                server
+                    .lock_sessions()
+                    .retain(|(s, _)| !s.ptr_eq(&weak) && s.strong_count() > 0);
+            }
+        })
     }
 
     fn lock_sessions(&self) -> parking_lot::MutexGuard<'_, Vec<(Weak<Session>, Peer)>> {
@@ -346,15 +361,13 @@ impl oxmcp_engine::Serve for Server {
         &self,
         connection: oxmcp_engine::Connection,
     ) -> futures::future::BoxFuture<'static, ()> {
-        let server = self.clone();
-        Box::pin(async move { server.run(connection, true).await })
+        Box::pin(self.run(connection, true))
     }
 
     fn serve_request(
         &self,
         connection: oxmcp_engine::Connection,
     ) -> futures::future::BoxFuture<'static, ()> {
-        let server = self.clone();
-        Box::pin(async move { server.run(connection, false).await })
+        Box::pin(self.run(connection, false))
     }
 }
