@@ -38,9 +38,9 @@ impl Spoke {
     }
 }
 
-/// Where [`crate::run_with`] puts the [`Direct`] handle of the connection it runs, once its
-/// loop is set up. Cheap to clone; empty until then, and for a service that does not offer
-/// one.
+/// Where [`crate::run_with`] puts the [`Direct`] handle of the connection it sets up, when it
+/// is called (a service may call it only once its own future runs). Cheap to clone; empty
+/// until then, and for a service that does not offer one.
 #[derive(Clone, Default)]
 pub struct DirectSlot(Arc<OnceLock<Direct>>);
 
@@ -58,7 +58,7 @@ impl DirectSlot {
         Self::default()
     }
 
-    /// The handle, once the connection's loop runs.
+    /// The handle, once the connection is set up.
     pub fn get(&self) -> Option<&Direct> {
         self.0.get()
     }
