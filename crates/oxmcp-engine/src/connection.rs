@@ -186,7 +186,8 @@ async fn serve_loop(shared: Arc<Shared>, mut incoming: mpsc::Receiver<Inbound>) 
             Ok(permit) = sem.clone().acquire_owned(), if !queue.is_empty() => {
                 let Some(q) = queue.pop_front() else { continue };
                 if queue.is_empty() {
-                    // A burst is over: an idle connection holds no queue.
+                    // A burst is over: an idle connection holds no queue (one emptied by a
+                    // cancellation keeps its room until the next drains).
                     queue = VecDeque::new();
                 }
                 spawn_request(&mut tasks, peer, in_flight, q, permit);
@@ -364,9 +365,11 @@ fn on_notification(cx: &Conn<'_>, n: Notification, queue: &mut VecDeque<Queued>)
     }
 }
 
-/// Takes a request in: registered in the in-flight map (where cancellation finds it), and
-/// run at once when a slot is free and nothing waits for one, else queued for a slot (the
-/// loop runs the queue in order). Refused as [`admit`] refuses.
+/// Takes a request in: registered in the in-flight map (where cancellation finds it), and,
+/// when it came on its own, a slot is free and nothing waits for one, run at once; else
+/// queued for a slot (the loop runs the queue in order, once the frame is handled: a batch's
+/// requests wait there, so a cancellation later in the same batch still finds them unrun).
+/// Refused as [`admit`] refuses.
 fn accept(
     cx: &Conn<'_>,
     r: Request,
@@ -384,7 +387,7 @@ fn accept(
         fut,
         reply,
     };
-    match queue.is_empty().then(|| cx.sem.clone().try_acquire_owned()) {
+    match (alone && queue.is_empty()).then(|| cx.sem.clone().try_acquire_owned()) {
         Some(Ok(permit)) => spawn_request(tasks, cx.peer, cx.in_flight, q, permit),
         _ => queue.push_back(q),
     }

@@ -434,6 +434,24 @@ async fn batch_entries_can_be_cancelled() {
     assert_eq!(remote.recv().await["id"], 7, "nothing came before it");
 }
 
+/// A batch's requests wait in the queue until the whole batch is handled, so one cancelled
+/// later in the same batch never starts (a request on its own starts at once when a slot is
+/// free: nothing it could be cancelled by has been read yet).
+#[tokio::test(start_paused = true)]
+async fn a_request_cancelled_later_in_its_own_batch_never_runs() {
+    let recorder = Arc::new(Recorder::default());
+    let (_peer, mut remote) = start(recorder.clone(), EngineConfig::default());
+    remote
+        .send(json!([sleep_req(1, 100), sleep_req(2, 100), cancel(1)]))
+        .await;
+    assert_eq!(entries(&remote.recv().await), [(2, None)]);
+    assert_eq!(
+        *recorder.max_running.lock().unwrap(),
+        1,
+        "the cancelled entry's handler ran"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn duplicate_ids_in_batches_are_refused() {
     let (_peer, mut remote) = start(Arc::default(), EngineConfig::default());

@@ -18,7 +18,9 @@ pub(crate) struct OneRequest {
 
 impl OneRequest {
     /// Takes the connection's future and polls it once: a service that offers a
-    /// [`oxmcp_engine::Direct`] handle sets it up then (the loop waits for input after).
+    /// [`oxmcp_engine::Direct`] handle has set it up by then (`oxmcp_server::Server` when
+    /// it made the future, a service that calls `oxmcp_engine::run_with` inside its own
+    /// future at this first poll); the loop waits for input after.
     pub(crate) fn start(
         serving: BoxFuture<'static, ()>,
         permits: Vec<OwnedSemaphorePermit>,
