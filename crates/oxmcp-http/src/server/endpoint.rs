@@ -190,7 +190,7 @@ impl Inner {
         tokio::spawn(async move {
             while let Some(out) = out_rx.recv().await {
                 match weak.upgrade() {
-                    Some(s) => Box::pin(async move { s.route(out).await }).await,
+                    Some(s) => Box::pin(s.route(out)).await,
                     None => return,
                 }
             }
