@@ -5,7 +5,6 @@
 //! arguments are checked as `oxmcp serve` would take them before anything is printed.
 
 use anyhow::Context;
-use clap::Parser;
 use serde_json::json;
 
 /// The hosts whose server lists `oxmcp config` writes.
@@ -68,7 +67,7 @@ pub(crate) fn run(args: &HostConfigArgs) -> anyhow::Result<()> {
     let serve = serve_args(args);
     // The host would only find out when it starts the server: check now.
     let argv = std::iter::once("oxmcp".to_owned()).chain(serve.iter().cloned());
-    if let Err(e) = crate::cli::Cli::try_parse_from(argv) {
+    if let Err(e) = crate::cli::try_parse_from(argv) {
         anyhow::bail!("these are not arguments of `oxmcp serve --stdio`:\n{e}");
     }
     let program = std::env::current_exe().context("cannot find this executable's path")?;

@@ -39,16 +39,14 @@ mod tasks;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use clap::Parser;
-
 use crate::cli::{Cli, Command};
 pub(crate) use crate::cli::{ResponseModeArg, parse_duration};
 pub(crate) use crate::commands::call_error;
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    let cli = cli::try_parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());
     let audit = matches!(&cli.command, Command::Serve(args) if args.operate.audit);
-    match logging::from_env(cli.log_format) {
+    match logging::from_env(cli.global.log_format) {
         Ok(format) => logging::init(format, audit),
         Err(e) => {
             eprintln!("error: {e}");
