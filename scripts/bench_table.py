@@ -179,6 +179,69 @@ def median(values):
     return nums[len(nums) // 2] if nums else None
 
 
+# The performance targets this table measures: (what, server, figure, compared with, how,
+# goal). "floor" and "rmcp" compare with that server's same figure; None compares with the
+# goal itself (in the figure's own unit). WebSocket, gRPC, Redis and protobuf have targets too,
+# measured by scripts/bench_transports.py and scripts/bench_scale.py.
+TARGETS = [
+    ("HTTP, 64 connections, a session each", "ours", "http_each", "floor", ">=", 0.6),
+    ("HTTP, 64 connections, a session each", "oxmcp serve", "http_each", "floor", ">=", 0.6),
+    ("HTTP, 64 connections, a session each", "ours", "http_each", "rmcp", ">=", 4.0),
+    ("HTTP, 64 connections, a session each", "oxmcp serve", "http_each", "rmcp", ">=", 4.0),
+    ("HTTP, 64 connections in one session", "ours", "http_shared", "floor", ">=", 0.6),
+    ("HTTP, 64 connections in one session", "oxmcp serve", "http_shared", "floor", ">=", 0.6),
+    ("HTTP, 64 connections in one session", "ours", "http_shared", "rmcp", ">=", 4.0),
+    ("HTTP, 64 connections in one session", "oxmcp serve", "http_shared", "rmcp", ">=", 4.0),
+    ("HTTP, 64 connections, 2026-07-28", "ours", "http_modern", "floor", ">=", 0.6),
+    ("HTTP, 64 connections, 2026-07-28", "oxmcp serve", "http_modern", "floor", ">=", 0.6),
+    ("HTTP, 1 connection", "ours", "http_one", "floor", ">=", 0.95),
+    ("HTTP, 1 connection", "oxmcp serve", "http_one", "floor", ">=", 0.95),
+    ("cold start", "ours", "cold", "floor", "<=", 1.1),
+    ("cold start", "oxmcp serve", "cold", "floor", "<=", 1.3),
+    ("RSS after the first call", "oxmcp serve", "first_rss", None, "<=", 8 * 1024),
+    ("stdio pipelined", "oxmcp serve", "stdio_pipe", "rmcp", ">=", 12.0),
+    ("stdio peak RSS", "oxmcp serve", "stdio_rss", None, "<=", 12 * 1024),
+    ("memory per idle HTTP session", "ours", "idle", None, "<=", 4096),
+    ("memory per idle HTTP session", "oxmcp serve", "idle", None, "<=", 4096),
+]
+
+
+def targets(f):
+    """Prints each target beside this run's figure, and whether the run met it."""
+    units = {"first_rss": "kib", "stdio_rss": "kib", "idle": "bytes"}
+    print("\nThe targets this table measures, against this run's medians. Beside a ratio "
+          "against the floor, what the driver could have driven against this server's rate: "
+          "the floor's rate over the driver's share of its core while it drove the floor "
+          "(at least 2x, or the driver may have been this server's limit); beside a ratio "
+          "against rmcp over HTTP, the floor's own.\n")
+    print("| target | server | goal | this run | met |")
+    print("|---|---|---:|---:|:---:|")
+    for what, name, key, against, how, goal in TARGETS:
+        value = f[name].get(key)
+        if against is None:
+            measured, unit = value, units.get(key, "")
+            shown = fmt(value, unit)
+            goal_shown = f"{how} {fmt(goal, unit)}"
+        else:
+            base = f[against].get(key)
+            measured = (value / base if isinstance(value, (int, float))
+                        and isinstance(base, (int, float)) and base else None)
+            shown = f"{measured:.2f}x" if measured is not None else fmt(value)
+            goal_shown = f"{how} {goal}x {'the floor' if against == 'floor' else against}"
+            share = f[against].get(key + "_driver_cpu")
+            if against == "floor" and measured and isinstance(share, float) and share > 0:
+                shown += f" (driver {base / share / value:.1f}x)"
+            floor = f["floor"].get(key)
+            if against == "rmcp" and key.startswith("http_") and isinstance(floor, (int, float)) \
+                    and isinstance(base, (int, float)) and base:
+                shown += f" (the floor {floor / base:.2f}x)"
+        if not isinstance(measured, (int, float)):
+            met = "—"
+        else:
+            met = "yes" if (measured >= goal if how == ">=" else measured <= goal) else "no"
+        print(f"| {what} | {name} | {goal_shown} | {shown} | {met} |")
+
+
 def main():
     rounds = {name: [] for name in SERVERS}
     for r in range(ROUNDS):
@@ -229,6 +292,7 @@ def main():
         print(f"| {label.split(' (')[0]} | "
               + " | ".join(f"{100 * c:.0f}%" if isinstance(c, float) else "—" for c in shares)
               + f" | {ratio(rates[0], fastest)} |")
+    targets(f)
     if failed:
         print("\nFigures with errors (no rate given):")
         for line in failed:
