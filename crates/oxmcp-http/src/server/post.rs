@@ -286,7 +286,7 @@ async fn find_or_start(
             let session = new_session(inner, requested, client)?;
             let backend = inner.backend();
             if let Some(record) = backend.session_record(requested, client.principal(), init) {
-                *session.record.lock() = Some(record);
+                *session.record.lock() = Some(Box::new(record));
             }
             Ok((session, true))
         }

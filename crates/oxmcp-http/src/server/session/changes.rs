@@ -11,26 +11,50 @@ use super::HttpSession;
 use super::streams::Routed;
 use crate::server::scale_out::Shared;
 
-/// Changes waiting for their requests' answers, by request id.
+/// Changes waiting for their requests' answers, by request id. Boxed, and there only while
+/// one waits: an idle session holds a pointer, not an empty table.
 #[derive(Default)]
-pub(super) struct Changes(HashMap<RequestId, StateChange>);
+#[expect(
+    clippy::box_collection,
+    reason = "a pointer in every session, the table's 48 bytes only while a change waits"
+)]
+pub(super) struct Changes(Option<Box<HashMap<RequestId, StateChange>>>);
+
+impl Changes {
+    fn insert(&mut self, id: RequestId, change: StateChange) {
+        self.0.get_or_insert_default().insert(id, change);
+    }
+
+    fn remove(&mut self, id: &RequestId) -> Option<StateChange> {
+        let map = self.0.as_mut()?;
+        let change = map.remove(id);
+        if map.is_empty() {
+            self.0 = None;
+        }
+        change
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+}
 
 impl HttpSession {
     /// Holds `change` until request `id` is answered (store-backed sessions only). Only for a
     /// request whose stream is open (its id is in flight, so no other request's answer can
     /// carry that id until it is answered).
     pub(crate) fn expect_change(&self, id: RequestId, change: StateChange) {
-        self.changes.lock().0.insert(id, change);
+        self.changes.lock().insert(id, change);
     }
 
     /// Drops what is held for requests that ended (answered or not).
     pub(crate) fn forget_changes(&self, ended: &[RequestId]) {
         let mut changes = self.changes.lock();
-        if changes.0.is_empty() {
+        if changes.is_empty() {
             return;
         }
         for id in ended {
-            changes.0.remove(id);
+            changes.remove(id);
         }
     }
 
@@ -40,7 +64,7 @@ impl HttpSession {
     /// only then is the line rewritten. Changes of requests it refused are dropped, and so
     /// is the change of a request that ended without an answer (cancelled).
     pub(crate) async fn share_answered(&self, shared: &Shared, routed: &mut Routed) {
-        if self.changes.lock().0.is_empty() {
+        if self.changes.lock().is_empty() {
             return;
         }
         let answered = match &routed.kind {
@@ -53,7 +77,7 @@ impl HttpSession {
             Some(_) => return,
             None => {
                 if let Some(id) = &routed.related {
-                    self.changes.lock().0.remove(id);
+                    self.changes.lock().remove(id);
                 }
                 return;
             }
@@ -61,7 +85,7 @@ impl HttpSession {
         let mut failed = Vec::new();
         for (i, a) in answered.into_iter().enumerate() {
             let Some(id) = a.id else { continue };
-            let Some(change) = self.changes.lock().0.remove(&id) else {
+            let Some(change) = self.changes.lock().remove(&id) else {
                 continue;
             };
             if a.error.is_none()

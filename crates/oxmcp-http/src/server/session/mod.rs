@@ -68,12 +68,18 @@ pub(crate) struct HttpSession {
     backend: Arc<dyn SessionBackend>,
     /// Requests the transport itself sent the engine (replaying the client's `initialize`
     /// and state on an instance restoring the session): their answers go nowhere.
-    swallow: Mutex<std::collections::HashSet<RequestId>>,
+    /// (Boxed, and there only while one is unanswered: most sessions never have one.)
+    #[expect(
+        clippy::box_collection,
+        reason = "a pointer in every session, the set's 48 bytes only while one is unanswered"
+    )]
+    swallow: Mutex<Option<Box<std::collections::HashSet<RequestId>>>>,
     /// State changes asked for and not answered yet (store-backed sessions only).
     changes: Mutex<changes::Changes>,
     /// The record saved for other instances once `initialize` succeeds (store-backed
     /// sessions only).
-    pub(crate) record: Mutex<Option<oxmcp_store::SessionRecord>>,
+    /// (Boxed: it is there only until it is saved.)
+    pub(crate) record: Mutex<Option<Box<oxmcp_store::SessionRecord>>>,
     /// Serialises routing and resumption, so a resume neither misses nor repeats an event.
     order: tokio::sync::Mutex<()>,
     /// Who opened the session: the key its per-client limits count under.
@@ -126,7 +132,7 @@ impl HttpSession {
             next_stream: std::sync::atomic::AtomicU64::new(1),
             last_seen: Mutex::new(Instant::now()),
             backend,
-            swallow: Mutex::new(std::collections::HashSet::new()),
+            swallow: Mutex::new(None),
             changes: Mutex::new(changes::Changes::default()),
             record: Mutex::new(None),
             order: tokio::sync::Mutex::new(()),
@@ -166,7 +172,10 @@ impl HttpSession {
         method: &str,
         params: serde_json::Value,
     ) -> bool {
-        self.swallow.lock().insert(id.clone());
+        self.swallow
+            .lock()
+            .get_or_insert_default()
+            .insert(id.clone());
         let request = serde_json::json!({
             "jsonrpc": "2.0", "id": id.to_value(), "method": method, "params": params
         });
@@ -176,8 +185,15 @@ impl HttpSession {
 
     /// Whether an answer is to a request of the transport's own (and forgets the request).
     pub(crate) fn swallowed(&self, id: &RequestId) -> bool {
-        let mut s = self.swallow.lock();
-        !s.is_empty() && s.remove(id)
+        let mut swallow = self.swallow.lock();
+        let Some(own) = swallow.as_mut() else {
+            return false;
+        };
+        let removed = own.remove(id);
+        if own.is_empty() {
+            *swallow = None;
+        }
+        removed
     }
 
     fn lock(&self) -> parking_lot::MutexGuard<'_, Streams> {
