@@ -428,7 +428,7 @@ async fn batch_entries_can_be_cancelled() {
     let marker = remote.from_engine.recv().await.unwrap();
     assert_eq!(
         marker,
-        oxmcp_jsonrpc::Outbound::Ended(oxmcp_jsonrpc::RequestId::Number(6))
+        oxmcp_jsonrpc::Outbound::ended(oxmcp_jsonrpc::RequestId::Number(6))
     );
     remote.send(sleep_req(7, 20_000)).await;
     assert_eq!(remote.recv().await["id"], 7, "nothing came before it");

@@ -41,11 +41,11 @@ async fn lines_in_frames_out_with_a_limit() {
     // Out: messages as lines; stream signals are not written.
     io.outgoing.send(note("one")).await.unwrap();
     io.outgoing
-        .send(Outbound::CloseStream(RequestId::Number(1)))
+        .send(Outbound::close_stream(RequestId::Number(1)))
         .await
         .unwrap();
     io.outgoing
-        .send(Outbound::Ended(RequestId::Number(2)))
+        .send(Outbound::ended(RequestId::Number(2)))
         .await
         .unwrap();
     io.outgoing.send(note("two")).await.unwrap();
@@ -64,7 +64,7 @@ async fn memory_duplex_carries_messages_not_signals() {
     let (a, mut b) = oxmcp_transport::duplex();
     a.outgoing.send(note("hello")).await.unwrap();
     a.outgoing
-        .send(Outbound::CloseStream(RequestId::Number(1)))
+        .send(Outbound::close_stream(RequestId::Number(1)))
         .await
         .unwrap();
     a.outgoing.send(note("again")).await.unwrap();

@@ -211,7 +211,7 @@ impl Peer {
     /// what is waiting already.
     pub(crate) fn try_send_ended(&self) {
         if let Some(id) = self.related.clone()
-            && self.inner.out.queue(Outbound::Ended(id)).is_err()
+            && self.inner.out.queue(Outbound::ended(id)).is_err()
         {
             tracing::debug!("could not tell the transport a cancelled request ended");
         }
@@ -293,7 +293,7 @@ impl Peer {
     pub async fn close_stream(&self) {
         if let Some(id) = self.related.clone() {
             self.speaks();
-            let _ = self.inner.out.send(Outbound::CloseStream(id)).await;
+            let _ = self.inner.out.send(Outbound::close_stream(id)).await;
         }
     }
 

@@ -432,7 +432,7 @@ mod tests {
         .await;
         assert!(live.try_recv().is_err());
         // Polling: the handler closes the stream; the response still lands in the store.
-        s.route(Outbound::CloseStream(RequestId::Number(1))).await;
+        s.route(Outbound::close_stream(RequestId::Number(1))).await;
         s.route(out(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#, Some(1)))
             .await;
         assert!(live.try_recv().is_err());

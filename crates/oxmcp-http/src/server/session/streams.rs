@@ -290,14 +290,14 @@ impl HttpSession {
             Outbound::CloseStream(id) => {
                 // A handler asked to close its request's stream (polling): detach the response.
                 let mut streams = self.lock();
-                if let Some(token) = streams.routes.get(&id).cloned() {
+                if let Some(token) = streams.routes.get(&*id).cloned() {
                     Self::detach(&mut streams, &token);
                 }
                 return;
             }
             Outbound::Ended(id) => Routed {
                 line: None,
-                related: Some(id),
+                related: Some(*id),
                 ends: true,
                 request: None,
                 kind: None,
