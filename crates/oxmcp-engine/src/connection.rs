@@ -10,8 +10,8 @@ use parking_lot::Mutex;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use oxmcp_jsonrpc::{
-    DecodeError, ErrorObject, Frame, Inbound, Message, Notification, Request, RequestId,
-    parse_params,
+    DecodeError, Decoded, ErrorObject, Failure, Frame, Inbound, Message, Notification, Request,
+    RequestId, parse_params,
 };
 use oxmcp_types::{CancelledParams, ProgressParams};
 use tokio::sync::{Semaphore, mpsc, oneshot};
@@ -194,13 +194,17 @@ async fn serve_loop(shared: Arc<Shared>, mut incoming: mpsc::Receiver<Inbound>) 
             }
             frame = incoming.recv(), if input_open && queue.len() < max_queued => {
                 match frame {
-                    Some(Inbound::Failed { id, error }) => peer.fail(id, *error),
+                    Some(Inbound::Failed(failure)) => {
+                        let Failure { id, error } = *failure;
+                        peer.fail(id, error);
+                    }
                     Some(Inbound::Frame(bytes)) => {
                         on_frame(&cx, &bytes, &mut queue, &mut tasks);
                         shared.handled.fetch_add(1, Ordering::Release);
                     }
-                    Some(Inbound::Message(msg, context)) => {
-                        on_message(&cx, *msg, context, &mut queue, &mut tasks);
+                    Some(Inbound::Message(decoded)) => {
+                        let Decoded { message, transport } = *decoded;
+                        on_message(&cx, message, transport, &mut queue, &mut tasks);
                         shared.handled.fetch_add(1, Ordering::Release);
                     }
                     None => {

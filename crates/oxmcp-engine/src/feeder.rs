@@ -107,9 +107,9 @@ impl Feeder {
                     let call = direct.call(request, transport);
                     return self.answer(call);
                 }
-                None => Inbound::Message(Box::new(Message::Request(request)), transport),
+                None => Inbound::decoded(Message::Request(request), transport),
             },
-            Some(Ok(message)) => Inbound::Message(Box::new(message), transport),
+            Some(Ok(message)) => Inbound::decoded(message, transport),
             Some(Err(_)) | None => Inbound::Frame(frame.to_vec()),
         };
         // While the frame waits for room, the requests answered here go on: the loop may be

@@ -27,5 +27,6 @@ pub use message::{
 };
 pub use serde_json::value::RawValue;
 pub use transport::{
-    Answered, Inbound, OutKind, OutMessage, Outbound, TransportContext, TransportError,
+    Answered, Decoded, Failure, Inbound, OutKind, OutMessage, Outbound, TransportContext,
+    TransportError,
 };

@@ -74,9 +74,10 @@ fn tap(channels: Channels, hub: Arc<Hub>, generation: u64) -> Channels {
         while let Some(m) = incoming.recv().await {
             match &m {
                 Inbound::Frame(bytes) => seen.record("in", &String::from_utf8_lossy(bytes)),
-                Inbound::Message(msg, _) => seen.record("in", &msg.encode()),
-                Inbound::Failed { id, error } => seen.emit(&json!({
-                    "ev": "transport_error", "id": id.to_value(), "error": error.to_string(),
+                Inbound::Message(decoded) => seen.record("in", &decoded.message.encode()),
+                Inbound::Failed(failure) => seen.emit(&json!({
+                    "ev": "transport_error", "id": failure.id.to_value(),
+                    "error": failure.error.to_string(),
                 })),
             }
             if in_tx.send(m).await.is_err() {

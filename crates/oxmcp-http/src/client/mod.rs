@@ -436,13 +436,7 @@ impl State {
     async fn fail(&self, id: Option<RequestId>, error: TransportError) {
         match id {
             Some(id) => {
-                let _ = self
-                    .to_engine
-                    .send(Inbound::Failed {
-                        id,
-                        error: Box::new(error),
-                    })
-                    .await;
+                let _ = self.to_engine.send(Inbound::failed(id, error)).await;
             }
             None => tracing::warn!("a notification or response was not delivered: {error}"),
         }

@@ -22,7 +22,7 @@ pub(crate) async fn answer_here(
     context: TransportContext,
 ) -> bool {
     let Some(direct) = session.direct() else {
-        let input = Inbound::Message(Box::new(Message::Request(request)), Some(context));
+        let input = Inbound::decoded(Message::Request(request), Some(context));
         return session.feed(input).await;
     };
     match direct.call(request, Some(context)).await {

@@ -43,10 +43,7 @@ impl CancelOnHangUp {
              (sampling, elicitation and roots are input_required rounds)"
                 .to_owned(),
         );
-        let failed = Inbound::Failed {
-            id,
-            error: Box::new(error),
-        };
+        let failed = Inbound::failed(id, error);
         tokio::spawn(async move {
             let _ = input.send(failed).await;
         });
@@ -69,7 +66,7 @@ impl Drop for CancelOnHangUp {
             return;
         };
         tracing::debug!(id = %self.id, "the client hung up; cancelling its request");
-        match input.try_send(Inbound::Message(Box::new(msg), None)) {
+        match input.try_send(Inbound::decoded(msg, None)) {
             Ok(()) | Err(TrySendError::Closed(_)) => {}
             Err(TrySendError::Full(msg)) => {
                 // The engine has not read the request yet: deliver the cancellation after it.

@@ -65,7 +65,7 @@ impl Posted {
             && self.messages.len() == 1
             && let Some(m) = self.messages.pop()
         {
-            return Inbound::Message(Box::new(m), Some(context));
+            return Inbound::decoded(m, Some(context));
         }
         Inbound::Frame(self.body.to_vec())
     }

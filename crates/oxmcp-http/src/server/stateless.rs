@@ -163,7 +163,7 @@ pub(crate) async fn handle(
         // A service without a direct handle: the request goes through its loop.
         engine.detach();
         // Already decoded here: the engine takes the message as it is.
-        let input = Inbound::Message(Box::new(Message::Request(req)), Some(context));
+        let input = Inbound::decoded(Message::Request(req), Some(context));
         if in_tx.send(input).await.is_err() {
             return Refusal::internal(id, "the server is gone").into_response();
         }

@@ -297,10 +297,7 @@ impl HttpSession {
         };
         tracing::debug!(session = %self.id, %id, "no stream to the client for a request; failed");
         let error = oxmcp_jsonrpc::TransportError::Unreachable(why.to_owned());
-        let failed = Inbound::Failed {
-            id,
-            error: Box::new(error),
-        };
+        let failed = Inbound::failed(id, error);
         // Not awaited: the engine may be waiting for the routing that got here to finish.
         tokio::spawn(async move {
             let _ = tx.send(failed).await;
