@@ -208,7 +208,7 @@ TARGETS = [
 
 def targets(f):
     """Prints each target beside this run's figure, and whether the run met it."""
-    units = {"first_rss": "kib", "stdio_rss": "kib", "idle": "bytes"}
+    units = {"first_rss": "kib", "stdio_rss": "kib", "idle": "bytes", "cold": "ms"}
     print("\nThe targets this table measures, against this run's medians. Beside a ratio "
           "against the floor, what the driver could have driven against this server's rate: "
           "the floor's rate over the driver's share of its core while it drove the floor "
@@ -226,7 +226,8 @@ def targets(f):
             base = f[against].get(key)
             measured = (value / base if isinstance(value, (int, float))
                         and isinstance(base, (int, float)) and base else None)
-            shown = f"{measured:.2f}x" if measured is not None else fmt(value)
+            shown = (f"{measured:.2f}x" if measured is not None
+                     else f"{fmt(value, units.get(key, ''))} (no ratio: {fmt(base)})")
             goal_shown = f"{how} {goal}x {'the floor' if against == 'floor' else against}"
             share = f[against].get(key + "_driver_cpu")
             if against == "floor" and measured and isinstance(share, float) and share > 0:
