@@ -29,8 +29,9 @@ pub(crate) struct Global {
 /// Parses a command line (`argv[0]` first). `oxmcp serve ...`, the command hosts and
 /// deployments start, is parsed by a parser that has only `serve` in it: building every
 /// command's arguments and help first was a fifth of a start's instructions (callgrind: 0.6
-/// of 2.8 million, 0.2 of it `serve`'s own; 2.35 million in all with `serve` alone). Both parsers take `serve`'s
-/// arguments from the same types, and a test holds their help and errors equal.
+/// of 2.8 million, 0.2 of it `serve`'s own; 2.35 million in all with `serve` alone). Both
+/// parsers take `serve`'s arguments from the same types, and a test holds their help and
+/// errors equal.
 ///
 /// # Errors
 /// What clap says of arguments it cannot parse, `--help` and `--version` included.

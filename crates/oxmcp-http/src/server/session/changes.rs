@@ -2,42 +2,16 @@
 //! until the engine answers: an accepted change is saved in the shared store and sent on the
 //! bus before its answer reaches the client; a refused one is never shared.
 
-use std::collections::HashMap;
-
 use oxmcp_jsonrpc::{Answered, ErrorCode, ErrorObject, Message, OutKind, RawValue, RequestId};
 use oxmcp_store::{BusEvent, StateChange, StoreError};
 
 use super::HttpSession;
+use super::by_id::ById;
 use super::streams::Routed;
 use crate::server::scale_out::Shared;
 
-/// Changes waiting for their requests' answers, by request id. Boxed, and there only while
-/// one waits: an idle session holds a pointer, not an empty table.
-#[derive(Default)]
-#[expect(
-    clippy::box_collection,
-    reason = "a pointer in every session, the table's 48 bytes only while a change waits"
-)]
-pub(super) struct Changes(Option<Box<HashMap<RequestId, StateChange>>>);
-
-impl Changes {
-    fn insert(&mut self, id: RequestId, change: StateChange) {
-        self.0.get_or_insert_default().insert(id, change);
-    }
-
-    fn remove(&mut self, id: &RequestId) -> Option<StateChange> {
-        let map = self.0.as_mut()?;
-        let change = map.remove(id);
-        if map.is_empty() {
-            self.0 = None;
-        }
-        change
-    }
-
-    fn is_empty(&self) -> bool {
-        self.0.is_none()
-    }
-}
+/// Changes waiting for their requests' answers, by request id.
+pub(super) type Changes = ById<StateChange>;
 
 impl HttpSession {
     /// Holds `change` until request `id` is answered (store-backed sessions only). Only for a

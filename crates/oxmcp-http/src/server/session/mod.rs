@@ -8,6 +8,7 @@
 //! [`SessionBackend`]) before it is sent, so a client can resume a stream with `Last-Event-ID`; resumption is looked up within the session only, so one
 //! session can never resume another's stream.
 
+mod by_id;
 mod changes;
 mod streams;
 
@@ -19,6 +20,7 @@ use oxmcp_types::ProtocolVersion;
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
+use by_id::ById;
 use streams::Streams;
 pub(crate) use streams::{Event, Routed};
 
@@ -68,12 +70,7 @@ pub(crate) struct HttpSession {
     backend: Arc<dyn SessionBackend>,
     /// Requests the transport itself sent the engine (replaying the client's `initialize`
     /// and state on an instance restoring the session): their answers go nowhere.
-    /// (Boxed, and there only while one is unanswered: most sessions never have one.)
-    #[expect(
-        clippy::box_collection,
-        reason = "a pointer in every session, the set's 48 bytes only while one is unanswered"
-    )]
-    swallow: Mutex<Option<Box<std::collections::HashSet<RequestId>>>>,
+    swallow: Mutex<ById<()>>,
     /// State changes asked for and not answered yet (store-backed sessions only).
     changes: Mutex<changes::Changes>,
     /// The record saved for other instances once `initialize` succeeds (store-backed
@@ -132,7 +129,7 @@ impl HttpSession {
             next_stream: std::sync::atomic::AtomicU64::new(1),
             last_seen: Mutex::new(Instant::now()),
             backend,
-            swallow: Mutex::new(None),
+            swallow: Mutex::new(ById::default()),
             changes: Mutex::new(changes::Changes::default()),
             record: Mutex::new(None),
             order: tokio::sync::Mutex::new(()),
@@ -172,10 +169,7 @@ impl HttpSession {
         method: &str,
         params: serde_json::Value,
     ) -> bool {
-        self.swallow
-            .lock()
-            .get_or_insert_default()
-            .insert(id.clone());
+        self.swallow.lock().insert(id.clone(), ());
         let request = serde_json::json!({
             "jsonrpc": "2.0", "id": id.to_value(), "method": method, "params": params
         });
@@ -185,15 +179,7 @@ impl HttpSession {
 
     /// Whether an answer is to a request of the transport's own (and forgets the request).
     pub(crate) fn swallowed(&self, id: &RequestId) -> bool {
-        let mut swallow = self.swallow.lock();
-        let Some(own) = swallow.as_mut() else {
-            return false;
-        };
-        let removed = own.remove(id);
-        if own.is_empty() {
-            *swallow = None;
-        }
-        removed
+        self.swallow.lock().remove(id).is_some()
     }
 
     fn lock(&self) -> parking_lot::MutexGuard<'_, Streams> {
