@@ -8,6 +8,7 @@ use prost::Message as _;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use crate::ProtoError;
+use crate::long_strings::{self, Shortened};
 use crate::messages::{Batch, Error, Field, Id, ListValue, Message, Struct, Value, id, value};
 
 /// The protobuf bytes of the JSON text of a JSON-RPC message, or of a batch (a JSON array):
@@ -17,12 +18,7 @@ use crate::messages::{Batch, Error, Field, Id, ListValue, Message, Struct, Value
 /// # Errors
 /// [`ProtoError::NotAMessage`] for text that is not JSON, or JSON that is not a message.
 pub fn encode_json_text(text: &str) -> Result<Vec<u8>, ProtoError> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    let encoded = Top
-        .deserialize(&mut de)
-        .and_then(|bytes| de.end().map(|()| bytes))
-        .map_err(|e| ProtoError::NotAMessage(e.to_string()))?;
-    Ok(encoded)
+    parse(text, |de, long| Top(long).deserialize(de))
 }
 
 /// The protobuf form of the JSON text of one JSON-RPC message: the same message as
@@ -31,52 +27,92 @@ pub fn encode_json_text(text: &str) -> Result<Vec<u8>, ProtoError> {
 /// # Errors
 /// [`ProtoError::NotAMessage`] for text that is not JSON, or JSON that is not a message.
 pub fn to_proto_text(text: &str) -> Result<Message, ProtoError> {
+    parse(text, |de, long| MessageSeed(long).deserialize(de))
+}
+
+/// Where long strings were emptied from the text being parsed ([`Shortened`]), if they were.
+type Long<'c> = Option<&'c Shortened<'c>>;
+
+/// `read` over `text`, its long strings found ahead of serde_json when it has any (and the
+/// whole text parsed as it is if that does not give the answer with every one of them
+/// restored; serde_json's error is always that of the text as it is).
+fn parse<T>(
+    text: &str,
+    read: impl for<'a> Fn(
+        &mut serde_json::Deserializer<serde_json::de::StrRead<'a>>,
+        Long<'a>,
+    ) -> Result<T, serde_json::Error>,
+) -> Result<T, ProtoError> {
+    if let Some(short) = Shortened::of(text)
+        && let Ok(v) = read_whole(&short.text, Some(&short), &read)
+        && short.complete()
+    {
+        #[cfg(test)]
+        SHORTENED.with(|n| n.set(n.get() + 1));
+        return Ok(v);
+    }
+    read_whole(text, None, &read).map_err(|e| ProtoError::NotAMessage(e.to_string()))
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Texts answered with their long strings emptied (on this thread).
+    static SHORTENED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// `read` over `text`, which must hold nothing after what it reads.
+fn read_whole<'a, T>(
+    text: &'a str,
+    long: Long<'a>,
+    read: &impl Fn(
+        &mut serde_json::Deserializer<serde_json::de::StrRead<'a>>,
+        Long<'a>,
+    ) -> Result<T, serde_json::Error>,
+) -> Result<T, serde_json::Error> {
     let mut de = serde_json::Deserializer::from_str(text);
-    MessageSeed
-        .deserialize(&mut de)
-        .and_then(|m| de.end().map(|()| m))
-        .map_err(|e| ProtoError::NotAMessage(e.to_string()))
+    let v = read(&mut de, long)?;
+    de.end().map(|()| v)
 }
 
 /// One message (an object) or a batch (an array), encoded.
-struct Top;
+struct Top<'c>(Long<'c>);
 
-impl<'de> DeserializeSeed<'de> for Top {
+impl<'de> DeserializeSeed<'de> for Top<'_> {
     type Value = Vec<u8>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<u8>, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for Top {
+impl<'de> Visitor<'de> for Top<'_> {
     type Value = Vec<u8>;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON-RPC message or a batch of them")
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Vec<u8>, A::Error> {
-        Ok(MessageVisitor.visit_map(map)?.encode_to_vec())
+        Ok(MessageVisitor(self.0).visit_map(map)?.encode_to_vec())
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u8>, A::Error> {
         let mut messages = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(m) = seq.next_element_seed(MessageSeed)? {
+        while let Some(m) = seq.next_element_seed(MessageSeed(self.0))? {
             messages.push(m);
         }
         Ok(Batch { messages }.encode_to_vec())
     }
 }
 
-struct MessageSeed;
+struct MessageSeed<'c>(Long<'c>);
 
-impl<'de> DeserializeSeed<'de> for MessageSeed {
+impl<'de> DeserializeSeed<'de> for MessageSeed<'_> {
     type Value = Message;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Message, D::Error> {
-        d.deserialize_map(MessageVisitor)
+        d.deserialize_map(MessageVisitor(self.0))
     }
 }
 
-struct MessageVisitor;
+struct MessageVisitor<'c>(Long<'c>);
 
-impl<'de> Visitor<'de> for MessageVisitor {
+impl<'de> Visitor<'de> for MessageVisitor<'_> {
     type Value = Message;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON-RPC message")
@@ -92,9 +128,9 @@ impl<'de> Visitor<'de> for MessageVisitor {
                 }
                 "id" => m.id = Some(map.next_value_seed(IdSeed)?),
                 "method" => m.method = map.next_value()?,
-                "params" => m.params = Some(map.next_value_seed(ValueSeed::ANY)?),
-                "result" => m.result = Some(map.next_value_seed(ValueSeed::ANY)?),
-                "error" => m.error = Some(map.next_value_seed(ErrorSeed)?),
+                "params" => m.params = Some(map.next_value_seed(ValueSeed::any(self.0))?),
+                "result" => m.result = Some(map.next_value_seed(ValueSeed::any(self.0))?),
+                "error" => m.error = Some(map.next_value_seed(ErrorSeed(self.0))?),
                 other => return Err(de::Error::custom(format!("unexpected member {other:?}"))),
             }
         }
@@ -140,16 +176,16 @@ impl<'de> Visitor<'de> for IdSeed {
     }
 }
 
-struct ErrorSeed;
+struct ErrorSeed<'c>(Long<'c>);
 
-impl<'de> DeserializeSeed<'de> for ErrorSeed {
+impl<'de> DeserializeSeed<'de> for ErrorSeed<'_> {
     type Value = Error;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Error, D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for ErrorSeed {
+impl<'de> Visitor<'de> for ErrorSeed<'_> {
     type Value = Error;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("an error object")
@@ -160,7 +196,7 @@ impl<'de> Visitor<'de> for ErrorSeed {
             match &*key {
                 "code" => e.code = map.next_value()?,
                 "message" => e.message = map.next_value()?,
-                "data" => e.data = Some(map.next_value_seed(ValueSeed::ANY)?),
+                "data" => e.data = Some(map.next_value_seed(ValueSeed::any(self.0))?),
                 other => {
                     let _: IgnoredAny = map.next_value()?;
                     return Err(de::Error::custom(format!(
@@ -178,17 +214,21 @@ impl<'de> Visitor<'de> for ErrorSeed {
 /// first). Whether it holds binary contents is known only at the end of its object
 /// ([`binary_in_bytes`]).
 #[derive(Clone, Copy)]
-struct ValueSeed {
+struct ValueSeed<'c> {
     maybe_binary: bool,
+    long: Long<'c>,
 }
 
-impl ValueSeed {
-    const ANY: Self = Self {
-        maybe_binary: false,
-    };
+impl<'c> ValueSeed<'c> {
+    fn any(long: Long<'c>) -> Self {
+        Self {
+            maybe_binary: false,
+            long,
+        }
+    }
 }
 
-impl<'de> DeserializeSeed<'de> for ValueSeed {
+impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
     type Value = Value;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
         d.deserialize_any(self)
@@ -199,7 +239,7 @@ fn kind(kind: value::Kind) -> Value {
     Value { kind: Some(kind) }
 }
 
-impl<'de> Visitor<'de> for ValueSeed {
+impl<'de> Visitor<'de> for ValueSeed<'_> {
     type Value = Value;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON value")
@@ -222,6 +262,20 @@ impl<'de> Visitor<'de> for ValueSeed {
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
         Ok(kind(value::Kind::DoubleValue(v)))
     }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Value, E> {
+        let Some(contents) = self.long.and_then(|long| long.restore(v)) else {
+            return self.visit_str(v);
+        };
+        if self.maybe_binary
+            && let Some(bytes) = crate::base64::canonical(contents.as_bytes())
+        {
+            return Ok(kind(value::Kind::BytesValue(bytes)));
+        }
+        if !long_strings::plain(contents) {
+            return Err(E::custom("a control character in a string"));
+        }
+        Ok(kind(value::Kind::StringValue(contents.to_owned())))
+    }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
         if self.maybe_binary
             && let Some(bytes) = crate::base64::canonical(v.as_bytes())
@@ -238,7 +292,7 @@ impl<'de> Visitor<'de> for ValueSeed {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut values = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(v) = seq.next_element_seed(ValueSeed::ANY)? {
+        while let Some(v) = seq.next_element_seed(ValueSeed::any(self.long))? {
             values.push(v);
         }
         Ok(kind(value::Kind::ListValue(ListValue { values })))
@@ -248,6 +302,7 @@ impl<'de> Visitor<'de> for ValueSeed {
         while let Some(key) = map.next_key::<String>()? {
             let value = map.next_value_seed(ValueSeed {
                 maybe_binary: matches!(key.as_str(), "blob" | "data"),
+                long: self.long,
             })?;
             fields.push(Field {
                 key,
@@ -354,6 +409,91 @@ mod tests {
             s.fields[1].value.as_ref().unwrap().kind,
             Some(value::Kind::BytesValue(vec![0, 1, 2]))
         );
+    }
+
+    /// Long strings (found ahead of serde_json) in every place a string can be: as binary
+    /// contents, as text, in keys, a method, an id, an error's message, escaped or not.
+    #[test]
+    fn long_strings_encode_as_short_ones_do() {
+        let blob = "QUJD".repeat(4096);
+        let text = "é text ".repeat(2048);
+        // Each case, and whether its long strings were emptied (else it was parsed whole).
+        let same = |v: &serde_json::Value, emptied: bool| {
+            let before = SHORTENED.with(std::cell::Cell::get);
+            same(v);
+            let after = SHORTENED.with(std::cell::Cell::get);
+            assert_eq!(after > before, emptied, "{:.200}", v.to_string());
+        };
+        same(
+            &json!({"jsonrpc":"2.0","id":1,"result":{"contents":[
+            {"uri":"f://x","blob": blob},
+            {"uri":"f://y","text": text},
+            {"blob": blob, "name": "no uri"}]}}),
+            true,
+        );
+        same(
+            &json!({"jsonrpc":"2.0","id":1,"result":{"content":[
+            {"type":"image","data": blob,"mimeType":"image/png"},
+            {"type":"text","text": format!("{text}\n\"{text}")}]}}),
+            true,
+        );
+        same(
+            &json!({"jsonrpc":"2.0","id":1,"result":{ blob.clone(): [blob, 1, {"k": text}]}}),
+            false,
+        );
+        same(
+            &json!({"jsonrpc":"2.0","method": text,"params":{"a": blob}}),
+            false,
+        );
+        same(
+            &json!({"jsonrpc":"2.0","id": blob,"result":{"a": blob}}),
+            false,
+        );
+        same(
+            &json!({"jsonrpc":"2.0","id":1,"error":{"code":1,"message": text,"data": blob}}),
+            false,
+        );
+        same(
+            &json!({"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","data": blob}}),
+            true,
+        );
+        same(
+            &json!([{"jsonrpc":"2.0","id":1,"result":{"blob": blob, "uri":"u"}},
+                     {"jsonrpc":"2.0","id":2,"result":{"t": text}}]),
+            true,
+        );
+    }
+
+    /// What serde_json refuses in a long string is refused, with serde_json's own error.
+    #[test]
+    fn long_strings_are_checked_as_short_ones_are() {
+        let blob = "QUJD".repeat(4096);
+        for bad in [
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"t":"{blob}{}{blob}"}}}}"#,
+                '\u{1}'
+            ),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{{"uri":"u","blob":"{blob}{}"}}}}"#,
+                '\u{1f}'
+            ),
+            format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"t":"{blob}"}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"t":"{blob}"}}}} "{blob}""#),
+            format!(r#"{{"jsonrpc":"2.0","id":1,"{blob}":{{}}}}"#),
+        ] {
+            let expected = serde_json::from_str::<serde_json::Value>(&bad)
+                .err()
+                .map(|e| e.to_string());
+            match encode_json_text(&bad) {
+                Err(ProtoError::NotAMessage(e)) => {
+                    if let Some(expected) = expected {
+                        assert_eq!(e, expected);
+                    }
+                }
+                other => panic!("{other:?} for a text of {} bytes", bad.len()),
+            }
+            assert!(to_proto_text(&bad).is_err());
+        }
     }
 
     #[test]

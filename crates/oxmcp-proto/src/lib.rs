@@ -25,6 +25,7 @@ mod convert;
 mod json_in;
 mod json_out;
 mod limits;
+mod long_strings;
 mod messages;
 
 pub use convert::{from_proto, to_proto};
