@@ -235,17 +235,11 @@ async fn pump(
     loop {
         tokio::select! {
             answer = answers.message() => match answer {
-                Ok(Some(envelope)) => match to_json(envelope) {
-                    Ok(bytes) => {
-                        if waiting.answered(&bytes) {
-                            continue;
-                        }
-                        if in_tx.send(Inbound::Frame(bytes)).await.is_err() {
-                            break;
-                        }
+                Ok(Some(envelope)) => {
+                    if !hand_on(envelope, &waiting, &in_tx).await {
+                        break;
                     }
-                    Err(e) => tracing::warn!("the gRPC server sent an unusable envelope: {e}"),
-                },
+                }
                 Ok(None) => break,
                 Err(status) => {
                     tracing::warn!("the gRPC stream ended: {:?}: {}", status.code(), status.message());
@@ -315,4 +309,49 @@ pub async fn call(
         url: url.to_owned(),
         error: format!("the answer is not JSON: {e}"),
     })
+}
+
+/// Gives the engine a message from the server (or settles one of the transport's own
+/// requests with it); false once the engine is gone.
+async fn hand_on(envelope: Envelope, waiting: &Waiting, in_tx: &mpsc::Sender<Inbound>) -> bool {
+    let inbound = match decoded_answer(&envelope) {
+        Some(Ok(message)) => Inbound::decoded(message, None),
+        None => match to_json(envelope) {
+            Ok(bytes) if waiting.answered(&bytes) => return true,
+            Ok(bytes) => Inbound::Frame(bytes),
+            Err(e) => {
+                tracing::warn!("the gRPC server sent an unusable envelope: {e}");
+                return true;
+            }
+        },
+        Some(Err(e)) => {
+            tracing::warn!("the gRPC server sent an unusable envelope: {e}");
+            return true;
+        }
+    };
+    in_tx.send(inbound).await.is_ok()
+}
+
+/// A plain result in protobuf to one of the engine's requests, decoded: its result written
+/// once as raw JSON ([`oxmcp_proto::plain_result`]), so that the engine does not scan its
+/// text for the end of the result before the caller reads it. Only for a number id (the
+/// engine's; the transport's own requests, [`Waiting`], have string ids); `None` for any
+/// other envelope, which goes to the engine as its JSON text.
+fn decoded_answer(
+    envelope: &Envelope,
+) -> Option<Result<oxmcp_jsonrpc::Message, oxmcp_proto::ProtoError>> {
+    let Some(oxmcp_proto::envelope::Body::Message(m)) = &envelope.body else {
+        return None;
+    };
+    let Some(oxmcp_proto::id::Kind::Number(n)) = m.id.as_ref().and_then(|id| id.kind.as_ref())
+    else {
+        return None;
+    };
+    let result = oxmcp_proto::plain_result(m)?;
+    Some(result.map(|result| {
+        oxmcp_jsonrpc::Message::Response(oxmcp_jsonrpc::Response {
+            id: Some(oxmcp_jsonrpc::RequestId::Number(*n)),
+            outcome: Ok(result),
+        })
+    }))
 }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use axum::extract::Request;
 use axum::middleware::Next;
 use common::*;
-use oxmcp_client::{Client, ClientConfig, ClientHandlers};
+use oxmcp_client::{Client, ClientConfig, ClientHandlers, EraChoice};
 use oxmcp_http::{BodyEncoding, HttpClientConfig, HttpConfig, ServeOptions, StreamableHttp};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -102,6 +102,10 @@ async fn served(seen: Arc<Mutex<Vec<String>>>, json_only: bool) -> String {
 use axum::response::IntoResponse;
 
 async fn client(url: &str) -> Client {
+    client_in(url, ClientConfig::default()).await
+}
+
+async fn client_in(url: &str, config: ClientConfig) -> Client {
     let t = oxmcp_http::client::connect(
         url,
         HttpClientConfig::default()
@@ -110,14 +114,9 @@ async fn client(url: &str) -> Client {
     )
     .unwrap();
     let (channels, link) = t.into_parts();
-    Client::connect_over(
-        channels,
-        link,
-        ClientHandlers::new(),
-        ClientConfig::default(),
-    )
-    .await
-    .unwrap()
+    Client::connect_over(channels, link, ClientHandlers::new(), config)
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -382,4 +381,100 @@ async fn legacy_refusals_in_protobuf() {
     assert_eq!(r.status(), 400);
     let v = proto_answer(r).await;
     assert_eq!(v["error"]["code"], -32600, "{v}");
+}
+
+/// Plain results in protobuf reach our client decoded, not as JSON text: a binary resource
+/// of 300 KB comes back byte for byte over both eras, and the version that `initialize`
+/// negotiated (read from its decoded result) is on the requests after it.
+#[tokio::test]
+async fn our_client_reads_binary_contents_in_protobuf() {
+    use base64::Engine as _;
+    use oxmcp_server::Server;
+    use oxmcp_types::{ReadResourceResult, Resource, ResourceContents};
+    let bytes: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let blob = base64::engine::general_purpose::STANDARD.encode(&bytes);
+    let mut resource = Resource::default();
+    resource.uri = "test://blob".to_owned();
+    resource.name = "blob".to_owned();
+    let served_blob = blob.clone();
+    let server = with_tools(Server::builder("test", "1"))
+        .resource(resource, move |_c, uri| {
+            let blob = served_blob.clone();
+            async move {
+                let mut r = ReadResourceResult::default();
+                r.contents = vec![
+                    ResourceContents::default()
+                        .with_uri(uri)
+                        .with_blob(Some(blob)),
+                ];
+                Ok(r)
+            }
+        })
+        .build()
+        .unwrap();
+    let versions = Arc::new(Mutex::new(Vec::new()));
+    let seen = versions.clone();
+    let shutdown = CancellationToken::new();
+    let http = StreamableHttp::new(server, HttpConfig::default().shutdown(shutdown.clone()));
+    let router = http.router().layer(axum::middleware::from_fn(
+        move |req: Request, next: Next| {
+            let seen = seen.clone();
+            async move {
+                let posted = (
+                    header_of(&req, "content-type").unwrap_or_default(),
+                    header_of(&req, "mcp-protocol-version"),
+                );
+                seen.lock().unwrap().push(posted);
+                next.run(req).await
+            }
+        },
+    ));
+    let url = serve_routed(http, router, shutdown, ServeOptions::default())
+        .await
+        .url;
+    for era in [EraChoice::Legacy, EraChoice::Modern] {
+        versions.lock().unwrap().clear();
+        let c = client_in(&url, ClientConfig::default().era(era)).await;
+        let read = c.read_resource("test://blob").await.unwrap();
+        assert_eq!(read.contents.len(), 1);
+        assert_eq!(read.contents[0].blob.as_deref(), Some(blob.as_str()));
+        let echoed = c
+            .call_tool(
+                "echo",
+                json!({"message": "p"}).as_object().cloned().unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(echoed.content[0].as_text(), Some("p"));
+        let negotiated = c.protocol_version().to_string();
+        c.close().await;
+        let posts = versions.lock().unwrap().clone();
+        assert!(posts.len() >= 2, "{era:?}: {posts:?}");
+        let after = match era {
+            EraChoice::Legacy => {
+                assert!(
+                    posts[0].1.is_none(),
+                    "initialize goes without a version: {posts:?}"
+                );
+                &posts[1..]
+            }
+            _ => &posts[..],
+        };
+        for (ct, version) in after {
+            if !ct.is_empty() {
+                assert_eq!(ct, "application/mcp+protobuf", "{era:?}: {posts:?}");
+                assert_eq!(
+                    version.as_deref(),
+                    Some(negotiated.as_str()),
+                    "{era:?}: {posts:?}"
+                );
+            }
+        }
+    }
+}
+
+fn header_of(req: &Request, name: &str) -> Option<String> {
+    req.headers()
+        .get(name)
+        .map(|v| v.to_str().unwrap().to_owned())
 }

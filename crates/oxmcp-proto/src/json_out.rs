@@ -97,7 +97,7 @@ fn write_error(out: &mut String, e: &Error) -> Result<(), ProtoError> {
     Ok(())
 }
 
-fn write_value(out: &mut String, v: &Value) -> Result<(), ProtoError> {
+pub(crate) fn write_value(out: &mut String, v: &Value) -> Result<(), ProtoError> {
     match &v.kind {
         None => return Err(malformed("a value without a kind")),
         Some(value::Kind::NullValue(_)) => out.push_str("null"),

@@ -27,12 +27,14 @@ mod json_out;
 mod limits;
 mod long_strings;
 mod messages;
+mod raw_result;
 
 pub use convert::{from_proto, to_proto};
 pub use json_in::{encode_json_text, to_proto_text};
 pub use json_out::to_json_text;
 pub use limits::{DecodeLimits, MAX_DEPTH, Root, scan};
 pub use messages::*;
+pub use raw_result::plain_result;
 
 use prost::Message as _;
 
@@ -105,9 +107,17 @@ pub fn decode_with(bytes: &[u8], limits: &DecodeLimits) -> Result<serde_json::Va
 /// [`ProtoError::Malformed`] for bytes that are not a `Message`, [`ProtoError::TooLarge`]
 /// past the limits.
 pub fn decode_json_text(bytes: &[u8], limits: &DecodeLimits) -> Result<String, ProtoError> {
+    json_out::json_text_of(&decode_message(bytes, limits)?, bytes.len())
+}
+
+/// A protobuf `Message`, within `limits`.
+///
+/// # Errors
+/// [`ProtoError::Malformed`] for bytes that are not a `Message`, [`ProtoError::TooLarge`]
+/// past the limits.
+pub fn decode_message(bytes: &[u8], limits: &DecodeLimits) -> Result<Message, ProtoError> {
     scan(bytes, Root::Message, limits)?;
-    let m = Message::decode(bytes).map_err(|e| ProtoError::Malformed(e.to_string()))?;
-    json_out::json_text_of(&m, bytes.len())
+    Message::decode(bytes).map_err(|e| ProtoError::Malformed(e.to_string()))
 }
 
 /// A gRPC `Envelope`, within `limits`.

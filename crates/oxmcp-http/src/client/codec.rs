@@ -17,3 +17,48 @@ pub(crate) fn sse_data_to_json(data: &str) -> Result<String, String> {
             .map_err(|e| e.to_string()),
     }
 }
+
+/// A successful answer's message, for the engine.
+pub(crate) enum Answer {
+    /// Its JSON text (the engine decodes it).
+    Text(String),
+    /// A plain result in protobuf, decoded here: its result written once as raw JSON
+    /// ([`oxmcp_proto::plain_result`]), so that the engine does not scan its text for the
+    /// end of the result before the caller reads it (1.4 MB of base64 for a 1 MiB blob).
+    Decoded(oxmcp_jsonrpc::Message),
+}
+
+/// The message of an answer body in protobuf: a plain result to one of our requests
+/// decoded, anything else as its JSON text.
+///
+/// # Errors
+/// When the bytes are not a protobuf message (within the default limits) JSON-RPC can have.
+pub(crate) fn protobuf_answer(bytes: &[u8]) -> Result<Answer, oxmcp_proto::ProtoError> {
+    let limits = oxmcp_proto::DecodeLimits::default();
+    let m = oxmcp_proto::decode_message(bytes, &limits)?;
+    if let Some(id) = plain_id(&m)
+        && let Some(result) = oxmcp_proto::plain_result(&m)
+    {
+        return Ok(Answer::Decoded(oxmcp_jsonrpc::Message::Response(
+            oxmcp_jsonrpc::Response {
+                id: Some(id),
+                outcome: Ok(result?),
+            },
+        )));
+    }
+    oxmcp_proto::to_json_text(&m).map(Answer::Text)
+}
+
+/// The id of a message as the engine would read it from its JSON text, when that is a
+/// number or a string within [`oxmcp_jsonrpc::MAX_ID_LEN`] (else the text goes to the
+/// engine, which says what is wrong).
+pub(crate) fn plain_id(m: &oxmcp_proto::Message) -> Option<oxmcp_jsonrpc::RequestId> {
+    use oxmcp_proto::id::Kind;
+    match m.id.as_ref()?.kind.as_ref()? {
+        Kind::Number(n) => Some(oxmcp_jsonrpc::RequestId::Number(*n)),
+        Kind::Text(s) if s.len() <= oxmcp_jsonrpc::MAX_ID_LEN => {
+            Some(oxmcp_jsonrpc::RequestId::String(s.clone()))
+        }
+        _ => None,
+    }
+}

@@ -4,6 +4,8 @@
 use futures::StreamExt;
 use oxmcp_jsonrpc::{ErrorObject, Message, TransportError};
 
+use super::codec::{Answer, protobuf_answer};
+
 /// A request that got no HTTP answer at all, and why (the causes, one after the other). The
 /// server is named by scheme, host and port only: this goes to logs and on to clients, and a
 /// URL's path and query may hold a secret.
@@ -93,6 +95,36 @@ pub(super) async fn read_limited(
     resp: reqwest::Response,
     max: usize,
 ) -> Result<String, TransportError> {
+    let (body, protobuf) = read_bytes(resp, max).await?;
+    if protobuf {
+        return oxmcp_proto::decode_json_text(&body, &oxmcp_proto::DecodeLimits::default())
+            .map_err(|e| TransportError::Invalid(format!("an answer in protobuf: {e}")));
+    }
+    String::from_utf8(body).map_err(|_| TransportError::Invalid("response is not UTF-8".to_owned()))
+}
+
+/// The body of a successful answer, as [`read_limited`] reads it, for the engine: a plain
+/// result in protobuf comes decoded ([`Answer::Decoded`]), anything else as its JSON text.
+pub(super) async fn read_success(
+    resp: reqwest::Response,
+    max: usize,
+) -> Result<Answer, TransportError> {
+    let (body, protobuf) = read_bytes(resp, max).await?;
+    if protobuf {
+        return protobuf_answer(&body)
+            .map_err(|e| TransportError::Invalid(format!("an answer in protobuf: {e}")));
+    }
+    String::from_utf8(body)
+        .map(Answer::Text)
+        .map_err(|_| TransportError::Invalid("response is not UTF-8".to_owned()))
+}
+
+/// The bytes of an answer's body, at most `max`, and whether they are in the protobuf
+/// encoding.
+async fn read_bytes(
+    resp: reqwest::Response,
+    max: usize,
+) -> Result<(Vec<u8>, bool), TransportError> {
     let protobuf = resp
         .headers()
         .get("content-type")
@@ -130,11 +162,7 @@ pub(super) async fn read_limited(
         }
         body.extend_from_slice(&chunk);
     }
-    if protobuf {
-        return oxmcp_proto::decode_json_text(&body, &oxmcp_proto::DecodeLimits::default())
-            .map_err(|e| TransportError::Invalid(format!("an answer in protobuf: {e}")));
-    }
-    String::from_utf8(body).map_err(|_| TransportError::Invalid("response is not UTF-8".to_owned()))
+    Ok((body, protobuf))
 }
 
 /// Whether an answer is an SSE stream.

@@ -4,12 +4,13 @@
 
 use std::sync::Arc;
 
-use oxmcp_jsonrpc::Message;
+use oxmcp_jsonrpc::{Inbound, Message};
 use oxmcp_types::Tool;
 use oxmcp_types::methods::{CallTool, GetPrompt, ListTools, ReadResource, Request as _};
 use serde_json::Value;
 
-use super::failure::{Failure, is_sse, no_answer, read_limited};
+use super::codec::Answer;
+use super::failure::{Failure, is_sse, no_answer, read_success};
 use super::{Posted, State};
 
 /// The standard headers of a 2026-07-28 request.
@@ -95,23 +96,35 @@ impl State {
         if is_sse(&resp) {
             return self.consume_sse(resp, request, false).await;
         }
-        let body = match read_limited(resp, self.config.max_message).await {
+        let body = match read_success(resp, self.config.max_message).await {
             Ok(b) => b,
             Err(e) => return self.fail(request, e).await,
         };
-        if h.method == ListTools::METHOD {
-            self.learn_tools(&body);
+        // Decoded once, here: the engine takes the message as it is.
+        let (message, body) = match body {
+            Answer::Decoded(m) => (Ok(m), String::new()),
+            Answer::Text(body) => (Message::decode(body.as_bytes()), body),
+        };
+        if h.method == ListTools::METHOD
+            && let Ok(Message::Response(oxmcp_jsonrpc::Response {
+                outcome: Ok(result),
+                ..
+            })) = &message
+        {
+            self.learn_tools(result.get());
         }
         // Modern servers answer errors with a JSON-RPC body whatever the status (400, 404);
         // anything else (an empty 400 from a legacy server, say) fails the request.
-        match Message::decode(body.as_bytes()) {
+        match message {
             // An error the server could not tie to an id (`"id": null`) answers this POST's
             // request: over HTTP we know which one it carried.
             Ok(Message::Response(oxmcp_jsonrpc::Response {
                 id: None,
                 outcome: Err(e),
             })) if request.is_some() => self.answer_error(request, e).await,
-            Ok(Message::Response(_)) => self.deliver(body).await,
+            Ok(m @ Message::Response(_)) => {
+                let _ = self.to_engine.send(Inbound::decoded(m, None)).await;
+            }
             _ if failure.status.is_success() && request.is_none() => {}
             _ => self.fail(request, failure.error(&body)).await,
         }
@@ -133,12 +146,8 @@ impl State {
     }
 
     /// Remembers which tool arguments are mirrored into `Mcp-Param-*` headers.
-    fn learn_tools(&self, body: &str) {
-        #[derive(serde::Deserialize)]
-        struct Listed {
-            result: Option<oxmcp_types::ListToolsResult>,
-        }
-        let Ok(Listed { result: Some(list) }) = serde_json::from_str::<Listed>(body) else {
+    fn learn_tools(&self, result: &str) {
+        let Ok(list) = serde_json::from_str::<oxmcp_types::ListToolsResult>(result) else {
             return;
         };
         let mut map = self.tool_headers.lock();

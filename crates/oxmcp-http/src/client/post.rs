@@ -4,7 +4,10 @@
 
 use std::sync::Arc;
 
-use super::failure::{Failure, is_sse, no_answer, read_limited, rpc_error_of};
+use oxmcp_jsonrpc::{Inbound, Message};
+
+use super::codec::Answer;
+use super::failure::{Failure, is_sse, no_answer, read_limited, read_success, rpc_error_of};
 use super::legacy::Fallback;
 use super::{GateOpener, Posted, State};
 
@@ -171,15 +174,30 @@ impl State {
                 .consume_sse(resp, posted.request.clone(), posted.initialize)
                 .await;
         }
-        let body = match read_limited(resp, self.config.max_message).await {
+        let body = match read_success(resp, self.config.max_message).await {
             Ok(b) => b,
             Err(e) => return self.fail(posted.request.clone(), e).await,
         };
-        if posted.initialize {
-            self.note_version(&body);
-        }
-        if posted.request.is_some() {
-            self.deliver(body).await;
+        match body {
+            Answer::Text(body) => {
+                if posted.initialize {
+                    self.note_version(&body);
+                }
+                if posted.request.is_some() {
+                    self.deliver(body).await;
+                }
+            }
+            Answer::Decoded(message) => {
+                if posted.initialize
+                    && let Message::Response(r) = &message
+                    && let Ok(result) = &r.outcome
+                {
+                    self.note_version_of(result.get());
+                }
+                if posted.request.is_some() {
+                    let _ = self.to_engine.send(Inbound::decoded(message, None)).await;
+                }
+            }
         }
     }
 
@@ -197,9 +215,20 @@ impl State {
 
     /// Keeps the negotiated version from an `initialize` answer, for the version header.
     pub(super) fn note_version(&self, body: &str) {
-        if let Ok(v) = serde_json::from_str::<serde_json::Value>(body)
-            && let Some(pv) = v["result"]["protocolVersion"].as_str()
-        {
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(body) {
+            self.keep_version(&v["result"]);
+        }
+    }
+
+    /// [`Self::note_version`] from the answer's result alone.
+    fn note_version_of(&self, result: &str) {
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(result) {
+            self.keep_version(&v);
+        }
+    }
+
+    fn keep_version(&self, result: &serde_json::Value) {
+        if let Some(pv) = result["protocolVersion"].as_str() {
             *self.version.lock() = Some(pv.to_owned());
         }
     }
