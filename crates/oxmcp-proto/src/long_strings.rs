@@ -15,8 +15,9 @@ const LONG: usize = 4096;
 /// Texts shorter than this are parsed as they are: they cannot hold much in long strings.
 const WORTH_IT: usize = 16 * 1024;
 
-/// Short strings looked at before a long one is found: past this, the text is parsed as it
-/// is, so that a large text of many short strings costs one bounded scan more, not two.
+/// Short strings looked at: past this many, the rest of the text is left as it is (and a
+/// text with no long string before then is parsed as it is), so that a large text of many
+/// short strings costs one bounded scan more, not two.
 const SHORT_BUDGET: usize = 4096;
 
 /// A JSON text with its long strings emptied.
@@ -83,13 +84,18 @@ impl<'t> Shortened<'t> {
 }
 
 /// Whether a long string's contents may stand in JSON as they are: no control characters.
+/// Branch-free over blocks of 64 bytes, so that the compiler vectorises it (the long text of
+/// a text resource comes here).
 pub(crate) fn plain(contents: &str) -> bool {
-    !contents.bytes().any(|b| b < 0x20)
+    contents
+        .as_bytes()
+        .chunks(64)
+        .all(|block| block.iter().fold(true, |ok, &b| ok & (b >= 0x20)))
 }
 
-/// The contents of the long strings of `text` (no escapes in them), in order; `None` when
-/// there are none, when the text has a backslash outside a string or an unterminated
-/// string, or when [`SHORT_BUDGET`] short strings came before the first long one.
+/// The contents of the long strings of `text` (no escapes in them), in order, up to the
+/// [`SHORT_BUDGET`]th short string; `None` when there are none, or when the text has a
+/// backslash outside a string or an unterminated string.
 fn long_strings(text: &[u8]) -> Option<Vec<Range<usize>>> {
     let mut long = Vec::new();
     let mut short = 0;
@@ -115,15 +121,16 @@ fn long_strings(text: &[u8]) -> Option<Vec<Range<usize>>> {
                 return None;
             }
         };
+        at = end + 1;
         if !escaped && end - start >= LONG {
             long.push(start..end);
-        } else if long.is_empty() {
+        } else {
             short += 1;
             if short > SHORT_BUDGET {
-                return None;
+                // Outside a string here: what follows is parsed as it is.
+                break;
             }
         }
-        at = end + 1;
     }
     (!long.is_empty()).then_some(long)
 }
@@ -171,6 +178,15 @@ mod tests {
         assert!(Shortened::of(&many).is_none());
         let few = format!(r#"[{}"{blob}"]"#, r#""s","#.repeat(SHORT_BUDGET - 1));
         assert!(Shortened::of(&few).is_some());
+        // After a long one, the scan stops at the budget and leaves the rest as it is.
+        let after = format!(
+            r#"["{blob}",{}"{blob}"]"#,
+            r#""s","#.repeat(SHORT_BUDGET + 1)
+        );
+        let s = Shortened::of(&after).unwrap();
+        assert_eq!(s.emptied.len(), 1);
+        assert_eq!(s.text.len(), after.len() - blob.len());
+        assert!(s.text.starts_with(r#"["","s","#) && s.text.ends_with(&format!(r#""{blob}"]"#)));
     }
 
     #[test]
