@@ -52,7 +52,7 @@ pub(crate) fn protobuf_answer(bytes: &[u8]) -> Result<Answer, oxmcp_proto::Proto
 /// The id of a message as the engine would read it from its JSON text, when that is a
 /// number or a string within [`oxmcp_jsonrpc::MAX_ID_LEN`] (else the text goes to the
 /// engine, which says what is wrong).
-pub(crate) fn plain_id(m: &oxmcp_proto::Message) -> Option<oxmcp_jsonrpc::RequestId> {
+fn plain_id(m: &oxmcp_proto::Message) -> Option<oxmcp_jsonrpc::RequestId> {
     use oxmcp_proto::id::Kind;
     match m.id.as_ref()?.kind.as_ref()? {
         Kind::Number(n) => Some(oxmcp_jsonrpc::RequestId::Number(*n)),
