@@ -333,7 +333,7 @@ async fn hand_on(envelope: Envelope, waiting: &Waiting, in_tx: &mpsc::Sender<Inb
 }
 
 /// A plain result in protobuf to one of the engine's requests, decoded: its result written
-/// once as raw JSON ([`oxmcp_proto::plain_result`]), so that the engine does not scan its
+/// as raw JSON ([`oxmcp_proto::plain_result`]), so that the engine does not scan its
 /// text for the end of the result before the caller reads it. Only for a number id (the
 /// engine's; the transport's own requests, [`Waiting`], have string ids); `None` for any
 /// other envelope, which goes to the engine as its JSON text.

@@ -423,6 +423,15 @@ mod tests {
             same(v);
             let after = SHORTENED.with(std::cell::Cell::get);
             assert_eq!(after > before, emptied, "{:.200}", v.to_string());
+            // The same bytes and message as parsing the text whole.
+            let text = serde_json::to_string(v).unwrap();
+            let whole = read_whole(&text, None, &|de, long| Top(long).deserialize(de)).unwrap();
+            assert_eq!(encode_json_text(&text).unwrap(), whole, "{:.200}", v.to_string());
+            if v.is_object() {
+                let whole =
+                    read_whole(&text, None, &|de, long| MessageSeed(long).deserialize(de)).unwrap();
+                assert_eq!(to_proto_text(&text).unwrap(), whole);
+            }
         };
         same(
             &json!({"jsonrpc":"2.0","id":1,"result":{"contents":[
@@ -462,6 +471,13 @@ mod tests {
                      {"jsonrpc":"2.0","id":2,"result":{"t": text}}]),
             true,
         );
+        // In params, as a whole result, as an array's element.
+        same(
+            &json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x","arguments":{"a": blob}}}),
+            true,
+        );
+        same(&json!({"jsonrpc":"2.0","id":1,"result": text}), true);
+        same(&json!({"jsonrpc":"2.0","id":1,"result": [blob, text, "s", blob]}), true);
     }
 
     /// What serde_json refuses in a long string is refused, with serde_json's own error.

@@ -1,5 +1,5 @@
 //! The result of a plain success response in protobuf as raw JSON, for a client's engine to
-//! take decoded: written once from the protobuf message and not parsed again. Through its
+//! take decoded: written from the protobuf message and not parsed again. Through its
 //! JSON text, the engine found the end of the result (the base64 of a 1 MiB blob, 1.4 MB of
 //! one string) with serde_json's scan before the client read it into its type with another.
 
@@ -36,11 +36,13 @@ fn raw_works() -> bool {
 
 /// The result of `m` as raw JSON when `m` is a plain success response: an id that is a
 /// number or a string, a result, and no method, params or error. `None` for any other
-/// message (it goes to the engine as its JSON text, [`crate::to_json_text`], which says
-/// what is wrong with it if anything is).
+/// message (hand that on as its JSON text, [`crate::to_json_text`], for the reader of
+/// JSON-RPC to say what is wrong with it if anything is).
 ///
 /// The text is the same as the result's in [`crate::to_json_text`]; it is written by this
-/// crate, so it is valid JSON and is not parsed to check it.
+/// crate, so it is valid JSON and is not parsed to check it. The id is the caller's to take
+/// from `m` and to hold to its own rules (a JSON-RPC reader's limit on the length of a
+/// string id, say), as it would reading the message's JSON text.
 ///
 /// # Errors
 /// [`ProtoError::Malformed`] for a result JSON cannot have (a value without a kind, a
@@ -52,7 +54,10 @@ pub fn plain_result(m: &Message) -> Option<Result<Box<RawValue>, ProtoError>> {
     if !plain || !matches!(id, Some(id::Kind::Number(_) | id::Kind::Text(_))) {
         return None;
     }
-    let mut text = String::new();
+    // Room for binary contents as base64 (a third more), so a large result is written
+    // without growing the buffer.
+    let wire = prost::Message::encoded_len(result);
+    let mut text = String::with_capacity(wire + wire / 3 + 64);
     if let Err(e) = crate::json_out::write_value(&mut text, result) {
         return Some(Err(e));
     }

@@ -22,7 +22,7 @@ pub(crate) fn sse_data_to_json(data: &str) -> Result<String, String> {
 pub(crate) enum Answer {
     /// Its JSON text (the engine decodes it).
     Text(String),
-    /// A plain result in protobuf, decoded here: its result written once as raw JSON
+    /// A plain result in protobuf, decoded here: its result written as raw JSON
     /// ([`oxmcp_proto::plain_result`]), so that the engine does not scan its text for the
     /// end of the result before the caller reads it (1.4 MB of base64 for a 1 MiB blob).
     Decoded(oxmcp_jsonrpc::Message),
@@ -60,5 +60,45 @@ fn plain_id(m: &oxmcp_proto::Message) -> Option<oxmcp_jsonrpc::RequestId> {
             Some(oxmcp_jsonrpc::RequestId::String(s.clone()))
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use serde_json::json;
+
+    fn wire(v: &serde_json::Value) -> Vec<u8> {
+        oxmcp_proto::encode(v).unwrap()
+    }
+
+    #[test]
+    fn plain_results_come_decoded_and_the_rest_as_text() {
+        let plain = json!({"jsonrpc":"2.0","id":7,"result":{"a":[1,"b"],"c":null}});
+        let Answer::Decoded(oxmcp_jsonrpc::Message::Response(r)) =
+            protobuf_answer(&wire(&plain)).unwrap()
+        else {
+            panic!("a plain result comes decoded");
+        };
+        assert_eq!(r.id, Some(oxmcp_jsonrpc::RequestId::Number(7)));
+        assert_eq!(r.outcome.unwrap().get(), r#"{"a":[1,"b"],"c":null}"#);
+        let long_id = "i".repeat(oxmcp_jsonrpc::MAX_ID_LEN + 1);
+        for other in [
+            json!({"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"no"}}),
+            json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}),
+            json!({"jsonrpc":"2.0","id":8,"method":"ping"}),
+            json!({"jsonrpc":"2.0","method":"notifications/progress","params":{}}),
+            json!({"jsonrpc":"2.0","id": long_id,"result":{}}),
+        ] {
+            match protobuf_answer(&wire(&other)).unwrap() {
+                Answer::Text(text) => {
+                    let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+                    assert_eq!(back, other);
+                }
+                Answer::Decoded(m) => panic!("{other} came decoded: {m:?}"),
+            }
+        }
     }
 }
