@@ -426,7 +426,12 @@ mod tests {
             // The same bytes and message as parsing the text whole.
             let text = serde_json::to_string(v).unwrap();
             let whole = read_whole(&text, None, &|de, long| Top(long).deserialize(de)).unwrap();
-            assert_eq!(encode_json_text(&text).unwrap(), whole, "{:.200}", v.to_string());
+            assert_eq!(
+                encode_json_text(&text).unwrap(),
+                whole,
+                "{:.200}",
+                v.to_string()
+            );
             if v.is_object() {
                 let whole =
                     read_whole(&text, None, &|de, long| MessageSeed(long).deserialize(de)).unwrap();
@@ -477,7 +482,10 @@ mod tests {
             true,
         );
         same(&json!({"jsonrpc":"2.0","id":1,"result": text}), true);
-        same(&json!({"jsonrpc":"2.0","id":1,"result": [blob, text, "s", blob]}), true);
+        same(
+            &json!({"jsonrpc":"2.0","id":1,"result": [blob, text, "s", blob]}),
+            true,
+        );
     }
 
     /// What serde_json refuses in a long string is refused, with serde_json's own error.
