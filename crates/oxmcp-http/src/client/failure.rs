@@ -100,7 +100,7 @@ pub(super) async fn read_limited(
         return oxmcp_proto::decode_json_text(&body, &oxmcp_proto::DecodeLimits::default())
             .map_err(|e| TransportError::Invalid(format!("an answer in protobuf: {e}")));
     }
-    String::from_utf8(body).map_err(|_| TransportError::Invalid("response is not UTF-8".to_owned()))
+    utf8(body)
 }
 
 /// The body of a successful answer, as [`read_limited`] reads it, for the engine: a plain
@@ -114,9 +114,12 @@ pub(super) async fn read_success(
         return protobuf_answer(&body)
             .map_err(|e| TransportError::Invalid(format!("an answer in protobuf: {e}")));
     }
-    String::from_utf8(body)
-        .map(Answer::Text)
-        .map_err(|_| TransportError::Invalid("response is not UTF-8".to_owned()))
+    utf8(body).map(Answer::Text)
+}
+
+/// A JSON body's text.
+fn utf8(body: Vec<u8>) -> Result<String, TransportError> {
+    String::from_utf8(body).map_err(|_| TransportError::Invalid("response is not UTF-8".to_owned()))
 }
 
 /// The bytes of an answer's body, at most `max`, and whether they are in the protobuf
