@@ -121,6 +121,19 @@ impl Direct {
         self.shared.handled.load(Ordering::Acquire)
     }
 
+    /// Nothing is in flight: no request of the other side runs or waits, and none of ours
+    /// waits for its response (a transport parks only a quiet connection).
+    pub fn quiet(&self) -> bool {
+        lock(&self.shared.in_flight).is_empty() && self.shared.peer.pending_count() == 0
+    }
+
+    /// The id our next request on this connection gets ([`Peer::next_id`](crate::Peer::next_id)):
+    /// a later connection of the same session numbers its own from here, so that a late
+    /// answer to this one's cannot be taken for an answer to a new request.
+    pub fn next_request_id(&self) -> i64 {
+        self.shared.peer.next_id()
+    }
+
     /// The connection is gone: every request it has in flight is cancelled and stopped at
     /// once, wherever it runs (by the loop, on a caller's task, or on a task of its own since
     /// it sent something), as when the connection is killed for not reading.

@@ -28,6 +28,10 @@ pub struct Connection {
     /// (Streamable HTTP's `Mcp-Session-Id`); `None` where the connection is the session
     /// (stdio, WebSocket, gRPC). A server names the session's handler state by it.
     pub session: Option<String>,
+    /// Where the transport parks this session while it is idle, if it does ([`ParkSlot`](crate::ParkSlot)):
+    /// a service that offers it keeps the session's state when the connection ends parked,
+    /// and gets it back from the next connection with the same slot. `None`: never parked.
+    pub parking: Option<crate::ParkSlot>,
 }
 
 /// Something a transport can host: it serves each connection the transport opens. An MCP

@@ -310,6 +310,7 @@ async fn unary(
         config: inner.engine.clone(),
         principal: caller.principal,
         direct: None,
+        parking: None,
         session: None,
     }));
     // A call the client gives up on, or whose token ends, stops its engine with it.

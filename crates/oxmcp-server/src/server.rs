@@ -70,6 +70,7 @@ impl Server {
             config: self.state.about.config.engine.clone(),
             principal: None,
             direct: None,
+            parking: None,
             session: None,
         };
         self.run(connection, true).await;
@@ -103,13 +104,24 @@ impl Server {
             principal,
             direct,
             session: name,
+            parking,
         } = connection;
         let peer = Peer::with_config(outgoing, &engine);
-        let mut session = Session::new(self.state.clone()).with_principal(principal);
-        if listed {
-            session = session.with_state(name);
-        }
-        let session = Arc::new(session);
+        // A session the transport parks (HTTP, while idle) keeps its state between
+        // connections: the next one takes up what the parked one kept.
+        let parking = parking.filter(|_| listed && name.is_some());
+        let resumed = parking
+            .as_ref()
+            .and_then(|slot| slot.offer())
+            .and_then(|state| state.downcast::<ParkedSession>().ok())
+            .and_then(|mut parked| parked.0.take());
+        let session = resumed.unwrap_or_else(|| {
+            let mut session = Session::new(self.state.clone()).with_principal(principal);
+            if listed {
+                session = session.with_state(name);
+            }
+            Arc::new(session)
+        });
         let weak = Arc::downgrade(&session);
         if listed {
             let mut sessions = self.lock_sessions();
@@ -122,11 +134,14 @@ impl Server {
         // the awaited copy), 880 bytes a session in the heap profile of session_heap.rs.
         let engine = oxmcp_engine::run_with(peer, incoming, service, engine, direct);
         futures::FutureExt::map(engine, move |()| {
-            // The connection is over: so are its subscriptions (`on_unsubscribe` hears of
-            // each), and its handler state where it lives in this process only.
-            session.release_subscriptions();
-            session.end_state();
-            drop(session);
+            let parked = ParkedSession(Some(session));
+            match parking.filter(|slot| slot.parking()) {
+                // Parked: the session lives on, its subscriptions and handler state too.
+                Some(slot) => drop(slot.keep(Box::new(parked))),
+                // The connection is over: so are its subscriptions (`on_unsubscribe` hears
+                // of each), and its handler state where it lives in this process only.
+                None => drop(parked),
+            }
             if listed {
                 // Forget the connection so its outgoing queue closes and the transport can
                 // finish.
@@ -154,7 +169,8 @@ impl Server {
 
     /// Number of connections being served: legacy sessions and connection transports (a
     /// 2026-07-28 request served on its own, [`oxmcp_engine::Serve::serve_request`], is not
-    /// one).
+    /// one). A session whose transport parked its connection while idle
+    /// ([`oxmcp_engine::ParkSlot`]) is not counted until its next request.
     pub fn session_count(&self) -> usize {
         self.live_sessions().len()
     }
@@ -336,6 +352,19 @@ impl Server {
     /// handler: its lists depend on the request).
     pub fn tool_names(&self) -> Vec<String> {
         self.state.catalogue.read().tools.keys().cloned().collect()
+    }
+}
+
+/// A session whose connection was parked ([`oxmcp_engine::ParkSlot`]): dropped while
+/// parked (the session expired, or was deleted), it ends as a connection that ends does.
+struct ParkedSession(Option<Arc<Session>>);
+
+impl Drop for ParkedSession {
+    fn drop(&mut self) {
+        if let Some(session) = self.0.take() {
+            session.release_subscriptions();
+            session.end_state();
+        }
     }
 }
 

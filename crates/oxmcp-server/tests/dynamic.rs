@@ -127,6 +127,7 @@ async fn connect(
             config: EngineConfig::default(),
             principal: Some(who),
             direct: None,
+            parking: None,
             session: None,
         };
         Serve::serve(&s, connection).await;

@@ -270,6 +270,7 @@ fn start_engine(
         config: inner.engine.clone(),
         principal,
         direct: Some(direct.clone()),
+        parking: None,
         session: None,
     });
     (Feeder::new(in_tx, direct), out_rx, tokio::spawn(serving))

@@ -83,6 +83,7 @@ async fn connect(server: &Server, tenant: &str, era: EraChoice) -> Result<Client
             config: server.config().engine.clone(),
             principal: Some(tenant),
             direct: None,
+            parking: None,
             session: None,
         };
         Serve::serve(&server, connection).await;

@@ -401,6 +401,7 @@ async fn client_as(server: &Server, principal: &str, era: EraChoice) -> Client {
             config: s.config().engine.clone(),
             principal: Some(who),
             direct: None,
+            parking: None,
             session: None,
         };
         Serve::serve(&s, connection).await;

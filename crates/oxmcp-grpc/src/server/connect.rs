@@ -96,6 +96,7 @@ pub(super) fn open(
         config: inner.engine.clone(),
         principal: caller.principal,
         direct: Some(direct.clone()),
+        parking: None,
         session: None,
     }));
     let form = Arc::new(SharedForm::new(chosen));
