@@ -48,7 +48,8 @@ pub(crate) struct BenchArgs {
     #[arg(long)]
     expect: Option<String>,
     /// Open this many sessions, leave them idle, and report the server's RSS per session
-    /// (needs --server-pid).
+    /// (needs --server-pid): sessions with no stream open are read again after 8 s idle,
+    /// once a server that parks idle sessions has parked them.
     #[arg(long)]
     idle_sessions: Option<usize>,
     /// Start the stdio server this many times, one after another, and report the time from

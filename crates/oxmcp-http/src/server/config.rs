@@ -39,6 +39,14 @@ pub struct HttpConfig {
     pub max_body: usize,
     /// Sessions idle (no request and no open stream) for this long are closed.
     pub session_idle_timeout: Duration,
+    /// Sessions idle for this long (and quiet: nothing in flight either way, no GET stream
+    /// open or kept for resumption) are parked: their engine connection ends, the server
+    /// keeps their state (log level, subscriptions, handler state), and their next request
+    /// starts a connection again. An idle session then holds a few hundred bytes of engine
+    /// instead of kilobytes. Only sessions held in this process are parked (not those of
+    /// [`crate::StreamableHttp::with_store`]), and only by a service that supports it
+    /// (`oxmcp_server::Server` does; see `oxmcp_engine::ParkSlot`). `None`: never.
+    pub park_idle_after: Option<Duration>,
     /// Most sessions at once (503 above it).
     pub max_sessions: usize,
     /// Validate `Host` and `Origin` (DNS-rebinding protection). On by default.
@@ -150,6 +158,7 @@ impl Default for HttpConfig {
             response_mode: ResponseMode::Auto,
             max_body: 4 * 1024 * 1024,
             session_idle_timeout: Duration::from_secs(30 * 60),
+            park_idle_after: Some(Duration::from_secs(5)),
             max_sessions: 10_000,
             dns_rebinding_protection: true,
             allowed_hosts: Vec::new(),

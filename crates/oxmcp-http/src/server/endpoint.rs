@@ -153,35 +153,61 @@ impl Inner {
         first_id: i64,
         sessionless: bool,
     ) -> Arc<HttpSession> {
+        let backend: Arc<dyn SessionBackend> = if sessionless {
+            Arc::new(Sessionless)
+        } else {
+            self.backend().clone()
+        };
+        let session = HttpSession::new(
+            id,
+            version,
+            backend,
+            client,
+            owner,
+            first_id,
+            Arc::downgrade(self),
+        );
+        self.connect(&session, sessionless);
+        session
+    }
+
+    /// Starts an engine connection for `session` (new, or parked until now: its service
+    /// then takes up the state it kept) and the routing of its output.
+    pub(crate) fn connect(self: &Arc<Self>, session: &Arc<HttpSession>, sessionless: bool) {
         let (in_tx, in_rx) = mpsc::channel(64);
         let (out_tx, mut out_rx) = mpsc::channel(1024);
-        let principal = owner.clone();
         let direct = oxmcp_engine::DirectSlot::new();
-        let (name, backend): (_, Arc<dyn SessionBackend>) = if sessionless {
-            (None, Arc::new(Sessionless))
-        } else {
-            (Some(id.clone()), self.backend().clone())
-        };
-        let session = HttpSession::new(id, in_tx, version, backend, client, owner, direct.clone());
+        let name = (!sessionless).then(|| session.id.clone());
+        let parks = !sessionless && self.config.park_idle_after.is_some() && session.parks();
         let mut config = self.engine.clone();
-        config.first_request_id = first_id;
+        config.first_request_id = session.first_request_id();
+        session.attach(in_tx, direct.clone());
         let serving = self.service.serve(Connection {
             incoming: in_rx,
             outgoing: out_tx,
             config,
-            principal,
+            principal: session.owner.clone(),
             direct: Some(direct),
             session: name,
+            parking: parks.then(|| session.park.clone()),
         });
-        let (ended, id) = (Arc::downgrade(self), session.id.clone());
+        let (ended, id, slot) = (
+            Arc::downgrade(self),
+            session.id.clone(),
+            session.park.clone(),
+        );
         tokio::spawn(async move {
             serving.await;
+            // Parked: the session waits for its next message, with no engine running.
+            if slot.settle() {
+                return;
+            }
             // Ended by DELETE or expiry (already removed), or closed for not reading: gone.
             if let Some(inner) = ended.upgrade() {
                 inner.remove(&id);
             }
         });
-        let weak = Arc::downgrade(&session);
+        let weak = Arc::downgrade(session);
         // Routing never waits on a client (slow streams are detached and resume from the
         // store), so this queue is always drained and never holds up a broadcast. A message
         // is routed in a future of its own (boxed): the task of an idle session then holds
@@ -195,7 +221,6 @@ impl Inner {
                 }
             }
         });
-        session
     }
 }
 
@@ -282,6 +307,12 @@ impl StreamableHttp {
         self.inner.sessions().len()
     }
 
+    /// Open sessions whose engine connection is parked for now
+    /// ([`HttpConfig::park_idle_after`]).
+    pub fn parked_count(&self) -> usize {
+        self.all_sessions().iter().filter(|s| s.is_parked()).count()
+    }
+
     /// SSE streams with a client attached, over all sessions.
     pub fn stream_count(&self) -> usize {
         self.all_sessions()
@@ -355,11 +386,16 @@ impl StreamableHttp {
 /// Closes sessions idle for the idle timeout, and sessions whose handshake did not finish
 /// within the initialize timeout.
 async fn reap(inner: Weak<Inner>) {
-    let (idle, init) = match inner.upgrade() {
-        Some(i) => (i.config.session_idle_timeout, i.config.session_init_timeout),
+    let (idle, init, park) = match inner.upgrade() {
+        Some(i) => (
+            i.config.session_idle_timeout,
+            i.config.session_init_timeout,
+            i.config.park_idle_after,
+        ),
         None => return,
     };
-    let period = (idle.min(init) / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
+    let shortest = idle.min(init).min(park.unwrap_or(Duration::MAX));
+    let period = (shortest / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
     loop {
         tokio::time::sleep(period).await;
         let Some(inner) = inner.upgrade() else { return };
@@ -379,6 +415,30 @@ async fn reap(inner: Weak<Inner>) {
             tracing::debug!(session = %id, "session expired");
             inner.remove(&id);
         }
+        if let Some(after) = park {
+            park_idle(&inner, now, after);
+        }
         inner.clients.prune_idle(&inner.config);
+    }
+}
+
+/// Parks the engine connections of sessions idle for `after` (see [`HttpSession::park`]).
+fn park_idle(inner: &Inner, now: Instant, after: Duration) {
+    let idle: Vec<Arc<HttpSession>> = inner
+        .sessions()
+        .values()
+        .filter(|s| {
+            s.is_initialized()
+                && s.parks()
+                && !s.is_parked()
+                && s.idle_since()
+                    .is_some_and(|t| now.duration_since(t) >= after)
+        })
+        .cloned()
+        .collect();
+    for session in idle {
+        if session.park() {
+            tracing::trace!(session = %session.id, "idle session parked");
+        }
     }
 }

@@ -89,6 +89,11 @@ async fn stream(inner: Arc<Inner>, headers: &HeaderMap, principal: Option<String
         Err(r) => return r,
     };
     session.touch();
+    // A parked session's engine runs again while a stream is open: what the server sends
+    // to every session reaches this one's.
+    if !session.wake().await {
+        return Refusal::unknown_session().into_response();
+    }
     if let Err(r) = accepting(&inner.config) {
         return r.into_response();
     }

@@ -216,6 +216,7 @@ fn start(
         config: inner.engine.clone(),
         principal: client.principal().map(str::to_owned),
         direct: None,
+        parking: None,
         session: None,
     });
     let (ended, id, key) = (inner.clone(), id.to_owned(), client.key());

@@ -412,7 +412,7 @@ pub(crate) async fn answer(
 /// A POST with no request in it (notifications, responses, invalid batch entries): 202, or
 /// the errors of its invalid entries.
 async fn accept_only(
-    session: &HttpSession,
+    session: &Arc<HttpSession>,
     mut posted: Posted,
     context: oxmcp_jsonrpc::TransportContext,
     encoding: Encoding,

@@ -123,7 +123,7 @@ fn header_version(headers: &HeaderMap) -> ProtocolVersion {
 
 /// Feeds a new state the handshake the client made elsewhere: an `initialize` of the
 /// transport's own in `version`, with no client capabilities, and `initialized`.
-async fn initialize(session: &HttpSession, version: ProtocolVersion) {
+async fn initialize(session: &Arc<HttpSession>, version: ProtocolVersion) {
     let params = serde_json::json!({
         "protocolVersion": version.as_str(),
         "capabilities": {},

@@ -155,6 +155,7 @@ pub(crate) async fn handle(
         config: inner.engine.clone(),
         principal,
         direct: Some(slot.clone()),
+        parking: None,
         session: None,
     });
     let mut engine = OneRequest::start(serving, permits);

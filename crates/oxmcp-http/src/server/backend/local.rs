@@ -32,6 +32,10 @@ impl Local {
 impl SessionBackend for Local {
     fn start(&self, _inner: &Arc<Inner>) {}
 
+    fn parks(&self) -> bool {
+        true
+    }
+
     fn lookup<'a>(
         &'a self,
         inner: &'a Arc<Inner>,

@@ -47,6 +47,13 @@ pub(crate) trait SessionBackend: Send + Sync + 'static {
     /// Starts the backend's own tasks, which end with the endpoint.
     fn start(&self, inner: &Arc<Inner>);
 
+    /// Whether its idle sessions may be parked ([`HttpSession::park`]): only where every
+    /// message for a session comes through this instance's request paths (which start a
+    /// parked engine again), not where another instance's changes are fed to it.
+    fn parks(&self) -> bool {
+        false
+    }
+
     /// The session `id` of `principal` (a session is only ever used by the principal that
     /// opened it: to anyone else it does not exist).
     fn lookup<'a>(

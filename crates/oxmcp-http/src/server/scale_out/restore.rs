@@ -162,7 +162,7 @@ async fn restore(
 /// Makes the session's engine hold what `target` says (log level, subscriptions), given what
 /// it holds now (`applied`, updated).
 async fn catch_up(
-    session: &HttpSession,
+    session: &Arc<HttpSession>,
     applied: &mut oxmcp_store::SessionRecord,
     target: &oxmcp_store::SessionRecord,
 ) {

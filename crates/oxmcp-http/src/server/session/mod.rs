@@ -10,6 +10,7 @@
 
 mod by_id;
 mod changes;
+mod link;
 mod streams;
 
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
 use by_id::ById;
+use link::Link;
 use streams::Streams;
 pub(crate) use streams::{Event, Routed};
 
@@ -58,8 +60,16 @@ pub(crate) fn handshake_done(m: &Message) -> bool {
 /// An HTTP session.
 pub(crate) struct HttpSession {
     pub(crate) id: String,
-    /// The engine's input; taken (closing the engine) when the session ends.
-    incoming: Mutex<Option<mpsc::Sender<Inbound>>>,
+    /// The engine connection: its input is dropped (closing the engine) when the session
+    /// ends or is parked.
+    link: Mutex<Link>,
+    /// Where the service keeps the session's state while it is parked.
+    pub(crate) park: oxmcp_engine::ParkSlot,
+    /// The endpoint, to start the engine of a parked session again.
+    endpoint: std::sync::Weak<crate::server::endpoint::Inner>,
+    /// The id the next engine connection numbers its requests to the client from (the
+    /// parked one's next).
+    next_request: std::sync::atomic::AtomicI64,
     version: Mutex<ProtocolVersion>,
     streams: Mutex<Streams>,
     /// Stream tokens: unique within the session (resumption is scoped to the session, whose
@@ -90,9 +100,8 @@ pub(crate) struct HttpSession {
     /// Until when this instance trusts that the shared store still has the session, and
     /// under which of the store's bus connections (store-backed sessions only; 0: ask).
     pub(crate) store_lease: std::sync::atomic::AtomicU64,
-    /// The engine's handle for answering a request on the POST's own task.
-    direct: oxmcp_engine::DirectSlot,
-    /// Messages fed to the engine's input (compared with what it handled).
+    /// Messages fed to the current engine connection's input (compared with what it
+    /// handled).
     fed: std::sync::atomic::AtomicU64,
 }
 
@@ -112,18 +121,23 @@ pub(crate) struct Resumed {
 }
 
 impl HttpSession {
+    /// A session with no engine connection yet ([`HttpSession::attach`] gives it one);
+    /// `endpoint` starts its engine again when it was parked.
     pub(crate) fn new(
         id: String,
-        incoming: mpsc::Sender<Inbound>,
         version: ProtocolVersion,
         backend: Arc<dyn SessionBackend>,
         client: Option<String>,
         owner: Option<String>,
-        direct: oxmcp_engine::DirectSlot,
+        first_request_id: i64,
+        endpoint: std::sync::Weak<crate::server::endpoint::Inner>,
     ) -> Arc<Self> {
         Arc::new(Self {
             id,
-            incoming: Mutex::new(Some(incoming)),
+            link: Mutex::new(Link::Starting),
+            park: oxmcp_engine::ParkSlot::new(),
+            endpoint,
+            next_request: std::sync::atomic::AtomicI64::new(first_request_id),
             version: Mutex::new(version),
             streams: Mutex::new(Streams::default()),
             next_stream: std::sync::atomic::AtomicU64::new(1),
@@ -138,7 +152,6 @@ impl HttpSession {
             created: Instant::now(),
             initialized: std::sync::atomic::AtomicBool::new(false),
             store_lease: std::sync::atomic::AtomicU64::new(0),
-            direct,
             fed: std::sync::atomic::AtomicU64::new(0),
         })
     }
@@ -164,7 +177,7 @@ impl HttpSession {
     /// Hands the engine a request of the transport's own (`method`, `params`), whose answer
     /// goes nowhere. False once the session is closed.
     pub(crate) async fn feed_own(
-        &self,
+        self: &Arc<Self>,
         id: RequestId,
         method: &str,
         params: serde_json::Value,
@@ -238,10 +251,13 @@ impl HttpSession {
         Some(*self.last_seen.lock())
     }
 
-    /// Hands a POST body to the engine. False once the session is closed.
-    pub(crate) async fn feed(&self, input: Inbound) -> bool {
-        let tx = self.incoming.lock().clone();
-        match tx {
+    /// Hands a POST body to the engine (started again first if the session was parked).
+    /// False once the session is closed.
+    pub(crate) async fn feed(self: &Arc<Self>, input: Inbound) -> bool {
+        if !self.wake().await {
+            return false;
+        }
+        match self.incoming() {
             Some(tx) => match tx.reserve().await {
                 Ok(slot) => {
                     // Counted before it is sent: a request answered directly meanwhile sees
@@ -257,15 +273,6 @@ impl HttpSession {
         }
     }
 
-    /// The engine's handle for answering a request on the caller's task, when the session is
-    /// open and the engine has handled everything fed to it before (a request never
-    /// overtakes a message the client sent before it, such as `notifications/initialized`).
-    pub(crate) fn direct(&self) -> Option<&oxmcp_engine::Direct> {
-        let direct = self.direct.get()?;
-        let fed = self.fed.load(std::sync::atomic::Ordering::Acquire);
-        (self.incoming.lock().is_some() && direct.handled() == fed).then_some(direct)
-    }
-
     /// Fails our request `id` to the client at once: no stream can carry it (the POST it
     /// belongs to is answered with a JSON body, and the session has no GET stream open).
     pub(crate) fn unreachable(&self, id: RequestId) {
@@ -278,7 +285,7 @@ impl HttpSession {
 
     /// Fails our request `id` to the client at once, saying `why` it cannot be sent.
     pub(crate) fn fail_request(&self, id: RequestId, why: &str) {
-        let Some(tx) = self.incoming.lock().clone() else {
+        let Some(tx) = self.incoming() else {
             return;
         };
         tracing::debug!(session = %self.id, %id, "no stream to the client for a request; failed");
@@ -292,7 +299,9 @@ impl HttpSession {
 
     /// Ends the session: the engine finishes what it accepted, and every stream ends.
     pub(crate) fn close(&self) {
-        self.incoming.lock().take();
+        *self.link.lock() = Link::Closed;
+        // A parked session's kept state ends now.
+        self.park.end();
         let mut streams = self.lock();
         for s in streams.by_token.values_mut() {
             s.live = None;
@@ -364,18 +373,17 @@ mod tests {
     fn session() -> (Arc<HttpSession>, mpsc::Receiver<Inbound>) {
         let (tx, rx) = mpsc::channel(8);
         let log = Arc::new(MemoryEventLog::new(64));
-        (
-            HttpSession::new(
-                "t".into(),
-                tx,
-                ProtocolVersion::V2025_11_25,
-                Arc::new(Local::new(log)),
-                None,
-                None,
-                oxmcp_engine::DirectSlot::new(),
-            ),
-            rx,
-        )
+        let session = HttpSession::new(
+            "t".into(),
+            ProtocolVersion::V2025_11_25,
+            Arc::new(Local::new(log)),
+            None,
+            None,
+            1,
+            std::sync::Weak::new(),
+        );
+        session.attach(tx, oxmcp_engine::DirectSlot::new());
+        (session, rx)
     }
 
     fn out(line: &str, related: Option<i64>) -> Outbound {
