@@ -127,6 +127,13 @@ impl Direct {
         lock(&self.shared.in_flight).is_empty() && self.shared.peer.pending_count() == 0
     }
 
+    /// Handles on the connection's [`Peer`](crate::Peer) alive now, the connection's own
+    /// included: work that outlives its request (a task, a handler that kept its peer) holds
+    /// one, and may still send on it ([`crate::ParkSlot::begin`] refuses then).
+    pub fn peer_handles(&self) -> usize {
+        self.shared.peer.handles()
+    }
+
     /// The id our next request on this connection gets ([`Peer::next_id`](crate::Peer::next_id)):
     /// a later connection of the same session numbers its own from here, so that a late
     /// answer to this one's cannot be taken for an answer to a new request.

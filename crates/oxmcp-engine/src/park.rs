@@ -34,8 +34,9 @@ enum Stage {
     /// The current connection (if any) cannot be parked.
     #[default]
     Unoffered,
-    /// The current connection may be parked.
-    Offered,
+    /// The current connection may be parked while no more than this many handles on its
+    /// peer are alive beyond the engine's own.
+    Offered(usize),
     /// Parking has begun: the connection's input is closed and it is ending.
     Parking,
     /// The connection ended and its service kept this; the transport has not settled yet.
@@ -70,7 +71,7 @@ impl std::fmt::Debug for ParkSlot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let stage = match &*self.0.stage.lock() {
             Stage::Unoffered => "unoffered",
-            Stage::Offered => "offered",
+            Stage::Offered(_) => "offered",
             Stage::Parking => "parking",
             Stage::Kept(_) => "kept",
             Stage::Parked(_) => "parked",
@@ -86,26 +87,36 @@ impl ParkSlot {
         Self::default()
     }
 
-    /// Service: the connection being set up may be parked. Gives the state the parked
-    /// connection before it kept, if there is one.
-    pub fn offer(&self) -> Option<ParkedState> {
+    /// Service: the connection being set up may be parked, while the service itself keeps
+    /// no more than `kept` handles on its peer beyond the one it gave the engine (more mean
+    /// work still running that could send on it). Gives the state the parked connection
+    /// before it kept, if there is one. A slot whose previous connection is still being
+    /// parked, or is over, is left as it is (and offers nothing).
+    pub fn offer(&self, kept: usize) -> Option<ParkedState> {
         let mut stage = self.0.stage.lock();
-        match std::mem::replace(&mut *stage, Stage::Offered) {
-            Stage::Parked(state) => Some(state),
-            Stage::Ended => {
-                // Stays over: a late connection does not revive it.
-                *stage = Stage::Ended;
+        match std::mem::take(&mut *stage) {
+            Stage::Parked(state) => {
+                *stage = Stage::Offered(kept);
+                Some(state)
+            }
+            Stage::Unoffered | Stage::Offered(_) => {
+                *stage = Stage::Offered(kept);
                 None
             }
-            _ => None,
+            busy @ (Stage::Parking | Stage::Kept(_) | Stage::Ended) => {
+                *stage = busy;
+                None
+            }
         }
     }
 
-    /// Transport: starts parking the current connection, if its service offered it (then
-    /// the transport closes the connection's input). False: it cannot be parked now.
-    pub fn begin(&self) -> bool {
+    /// Transport: starts parking the current connection, if its service offered it and no
+    /// more than the handles it declared are alive on its peer (`peer_handles`, the
+    /// engine's own included: [`crate::Direct::peer_handles`]); then the transport closes
+    /// the connection's input. False: it cannot be parked now.
+    pub fn begin(&self, peer_handles: usize) -> bool {
         let mut stage = self.0.stage.lock();
-        if matches!(*stage, Stage::Offered) {
+        if matches!(*stage, Stage::Offered(kept) if peer_handles <= kept + 1) {
             *stage = Stage::Parking;
             true
         } else {
@@ -187,15 +198,16 @@ mod tests {
     #[test]
     fn a_kept_state_goes_to_the_next_connection() {
         let slot = ParkSlot::new();
-        assert!(!slot.begin(), "not offered: not parked");
-        assert!(slot.offer().is_none());
-        assert!(slot.begin());
+        assert!(!slot.begin(1), "not offered: not parked");
+        assert!(slot.offer(0).is_none());
+        assert!(!slot.begin(2), "a handle beyond the engine's: still in use");
+        assert!(slot.begin(1));
         assert!(slot.parking());
         assert!(slot.keep(Box::new(7u32)).is_ok());
         assert!(!slot.is_parked(), "not before the transport settles");
         assert!(slot.settle());
         assert!(slot.is_parked());
-        let state = slot.offer().expect("the kept state");
+        let state = slot.offer(0).expect("the kept state");
         assert_eq!(state.downcast_ref::<u32>(), Some(&7));
         assert!(!slot.parking());
         assert!(slot.keep(Box::new(8u32)).is_err(), "not parking: not kept");
@@ -204,11 +216,11 @@ mod tests {
     #[test]
     fn ending_unkept_or_parked_is_final() {
         let slot = ParkSlot::new();
-        slot.offer();
-        assert!(slot.begin());
+        slot.offer(0);
+        assert!(slot.begin(1));
         assert!(!slot.settle(), "nothing kept: over");
-        assert!(slot.offer().is_none());
-        assert!(!slot.begin(), "an ended session stays ended");
+        assert!(slot.offer(0).is_none());
+        assert!(!slot.begin(1), "an ended session stays ended");
 
         struct Ends(Arc<std::sync::atomic::AtomicBool>);
         impl Drop for Ends {
@@ -218,8 +230,8 @@ mod tests {
         }
         let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let slot = ParkSlot::new();
-        slot.offer();
-        slot.begin();
+        slot.offer(0);
+        slot.begin(1);
         assert!(slot.keep(Box::new(Ends(flag.clone()))).is_ok());
         assert!(slot.settle());
         slot.end();
@@ -233,8 +245,8 @@ mod tests {
     #[tokio::test]
     async fn waiters_learn_how_parking_settled() {
         let slot = ParkSlot::new();
-        slot.offer();
-        slot.begin();
+        slot.offer(0);
+        slot.begin(1);
         let waiter = tokio::spawn({
             let slot = slot.clone();
             async move { slot.wait().await }

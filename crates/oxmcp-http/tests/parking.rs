@@ -48,6 +48,19 @@ fn server(released: Arc<AtomicUsize>) -> Server {
         .tool("quick", "at once", |_: Ctx, _: Nothing| async {
             Ok::<_, String>("quick")
         })
+        .tool(
+            "linger",
+            "keeps its peer 600 ms",
+            |c: Ctx, _: Nothing| async move {
+                // Work that outlives its request, with a handle on the connection.
+                let peer = c.peer().clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(600)).await;
+                    drop(peer);
+                });
+                Ok::<_, String>("lingering")
+            },
+        )
         .text_resource("test://readme", "readme", "text/plain", "read me")
         .on_unsubscribe(move |_, _| {
             released.fetch_add(1, Ordering::SeqCst);
@@ -223,4 +236,18 @@ async fn a_get_stream_wakes_a_parked_session_for_broadcasts() {
         chunk.contains("notifications/tools/list_changed"),
         "{chunk}"
     );
+}
+
+#[tokio::test]
+async fn work_holding_the_connection_keeps_it_up() {
+    let (running, server) = start(Arc::new(AtomicUsize::new(0))).await;
+    let s = Session::open(&running.url).await;
+    let v = ask(&s, 1, "tools/call", json!({"name": "linger"})).await;
+    assert_eq!(text(&v), "lingering", "{v}");
+    // Idle past 100 ms, but a task still holds the connection: not parked.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(running.http.parked_count(), 0);
+    assert_eq!(server.session_count(), 1);
+    // Once it lets go, the session is parked.
+    parked(&running, 1).await;
 }

@@ -112,7 +112,8 @@ impl Server {
         let parking = parking.filter(|_| listed && name.is_some());
         let resumed = parking
             .as_ref()
-            .and_then(|slot| slot.offer())
+            // (It keeps one handle on the peer beyond the engine's: in its list of sessions.)
+            .and_then(|slot| slot.offer(1))
             .and_then(|state| state.downcast::<ParkedSession>().ok())
             .and_then(|mut parked| parked.0.take());
         let session = resumed.unwrap_or_else(|| {
@@ -170,7 +171,8 @@ impl Server {
     /// Number of connections being served: legacy sessions and connection transports (a
     /// 2026-07-28 request served on its own, [`oxmcp_engine::Serve::serve_request`], is not
     /// one). A session whose transport parked its connection while idle
-    /// ([`oxmcp_engine::ParkSlot`]) is not counted until its next request.
+    /// ([`oxmcp_engine::ParkSlot`]) is not counted until the transport starts one again
+    /// (its next request, or a GET stream).
     pub fn session_count(&self) -> usize {
         self.live_sessions().len()
     }

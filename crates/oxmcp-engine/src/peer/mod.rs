@@ -252,6 +252,11 @@ impl Peer {
         }
     }
 
+    /// Handles on this connection alive now (clones and scoped peers alike).
+    pub(crate) fn handles(&self) -> usize {
+        Arc::strong_count(&self.inner)
+    }
+
     /// Number of outgoing requests awaiting a response.
     pub fn pending_count(&self) -> usize {
         self.lock_pending().len()

@@ -437,7 +437,7 @@ fn park_idle(inner: &Inner, now: Instant, after: Duration) {
         .cloned()
         .collect();
     for session in idle {
-        if session.park() {
+        if session.park(after) {
             tracing::trace!(session = %session.id, "idle session parked");
         }
     }

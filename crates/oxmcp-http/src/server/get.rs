@@ -89,11 +89,6 @@ async fn stream(inner: Arc<Inner>, headers: &HeaderMap, principal: Option<String
         Err(r) => return r,
     };
     session.touch();
-    // A parked session's engine runs again while a stream is open: what the server sends
-    // to every session reaches this one's.
-    if !session.wake().await {
-        return Refusal::unknown_session().into_response();
-    }
     if let Err(r) = accepting(&inner.config) {
         return r.into_response();
     }
@@ -135,6 +130,12 @@ async fn stream(inner: Arc<Inner>, headers: &HeaderMap, principal: Option<String
         )
         .into_response();
     };
+    // A parked session's engine runs again while the stream is open, so that what the
+    // server sends every session reaches it. (Woken once the stream is registered: a
+    // session with a GET stream is not parked again.)
+    if !session.wake().await {
+        return Refusal::unknown_session().into_response();
+    }
     let mut chunks: Vec<String> = replayed.iter().map(event).collect();
     chunks.push(priming(&token, inner.config.sse_retry));
     sse_response(chunks, Some(rx), keep_alive, None, encoding)

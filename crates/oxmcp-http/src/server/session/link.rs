@@ -68,13 +68,17 @@ impl HttpSession {
     /// request of either side in flight, everything fed handled, and a service that offers
     /// parking. The engine ends, the service keeps the session's state, and the next message
     /// starts a connection again ([`HttpSession::wake`]). True if parking began.
-    pub(crate) fn park(&self) -> bool {
+    pub(crate) fn park(&self, idle_for: std::time::Duration) -> bool {
         // The streams' lock is held throughout: a POST registers its stream under it before
         // it feeds the engine, so no request slips in between the check and the parking.
         let streams = self.lock();
         // (A finished stream is replayed from the log alone: it does not keep the engine.)
         let open = streams.by_token.values().any(|s| !s.finished);
         if open || streams.standalone.is_some() || !streams.busy.is_empty() {
+            return false;
+        }
+        if self.last_seen.lock().elapsed() < idle_for {
+            // Used since the reaper looked.
             return false;
         }
         let mut link = self.link.lock();
@@ -85,7 +89,7 @@ impl HttpSession {
             return false;
         };
         let fed = self.fed.load(std::sync::atomic::Ordering::Acquire);
-        if direct.handled() != fed || !direct.quiet() || !self.park.begin() {
+        if direct.handled() != fed || !direct.quiet() || !self.park.begin(direct.peer_handles()) {
             return false;
         }
         self.next_request.store(

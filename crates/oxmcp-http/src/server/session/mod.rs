@@ -254,10 +254,16 @@ impl HttpSession {
     /// Hands a POST body to the engine (started again first if the session was parked).
     /// False once the session is closed.
     pub(crate) async fn feed(self: &Arc<Self>, input: Inbound) -> bool {
-        if !self.wake().await {
-            return false;
-        }
-        match self.incoming() {
+        // (Parked again between the wake and the read: woken again.)
+        let tx = loop {
+            if !self.wake().await {
+                return false;
+            }
+            if let Some(tx) = self.incoming() {
+                break Some(tx);
+            }
+        };
+        match tx {
             Some(tx) => match tx.reserve().await {
                 Ok(slot) => {
                     // Counted before it is sent: a request answered directly meanwhile sees
