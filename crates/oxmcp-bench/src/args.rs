@@ -49,7 +49,8 @@ pub(crate) struct BenchArgs {
     expect: Option<String>,
     /// Open this many sessions, leave them idle, and report the server's RSS per session
     /// (needs --server-pid): sessions with no stream open are read again after 8 s idle,
-    /// once a server that parks idle sessions has parked them.
+    /// once a server that parks idle sessions has parked them, and then as many more are
+    /// opened on top and read once idle as long (what each further idle session adds).
     #[arg(long)]
     idle_sessions: Option<usize>,
     /// Start the stdio server this many times, one after another, and report the time from
