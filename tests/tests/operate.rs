@@ -176,6 +176,40 @@ async fn metrics_count_calls_and_errors_with_bounded_labels() {
 }
 
 #[tokio::test]
+async fn parked_sessions_are_counted_as_sessions() {
+    let (_server, url) = oxmcp_tests::serve_http(&["--listen", "127.0.0.1:0"]).await;
+    // Sessions that only did their handshake are parked at once: no engine connection runs
+    // for them, and they are still sessions.
+    let a = HttpSession::open(&url, "2025-11-25").await;
+    let _b = HttpSession::open(&url, "2025-11-25").await;
+    let parked = "oxmcp_http_sessions_parked";
+    let mut text = String::new();
+    for _ in 0..50 {
+        text = get(&base(&url), "/metrics").await.1;
+        if sample(&text, parked, &[]) == Some(2.0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(sample(&text, parked, &[]), Some(2.0), "{text}");
+    assert_eq!(
+        sample(&text, "mcp_server_sessions", &[]),
+        Some(2.0),
+        "{text}"
+    );
+    // A call starts one again: one parked, two sessions still.
+    let r = call(&a, 1, "echo", json!({"message": "hi"})).await;
+    assert_eq!(r["result"]["content"][0]["text"], "hi", "{r}");
+    let (_, text) = get(&base(&url), "/metrics").await;
+    assert_eq!(sample(&text, parked, &[]), Some(1.0), "{text}");
+    assert_eq!(
+        sample(&text, "mcp_server_sessions", &[]),
+        Some(2.0),
+        "{text}"
+    );
+}
+
+#[tokio::test]
 async fn metrics_can_have_a_listener_of_their_own() {
     let port = oxmcp_tests::scale::free_port();
     let addr = format!("127.0.0.1:{port}");

@@ -1,6 +1,7 @@
 //! Process-wide counts of what the server transports hold open and what they refused, for
 //! metrics (`oxmcp serve`'s `/metrics`): connections accepted by [`crate::serve_router_with`],
-//! SSE streams, WebSocket connections and gRPC streams open now, and refusals by HTTP status.
+//! SSE streams, WebSocket connections and gRPC streams open now, Streamable HTTP sessions
+//! parked, and refusals by HTTP status.
 //! Plain atomics: counting costs a few nanoseconds and takes no lock.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -44,6 +45,34 @@ impl Transport {
 }
 
 static OPEN: [AtomicI64; 4] = [const { AtomicI64::new(0) }; 4];
+
+/// Streamable HTTP sessions parked now.
+static PARKED: AtomicI64 = AtomicI64::new(0);
+
+/// A parked session, counted while it stays parked (the guard lives in its link).
+#[derive(Debug)]
+pub(crate) struct Parked(());
+
+impl Parked {
+    pub(crate) fn new() -> Parked {
+        PARKED.fetch_add(1, Ordering::Relaxed);
+        Parked(())
+    }
+}
+
+impl Drop for Parked {
+    fn drop(&mut self) {
+        PARKED.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// How many sessions of this process's Streamable HTTP endpoints are parked now: idle, with
+/// no engine connection running for them (`HttpConfig::park_idle_after`). A server's own
+/// count of the connections it serves (`oxmcp_server::Server::session_count`) leaves them
+/// out until their next message starts one.
+pub fn parked_sessions() -> i64 {
+    PARKED.load(Ordering::Relaxed)
+}
 
 /// Refusals by status, 400 to 599.
 static REFUSED: [AtomicU64; 200] = [const { AtomicU64::new(0) }; 200];

@@ -266,7 +266,11 @@ async fn many_sessions_leave_nothing_behind() {
     for _ in 0..5 {
         let sessions = futures::future::join_all((0..100).map(|_| Session::open(url))).await;
         assert_eq!(http.session_count(), 100);
-        assert!(srv.session_count() >= 100, "an engine connection each");
+        // Each runs an engine connection, or was parked once its handshake was handled.
+        assert!(
+            srv.session_count() + http.parked_count() >= 100,
+            "an engine connection each, or parked"
+        );
         futures::future::join_all(sessions.iter().map(|s| s.delete().send())).await;
         assert_eq!(http.session_count(), 0);
     }

@@ -251,3 +251,41 @@ async fn work_holding_the_connection_keeps_it_up() {
     // Once it lets go, the session is parked.
     parked(&running, 1).await;
 }
+
+#[tokio::test]
+async fn a_session_parks_once_its_handshake_is_handled() {
+    let server = server(Arc::new(AtomicUsize::new(0)));
+    // An idle period far longer than the test: only the handshake's end parks them.
+    let config = HttpConfig::default().park_idle_after(Some(Duration::from_secs(600)));
+    let running = common::start_with(server.clone(), config, ServeOptions::default()).await;
+    let (a, b) = (
+        Session::open(&running.url).await,
+        Session::open(&running.url).await,
+    );
+    parked(&running, 2).await;
+    assert_eq!(server.session_count(), 0, "no engine connection runs");
+    for s in [&a, &b] {
+        let v = ask(s, 1, "tools/call", json!({"name": "count"})).await;
+        assert_eq!(text(&v), "1", "{v}");
+    }
+    assert_eq!(running.http.parked_count(), 0, "their calls started them");
+    // In use since their handshake: they stay up until the idle period.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(running.http.parked_count(), 0);
+    assert_eq!(server.session_count(), 2);
+    let v = ask(&a, 2, "tools/call", json!({"name": "count"})).await;
+    assert_eq!(text(&v), "2", "{v}");
+}
+
+#[tokio::test]
+async fn without_parking_the_handshake_parks_nothing() {
+    let server = server(Arc::new(AtomicUsize::new(0)));
+    let config = HttpConfig::default().park_idle_after(None);
+    let running = common::start_with(server.clone(), config, ServeOptions::default()).await;
+    let s = Session::open(&running.url).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(running.http.parked_count(), 0);
+    assert_eq!(server.session_count(), 1);
+    let v = ask(&s, 1, "tools/call", json!({"name": "count"})).await;
+    assert_eq!(text(&v), "1", "{v}");
+}

@@ -157,13 +157,24 @@ pub(crate) fn sample(
 
 /// Sessions, connections and streams open, refusals.
 fn sample_transports(metrics: &Metrics, server: &oxmcp_server::Server) {
+    use oxmcp_http::stats::parked_sessions;
     use oxmcp_http::stats::{Transport, open, refusals};
     let sessions = server.clone();
+    // A parked session has no engine connection, which is what the server counts.
     metrics.gauge_fn(
         "mcp_server_sessions",
-        "Sessions and connections served now (HTTP sessions, WebSocket, gRPC, stdio)",
+        "Sessions and connections served now (HTTP sessions, parked ones included, WebSocket, gRPC, stdio)",
         None,
-        move || vec![(String::new(), sessions.session_count() as f64)],
+        move || {
+            let n = sessions.session_count() as f64 + parked_sessions() as f64;
+            vec![(String::new(), n)]
+        },
+    );
+    metrics.gauge_fn(
+        "oxmcp_http_sessions_parked",
+        "Streamable HTTP sessions parked now: idle, with no engine connection running for them",
+        None,
+        || vec![(String::new(), parked_sessions() as f64)],
     );
     metrics.gauge_fn(
         "oxmcp_open",

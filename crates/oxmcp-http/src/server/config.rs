@@ -43,7 +43,9 @@ pub struct HttpConfig {
     /// open or kept for resumption) are parked: their engine connection ends, the server
     /// keeps their state (log level, subscriptions, handler state), and their next request
     /// starts a connection again. An idle session then holds a few hundred bytes of engine
-    /// instead of kilobytes. Only sessions held in this process are parked (not those of
+    /// instead of kilobytes. A session is also parked as soon as its engine has handled the
+    /// client's `notifications/initialized`, if it is quiet then: a client that connects and
+    /// waits holds no engine meanwhile. Only sessions held in this process are parked (not those of
     /// [`crate::StreamableHttp::with_store`]), and only by a service that supports it
     /// (`oxmcp_server::Server` does; see `oxmcp_engine::ParkSlot`). `None`: never.
     pub park_idle_after: Option<Duration>,

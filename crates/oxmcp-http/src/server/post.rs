@@ -243,16 +243,31 @@ async fn post_in_session(
         }
     }
     session.touch();
-    if !new_session && posted.messages.iter().any(handshake_done) {
-        session.mark_initialized();
-    }
+    // The client's `notifications/initialized`, the first time: the session may park as
+    // soon as its engine has handled it.
+    let handshake_ended = !new_session
+        && posted.messages.iter().any(handshake_done)
+        && session.mark_initialized()
+        && posted.messages.iter().any(initialized_notification);
     if posted.batch && !session.version().has(Feature::Batching) {
         return Refusal::bad_request(
             "JSON-RPC batches are not supported by the negotiated protocol version",
         )
         .into_response();
     }
-    answer(inner, session, new_session, posted, context, encoding).await
+    let parking = handshake_ended.then(|| session.clone());
+    let response = answer(inner, session, new_session, posted, context, encoding).await;
+    if let Some(session) = parking
+        && inner.config.park_idle_after.is_some()
+    {
+        session.park_after_handshake();
+    }
+    response
+}
+
+/// `notifications/initialized`.
+fn initialized_notification(m: &Message) -> bool {
+    matches!(m, Message::Notification(n) if n.method == "notifications/initialized")
 }
 
 /// The session a POST belongs to, or a new one for an `initialize` without a session id.
@@ -561,18 +576,5 @@ impl Reply<'_> {
             self.session_header(),
             self.encoding,
         )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn no_session_id_without_randomness() {
-        assert_eq!(crate::server::session::random_hex_from(16, |_| false), None);
-        let id = crate::server::session::random_hex_from(16, |b| {
-            b.fill(7);
-            true
-        });
-        assert_eq!(id.as_deref(), Some("07".repeat(16).as_str()));
     }
 }

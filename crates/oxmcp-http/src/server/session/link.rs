@@ -8,6 +8,11 @@ use tokio::sync::mpsc;
 
 use super::HttpSession;
 
+/// How many turns of the runtime [`HttpSession::park_after_handshake`] waits for the engine
+/// to handle `notifications/initialized` (it takes one or two), before it leaves the session
+/// to the idle period.
+const HANDSHAKE_PARK_TURNS: usize = 32;
+
 /// A session's tie to its engine connection.
 pub(crate) enum Link {
     /// An engine connection runs: its input, and its handle for answering a request on the
@@ -17,8 +22,9 @@ pub(crate) enum Link {
         direct: oxmcp_engine::DirectSlot,
     },
     /// Parked, or being parked ([`HttpSession::park`]): no engine connection runs, and the
-    /// next message for the session starts one ([`HttpSession::wake`]).
-    Parked,
+    /// next message for the session starts one ([`HttpSession::wake`]). Counted in
+    /// [`crate::stats::parked_sessions`] while it stays so.
+    Parked(crate::stats::Parked),
     /// Its engine connection is being started (the session is new, or was parked).
     Starting,
     /// The session has ended.
@@ -97,8 +103,50 @@ impl HttpSession {
             std::sync::atomic::Ordering::Release,
         );
         // Dropping the input ends the engine connection (the service keeps the state).
-        *link = Link::Parked;
+        *link = Link::Parked(crate::stats::Parked::new());
         true
+    }
+
+    /// Parks the session once its engine has handled what was fed to it, if it is quiet
+    /// then (see [`HttpSession::park`]): called when its client has sent
+    /// `notifications/initialized`. A client that connects and waits then holds no engine
+    /// while it waits, and the engines of sessions opened one after the other reuse the same
+    /// memory instead of each keeping theirs until `HttpConfig::park_idle_after`. The next
+    /// message starts the engine again, as for any parked session; a session that is busy by
+    /// then (a request, a GET stream) is not parked, and waits for the idle period as before.
+    pub(crate) fn park_after_handshake(self: &Arc<Self>) {
+        if !self.parks() {
+            return;
+        }
+        let session = Arc::downgrade(self);
+        tokio::spawn(async move {
+            for _ in 0..HANDSHAKE_PARK_TURNS {
+                tokio::task::yield_now().await;
+                let Some(session) = session.upgrade() else {
+                    return;
+                };
+                match session.caught_up() {
+                    Some(true) => {
+                        if session.park(std::time::Duration::ZERO) {
+                            tracing::trace!(session = %session.id, "parked after its handshake");
+                        }
+                        return;
+                    }
+                    Some(false) => {}
+                    None => return,
+                }
+            }
+        });
+    }
+
+    /// Whether the engine has handled everything fed to it; `None` when no engine runs.
+    fn caught_up(&self) -> Option<bool> {
+        let link = self.link.lock();
+        let Link::Open { direct, .. } = &*link else {
+            return None;
+        };
+        let direct = direct.get()?;
+        Some(direct.handled() == self.fed.load(std::sync::atomic::Ordering::Acquire))
     }
 
     /// Whether the session's backend lets it be parked (one held in this process only).
@@ -108,7 +156,7 @@ impl HttpSession {
 
     /// Whether no engine connection runs for the session because it is parked.
     pub(crate) fn is_parked(&self) -> bool {
-        matches!(*self.link.lock(), Link::Parked)
+        matches!(*self.link.lock(), Link::Parked(_))
     }
 
     /// Makes sure an engine connection runs for the session: one that was parked is started
@@ -126,7 +174,7 @@ impl HttpSession {
                 match &*link {
                     Link::Open { .. } => return true,
                     Link::Closed => return false,
-                    Link::Parked if self.park.is_parked() => {
+                    Link::Parked(_) if self.park.is_parked() => {
                         let Some(inner) = self.endpoint.upgrade() else {
                             return false;
                         };
@@ -137,7 +185,7 @@ impl HttpSession {
                     // Another caller is starting it, on its task without a pause.
                     Link::Starting => Next::Yield,
                     // Still ending: wait until it is parked (or, should it have ended, gone).
-                    Link::Parked => Next::Wait,
+                    Link::Parked(_) => Next::Wait,
                 }
             };
             match next {

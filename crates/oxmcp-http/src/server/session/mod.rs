@@ -10,6 +10,7 @@
 
 mod by_id;
 mod changes;
+mod id;
 mod link;
 mod streams;
 
@@ -22,30 +23,12 @@ use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
 use by_id::ById;
+pub(crate) use id::random_hex;
 use link::Link;
 use streams::Streams;
 pub(crate) use streams::{Event, Routed};
 
 use crate::server::backend::SessionBackend;
-
-/// Random hex string of `bytes` bytes from the OS CSPRNG; `None` when the OS has no
-/// randomness to give (session ids must then not be made at all: fail closed).
-pub(crate) fn random_hex(bytes: usize) -> Option<String> {
-    random_hex_from(bytes, |buf| getrandom::fill(buf).is_ok())
-}
-
-/// [`random_hex`] over any source of random bytes (`fill` says whether it succeeded).
-pub(crate) fn random_hex_from(
-    bytes: usize,
-    fill: impl FnOnce(&mut [u8]) -> bool,
-) -> Option<String> {
-    let mut buf = vec![0u8; bytes];
-    if !fill(&mut buf) {
-        tracing::error!("the OS random number generator failed; no session id is made");
-        return None;
-    }
-    Some(buf.iter().map(|b| format!("{b:02x}")).collect())
-}
 
 /// Whether a message shows the client finished the handshake: `initialized`, or any request
 /// but `initialize` and `ping` (a session that shows neither expires by the handshake timeout).
@@ -157,9 +140,11 @@ impl HttpSession {
     }
 
     /// Marks the handshake done (the session no longer expires by the initialize timeout).
-    pub(crate) fn mark_initialized(&self) {
-        self.initialized
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+    /// True the first time.
+    pub(crate) fn mark_initialized(&self) -> bool {
+        !self
+            .initialized
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Whether the handshake is done.
