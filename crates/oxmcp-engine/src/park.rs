@@ -161,17 +161,19 @@ impl ParkSlot {
         ended.is_none()
     }
 
-    /// Transport: waits until a connection being parked has settled; true if it is parked
-    /// (ready for the next connection), false if the session is over.
+    /// Transport: waits until a connection being parked has settled; true if it was parked
+    /// (its state ready for the next connection, which another caller may have started
+    /// already), false if the session is over.
     pub async fn wait(&self) -> bool {
         loop {
             let settled = self.0.settled.notified();
             tokio::pin!(settled);
             settled.as_mut().enable();
             match &*self.0.stage.lock() {
-                Stage::Parked(_) => return true,
                 Stage::Parking | Stage::Kept(_) => {}
-                _ => return false,
+                Stage::Ended => return false,
+                // Parked, or taken up since by the next connection (offered again).
+                Stage::Parked(_) | Stage::Offered(_) | Stage::Unoffered => return true,
             }
             settled.await;
         }
@@ -258,5 +260,25 @@ mod tests {
         assert!(slot.wait().await, "parked: no wait");
         slot.end();
         assert!(!slot.wait().await);
+    }
+
+    #[tokio::test]
+    async fn a_waiter_is_not_told_the_session_is_over_when_the_next_connection_took_it_up() {
+        let slot = ParkSlot::new();
+        slot.offer(0);
+        slot.begin(1);
+        let waiter = tokio::spawn({
+            let slot = slot.clone();
+            async move { slot.wait().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(slot.keep(Box::new(())).is_ok());
+        assert!(slot.settle());
+        // Another request starts the next connection before the waiter runs again.
+        assert!(slot.offer(0).is_some());
+        assert!(
+            waiter.await.unwrap(),
+            "settled parked, then taken up: not over"
+        );
     }
 }
