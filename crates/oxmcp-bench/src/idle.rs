@@ -102,9 +102,10 @@ async fn rss_per_session(
 }
 
 /// RSS per idle session, twice: sessions that keep a GET stream (and so a connection) open
-/// (opened last, in memory the bare sessions freed: a lower bound), and bare sessions whose clients hold no connection (read when fresh, once idle for
-/// [`SETTLE`], and for as many more opened on top and left idle as long). Each session is opened and checked by
-/// the SDK's client; one that fails to open ends the run with its error.
+/// (opened last, in memory the bare sessions freed: a lower bound), and bare sessions whose
+/// clients hold no connection (read when fresh, once idle for [`SETTLE`], and for as many
+/// more opened on top and left idle as long). Each session is opened and checked by the
+/// SDK's client; one that fails to open ends the run with its error.
 pub(crate) async fn run(plan: &Plan, n: usize) -> anyhow::Result<Value> {
     let Some(pid) = plan.server_pid else {
         bail!("--idle-sessions needs --server-pid (the server's RSS is what is measured)");

@@ -244,8 +244,8 @@ mod tests {
         assert!(!slot.is_parked());
     }
 
-    #[tokio::test]
-    async fn waiters_learn_how_parking_settled() {
+    /// A slot being parked, whose kept state has settled while a waiter waited for it.
+    async fn settled_with_a_waiter() -> (ParkSlot, tokio::task::JoinHandle<bool>) {
         let slot = ParkSlot::new();
         slot.offer(0);
         slot.begin(1);
@@ -256,6 +256,12 @@ mod tests {
         tokio::task::yield_now().await;
         assert!(slot.keep(Box::new(())).is_ok());
         assert!(slot.settle());
+        (slot, waiter)
+    }
+
+    #[tokio::test]
+    async fn waiters_learn_how_parking_settled() {
+        let (slot, waiter) = settled_with_a_waiter().await;
         assert!(waiter.await.unwrap());
         assert!(slot.wait().await, "parked: no wait");
         slot.end();
@@ -264,16 +270,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_waiter_is_not_told_the_session_is_over_when_the_next_connection_took_it_up() {
-        let slot = ParkSlot::new();
-        slot.offer(0);
-        slot.begin(1);
-        let waiter = tokio::spawn({
-            let slot = slot.clone();
-            async move { slot.wait().await }
-        });
-        tokio::task::yield_now().await;
-        assert!(slot.keep(Box::new(())).is_ok());
-        assert!(slot.settle());
+        let (slot, waiter) = settled_with_a_waiter().await;
         // Another request starts the next connection before the waiter runs again.
         assert!(slot.offer(0).is_some());
         assert!(

@@ -36,13 +36,20 @@ impl HttpSession {
     /// open and the engine has handled everything fed to it before (a request never
     /// overtakes a message the client sent before it, such as `notifications/initialized`).
     pub(crate) fn direct(&self) -> Option<oxmcp_engine::Direct> {
+        self.with_engine(|direct, caught_up| caught_up.then(|| direct.clone()))
+            .flatten()
+    }
+
+    /// `f` of the running engine's handle and of whether it has handled everything fed to
+    /// it, under the link's lock; `None` when no engine runs (or it is not set up yet).
+    fn with_engine<T>(&self, f: impl FnOnce(&oxmcp_engine::Direct, bool) -> T) -> Option<T> {
         let link = self.link.lock();
         let Link::Open { direct, .. } = &*link else {
             return None;
         };
         let direct = direct.get()?;
         let fed = self.fed.load(std::sync::atomic::Ordering::Acquire);
-        (direct.handled() == fed).then(|| direct.clone())
+        Some(f(direct, direct.handled() == fed))
     }
 
     /// The current engine connection's input, if one runs.
@@ -125,7 +132,7 @@ impl HttpSession {
                 let Some(session) = session.upgrade() else {
                     return;
                 };
-                match session.caught_up() {
+                match session.with_engine(|_, caught_up| caught_up) {
                     Some(true) => {
                         if session.park(std::time::Duration::ZERO) {
                             tracing::trace!(session = %session.id, "parked after its handshake");
@@ -137,16 +144,6 @@ impl HttpSession {
                 }
             }
         });
-    }
-
-    /// Whether the engine has handled everything fed to it; `None` when no engine runs.
-    fn caught_up(&self) -> Option<bool> {
-        let link = self.link.lock();
-        let Link::Open { direct, .. } = &*link else {
-            return None;
-        };
-        let direct = direct.get()?;
-        Some(direct.handled() == self.fed.load(std::sync::atomic::Ordering::Acquire))
     }
 
     /// Whether the session's backend lets it be parked (one held in this process only).
