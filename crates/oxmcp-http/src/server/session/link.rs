@@ -194,9 +194,8 @@ impl HttpSession {
                 }
                 Next::Yield => tokio::task::yield_now().await,
                 Next::Wait => {
-                    // Settled: parked (this caller or another starts it next), or over.
-                    // (Another caller may have started the next connection meanwhile: the
-                    // link says so on the next turn.)
+                    // Settled: over, or parked. Another caller may have started the next
+                    // connection meanwhile; the link says so on the next turn.
                     if !self.park.wait().await {
                         return false;
                     }
