@@ -21,6 +21,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-5}
 cargo build --release -p oxmcp-cli -p oxmcp-bench --bins --examples >/dev/null
+# How much of the start layout (crates/oxmcp-cli/build.rs) this build could use.
+python3 scripts/startup-order.py --check target/release/oxmcp
 # rmcp is fetched from crates.io into bench/compare's own lockfile, never into the workspace.
 (cd bench/compare && cargo build --release --examples >/dev/null)
 table_failed=0
