@@ -20,7 +20,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-5}
-cargo build --release -p oxmcp-cli -p oxmcp-bench --bins --examples >/dev/null
+# `oxmcp` on its own, as `cargo build --release -p oxmcp-cli` builds it: built beside
+# oxmcp-bench, its dependencies would take the features of both, which changes the hashes in
+# their mangled names, and so how much of crates/oxmcp-cli/startup-order.txt the link can use.
+cargo build --release -p oxmcp-cli --bin oxmcp >/dev/null
+cargo build --release -p oxmcp-bench --bins --examples >/dev/null
 # How much of the start layout (crates/oxmcp-cli/build.rs) this build could use.
 python3 scripts/startup-order.py --check target/release/oxmcp
 # rmcp is fetched from crates.io into bench/compare's own lockfile, never into the workspace.

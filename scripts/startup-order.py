@@ -7,7 +7,9 @@ Writes crates/oxmcp-cli/startup-order.txt, which crates/oxmcp-cli/build.rs hands
 and the binary's functions it ran are listed in the order callgrind first saw them.
 
 The names are mangled, and their hashes follow the build configuration (dependency
-versions, features, compiler), so run this again after such a change; `--check` says how
+versions, features, compiler): the file is made for `cargo build --release -p oxmcp-cli`
+(built beside other packages, the dependencies' features and so the hashes differ). Run this
+again after such a change; `--check` says how
 many of the file's names a built binary still has (scripts/bench-http.sh prints it).
 
 Usage: scripts/startup-order.py          (builds target/release/oxmcp and oxmcp-bench first)
@@ -46,8 +48,12 @@ def generate():
     # Linked without the old file: callgrind sees the same names either way, but a build
     # whose layout came from a stale file is not what is measured.
     env = dict(os.environ, OXMCP_NO_SYMBOL_ORDERING="1")
-    subprocess.run(["cargo", "build", "--release", "-p", "oxmcp-cli", "-p", "oxmcp-bench",
-                    "--bins"], cwd=ROOT, env=env, check=True)
+    # Each on its own: built together, their dependencies would take the features of both,
+    # and the names (their hashes) would be another build's than `-p oxmcp-cli`'s.
+    subprocess.run(["cargo", "build", "--release", "-p", "oxmcp-cli", "--bin", "oxmcp"],
+                   cwd=ROOT, env=env, check=True)
+    subprocess.run(["cargo", "build", "--release", "-p", "oxmcp-bench", "--bin", "oxmcp-bench"],
+                   cwd=ROOT, env=env, check=True)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "callgrind.%p")
         subprocess.run([BENCH, "--cold-start", "1", "--", "valgrind", "--tool=callgrind",
