@@ -6,7 +6,9 @@
 # Usage: scripts/bench-transports.sh [seconds per figure, default 5]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release -p oxmcp-cli -p oxmcp-bench --bins --examples >/dev/null
+# `oxmcp` on its own, as -p oxmcp-cli builds it (crates/oxmcp-cli/startup-order.txt).
+cargo build --release -p oxmcp-cli --bin oxmcp >/dev/null
+cargo build --release -p oxmcp-bench --bins --examples >/dev/null
 # rmcp is fetched from crates.io into bench/compare's own lockfile, never into the workspace.
 (cd bench/compare && cargo build --release --examples >/dev/null)
 exec python3 scripts/bench_transports.py "${1:-5}"

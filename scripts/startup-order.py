@@ -4,7 +4,8 @@
 Writes crates/oxmcp-cli/startup-order.txt, which crates/oxmcp-cli/build.rs hands to lld
 (`--symbol-ordering-file`) in release builds: one start (spawn, `initialize`, one
 `tools/call`, exit) runs under valgrind's callgrind, driven by `oxmcp-bench --cold-start 1`,
-and the binary's functions it ran are listed in the order callgrind first saw them.
+and the binary's functions it ran are listed in the order of callgrind's output (grouped by
+object and source file, which keeps a file's functions together).
 
 The names are mangled, and their hashes follow the build configuration (dependency
 versions, features, compiler): the file is made for `cargo build --release -p oxmcp-cli`
@@ -72,7 +73,7 @@ def generate():
     with open(ORDER, "w") as f:
         f.write("\n".join(order) + "\n")
     print(f"startup-order.py: {len(order)} functions written to {ORDER}; "
-          "build again (cargo build --release) to link with them")
+          "build again (cargo build --release -p oxmcp-cli) to link with them")
 
 
 if __name__ == "__main__":
