@@ -10,8 +10,8 @@ object and source file, which keeps a file's functions together).
 The names are mangled, and their hashes follow the build configuration (dependency
 versions, features, compiler): the file is made for `cargo build --release -p oxmcp-cli`
 (built beside other packages, the dependencies' features and so the hashes differ). Run this
-again after such a change; `--check` says how
-many of the file's names a built binary still has (scripts/bench-http.sh prints it).
+again after such a change; `--check` says how many of the file's names a built binary still
+has (scripts/bench-http.sh prints it).
 
 Usage: scripts/startup-order.py          (builds target/release/oxmcp and oxmcp-bench first)
        scripts/startup-order.py --check [BINARY]
@@ -42,7 +42,6 @@ def check(binary):
     share = found / max(len(names), 1)
     print(f"startup-order.txt: {found} of {len(names)} names in {binary} ({share:.0%})"
           + ("" if share >= 0.9 else "; run scripts/startup-order.py to make it again"))
-    return share
 
 
 def generate():
