@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use futures::FutureExt;
 use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
 use oxmcp_jsonrpc::{
     DecodeError, Decoded, ErrorObject, Failure, Frame, Inbound, Message, Notification, Request,
     RequestId, parse_params,
@@ -161,7 +162,10 @@ async fn serve_loop(shared: Arc<Shared>, mut incoming: mpsc::Receiver<Inbound>) 
     let mut tasks: JoinSet<()> = JoinSet::new();
     let mut input_open = true;
     let max_queued = shared.config.max_queued.max(1);
-    let killed = peer.killed().clone();
+    // Polled only when the token wakes it, not on every turn of the loop: a token's
+    // `cancelled()` takes two locks each time it is polled.
+    let mut killed: FuturesUnordered<_> =
+        std::iter::once(peer.killed().clone().cancelled_owned()).collect();
     let cx = shared.conn();
 
     loop {
@@ -170,7 +174,7 @@ async fn serve_loop(shared: Arc<Shared>, mut incoming: mpsc::Receiver<Inbound>) 
         }
         tokio::select! {
             biased;
-            () = killed.cancelled(), if input_open || !queue.is_empty() => {
+            Some(()) = killed.next(), if input_open || !queue.is_empty() => {
                 // The other side stopped reading: nothing more is read, and nothing it
                 // asked for runs on.
                 input_open = false;

@@ -54,7 +54,10 @@ pub(crate) fn unsupported_version_error(
 /// Whether a request may be a 2026-07-28 one, from a cheap look at its params text: legacy
 /// requests (the hot path on old clients) are then never read for their `_meta`.
 pub(crate) fn may_be_modern(params: Option<&RawValue>) -> bool {
-    params.is_some_and(|raw| raw.get().contains(meta_keys::PROTOCOL_VERSION))
+    // Built once: `str::contains` would set up its searcher for the key on every request.
+    static KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(meta_keys::PROTOCOL_VERSION));
+    params.is_some_and(|raw| KEY.find(raw.get().as_bytes()).is_some())
 }
 
 /// Reads a request's era from its [`RequestMeta`]. `Ok(None)`: a legacy request. An `Err` is

@@ -1,5 +1,7 @@
 //! Newline-delimited JSON framing with a size limit.
 
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use oxmcp_jsonrpc::{Inbound, Outbound};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -96,11 +98,13 @@ pub async fn read_frames<R: AsyncBufRead + Unpin>(
     stop: impl std::future::Future<Output = ()>,
 ) {
     let mut lines = LineReader::new(reader, max_line);
-    tokio::pin!(stop);
+    // Polled only when it wakes, not before every line: a cancellation token's `cancelled()`
+    // takes two locks each time it is polled.
+    let mut stop: FuturesUnordered<_> = std::iter::once(stop).collect();
     loop {
         let line = tokio::select! {
             biased;
-            () = &mut stop => return,
+            Some(()) = stop.next() => return,
             line = lines.next_line() => line,
         };
         match line {
