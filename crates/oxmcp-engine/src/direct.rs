@@ -145,7 +145,7 @@ impl Direct {
     /// once, wherever it runs (by the loop, on a caller's task, or on a task of its own since
     /// it sent something), as when the connection is killed for not reading.
     pub(crate) fn stop_all(&self) {
-        self.shared.peer.killed().cancel();
+        self.shared.peer.kill_connection();
         for (_, entry) in lock(&self.shared.in_flight).drain() {
             entry.cancel.cancel();
             if let Some(abort) = entry.abort {
@@ -178,27 +178,37 @@ impl Direct {
         let shared = shared.clone();
         let flag = spoke.clone();
         let run = async move {
-            // A request cancelled while it waits for a slot never runs.
-            let _permit = tokio::select! {
-                permit = shared.sem.acquire() => match permit {
-                    Ok(permit) => permit,
-                    Err(_) => return DirectAnswer::Closed,
+            // A request cancelled while it waits for a slot never runs. (A free slot is
+            // taken without a look at the token, which is polled only when there is none:
+            // each poll of `cancelled()` takes two locks.)
+            let _permit = match shared.sem.try_acquire() {
+                Ok(permit) => permit,
+                Err(tokio::sync::TryAcquireError::Closed) => return DirectAnswer::Closed,
+                Err(tokio::sync::TryAcquireError::NoPermits) => tokio::select! {
+                    permit = shared.sem.acquire() => match permit {
+                        Ok(permit) => permit,
+                        Err(_) => return DirectAnswer::Closed,
+                    },
+                    () = cancel.cancelled() => return DirectAnswer::Queued,
                 },
-                () = cancel.cancelled() => return DirectAnswer::Queued,
             };
+            if cancel.is_cancelled() {
+                return DirectAnswer::Queued;
+            }
             let handler = AssertUnwindSafe(handler).catch_unwind();
             let grace = shared.config.cancel_grace;
-            let killed = shared.peer.killed().clone();
             let cancelled = async {
                 cancel.cancelled().await;
                 // Cancelled by the other side: the handler has its grace to return. The
                 // connection killed (then, or during the grace): it stops now.
                 tokio::select! {
                     () = tokio::time::sleep(grace) => {}
-                    () = killed.cancelled() => {}
+                    () = shared.peer.killed().cancelled() => {}
                 }
             };
+            // The handler first: one that answers at once never has the token polled.
             let result = tokio::select! {
+                biased;
                 r = handler => r.unwrap_or_else(|panic| Err(panicked(&*panic))),
                 () = cancelled => return DirectAnswer::Queued,
             };

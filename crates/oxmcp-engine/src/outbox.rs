@@ -10,6 +10,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 use std::time::Duration;
@@ -43,6 +44,8 @@ pub(crate) struct Outbox {
     max_overflow: usize,
     overflow: Mutex<Overflow>,
     killed: CancellationToken,
+    /// Set with `killed`: what every send checks (a token's `is_cancelled` takes a lock).
+    dead: AtomicBool,
 }
 
 impl Outbox {
@@ -57,6 +60,7 @@ impl Outbox {
             max_overflow: max_overflow.max(1),
             overflow: Mutex::new(Overflow::default()),
             killed: CancellationToken::new(),
+            dead: AtomicBool::new(false),
         })
     }
 
@@ -64,21 +68,33 @@ impl Outbox {
         self.overflow.lock()
     }
 
-    /// Cancelled when the connection is killed for not reading.
+    /// Cancelled when the connection is killed (for not reading, or by [`Outbox::stop`]),
+    /// to wait on. Kill it through those, never by cancelling this token.
     pub(crate) fn killed(&self) -> &CancellationToken {
         &self.killed
     }
 
+    /// Whether the connection is killed.
+    pub(crate) fn is_killed(&self) -> bool {
+        self.dead.load(Ordering::Acquire)
+    }
+
     pub(crate) fn kill(&self, why: &str) {
-        if !self.killed.is_cancelled() {
+        if !self.dead.swap(true, Ordering::AcqRel) {
             tracing::warn!("closing a connection: {why}");
             self.killed.cancel();
         }
     }
 
+    /// Kills the connection without a warning: it is gone (see [`crate::Direct`]).
+    pub(crate) fn stop(&self) {
+        self.dead.store(true, Ordering::Release);
+        self.killed.cancel();
+    }
+
     /// Sends, waiting while the queue is full (at most the stall timeout, if set).
     pub(crate) async fn send(&self, m: Outbound) -> Result<(), Gone> {
-        if self.killed.is_cancelled() {
+        if self.is_killed() {
             return Err(Gone);
         }
         let m = match self.out.try_send(m) {
@@ -107,7 +123,7 @@ impl Outbox {
 
     /// Sends without waiting; a full or closed queue drops the message.
     pub(crate) fn try_send(&self, m: Outbound) -> Result<(), mpsc::error::TrySendError<Outbound>> {
-        if self.killed.is_cancelled() {
+        if self.is_killed() {
             return Err(mpsc::error::TrySendError::Closed(m));
         }
         self.out.try_send(m)
@@ -118,7 +134,7 @@ impl Outbox {
     /// drains (and which the stall timeout, if set, ends for a client that stopped reading).
     /// Past `max_overflow` waiting messages, new ones are dropped.
     pub(crate) fn queue(self: &Arc<Self>, m: Outbound) -> Result<(), Refused> {
-        if self.killed.is_cancelled() {
+        if self.is_killed() {
             return Err(Refused::Gone);
         }
         let mut o = self.lock();

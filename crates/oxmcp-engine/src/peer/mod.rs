@@ -193,9 +193,15 @@ impl Peer {
         let _ = self.inner.out.send(out).await;
     }
 
-    /// Cancelled when the connection is killed because the other side stopped reading.
+    /// Cancelled when the connection is killed because the other side stopped reading (or
+    /// by [`Peer::kill_connection`]).
     pub(crate) fn killed(&self) -> &tokio_util::sync::CancellationToken {
         self.inner.out.killed()
+    }
+
+    /// Kills the connection: it is gone, and nothing more is sent on it.
+    pub(crate) fn kill_connection(&self) {
+        self.inner.out.stop();
     }
 
     /// Queues an error response without waiting; drops it (with a log) if the queue is full.
