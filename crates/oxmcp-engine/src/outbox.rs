@@ -102,6 +102,13 @@ impl Outbox {
             Err(mpsc::error::TrySendError::Closed(_)) => return Err(Gone),
             Err(mpsc::error::TrySendError::Full(m)) => m,
         };
+        // Boxed: what waiting holds (the send, a timer, the kill's future) would otherwise
+        // be in the future of every send, and of every task that sends, waiting or not.
+        Box::pin(self.send_waiting(m)).await
+    }
+
+    /// Sends `m` once the transport's queue has room (see [`Outbox::send`]).
+    async fn send_waiting(&self, m: Outbound) -> Result<(), Gone> {
         let send = self.out.send(m);
         match self.stall {
             Some(limit) => tokio::select! {
