@@ -16,16 +16,16 @@ use oxmcp_jsonrpc::{
 };
 use oxmcp_types::{CancelledParams, ProgressParams};
 use tokio::sync::{Semaphore, mpsc, oneshot};
-use tokio::task::{AbortHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::CallError;
 use crate::options::EngineConfig;
 use crate::peer::Peer;
+use crate::running::{Abort, Running};
 use crate::service::{HandlerResult, RequestContext, Service};
 
 pub(crate) struct InFlight {
-    pub(crate) abort: Option<AbortHandle>,
+    pub(crate) abort: Option<Abort>,
     pub(crate) cancel: CancellationToken,
     cancellable: bool,
     /// Answered on its own (not inside a batch's answer).
@@ -159,7 +159,7 @@ async fn serve_loop(shared: Arc<Shared>, mut incoming: mpsc::Receiver<Inbound>) 
         &shared.closing,
     );
     let mut queue: VecDeque<Queued> = VecDeque::new();
-    let mut tasks: JoinSet<()> = JoinSet::new();
+    let mut tasks = Running::new();
     let mut input_open = true;
     let max_queued = shared.config.max_queued.max(1);
     // Polled only when the token wakes it, not on every turn of the loop: a token's
@@ -186,7 +186,7 @@ async fn serve_loop(shared: Arc<Shared>, mut incoming: mpsc::Receiver<Inbound>) 
                     entry.cancel.cancel();
                 }
             }
-            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            Some(()) = tasks.next(), if !tasks.is_empty() => {}
             Ok(permit) = sem.clone().acquire_owned(), if !queue.is_empty() => {
                 let Some(q) = queue.pop_front() else { continue };
                 if queue.is_empty() {
@@ -221,16 +221,16 @@ async fn serve_loop(shared: Arc<Shared>, mut incoming: mpsc::Receiver<Inbound>) 
     }
     // Input is over: let what was accepted finish, so nothing that was asked goes unanswered
     // (a request answered directly holds a permit while it runs).
-    while tasks.join_next().await.is_some() {}
+    while tasks.next().await.is_some() {}
     let all = u32::try_from(max_in_flight).unwrap_or(u32::MAX);
     let _all_done = sem.acquire_many(all).await;
     peer.close();
 }
 
-/// Runs request `q` on a task of its own, holding `permit`; its entry in the in-flight map
+/// Runs request `q` (see [`Running`]), holding `permit`; its entry in the in-flight map
 /// learns how to abort it.
 fn spawn_request(
-    tasks: &mut JoinSet<()>,
+    tasks: &mut Running,
     peer: &Peer,
     in_flight: &InFlightMap,
     q: Queued,
@@ -280,7 +280,7 @@ pub(crate) fn panicked(panic: &(dyn std::any::Any + Send)) -> ErrorObject {
     ErrorObject::internal("Internal error: the handler panicked")
 }
 
-fn on_frame(cx: &Conn<'_>, bytes: &[u8], queue: &mut VecDeque<Queued>, tasks: &mut JoinSet<()>) {
+fn on_frame(cx: &Conn<'_>, bytes: &[u8], queue: &mut VecDeque<Queued>, tasks: &mut Running) {
     match Frame::decode_limited(bytes, cx.config.max_batch) {
         Frame::Single(Ok(msg)) => on_message(cx, msg, None, queue, tasks),
         Frame::Single(Err(e)) => {
@@ -333,7 +333,7 @@ fn on_message(
     msg: Message,
     context: Option<oxmcp_jsonrpc::TransportContext>,
     queue: &mut VecDeque<Queued>,
-    tasks: &mut JoinSet<()>,
+    tasks: &mut Running,
 ) {
     match msg {
         Message::Response(r) => cx.peer.complete(r.id, r.outcome.map_err(CallError::Rpc)),
@@ -384,7 +384,7 @@ fn accept(
     reply: Reply,
     transport: Option<oxmcp_jsonrpc::TransportContext>,
     queue: &mut VecDeque<Queued>,
-    tasks: &mut JoinSet<()>,
+    tasks: &mut Running,
 ) -> Result<(), ErrorObject> {
     let id = r.id.clone();
     let alone = matches!(reply, Reply::Alone);
@@ -482,7 +482,7 @@ fn cancel(
 }
 
 /// Aborts a cancelled request's handler unless it has returned within `grace`.
-fn abort_after(abort: AbortHandle, grace: std::time::Duration) {
+fn abort_after(abort: Abort, grace: std::time::Duration) {
     if grace.is_zero() || abort.is_finished() {
         abort.abort();
         return;
@@ -510,7 +510,7 @@ fn on_batch(
     cx: &Conn<'_>,
     items: Vec<Result<Message, DecodeError>>,
     queue: &mut VecDeque<Queued>,
-    tasks: &mut JoinSet<()>,
+    tasks: &mut Running,
 ) {
     if !cx.service.batch_allowed() {
         let e = ErrorObject::invalid_request(

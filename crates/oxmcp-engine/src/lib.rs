@@ -55,6 +55,7 @@ mod options;
 mod outbox;
 mod park;
 mod peer;
+mod running;
 mod serve;
 mod service;
 
