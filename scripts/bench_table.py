@@ -9,8 +9,9 @@ core 0 and the driver to core 1 (taskset), so neither takes the other's core.
 
 Run by scripts/bench-http.sh, which builds the binaries first. Arguments: seconds per HTTP
 figure (default 5). Environment: ROUNDS (default 3: every server is measured once per round,
-in turn, and each cell is the median of its rounds), STDIO_CALLS (default 20000), STARTS
-(default 50), IDLE (default 1000 sessions).
+in turn, and each cell is the median of its rounds), STDIO_CALLS (sequential stdio calls,
+default 20000), STDIO_PIPELINED (pipelined stdio calls, default 100000), STARTS (default 50),
+IDLE (default 1000 sessions).
 """
 
 import json
@@ -24,6 +25,7 @@ import urllib.request
 
 SECS = sys.argv[1] if len(sys.argv) > 1 else "5"
 STDIO_CALLS = os.environ.get("STDIO_CALLS", "20000")
+STDIO_PIPELINED = os.environ.get("STDIO_PIPELINED", "100000")
 STARTS = os.environ.get("STARTS", "50")
 IDLE = os.environ.get("IDLE", "1000")
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
@@ -138,11 +140,19 @@ def http_figures(name):
 def stdio_figures(name):
     cmd = SERVER_CPU + SERVERS[name][1]
     figs = {}
-    r = bench(["--requests", STDIO_CALLS, "--"] + cmd, f"{name} stdio")
+    # The raw stdio driver: requests written together, answers compared by their bytes (the
+    # SDK's Client spends about as much per call as a fast server). Each phase on its own
+    # run, so that the driver's CPU share is that of the phase.
+    r = bench(["--driver", "raw", "--mode", "sequential", "--requests", STDIO_CALLS, "--"] + cmd,
+              f"{name} stdio sequential")
     figs["stdio_seq"] = rate(r, "sequential")
+    r = bench(["--driver", "raw", "--pipeline", "--window", "1024", "--requests", STDIO_PIPELINED,
+               "--"] + cmd, f"{name} stdio pipelined")
     figs["stdio_pipe"] = rate(r, "pipelined")
     if r:
         figs["stdio_rss"] = r.get("server_peak_rss_kib")
+        figs["stdio_pipe_driver_cpu"] = r["cpu"].get("driver_cpu_s", 0) / max(
+            r["cpu"].get("wall_s", 1), 1e-9)
     r = bench(["--cold-start", STARTS, "--"] + cmd, f"{name} cold start")
     if r and not r.get("errors"):
         figs["cold"] = r["spawn_to_initialize"]["p50_ms"]
@@ -236,6 +246,9 @@ def targets(f):
             share = f[against].get(key + "_driver_cpu")
             if against == "floor" and measured and isinstance(share, float) and share > 0:
                 shown += f" (driver {base / share / value:.1f}x)"
+            own_share = f[name].get(key + "_driver_cpu")
+            if key == "stdio_pipe" and isinstance(own_share, float):
+                shown += f" (driver {100 * own_share:.0f}% of its core)"
             floor = f["floor"].get(key)
             if against == "rmcp" and key.startswith("http_") and isinstance(floor, (int, float)) \
                     and isinstance(base, (int, float)) and base:
@@ -275,7 +288,8 @@ def main():
     f = figures
     print(f"Every answer checked; 0 errors in every figure unless a cell says otherwise. "
           f"{'Server on core 0, driver on core 1' if PIN else 'Server and driver unpinned'}; "
-          f"HTTP figures {SECS} s each, stdio {STDIO_CALLS} calls, {STARTS} cold starts; "
+          f"HTTP figures {SECS} s each, stdio {STDIO_CALLS} sequential and {STDIO_PIPELINED} "
+          f"pipelined calls, {STARTS} cold starts; "
           f"each cell the median of {ROUNDS} rounds, the servers taking turns.\n")
     print("| measurement | floor | ours (SDK echo) | `oxmcp serve` | rmcp | ours/floor | ours/rmcp "
           "| serve/floor | serve/rmcp |")
@@ -285,13 +299,14 @@ def main():
         print(f"| {label} | " + " | ".join(fmt(c, unit) for c in cells)
               + f" | {ratio(cells[1], cells[0])} | {ratio(cells[1], cells[3])}"
               + f" | {ratio(cells[2], cells[0])} | {ratio(cells[2], cells[3])} |")
-    print("\nThe driver's share of its core in each HTTP figure (median of the rounds). A figure "
+    print("\nThe driver's share of its core in each HTTP figure and in pipelined stdio (median "
+          "of the rounds). A figure "
           "counts only where the driver drove the floor at least twice as fast as the server "
           "measured, and was not near 100% itself.\n")
-    print("| HTTP shape | " + " | ".join(SERVERS) + " | floor / fastest server |")
+    print("| shape | " + " | ".join(SERVERS) + " | floor / fastest server |")
     print("|---|" + "---:|" * (len(SERVERS) + 1))
     for label, key, _ in rows:
-        if not key.startswith("http_"):
+        if not (key.startswith("http_") or key == "stdio_pipe"):
             continue
         shares = [f[n].get(key + "_driver_cpu") for n in SERVERS]
         rates = [f[n].get(key) for n in SERVERS]

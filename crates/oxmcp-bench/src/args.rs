@@ -31,8 +31,9 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_parser = parse_duration)]
     duration: Option<Duration>,
     /// Who sends the requests: raw (the driver's own lean HTTP/1.1, WebSocket frames for
-    /// `ws://`, or HTTP/2 gRPC messages for `grpc://`; the default for http:// URLs) or
-    /// client (the SDK's Client; always for stdio, the default for ws:// and grpc://).
+    /// `ws://`, HTTP/2 gRPC messages for `grpc://`, or lines on a stdio server's pipes; the
+    /// default for http:// URLs) or client (the SDK's Client; the default for stdio, ws://
+    /// and grpc://).
     #[arg(long, value_enum)]
     driver: Option<DriverArg>,
     /// Sessions of the raw driver's connections (legacy era): each (a session per
@@ -170,11 +171,7 @@ impl BenchArgs {
         let target = Target::from_parts(self.url, self.server)?;
         let driver = match (self.driver, &target) {
             (Some(DriverArg::Client), _) | (None, Target::Command(_)) => Driver::Client,
-            (Some(DriverArg::Raw), Target::Command(_)) => {
-                bail!(
-                    "--driver raw is for http://, ws:// and grpc:// URLs (stdio servers use the client)"
-                )
-            }
+            (Some(DriverArg::Raw), Target::Command(_)) => Driver::Raw,
             (None, Target::Url(u)) if is_stream_url(u) => Driver::Client,
             (Some(DriverArg::Raw), Target::Url(u))
                 if is_stream_url(u) && !u.starts_with("ws://") && !u.starts_with("grpc://") =>
@@ -192,7 +189,8 @@ impl BenchArgs {
         if client_only && driver != Driver::Client {
             bail!("--read, --wire and --encoding protobuf need the SDK client (--driver client)");
         }
-        if driver == Driver::Raw && mode == BenchMode::Pipelined {
+        let is_url = matches!(target, Target::Url(_));
+        if driver == Driver::Raw && mode == BenchMode::Pipelined && is_url {
             bail!("pipelined calls need one connection with the SDK client (--driver client)");
         }
         let payload = Payload::new(parse_object(&self.args)?);

@@ -150,6 +150,11 @@ impl Failure {
         }
     }
 
+    /// Its group and what it says, for an error message.
+    pub(crate) fn describe(&self) -> String {
+        format!("{}: {}", self.kind(), self.detail())
+    }
+
     fn detail(&self) -> String {
         match self {
             Failure::Http(_, m)

@@ -18,6 +18,7 @@ mod cold;
 mod idle;
 mod lean;
 mod lean_grpc;
+mod lean_stdio;
 mod lean_ws;
 mod relay;
 mod run;

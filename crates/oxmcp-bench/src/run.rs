@@ -23,7 +23,7 @@ use crate::check::Tally;
 pub(crate) use crate::check::{Expect, Payload};
 use crate::stats::{CpuWatch, percentiles, rate, status_kib};
 use crate::target::Target;
-use crate::{burst, calls, client, cold, idle, relay};
+use crate::{burst, calls, client, cold, idle, lean_stdio, relay};
 
 /// Who sends the requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -352,7 +352,12 @@ pub(crate) async fn run(mut plan: Plan) -> anyhow::Result<()> {
     }
     let (phases, extra, driver) = match (&plan.target, plan.driver) {
         (Target::Url(url), Driver::Raw) => raw(&plan, url).await?,
-        (Target::Command(_), Driver::Raw) => bail!("the raw driver is for http:// URLs"),
+        (Target::Command(command), Driver::Raw) => {
+            let (phases, extra) = lean_stdio::run(&plan, command).await?;
+            let how = "raw stdio driver (one thread; requests rendered and written together, \
+                       answers compared by their bytes)";
+            (phases, extra, how.to_owned())
+        }
         (_, Driver::Client) => {
             if plan.burst.is_some() || plan.shared_session {
                 bail!("--burst and --session shared use the raw driver");

@@ -53,6 +53,73 @@ fn by_duration_with_json() {
 }
 
 #[test]
+fn raw_driver_checks_every_answer() {
+    let (ok, out, err) = bench(&[
+        "--driver",
+        "raw",
+        "--requests",
+        "500",
+        "--json",
+        "--",
+        oxmcp(),
+        "serve",
+        "--stdio",
+    ]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert!(
+        v["driver"]
+            .as_str()
+            .unwrap()
+            .starts_with("raw stdio driver"),
+        "{v}"
+    );
+    assert_eq!(v["errors"], 0, "{v}");
+    for phase in ["sequential", "pipelined"] {
+        assert_eq!(v["phases"][phase]["ok"], 500, "{phase}: {v}");
+    }
+    assert!(v["cpu"]["driver_cpu_s"].as_f64().is_some(), "{v}");
+    assert!(v["server_peak_rss_kib"].as_u64().unwrap() > 0, "{v}");
+    // Answers that do not check out are counted, in both phases, and end with exit code 1.
+    let (ok, out, _) = bench(&[
+        "--driver",
+        "raw",
+        "--tool",
+        "fail",
+        "--args",
+        "{}",
+        "--requests",
+        "200",
+        "--",
+        oxmcp(),
+        "serve",
+        "--stdio",
+    ]);
+    assert!(!ok);
+    assert!(out.contains("200 calls, 200 errors"), "human output: {out}");
+    assert!(out.contains("isError x200"), "human output: {out}");
+    // Text other than the one sent is wrong, though the call succeeded.
+    let (ok, out, _) = bench(&[
+        "--driver",
+        "raw",
+        "--tool",
+        "echo",
+        "--expect",
+        "something else",
+        "--requests",
+        "50",
+        "--mode",
+        "sequential",
+        "--",
+        oxmcp(),
+        "serve",
+        "--stdio",
+    ]);
+    assert!(!ok);
+    assert!(out.contains("50 calls, 50 errors"), "human output: {out}");
+}
+
+#[test]
 fn pipeline_only_and_errors_counted() {
     let (ok, out, err) = bench(&[
         "--pipeline",
