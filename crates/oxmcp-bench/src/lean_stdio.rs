@@ -255,6 +255,14 @@ async fn one_call(
     }
 }
 
+/// The pipelined phase's shared state: room in the window, and the calls in flight.
+struct Window {
+    room: Semaphore,
+    in_flight: RefCell<HashMap<u64, Instant>>,
+    /// Set by the writer when it is done: how many it sent.
+    sent: Cell<Option<u64>>,
+}
+
 /// Up to `window` calls in flight from call number `first`: a writer renders as many as
 /// there is room for into one write, a reader checks the answers as they come (in any
 /// order) and makes room again. Both run on this task.
@@ -265,86 +273,97 @@ async fn pipelined(
     template: &Template,
     first: u64,
 ) -> Tally {
-    let window = plan.window.max(1);
-    let room = Semaphore::new(window);
-    let in_flight: RefCell<HashMap<u64, Instant>> = RefCell::new(HashMap::with_capacity(window));
-    // Set by the writer when it is done: how many it sent.
-    let sent = Cell::new(None::<u64>);
-    let budget = Budget::new(plan);
-    let writer = async {
-        let mut out = Vec::with_capacity(MOST_PER_WRITE * 256);
-        let mut n = first;
-        while budget.more(n - first) {
-            let Ok(permit) = room.acquire().await else {
-                break;
-            };
-            permit.forget();
-            let mut take = 1;
-            while take < MOST_PER_WRITE && room.try_acquire().map(|p| p.forget()).is_ok() {
-                take += 1;
-            }
-            out.clear();
-            let now = Instant::now();
-            let mut rendered = 0;
-            {
-                let mut flights = in_flight.borrow_mut();
-                while rendered < take && budget.more(n - first) {
-                    template.render_into(n, &mut out);
-                    out.push(b'\n');
-                    flights.insert(n, now);
-                    n += 1;
-                    rendered += 1;
-                }
-            }
-            room.add_permits(take - rendered);
-            if out.is_empty() {
-                break;
-            }
-            if let Err(f) = write(stdin, &out).await {
-                sent.set(Some(n - first));
-                return Err(f);
-            }
-        }
-        sent.set(Some(n - first));
-        // Stdin stays open: the server answers what it was asked before it sees the end.
-        Ok(())
+    let size = plan.window.max(1);
+    let window = Window {
+        room: Semaphore::new(size),
+        in_flight: RefCell::new(HashMap::with_capacity(size)),
+        sent: Cell::new(None),
     };
-    let reader = async {
-        let mut needles = needles(plan);
-        let mut tally = Tally::default();
-        loop {
-            if sent.get().is_some_and(|s| tally.total() >= s) {
-                break;
-            }
-            let line = match answers.next_line().await {
-                Ok(line) => line,
-                Err(f) => {
-                    // Everything still in flight is lost with the pipe.
-                    let lost = in_flight.borrow_mut().drain().count().max(1);
-                    for _ in 0..lost {
-                        tally.record(Err(f.clone()), wire::TIMEOUT);
-                    }
-                    break;
-                }
-            };
-            let (n, outcome) = match check_line(line, &mut needles, plan) {
-                Line::Other => continue,
-                Line::Answer(n, outcome) => (n, outcome),
-            };
-            let Some(at) = in_flight.borrow_mut().remove(&n) else {
-                let f = Failure::Wrong(format!("an answer to {n}, which is not in flight"));
-                tally.record(Err(f), std::time::Duration::ZERO);
-                continue;
-            };
-            tally.record(outcome, at.elapsed());
-            DONE.fetch_add(1, Ordering::Relaxed);
-            room.add_permits(1);
-        }
-        tally
-    };
-    let (written, mut tally) = tokio::join!(writer, reader);
+    let writer = write_calls(&window, stdin, plan, template, first);
+    let (written, mut tally) = tokio::join!(writer, read_answers(&window, answers, plan));
     if let Err(f) = written {
         tally.record(Err(f), std::time::Duration::ZERO);
+    }
+    tally
+}
+
+/// The pipelined phase's writer: as many calls as there is room for, up to
+/// [`MOST_PER_WRITE`] in one write, until the budget is spent. Stdin stays open: the server
+/// answers what it was asked before it sees the end.
+async fn write_calls(
+    window: &Window,
+    stdin: &mut ChildStdin,
+    plan: &Plan,
+    template: &Template,
+    first: u64,
+) -> Result<(), Failure> {
+    let budget = Budget::new(plan);
+    let mut out = Vec::with_capacity(MOST_PER_WRITE * 256);
+    let mut n = first;
+    let mut written = Ok(());
+    while budget.more(n - first) {
+        let Ok(permit) = window.room.acquire().await else {
+            break;
+        };
+        permit.forget();
+        let mut take = 1;
+        while take < MOST_PER_WRITE && window.room.try_acquire().map(|p| p.forget()).is_ok() {
+            take += 1;
+        }
+        out.clear();
+        let now = Instant::now();
+        let mut rendered = 0;
+        {
+            let mut flights = window.in_flight.borrow_mut();
+            while rendered < take && budget.more(n - first) {
+                template.render_into(n, &mut out);
+                out.push(b'\n');
+                flights.insert(n, now);
+                n += 1;
+                rendered += 1;
+            }
+        }
+        window.room.add_permits(take - rendered);
+        if out.is_empty() {
+            break;
+        }
+        written = write(stdin, &out).await;
+        if written.is_err() {
+            break;
+        }
+    }
+    window.sent.set(Some(n - first));
+    written
+}
+
+/// The pipelined phase's reader: every answer checked, until all the writer sent are in.
+async fn read_answers(window: &Window, answers: &mut Answers, plan: &Plan) -> Tally {
+    let mut needles = needles(plan);
+    let mut tally = Tally::default();
+    while window.sent.get().is_none_or(|s| tally.total() < s) {
+        let line = match answers.next_line().await {
+            Ok(line) => line,
+            Err(f) => {
+                // Everything still in flight is lost with the pipe.
+                let lost = window.in_flight.borrow_mut().drain().count().max(1);
+                for _ in 0..lost {
+                    tally.record(Err(f.clone()), wire::TIMEOUT);
+                }
+                break;
+            }
+        };
+        let (n, outcome) = match check_line(line, &mut needles, plan) {
+            Line::Other => continue,
+            Line::Answer(n, outcome) => (n, outcome),
+        };
+        let Some(at) = window.in_flight.borrow_mut().remove(&n) else {
+            let f = Failure::Wrong(format!("an answer to {n}, which is not in flight"));
+            tally.record(Err(f), std::time::Duration::ZERO);
+            continue;
+        };
+        tally.record(outcome, at.elapsed());
+        DONE.fetch_add(1, Ordering::Relaxed);
+        window.room.add_permits(1);
     }
     tally
 }

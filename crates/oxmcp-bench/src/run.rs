@@ -236,6 +236,14 @@ async fn raw(plan: &Plan, url: &str) -> anyhow::Result<(Vec<Phase>, Value, Strin
     Ok((phases, extra, format!("{how}, {shape}")))
 }
 
+/// The raw stdio driver's phases; returns them, the report's other fields and a description.
+async fn raw_stdio(plan: &Plan, command: &[String]) -> anyhow::Result<(Vec<Phase>, Value, String)> {
+    let (phases, extra) = lean_stdio::run(plan, command).await?;
+    let how = "raw stdio driver (one thread; requests rendered and written together, answers \
+               compared by their bytes)";
+    Ok((phases, extra, how.to_owned()))
+}
+
 fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
@@ -352,12 +360,7 @@ pub(crate) async fn run(mut plan: Plan) -> anyhow::Result<()> {
     }
     let (phases, extra, driver) = match (&plan.target, plan.driver) {
         (Target::Url(url), Driver::Raw) => raw(&plan, url).await?,
-        (Target::Command(command), Driver::Raw) => {
-            let (phases, extra) = lean_stdio::run(&plan, command).await?;
-            let how = "raw stdio driver (one thread; requests rendered and written together, \
-                       answers compared by their bytes)";
-            (phases, extra, how.to_owned())
-        }
+        (Target::Command(command), Driver::Raw) => raw_stdio(&plan, command).await?,
         (_, Driver::Client) => {
             if plan.burst.is_some() || plan.shared_session {
                 bail!("--burst and --session shared use the raw driver");

@@ -178,23 +178,10 @@ impl Direct {
         let shared = shared.clone();
         let flag = spoke.clone();
         let run = async move {
-            // A request cancelled while it waits for a slot never runs. (A free slot is
-            // taken without a look at the token, which is polled only when there is none:
-            // each poll of `cancelled()` takes two locks.)
-            let _permit = match shared.sem.try_acquire() {
+            let _permit = match slot(&shared, &cancel).await {
                 Ok(permit) => permit,
-                Err(tokio::sync::TryAcquireError::Closed) => return DirectAnswer::Closed,
-                Err(tokio::sync::TryAcquireError::NoPermits) => tokio::select! {
-                    permit = shared.sem.acquire() => match permit {
-                        Ok(permit) => permit,
-                        Err(_) => return DirectAnswer::Closed,
-                    },
-                    () = cancel.cancelled() => return DirectAnswer::Queued,
-                },
+                Err(answer) => return answer,
             };
-            if cancel.is_cancelled() {
-                return DirectAnswer::Queued;
-            }
             let handler = AssertUnwindSafe(handler).catch_unwind();
             let grace = shared.config.cancel_grace;
             let cancelled = async {
@@ -238,6 +225,27 @@ impl Direct {
             owner: Some((self.shared.clone(), id_kept)),
         }
     }
+}
+
+/// A slot for a request to run in. A request cancelled while it waits for one never runs.
+/// (A free slot is taken without a look at the token, which is polled only when there is
+/// none: each poll of `cancelled()` takes two locks.)
+async fn slot<'a>(
+    shared: &'a Shared,
+    cancel: &CancellationToken,
+) -> Result<tokio::sync::SemaphorePermit<'a>, DirectAnswer> {
+    let permit = match shared.sem.try_acquire() {
+        Ok(permit) => permit,
+        Err(tokio::sync::TryAcquireError::Closed) => return Err(DirectAnswer::Closed),
+        Err(tokio::sync::TryAcquireError::NoPermits) => tokio::select! {
+            permit = shared.sem.acquire() => permit.map_err(|_| DirectAnswer::Closed)?,
+            () = cancel.cancelled() => return Err(DirectAnswer::Queued),
+        },
+    };
+    if cancel.is_cancelled() {
+        return Err(DirectAnswer::Queued);
+    }
+    Ok(permit)
 }
 
 /// Registers `request` and runs its handler's synchronous part here; a panic in it fails
