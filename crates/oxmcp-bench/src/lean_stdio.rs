@@ -20,7 +20,7 @@ use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, Semaphore};
 
 use crate::args::BenchMode;
 use crate::check::{Expect, Failure, Tally};
@@ -61,10 +61,12 @@ impl Answers {
     }
 }
 
+/// Writes `bytes` to the server, within [`wire::TIMEOUT`] (a server that stops reading does
+/// not hang the run).
 async fn write(stdin: &mut ChildStdin, bytes: &[u8]) -> Result<(), Failure> {
-    stdin
-        .write_all(bytes)
+    tokio::time::timeout(wire::TIMEOUT, stdin.write_all(bytes))
         .await
+        .map_err(|_| Failure::Timeout)?
         .map_err(|e| Failure::Transport(format!("writing to the server's stdin: {e}")))
 }
 
@@ -72,6 +74,8 @@ async fn write(stdin: &mut ChildStdin, bytes: &[u8]) -> Result<(), Failure> {
 enum Line {
     /// The answer to call `n`, checked.
     Answer(u64, Result<(), Failure>),
+    /// A line that answers no call: not JSON, or no id. It counts as an error of its own.
+    Stray(Failure),
     /// A notification or a request of the server's own: skipped.
     Other,
 }
@@ -97,19 +101,17 @@ fn check_line(line: &[u8], needles: &mut Needles, plan: &Plan) -> Line {
     let message: Value = match serde_json::from_slice(line) {
         Ok(m) => m,
         Err(e) => {
-            let failure = Failure::Wrong(format!("a line that is not JSON: {e}"));
-            return Line::Answer(id_of(line).unwrap_or(0), Err(failure));
+            return Line::Stray(Failure::Wrong(format!("a line that is not JSON: {e}")));
         }
     };
     if message.get("method").is_some() {
         return Line::Other;
     }
     let Some(n) = message.get("id").and_then(Value::as_u64) else {
-        let failure = Failure::Wrong(format!(
+        return Line::Stray(Failure::Wrong(format!(
             "an answer without a call's id: {}",
             crate::check::clip(&message.to_string())
-        ));
-        return Line::Answer(0, Err(failure));
+        )));
     };
     let reply = wire::Reply {
         status: 200,
@@ -246,6 +248,9 @@ async fn one_call(
         match check_line(answers.next_line().await?, needles, plan) {
             Line::Other => {}
             Line::Answer(m, outcome) if m == n => return outcome,
+            // A late answer to a call already counted: this call's may follow.
+            Line::Answer(m, _) if m < n => {}
+            Line::Stray(f) => return Err(f),
             Line::Answer(m, _) => {
                 return Err(Failure::Wrong(format!(
                     "an answer to {m} while {n} was asked"
@@ -257,10 +262,13 @@ async fn one_call(
 
 /// The pipelined phase's shared state: room in the window, and the calls in flight.
 struct Window {
+    /// Closed by the reader when it stops: the writer stops too.
     room: Semaphore,
     in_flight: RefCell<HashMap<u64, Instant>>,
     /// Set by the writer when it is done: how many it sent.
     sent: Cell<Option<u64>>,
+    /// Told when `sent` is set, for a reader with nothing in flight to wait for.
+    done: Notify,
 }
 
 /// Up to `window` calls in flight from call number `first`: a writer renders as many as
@@ -278,29 +286,27 @@ async fn pipelined(
         room: Semaphore::new(size),
         in_flight: RefCell::new(HashMap::with_capacity(size)),
         sent: Cell::new(None),
+        done: Notify::new(),
     };
     let writer = write_calls(&window, stdin, plan, template, first);
-    let (written, mut tally) = tokio::join!(writer, read_answers(&window, answers, plan));
-    if let Err(f) = written {
-        tally.record(Err(f), std::time::Duration::ZERO);
-    }
+    let ((), tally) = tokio::join!(writer, read_answers(&window, answers, plan));
     tally
 }
 
 /// The pipelined phase's writer: as many calls as there is room for, up to
-/// [`MOST_PER_WRITE`] in one write, until the budget is spent. Stdin stays open: the server
-/// answers what it was asked before it sees the end.
+/// [`MOST_PER_WRITE`] in one write, until the budget is spent or the reader stops. Stdin
+/// stays open: the server answers what it was asked before it sees the end. A failed write
+/// stops it; its calls stay in flight, and the reader counts them as lost.
 async fn write_calls(
     window: &Window,
     stdin: &mut ChildStdin,
     plan: &Plan,
     template: &Template,
     first: u64,
-) -> Result<(), Failure> {
+) {
     let budget = Budget::new(plan);
     let mut out = Vec::with_capacity(MOST_PER_WRITE * 256);
     let mut n = first;
-    let mut written = Ok(());
     while budget.more(n - first) {
         let Ok(permit) = window.room.acquire().await else {
             break;
@@ -327,21 +333,33 @@ async fn write_calls(
         if out.is_empty() {
             break;
         }
-        written = write(stdin, &out).await;
-        if written.is_err() {
+        if write(stdin, &out).await.is_err() {
             break;
         }
     }
     window.sent.set(Some(n - first));
-    written
+    window.done.notify_one();
 }
 
 /// The pipelined phase's reader: every answer checked, until all the writer sent are in.
+/// Lines that answer no call in flight are counted as errors of their own.
 async fn read_answers(window: &Window, answers: &mut Answers, plan: &Plan) -> Tally {
     let mut needles = needles(plan);
     let mut tally = Tally::default();
-    while window.sent.get().is_none_or(|s| tally.total() < s) {
-        let line = match answers.next_line().await {
+    // Calls answered (or lost): what ends the phase, beside how many were sent.
+    let mut settled = 0;
+    while window.sent.get().is_none_or(|s| settled < s) {
+        let read = if window.in_flight.borrow().is_empty() {
+            // Nothing to wait for but the writer: more calls, or its end.
+            tokio::select! {
+                biased;
+                read = answers.next_line() => read,
+                () = window.done.notified() => continue,
+            }
+        } else {
+            answers.next_line().await
+        };
+        let line = match read {
             Ok(line) => line,
             Err(f) => {
                 // Everything still in flight is lost with the pipe.
@@ -354,17 +372,26 @@ async fn read_answers(window: &Window, answers: &mut Answers, plan: &Plan) -> Ta
         };
         let (n, outcome) = match check_line(line, &mut needles, plan) {
             Line::Other => continue,
+            Line::Stray(f) => {
+                tally.record(Err(f), std::time::Duration::ZERO);
+                continue;
+            }
             Line::Answer(n, outcome) => (n, outcome),
         };
         let Some(at) = window.in_flight.borrow_mut().remove(&n) else {
-            let f = Failure::Wrong(format!("an answer to {n}, which is not in flight"));
+            let f = outcome
+                .err()
+                .unwrap_or_else(|| Failure::Wrong(format!("an answer to {n}, not in flight")));
             tally.record(Err(f), std::time::Duration::ZERO);
             continue;
         };
+        settled += 1;
         tally.record(outcome, at.elapsed());
         DONE.fetch_add(1, Ordering::Relaxed);
         window.room.add_permits(1);
     }
+    // The writer stops too, if it waits for room.
+    window.room.close();
     tally
 }
 
@@ -434,13 +461,10 @@ mod tests {
             .unwrap()
     }
 
-    fn verdict(line: &str) -> Option<(u64, Result<(), Failure>)> {
+    fn verdict(line: &str) -> Line {
         let plan = plan();
         let mut needles = needles(&plan);
-        match check_line(line.as_bytes(), &mut needles, &plan) {
-            Line::Answer(n, outcome) => Some((n, outcome)),
-            Line::Other => None,
-        }
+        check_line(line.as_bytes(), &mut needles, &plan)
     }
 
     #[test]
@@ -454,23 +478,27 @@ mod tests {
     fn answers_are_checked_and_notifications_skipped() {
         let right =
             r#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"hello-3"}]}}"#;
-        assert_eq!(verdict(right), Some((3, Ok(()))));
+        assert!(matches!(verdict(right), Line::Answer(3, Ok(()))));
         // Another layout of the right answer is parsed, and passes.
         let spaced = r#"{"id": 3, "jsonrpc": "2.0", "result": {"content": [{"text": "hello-3", "type": "text"}]}}"#;
-        assert_eq!(verdict(spaced), Some((3, Ok(()))));
+        assert!(matches!(verdict(spaced), Line::Answer(3, Ok(()))));
         let wrong =
             r#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"hello-4"}]}}"#;
-        assert!(matches!(verdict(wrong), Some((3, Err(Failure::Wrong(_))))));
+        assert!(matches!(
+            verdict(wrong),
+            Line::Answer(3, Err(Failure::Wrong(_)))
+        ));
         let error = r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"no"}}"#;
         assert!(matches!(
             verdict(error),
-            Some((3, Err(Failure::Rpc(-32603, _))))
+            Line::Answer(3, Err(Failure::Rpc(-32603, _)))
         ));
         let notice = r#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#;
-        assert!(verdict(notice).is_none());
-        assert!(matches!(
-            verdict("not json"),
-            Some((0, Err(Failure::Wrong(_))))
-        ));
+        assert!(matches!(verdict(notice), Line::Other));
+        assert!(
+            matches!(verdict("not json"), Line::Stray(Failure::Wrong(m)) if m.contains("not JSON"))
+        );
+        let no_id = r#"{"jsonrpc":"2.0","result":{}}"#;
+        assert!(matches!(verdict(no_id), Line::Stray(Failure::Wrong(m)) if m.contains("without")));
     }
 }

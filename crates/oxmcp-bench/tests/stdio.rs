@@ -119,6 +119,61 @@ fn raw_driver_checks_every_answer() {
     assert!(out.contains("50 calls, 50 errors"), "human output: {out}");
 }
 
+/// A pipelined run by time whose window is one call ends when its time is up, not a read's
+/// timeout later; a server that dies mid-run ends the run at once, its calls counted lost.
+#[test]
+fn raw_driver_ends_on_time_and_when_the_server_dies() {
+    let started = std::time::Instant::now();
+    let (ok, out, err) = bench(&[
+        "--driver",
+        "raw",
+        "--pipeline",
+        "--window",
+        "1",
+        "--duration",
+        "300ms",
+        "--json",
+        "--",
+        oxmcp(),
+        "serve",
+        "--stdio",
+    ]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["errors"], 0, "{v}");
+    assert!(v["phases"]["pipelined"]["ok"].as_u64().unwrap() > 10, "{v}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    // Answers `initialize`, reads one more line, and exits.
+    let init = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"x","version":"1"}}}"#;
+    let script = format!("read l; printf '%s\\n' '{init}'; read l; exit 0");
+    let started = std::time::Instant::now();
+    let (ok, out, _) = bench(&[
+        "--driver",
+        "raw",
+        "--pipeline",
+        "--requests",
+        "5000",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(!ok);
+    assert!(
+        out.contains("errors") && out.contains("transport"),
+        "human output: {out}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 #[test]
 fn pipeline_only_and_errors_counted() {
     let (ok, out, err) = bench(&[
