@@ -21,7 +21,8 @@ pub(crate) enum Abort {
 }
 
 impl Abort {
-    /// Stops it: it is dropped at its next await (at once, for work inside the loop).
+    /// Stops it: a task is dropped at its next await; work inside the loop the next time the
+    /// loop polls its work.
     pub(crate) fn abort(&self) {
         match self {
             Self::Task(h) => h.abort(),
@@ -38,11 +39,16 @@ impl Abort {
     }
 }
 
+type Inline = FuturesUnordered<Abortable<BoxFuture<'static, ()>>>;
+
 /// One connection's running work: its requests' handlers and its batches' answers.
 pub(crate) struct Running {
     tasks: JoinSet<()>,
-    /// On a current-thread runtime: the work, polled by the loop.
-    inline: Option<FuturesUnordered<Abortable<BoxFuture<'static, ()>>>>,
+    /// On a current-thread runtime.
+    one_thread: bool,
+    /// The work polled by the loop, made with the first piece: a connection that has run
+    /// none holds none.
+    inline: Option<Inline>,
 }
 
 impl Running {
@@ -52,7 +58,8 @@ impl Running {
             Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::CurrentThread);
         Self {
             tasks: JoinSet::new(),
-            inline: one_thread.then(FuturesUnordered::new),
+            one_thread,
+            inline: None,
         }
     }
 
@@ -61,26 +68,27 @@ impl Running {
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        match &mut self.inline {
-            Some(set) => {
-                let work = AssertUnwindSafe(work).catch_unwind().map(drop).boxed();
-                let (work, handle) = futures::future::abortable(work);
-                set.push(work);
-                Abort::Inline(handle)
-            }
-            None => Abort::Task(self.tasks.spawn(work)),
+        if !self.one_thread {
+            return Abort::Task(self.tasks.spawn(work));
         }
+        let work = AssertUnwindSafe(work).catch_unwind().map(drop).boxed();
+        let (work, handle) = futures::future::abortable(work);
+        self.inline
+            .get_or_insert_with(FuturesUnordered::new)
+            .push(work);
+        Abort::Inline(handle)
     }
 
     pub(crate) fn is_empty(&self) -> bool {
         self.tasks.is_empty() && self.inline.as_ref().is_none_or(FuturesUnordered::is_empty)
     }
 
-    /// Stops all of it (work inside the loop is dropped here and now).
+    /// Stops all of it (work inside the loop is dropped here and now; a panic while it is
+    /// dropped is contained, as a task's would be).
     pub(crate) fn abort_all(&mut self) {
         self.tasks.abort_all();
-        if let Some(set) = &mut self.inline {
-            set.clear();
+        if let Some(set) = self.inline.take() {
+            let _ = std::panic::catch_unwind(AssertUnwindSafe(move || drop(set)));
         }
     }
 
@@ -92,11 +100,13 @@ impl Running {
 
     fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<()>> {
         let mut pending = false;
-        if let Some(set) = self.inline.as_mut().filter(|set| !set.is_empty()) {
-            match set.poll_next_unpin(cx) {
-                Poll::Ready(Some(_)) => return Poll::Ready(Some(())),
-                Poll::Ready(None) => {}
-                Poll::Pending => pending = true,
+        if let Some(set) = &mut self.inline {
+            // A panic here (a piece's drop, once it is done or aborted) ends that piece only.
+            let polled = std::panic::catch_unwind(AssertUnwindSafe(|| set.poll_next_unpin(cx)));
+            match polled {
+                Ok(Poll::Ready(Some(_))) | Err(_) => return Poll::Ready(Some(())),
+                Ok(Poll::Ready(None)) => {}
+                Ok(Poll::Pending) => pending = true,
             }
         }
         if !self.tasks.is_empty() {
