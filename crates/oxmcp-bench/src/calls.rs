@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::check::{Expect, Failure, Tally};
+use crate::check::{Failure, Tally};
 use crate::lean::{self, Lean, Needles};
 use crate::lean_grpc::LeanGrpc;
 use crate::lean_ws::LeanWs;
@@ -88,15 +88,6 @@ async fn open(
     ))
 }
 
-/// What every answer's bytes are compared with.
-fn needles(plan: &Plan) -> Needles {
-    match &plan.expect {
-        Expect::Echo => Needles::new(plan.payload.base.as_deref(), true),
-        Expect::Text(t) => Needles::new(Some(t), false),
-        Expect::AnyResult => Needles::new(None, false),
-    }
-}
-
 /// A worker's headers: a new session's (`initialize`, checked), the shared session's, or
 /// the 2026-07-28 ones.
 async fn headers_of(
@@ -168,7 +159,7 @@ async fn setup(
             conns,
             handshake,
             headers,
-            needles: needles(plan),
+            needles: Needles::for_plan(plan),
             reopened: 0,
             turn: home + 1,
         });
@@ -286,18 +277,7 @@ async fn answer_stream(
         if message.get("id").is_none() && message.get("method").is_some() {
             continue;
         }
-        let reply = wire::Reply {
-            status: 200,
-            kind: Body::Json,
-            content_type: "application/json".to_owned(),
-            session: None,
-            body: bytes::Bytes::copy_from_slice(payload),
-        };
-        let result: wire::ToolResult = wire::answer(&reply, n)?;
-        let sent = plan.payload.message(n);
-        return plan
-            .expect
-            .check(sent.as_deref(), result.failed(), result.texts());
+        return lean::check_message(payload, n, plan);
     }
 }
 

@@ -358,6 +358,37 @@ impl Needles {
     }
 }
 
+impl Needles {
+    /// What the answers of `plan`'s calls are compared with.
+    pub(crate) fn for_plan(plan: &crate::run::Plan) -> Needles {
+        match &plan.expect {
+            crate::check::Expect::Echo => Needles::new(plan.payload.base.as_deref(), true),
+            crate::check::Expect::Text(t) => Needles::new(Some(t), false),
+            crate::check::Expect::AnyResult => Needles::new(None, false),
+        }
+    }
+}
+
+/// The full check of one JSON-RPC message (a stream's or a pipe's) as the answer to call
+/// `n` of `plan`: parsed, its id and result checked, then its text.
+pub(crate) fn check_message(
+    message: &[u8],
+    n: u64,
+    plan: &crate::run::Plan,
+) -> Result<(), Failure> {
+    let reply = Reply {
+        status: 200,
+        kind: Body::Json,
+        content_type: "application/json".to_owned(),
+        session: None,
+        body: Bytes::copy_from_slice(message),
+    };
+    let result: wire::ToolResult = wire::answer(&reply, n)?;
+    let sent = plan.payload.message(n);
+    plan.expect
+        .check(sent.as_deref(), result.failed(), result.texts())
+}
+
 /// An answer as `wire::answer` takes it (for the full check).
 pub(crate) fn reply_of(answer: &Answer<'_>) -> Reply {
     Reply {

@@ -23,11 +23,11 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{Notify, Semaphore};
 
 use crate::args::BenchMode;
-use crate::check::{Expect, Failure, Tally};
+use crate::check::{Failure, Tally};
 use crate::lean::Needles;
 use crate::run::{Phase, Plan};
 use crate::stats::{CpuWatch, DONE, Ticker, status_kib};
-use crate::wire::{self, Body, Template};
+use crate::wire::{self, Template};
 
 /// At most this many requests are rendered into one write.
 const MOST_PER_WRITE: usize = 64;
@@ -113,19 +113,7 @@ fn check_line(line: &[u8], needles: &mut Needles, plan: &Plan) -> Line {
             crate::check::clip(&message.to_string())
         )));
     };
-    let reply = wire::Reply {
-        status: 200,
-        kind: Body::Json,
-        content_type: "application/json".to_owned(),
-        session: None,
-        body: bytes::Bytes::copy_from_slice(line),
-    };
-    let checked = wire::answer::<wire::ToolResult>(&reply, n).and_then(|result| {
-        let sent = plan.payload.message(n);
-        plan.expect
-            .check(sent.as_deref(), result.failed(), result.texts())
-    });
-    Line::Answer(n, checked)
+    Line::Answer(n, crate::lean::check_message(line, n, plan))
 }
 
 /// Spawns the server and opens its session: `initialize` (checked) and
@@ -172,15 +160,6 @@ async fn open(command: &[String]) -> anyhow::Result<(Child, ChildStdin, Answers)
     Ok((child, stdin, answers))
 }
 
-/// What every answer's bytes are compared with.
-fn needles(plan: &Plan) -> Needles {
-    match &plan.expect {
-        Expect::Echo => Needles::new(plan.payload.base.as_deref(), true),
-        Expect::Text(t) => Needles::new(Some(t), false),
-        Expect::AnyResult => Needles::new(None, false),
-    }
-}
-
 /// How many calls a phase makes: `requests`, or as many as start within `duration`.
 struct Budget {
     limit: u64,
@@ -212,7 +191,7 @@ async fn sequential(
     template: &Template,
     first: u64,
 ) -> (Tally, u64) {
-    let mut needles = needles(plan);
+    let mut needles = Needles::for_plan(plan);
     let mut tally = Tally::default();
     let mut out = Vec::with_capacity(1024);
     let budget = Budget::new(plan);
@@ -344,7 +323,7 @@ async fn write_calls(
 /// The pipelined phase's reader: every answer checked, until all the writer sent are in.
 /// Lines that answer no call in flight are counted as errors of their own.
 async fn read_answers(window: &Window, answers: &mut Answers, plan: &Plan) -> Tally {
-    let mut needles = needles(plan);
+    let mut needles = Needles::for_plan(plan);
     let mut tally = Tally::default();
     // Calls answered (or lost): what ends the phase, beside how many were sent.
     let mut settled = 0;
@@ -463,7 +442,7 @@ mod tests {
 
     fn verdict(line: &str) -> Line {
         let plan = plan();
-        let mut needles = needles(&plan);
+        let mut needles = Needles::for_plan(&plan);
         check_line(line.as_bytes(), &mut needles, &plan)
     }
 
