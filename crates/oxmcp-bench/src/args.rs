@@ -58,6 +58,12 @@ pub(crate) struct BenchArgs {
     /// spawn to `initialize` answered and the RSS after its first `tools/call`.
     #[arg(long, conflicts_with_all = ["idle_sessions", "burst", "duration", "url"])]
     cold_start: Option<usize>,
+    /// With --cold-start: run each server on this CPU alone. The driver pins its own thread
+    /// to it for the spawn and goes back to its CPUs right after, so the server is pinned
+    /// from its first instruction and no launcher (`taskset -c N server`, whose own exec
+    /// would be timed with every start) stands in between.
+    #[arg(long, value_name = "CPU", requires = "cold_start")]
+    server_cpu: Option<usize>,
     /// Pid of the server, for RSS and CPU figures of an HTTP target.
     #[arg(long)]
     server_pid: Option<u32>,
@@ -209,6 +215,7 @@ impl BenchArgs {
             burst: self.burst,
             idle_sessions: self.idle_sessions,
             cold_start: self.cold_start,
+            server_cpu: self.server_cpu,
             server_pid: self.server_pid,
             also: self.also,
             era: self.era,

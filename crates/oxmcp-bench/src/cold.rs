@@ -15,11 +15,13 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
+use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
+use nix::unistd::Pid;
 use serde_json::{Value, json};
 
 use crate::check::{Failure, Tally};
 use crate::run::Plan;
-use crate::stats::status_kib;
+use crate::stats::{status_field, status_kib};
 use crate::wire::TIMEOUT;
 
 /// What the starts measured: spawn to `initialize` answered, and RSS after the first call.
@@ -29,6 +31,11 @@ pub(crate) struct ColdStarts {
     /// The anonymous part of each (`RssAnon`): the rest is the binary's and libraries'
     /// pages, whose count follows the state of the page cache.
     pub(crate) anon_kib: Vec<u64>,
+    /// The CPUs the servers were allowed (`Cpus_allowed_list` after the first call), when
+    /// every start had the same; otherwise each start's, comma-separated in brackets.
+    pub(crate) server_cpus: Option<String>,
+    /// The driver's own thread's CPUs after the run (they are the same as before it).
+    pub(crate) driver_cpus: Option<String>,
 }
 
 /// Starts the server `n` times, one after another.
@@ -40,19 +47,29 @@ pub(crate) fn run(plan: &Plan, command: &[String], n: usize) -> anyhow::Result<C
         tally: Tally::default(),
         rss_kib: Vec::with_capacity(n),
         anon_kib: Vec::with_capacity(n),
+        server_cpus: None,
+        driver_cpus: None,
     };
+    let pin = plan.server_cpu.map(Pin::new).transpose()?;
+    let mut seen: Vec<String> = Vec::new();
     let watchdog = Watchdog::start();
     for i in 0..n {
-        let started = Instant::now();
         // A group of its own: a command that starts the server through a shell or a
         // launcher is killed whole.
-        let mut child = Command::new(program)
+        let mut command = Command::new(program);
+        command
             .args(args)
             .process_group(0)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()?;
+            .stderr(Stdio::null());
+        let (mut child, started) = match &pin {
+            Some(pin) => pin.spawn(&mut command)?,
+            None => {
+                let started = Instant::now();
+                (command.spawn()?, started)
+            }
+        };
         watchdog.watch(child.id());
         let outcome = start_once(plan, &mut child, started, i as u64 + 1);
         let outcome = match watchdog.done() {
@@ -67,6 +84,7 @@ pub(crate) fn run(plan: &Plan, command: &[String], n: usize) -> anyhow::Result<C
                 out.tally.record(Ok(()), start.latency);
                 out.rss_kib.extend(start.rss_kib);
                 out.anon_kib.extend(start.anon_kib);
+                seen.extend(start.cpus);
             }
             Err(f) => {
                 kill_group(child.id());
@@ -75,7 +93,69 @@ pub(crate) fn run(plan: &Plan, command: &[String], n: usize) -> anyhow::Result<C
             }
         }
     }
+    seen.dedup();
+    out.server_cpus = match seen.as_slice() {
+        [] => None,
+        [one] => Some(one.clone()),
+        all => Some(format!("[{}]", all.join(", "))),
+    };
+    out.driver_cpus = Pin::current().ok().map(|set| cpu_list(&set));
     Ok(out)
+}
+
+/// `--server-cpu`: spawns each server with the calling thread pinned to that CPU (a child
+/// starts with the CPUs of the thread that spawned it), then puts the thread back on the
+/// CPUs it had. The timed start begins once the thread is on the server's CPU, before the
+/// spawn, and includes the move back.
+struct Pin {
+    server: CpuSet,
+    driver: CpuSet,
+}
+
+impl Pin {
+    fn new(cpu: usize) -> anyhow::Result<Pin> {
+        let mut server = CpuSet::new();
+        server
+            .set(cpu)
+            .map_err(|e| anyhow::anyhow!("--server-cpu {cpu}: {e}"))?;
+        let driver = Pin::current()?;
+        // Refused here (EINVAL) when this machine has no such CPU or it is not ours to use.
+        sched_setaffinity(Pid::from_raw(0), &server)
+            .and_then(|()| sched_setaffinity(Pid::from_raw(0), &driver))
+            .map_err(|e| {
+                anyhow::anyhow!("--server-cpu {cpu}: not a CPU this process may use ({e})")
+            })?;
+        Ok(Pin { server, driver })
+    }
+
+    /// The calling thread's CPUs.
+    fn current() -> anyhow::Result<CpuSet> {
+        sched_getaffinity(Pid::from_raw(0)).map_err(|e| anyhow::anyhow!("sched_getaffinity: {e}"))
+    }
+
+    fn spawn(&self, command: &mut Command) -> anyhow::Result<(Child, Instant)> {
+        sched_setaffinity(Pid::from_raw(0), &self.server)?;
+        let started = Instant::now();
+        let spawned = command.spawn();
+        sched_setaffinity(Pid::from_raw(0), &self.driver)?;
+        Ok((spawned?, started))
+    }
+}
+
+/// A CPU set as Linux lists it (`0-3,6`).
+fn cpu_list(set: &CpuSet) -> String {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for cpu in (0..CpuSet::count()).filter(|&c| set.is_set(c).unwrap_or(false)) {
+        match runs.last_mut() {
+            Some((_, end)) if *end + 1 == cpu => *end = cpu,
+            _ => runs.push((cpu, cpu)),
+        }
+    }
+    let run = |&(a, b): &(usize, usize)| match a == b {
+        true => a.to_string(),
+        false => format!("{a}-{b}"),
+    };
+    runs.iter().map(run).collect::<Vec<_>>().join(",")
 }
 
 /// What the watchdog is told.
@@ -137,7 +217,6 @@ impl Watchdog {
 /// Kills the process group `group` (a server started by [`run`] and what it started).
 fn kill_group(group: u32) {
     use nix::sys::signal::{Signal, killpg};
-    use nix::unistd::Pid;
     if let Ok(group) = i32::try_from(group) {
         let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
     }
@@ -150,6 +229,8 @@ struct Start {
     /// `VmRSS` and `RssAnon` after the first call.
     rss_kib: Option<u64>,
     anon_kib: Option<u64>,
+    /// Its `Cpus_allowed_list`.
+    cpus: Option<String>,
 }
 
 /// One start: the time to the `initialize` answer and the RSS after the first call.
@@ -193,11 +274,13 @@ fn start_once(plan: &Plan, child: &mut Child, started: Instant, n: u64) -> Resul
     plan.expect.check(sent.as_deref(), is_error, texts)?;
     let rss_kib = status_kib(child.id(), "VmRSS:");
     let anon_kib = status_kib(child.id(), "RssAnon:");
+    let cpus = status_field(child.id(), "Cpus_allowed_list:");
     drop(stdin);
     Ok(Start {
         latency,
         rss_kib,
         anon_kib,
+        cpus,
     })
 }
 

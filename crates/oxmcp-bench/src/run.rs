@@ -65,6 +65,8 @@ pub(crate) struct Plan {
     pub(crate) idle_sessions: Option<usize>,
     /// Start the stdio server this many times instead of calling.
     pub(crate) cold_start: Option<usize>,
+    /// The CPU a cold start's server runs on, from its first instruction.
+    pub(crate) server_cpu: Option<usize>,
     pub(crate) server_pid: Option<u32>,
     /// More endpoints of the same deployment; calls rotate over the URL and these.
     pub(crate) also: Vec<String>,
@@ -292,6 +294,7 @@ async fn cold_start(plan: &Plan, n: usize) -> anyhow::Result<()> {
     if plan.json {
         let report = json!({"target": plan.target.describe(), "checked": checked,
             "starts": tally.total(), "errors": errors, "spawn_to_initialize": latency,
+            "server_cpus": starts.server_cpus, "driver_cpus": starts.driver_cpus,
             "rss_after_first_call_kib": {"median": rss_median, "min": rss.first(), "max": rss.last()},
             "rss_anon_after_first_call_kib": {"median": anon_median, "min": anon.first(), "max": anon.last()}});
         println!("{report}");
@@ -317,6 +320,13 @@ async fn cold_start(plan: &Plan, n: usize) -> anyhow::Result<()> {
             );
         }
         println!("{line}");
+        if let Some(cpus) = &starts.server_cpus {
+            println!(
+                "{:11} on CPUs {cpus} (the driver's: {})",
+                "server",
+                starts.driver_cpus.as_deref().unwrap_or("unknown")
+            );
+        }
         if let (Some(kib), Some(lo), Some(hi)) = (rss_median, rss.first(), rss.last()) {
             println!(
                 "{:11} RSS after the first call: median {:.1} MiB (min {:.1}, max {:.1}), \

@@ -26,9 +26,18 @@ pub(crate) fn percentiles(mut lat: Vec<Duration>) -> Value {
 
 /// A `/proc/<pid>/status` field in KiB (`VmRSS:`, `VmHWM:`).
 pub(crate) fn status_kib(pid: u32, field: &str) -> Option<u64> {
+    status_field(pid, field)?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// A field of `/proc/<pid>/status` (`VmRSS:`, `Cpus_allowed_list:`), its value trimmed.
+pub(crate) fn status_field(pid: u32, field: &str) -> Option<String> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with(field))?;
-    line.split_whitespace().nth(1)?.parse().ok()
+    let line = status.lines().find_map(|l| l.strip_prefix(field))?;
+    Some(line.trim().to_owned())
 }
 
 /// User plus system CPU time of a process (`self` or a pid), from `/proc/<pid>/stat`.

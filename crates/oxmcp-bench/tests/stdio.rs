@@ -274,6 +274,66 @@ fn cold_start_checks_every_start() {
     assert!(!ok && err.contains("cannot be used with"), "{err}");
 }
 
+/// `--server-cpu`: each server runs on that CPU alone from its start (the driver pins the
+/// spawn, no launcher such as `taskset` is timed with it), and the driver goes back to the
+/// CPUs it had. Without it the server inherits the driver's.
+#[test]
+fn cold_start_pins_the_server_not_the_driver() {
+    let cpus = |v: &serde_json::Value, k: &str| v[k].as_str().unwrap_or_default().to_owned();
+    let (ok, out, err) = bench(&[
+        "--cold-start",
+        "2",
+        "--json",
+        "--",
+        oxmcp(),
+        "serve",
+        "--stdio",
+    ]);
+    assert!(ok, "{err}");
+    let free: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let mine = std::fs::read_to_string("/proc/self/status").unwrap();
+    let mine = mine
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert_eq!(cpus(&free, "server_cpus"), mine, "{free}");
+    // The last CPU this test may use, so that it differs from the whole set where there are two.
+    let last = mine.rsplit([',', '-']).next().unwrap().to_owned();
+    let (ok, out, err) = bench(&[
+        "--cold-start",
+        "2",
+        "--server-cpu",
+        &last,
+        "--json",
+        "--",
+        oxmcp(),
+        "serve",
+        "--stdio",
+    ]);
+    assert!(ok, "{err}");
+    let pinned: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(pinned["errors"], 0, "{pinned}");
+    assert_eq!(cpus(&pinned, "server_cpus"), last, "{pinned}");
+    assert_eq!(cpus(&pinned, "driver_cpus"), mine, "{pinned}");
+    // A CPU this machine does not have is refused before anything starts.
+    let (ok, _, err) = bench(&[
+        "--cold-start",
+        "1",
+        "--server-cpu",
+        "100000",
+        "--",
+        oxmcp(),
+        "serve",
+        "--stdio",
+    ]);
+    assert!(!ok && err.contains("--server-cpu"), "{err}");
+    // And it only means something for a cold start.
+    let (ok, _, err) = bench(&["--server-cpu", "0", "--", oxmcp(), "serve", "--stdio"]);
+    assert!(!ok && err.contains("--cold-start"), "{err}");
+}
+
 /// A server that keeps its pipes open and never answers is killed after the driver's 30 s
 /// and counted as a timeout: the run ends. Here the pipes are held by a shell's child, so
 /// the whole process group has to go.
